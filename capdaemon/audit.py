@@ -1,0 +1,261 @@
+"""Append-only, hash-chained JSONL logs (classifier audit and actions): append, verify, repair, why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
+
+CLASSIFIER_LOG = "classifier_audit.jsonl"
+ACTIONS_LOG = "actions.jsonl"
+GENESIS = "0" * 64
+_CHAIN_KEYS = ("seq", "prev", "hash")
+
+
+class AuditCorruptError(StateError):
+    """A complete line of an audit log is malformed or the chain is broken."""
+
+
+def utc_iso(dt: datetime) -> str:
+    """An aware datetime as `YYYY-MM-DDTHH:MM:SSZ` (microseconds kept when present)."""
+    if dt.tzinfo is None:
+        raise ValueError("naive datetime in audit entry")
+    dt = dt.astimezone(UTC)
+    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if dt.microsecond else "%Y-%m-%dT%H:%M:%SZ"
+    return dt.strftime(fmt)
+
+
+def entry_hash(record: Mapping[str, Any]) -> str:
+    """sha256 over the canonical JSON of a record without its `hash` field."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, datetime):
+        return utc_iso(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "value") and isinstance(obj.value, str):  # enums
+        return obj.value
+    return obj
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The result of checking one log's chain."""
+
+    path: Path
+    ok: bool
+    count: int
+    line: int | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"{self.path}: ok, {self.count} entries, chain whole"
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+class AuditLog:
+    """One hash-chained JSONL log. Appends take a cross-process lock, then fsync.
+
+    Opening repairs a torn final line (a crash mid-write: the bytes after the last newline
+    are moved to `<log>.torn-<n>` and the file is cut back) and refuses a malformed
+    complete line with AuditCorruptError naming the line.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+        self._head_path = self.path.with_name(self.path.name + ".head")
+        with file_lock(self._lock_path):
+            self._repair_torn_tail()
+            self._last = self._read_last()
+
+    # -- reading -----------------------------------------------------------------
+    def _repair_torn_tail(self) -> None:
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        with open(self.path, "rb+") as fh:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) == b"\n":
+                return
+            # find the last newline
+            pos = size
+            chunk = 65536
+            cut = 0
+            while pos > 0:
+                start = max(0, pos - chunk)
+                fh.seek(start)
+                data = fh.read(pos - start)
+                idx = data.rfind(b"\n")
+                if idx >= 0:
+                    cut = start + idx + 1
+                    break
+                pos = start
+            fh.seek(cut)
+            torn = fh.read()
+            n = 1
+            while self.path.with_name(f"{self.path.name}.torn-{n}").exists():
+                n += 1
+            keep = self.path.with_name(f"{self.path.name}.torn-{n}")
+            keep.write_bytes(torn)
+            fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _read_last(self) -> dict[str, Any] | None:
+        """The last complete record (validated), or None for an empty log."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if size == 0:
+            return None
+        with open(self.path, "rb") as fh:
+            back = min(size, 1 << 20)
+            while True:
+                fh.seek(size - back)
+                data = fh.read(back)
+                lines = data.rstrip(b"\n").split(b"\n")
+                if len(lines) > 1 or back == size:
+                    break
+                back = min(size, back * 4)
+        last = lines[-1]
+        lineno = None  # computed only on error
+        try:
+            rec = json.loads(last)
+            if not isinstance(rec, dict) or any(k not in rec for k in _CHAIN_KEYS):
+                raise ValueError("missing seq/prev/hash")
+            if entry_hash(rec) != rec["hash"]:
+                raise ValueError("hash does not match content")
+        except ValueError as exc:
+            with open(self.path, "rb") as fh:
+                lineno = sum(1 for _ in fh)
+            raise AuditCorruptError(
+                f"{self.path}:{lineno}: malformed audit entry ({exc}); "
+                f"run `capdaemon audit verify` and repair by hand"
+            ) from exc
+        return rec
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Every record, in order (raises AuditCorruptError on a malformed line)."""
+        try:
+            fh = open(self.path, encoding="utf-8")
+        except FileNotFoundError:
+            return
+        with fh:
+            for n, line in enumerate(fh, 1):
+                if not line.endswith("\n"):
+                    break  # torn tail being written by another process
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise AuditCorruptError(f"{self.path}:{n}: not JSON: {exc.msg}") from exc
+                yield rec
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        """The newest record this handle knows of."""
+        return self._last
+
+    # -- writing -----------------------------------------------------------------
+    def append(self, entry: Mapping[str, Any], *, now: datetime | None = None) -> dict[str, Any]:
+        """Append one entry (adds ts if missing, then seq/prev/hash), flush + fsync; return it."""
+        body = _jsonable(dict(entry))
+        for k in _CHAIN_KEYS:
+            body.pop(k, None)
+        if "ts" not in body:
+            body["ts"] = utc_iso(now or datetime.now(UTC))
+        with file_lock(self._lock_path):
+            self._repair_torn_tail()
+            last = self._read_last()
+            body["seq"] = (last["seq"] + 1) if last else 1
+            body["prev"] = last["hash"] if last else GENESIS
+            body["hash"] = entry_hash(body)
+            line = (canonical_json(body) + "\n").encode("utf-8")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            atomic_write_json(self._head_path, {"seq": body["seq"], "hash": body["hash"]})
+            self._last = body
+        return body
+
+
+def verify(path: Path) -> VerifyReport:
+    """Check a log's chain: JSON, seq order, prev links, hashes, and the head pointer (tail)."""
+    path = Path(path)
+    prev = GENESIS
+    count = 0
+    expected_seq = 1
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return VerifyReport(path, True, 0, reason="no log yet")
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.endswith(b"\n"):
+                return VerifyReport(path, False, count, n, "torn final line (crash mid-write)")
+            try:
+                rec = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                return VerifyReport(path, False, count, n, f"not JSON: {exc}")
+            if not isinstance(rec, dict) or any(k not in rec for k in _CHAIN_KEYS):
+                return VerifyReport(path, False, count, n, "entry lacks seq/prev/hash")
+            if rec["seq"] != expected_seq:
+                return VerifyReport(
+                    path, False, count, n, f"seq {rec['seq']} where {expected_seq} was expected"
+                )
+            if rec["prev"] != prev:
+                return VerifyReport(path, False, count, n, "prev does not link to the entry before")
+            if entry_hash(rec) != rec["hash"]:
+                return VerifyReport(path, False, count, n, "hash does not match the content")
+            prev = rec["hash"]
+            expected_seq += 1
+            count += 1
+    head = read_json(path.with_name(path.name + ".head"), None)
+    if isinstance(head, dict) and head.get("seq", 0) > count:
+        return VerifyReport(
+            path,
+            False,
+            count,
+            count + 1,
+            f"log ends at seq {count} but seq {head['seq']} was written (tail truncated)",
+        )
+    if isinstance(head, dict) and head.get("seq") == count and head.get("hash") != prev:
+        return VerifyReport(path, False, count, count, "last entry differs from the one written")
+    return VerifyReport(path, True, count)
+
+
+def log_paths(state_dir: Path) -> tuple[Path, Path]:
+    """(classifier audit log, actions log) of a state directory."""
+    state_dir = Path(state_dir)
+    return state_dir / CLASSIFIER_LOG, state_dir / ACTIONS_LOG
+
+
+def story(state_dir: Path, pr: str) -> list[dict[str, Any]]:
+    """Every record from both logs that concerns one PR (`owner/repo#N`), oldest first."""
+    out: list[dict[str, Any]] = []
+    for p in log_paths(state_dir):
+        for rec in AuditLog(p) if p.exists() else ():
+            if rec.get("pr") == pr:
+                out.append(rec)
+    out.sort(key=lambda r: (r.get("ts", ""), r.get("seq", 0)))
+    return out

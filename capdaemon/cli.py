@@ -1,0 +1,73 @@
+"""Command-line entry point: finds the command's module and lets it parse its own arguments.
+
+Only the chosen command's module is imported, so fast commands (scope-guard) stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, one-line help). Each module defines
+#   configure(parser: argparse.ArgumentParser) -> None
+#   run(args: argparse.Namespace) -> int
+COMMANDS: dict[str, tuple[str, str]] = {
+    "classify": ("capdaemon.commands.classify", "classify a local git range as a PR would be"),
+    "audit": ("capdaemon.commands.audit", "audit log tools (verify)"),
+    "why": ("capdaemon.commands.why", "print the story of one PR from the logs"),
+    "dispatch": ("capdaemon.commands.dispatch", "dispatch a task: snapshot its capability"),
+    "scope-guard": ("capdaemon.commands.scope_guard", "check paths/commands against a task"),
+    "finish-task": ("capdaemon.commands.finish_task", "check a task branch before merging"),
+    "tasks": ("capdaemon.commands.tasks", "list capability snapshots"),
+    "escalations": ("capdaemon.commands.escalations", "list open escalation records"),
+    "sandbox": ("capdaemon.commands.sandbox", "the GitHub-compatible sandbox server"),
+    "run": ("capdaemon.commands.run", "run the daemon (APScheduler)"),
+    "tick": ("capdaemon.commands.tick", "run one tick and exit"),
+    "demo": ("capdaemon.commands.demo", "run the whole thing against a throw-away sandbox"),
+    "breaker": ("capdaemon.commands.breaker", "circuit breaker status and owner reset"),
+    "agents": ("capdaemon.commands.agents", "agent identities and their burn-in clocks"),
+    "protect": ("capdaemon.commands.protect", "set branch protection on a supervised repo"),
+    "digest": ("capdaemon.commands.digest", "render the daily digest"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: capdaemon COMMAND [ARGS...]", "", "commands:"]
+    width = max(len(c) for c in COMMANDS)
+    lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "`capdaemon COMMAND --help` for a command's arguments."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one capdaemon command; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        from capdaemon import __version__
+
+        print(f"capdaemon {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"capdaemon: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module_name, help_ = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"capdaemon {name}", description=help_)
+    module.configure(parser)
+    try:
+        args = parser.parse_args(rest)
+    except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

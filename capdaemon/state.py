@@ -1,0 +1,154 @@
+"""State files under bot-state/: atomic JSON writes, strict reads, and the single-instance lock."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+class StateError(RuntimeError):
+    """A state file is corrupt or unreadable; the operator must look (it is never overwritten)."""
+
+
+class LockedError(RuntimeError):
+    """Another process holds the state directory's lock."""
+
+
+def canonical_json(obj: Any) -> str:
+    """The canonical JSON text used for hashing: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename inside it is durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+    """Write a file atomically: temp file in the same folder, fsync, rename, fsync folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, obj: Any, *, mode: int = 0o644) -> None:
+    """Write JSON atomically (pretty, sorted keys, trailing newline)."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", mode=mode)
+
+
+def write_new_json(path: Path, obj: Any, *, mode: int = 0o444) -> bool:
+    """Create a JSON file that must not exist yet (immutable records). False if it exists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        return False
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        try:
+            os.link(tmp, path)  # fails if path exists: no overwrite, even in a race
+        except FileExistsError:
+            return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(path.parent)
+    return True
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    """Read a JSON state file; a missing file gives `default`, a corrupt one raises StateError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return default
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateError(
+            f"{path}: corrupt JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; "
+            "fix or move the file away (it is never overwritten)"
+        ) from exc
+
+
+class StateLock:
+    """An exclusive, non-blocking flock on `<state>/capdaemon.lock` (one daemon per state dir)."""
+
+    def __init__(self, state_dir: Path, name: str = "capdaemon.lock") -> None:
+        self.path = Path(state_dir) / name
+        self._fd: int | None = None
+
+    def acquire(self) -> StateLock:
+        """Take the lock or raise LockedError naming the holder's pid."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise LockedError(
+                    f"state directory {self.path.parent} is locked by another capdaemon"
+                    + (f" (pid {holder})" if holder else "")
+                ) from exc
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Release the lock (the file stays)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> StateLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """A blocking exclusive flock on a side file (used by single-writer logs across processes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
