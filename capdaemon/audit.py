@@ -1,4 +1,4 @@
-"""Append-only, hash-chained JSONL logs (classifier audit and actions): append, verify, repair, why."""
+"""Append-only, hash-chained JSONL logs (classifier audit, actions): append, verify, repair."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ class AuditLog:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every record, in order (raises AuditCorruptError on a malformed line)."""
         try:
-            fh = open(self.path, encoding="utf-8")
+            fh = open(self.path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
         except FileNotFoundError:
             return
         with fh:
@@ -206,7 +206,7 @@ def verify(path: Path) -> VerifyReport:
     count = 0
     expected_seq = 1
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
         return VerifyReport(path, True, 0, reason="no log yet")
     with fh:

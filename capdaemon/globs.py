@@ -1,4 +1,4 @@
-"""Path normalisation and gitignore-style glob matching (pathspec), shared by classifier and scopes."""
+"""Path normalisation and gitignore-style glob matching (pathspec), for classifier and scopes."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ class GlobSet:
     def __post_init__(self) -> None:
         pats = [p.casefold() for p in self.patterns] if self.case_insensitive else self.patterns
         try:
-            spec = pathspec.PathSpec.from_lines("gitwildmatch", pats)
+            spec = pathspec.PathSpec.from_lines("gitignore", pats)
         except Exception as exc:  # pathspec raises several types for bad patterns
             raise GlobError(str(exc)) from exc
         object.__setattr__(self, "_spec", spec)
@@ -132,7 +132,7 @@ def validate_glob(pattern: str) -> None:
     if pattern.count("[") != pattern.count("]"):
         raise GlobError(f"unbalanced brackets in glob {pattern!r}")
     try:
-        pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+        pathspec.PathSpec.from_lines("gitignore", [pattern])
     except Exception as exc:
         raise GlobError(f"bad glob {pattern!r}: {exc}") from exc
 

@@ -214,7 +214,11 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form stored in the audit log."""
-        out = {"validator": self.validator, "severity": self.severity.value, "message": self.message}
+        out = {
+            "validator": self.validator,
+            "severity": self.severity.value,
+            "message": self.message,
+        }
         if self.subject:
             out["subject"] = self.subject
         return out

@@ -55,7 +55,9 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
 
 def atomic_write_json(path: Path, obj: Any, *, mode: int = 0o644) -> None:
     """Write JSON atomically (pretty, sorted keys, trailing newline)."""
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", mode=mode)
+    atomic_write_text(
+        path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", mode=mode
+    )
 
 
 def write_new_json(path: Path, obj: Any, *, mode: int = 0o444) -> bool:

@@ -1,0 +1,1 @@
+"""The pure decision core: ballots, tiers, merging, breaker, burn-in, probes, digest, checks."""

@@ -1,0 +1,474 @@
+"""Ballot commands (`/approve A|B|C`, `/reject`, `/breaker reset`) and owner votes (SPEC 3)."""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from capdaemon.decide._common import aware, dt_to_json, reader
+from capdaemon.decide.labels import Label
+
+# ----------------------------------------------------------------------------- parsing
+
+
+class CommandKind(enum.StrEnum):
+    """A parsed comment command."""
+
+    APPROVE_A = "approve_a"
+    APPROVE_B = "approve_b"
+    APPROVE_C = "approve_c"
+    REJECT = "reject"
+    BREAKER_RESET = "breaker_reset"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command found in a comment: its kind, the line as written and, when unknown, why."""
+
+    kind: CommandKind
+    line: str
+    reason: str = ""
+
+
+VALID_COMMANDS = ("/approve A", "/approve B", "/approve C", "/reject", "/breaker reset")
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_COMMAND_LIKE = re.compile(r"^/[A-Za-z][A-Za-z0-9_-]*(?:\s|$)")
+_MAX_LINE = 200
+
+
+def _visible_lines(body: str) -> Iterable[str]:
+    """The lines of a Markdown body outside fenced code blocks and HTML comments."""
+    text = body.replace("\r\n", "\n").replace("\r", "\n")
+    fence: str | None = None  # the opening fence run while inside a fenced block
+    in_comment = False
+    for raw in text.split("\n"):
+        line = raw
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
+                fence = None
+            continue
+        out = []
+        while line:
+            if in_comment:
+                end = line.find("-->")
+                if end < 0:
+                    line = ""
+                    break
+                line = line[end + 3 :]
+                in_comment = False
+                continue
+            start = line.find("<!--")
+            if start < 0:
+                out.append(line)
+                break
+            out.append(line[:start])
+            line = line[start + 4 :]
+            in_comment = True
+        line = "".join(out)
+        m = _FENCE_OPEN.match(line)
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = m.group(1)
+            continue
+        yield line
+
+
+def _command_of(line: str) -> Command:
+    tokens = line.split()
+    word = tokens[0].lower()
+    args = tokens[1:]
+    shown = line.strip()[:_MAX_LINE]
+    if word == "/approve" and len(args) == 1 and args[0] in ("A", "B", "C", "a", "b", "c"):
+        return Command(CommandKind(f"approve_{args[0].lower()}"), shown)
+    if word == "/reject" and not args:
+        return Command(CommandKind.REJECT, shown)
+    if word == "/breaker" and [a.lower() for a in args] == ["reset"]:
+        return Command(CommandKind.BREAKER_RESET, shown)
+    if word in ("/approve", "/reject", "/breaker"):
+        reason = "a command must stand alone on its line, exactly as listed"
+    else:
+        reason = f"unknown command {tokens[0][:40]}"
+    return Command(CommandKind.UNKNOWN, shown, reason)
+
+
+def parse_command(body: str) -> Command | None:
+    """The command in a comment body, or None for plain text.
+
+    A command is a line that starts (column 0) with `/word`; lines inside fenced code
+    blocks, HTML comments, quotes (`>`) or indented blocks never count. The command must
+    be alone on its line (extra words → UNKNOWN, so a typo is answered, never guessed).
+    Command words and the A/B/C letter are case-insensitive. One distinct valid command
+    per comment: two different ones (e.g. `/approve A` and `/reject`) → UNKNOWN
+    (ambiguous); a valid command wins over unknown `/word` lines beside it.
+    """
+    found = [_command_of(line) for line in _visible_lines(body) if _COMMAND_LIKE.match(line)]
+    if not found:
+        return None
+    valid = [c for c in found if c.kind is not CommandKind.UNKNOWN]
+    kinds = {c.kind for c in valid}
+    if len(kinds) == 1:
+        return valid[0]
+    if len(kinds) > 1:
+        shown = "; ".join(c.line for c in valid)[:_MAX_LINE]
+        return Command(CommandKind.UNKNOWN, shown, "more than one different command in one comment")
+    return found[0]
+
+
+def unknown_command_reply(command: Command) -> str:
+    """The bot's answer to an unknown command (commands shown as code, so they never parse)."""
+    listed = "\n".join(
+        [
+            "- `/approve A` (or a 👍 reaction on this issue): approve as proposed",
+            "- `/approve B`: approve with the alternate in the PR description",
+            "- `/approve C`: defer, needs more information (not mergeable)",
+            "- `/reject` (or a 👎 reaction): reject, the PR is closed",
+            "- `/breaker reset`: reset a tripped circuit breaker (on its incident issue)",
+        ]
+    )
+    why = command.reason or "unknown command"
+    return (
+        f"This comment was not counted: {why}.\n\n"
+        "Write one of these alone on its own line, in a new comment "
+        "(edited comments do not count):\n\n"
+        f"{listed}\n"
+    )
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+class CommentLike(Protocol):
+    """What a ballot needs of a comment (capdaemon.forge.types.Comment fits)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+
+
+class ReactionLike(Protocol):
+    """What a ballot needs of a reaction (capdaemon.forge.types.Reaction fits; `id` optional)."""
+
+    @property
+    def user(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+
+
+class BallotStatus(enum.StrEnum):
+    """Where a ballot stands."""
+
+    PENDING = "pending"
+    APPROVED = "approved"  # A: approve as proposed
+    APPROVED_ALTERNATE = "approved_alternate"  # B: approve with the alternate
+    DEFERRED = "deferred"  # C: defer (label decision:deferred, not mergeable)
+    REJECTED = "rejected"
+
+    @property
+    def mergeable(self) -> bool:
+        """True for the two approvals."""
+        return self in (BallotStatus.APPROVED, BallotStatus.APPROVED_ALTERNATE)
+
+
+_COMMAND_CHOICE = {
+    CommandKind.APPROVE_A: BallotStatus.APPROVED,
+    CommandKind.APPROVE_B: BallotStatus.APPROVED_ALTERNATE,
+    CommandKind.APPROVE_C: BallotStatus.DEFERRED,
+    CommandKind.REJECT: BallotStatus.REJECTED,
+}
+_REACTION_CHOICE = {"+1": BallotStatus.APPROVED, "-1": BallotStatus.REJECTED}
+
+EDIT_TOLERANCE = timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class BallotFacts:
+    """Everything a ballot's resolution needs, gathered by the daemon.
+
+    `owners` are logins (compared case-insensitively; pass admins in too when
+    `owners_include_admins`). `round_started_at` is when the ballot was (re)bound to
+    `head_sha`: votes older than it belong to an earlier head and do not count.
+    `answered_comment_ids` are unknown-command comments already answered.
+    """
+
+    owners: frozenset[str]
+    pr_author: str
+    bot_login: str
+    head_sha: str
+    round_started_at: datetime
+    comments: tuple[CommentLike, ...] = ()
+    reactions: tuple[ReactionLike, ...] = ()
+    answered_comment_ids: frozenset[int] = frozenset()
+    edit_tolerance: timedelta = EDIT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One owner action, counted or ignored (ignored ones carry the reason; all are audited)."""
+
+    user: str
+    source: str  # "comment" | "reaction"
+    ref: int | None  # comment id or reaction id
+    at: datetime
+    what: str  # the command line or the reaction content
+    choice: BallotStatus | None  # what it would mean if counted
+    counted: bool
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        """A stable identity for de-duplicating audit entries across ticks."""
+        if self.ref is not None:
+            return f"{self.source}:{self.ref}"
+        return f"{self.source}:{self.user.lower()}:{self.what}:{dt_to_json(self.at)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the audit log (`vote.counted` / `vote.ignored`)."""
+        out: dict[str, Any] = {
+            "user": self.user,
+            "source": self.source,
+            "ref": self.ref,
+            "at": dt_to_json(self.at),
+            "what": self.what,
+            "choice": self.choice.value if self.choice else None,
+            "counted": self.counted,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class UnknownCommand:
+    """An owner's unknown command comment the bot should answer (once per comment id)."""
+
+    comment_id: int
+    user: str
+    command: Command
+
+    @property
+    def reply(self) -> str:
+        """The answer body."""
+        return unknown_command_reply(self.command)
+
+
+@dataclass(frozen=True)
+class BallotOutcome:
+    """The state of a ballot for one head sha."""
+
+    status: BallotStatus
+    head_sha: str
+    reason: str
+    deciding: Vote | None = None
+    counted: tuple[Vote, ...] = ()
+    ignored: tuple[Vote, ...] = ()
+    unknown_commands: tuple[UnknownCommand, ...] = ()
+
+    @property
+    def decided_by(self) -> str | None:
+        """The owner whose action decided, if any."""
+        return self.deciding.user if self.deciding else None
+
+    def approves(self, head_sha: str) -> bool:
+        """True when approved (A or B) for exactly this head sha."""
+        return self.status.mergeable and self.head_sha == head_sha
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Labels the ballot issue should carry besides decision:pending-owner."""
+        return (Label.DEFERRED.value,) if self.status is BallotStatus.DEFERRED else ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the audit log and state files."""
+        return {
+            "status": self.status.value,
+            "head_sha": self.head_sha,
+            "reason": self.reason,
+            "decided_by": self.decided_by,
+            "deciding": self.deciding.to_dict() if self.deciding else None,
+            "counted": [v.to_dict() for v in self.counted],
+            "ignored": [v.to_dict() for v in self.ignored],
+            "unknown_commands": [u.comment_id for u in self.unknown_commands],
+        }
+
+
+def _why_ignored(facts: BallotFacts, user: str, at: datetime, noun: str) -> str:
+    login = user.lower()
+    if login == facts.bot_login.lower():
+        return f"the bot's own {noun}"
+    if login == facts.pr_author.lower():
+        return "the PR author never counts"
+    if login not in {o.lower() for o in facts.owners}:
+        return "not an owner"
+    if at < facts.round_started_at:
+        return f"before this round (the ballot is bound to {facts.head_sha[:12]})"
+    return ""
+
+
+def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
+    """Resolve a ballot: owners only, newest owner action wins, conflicting 👍/👎 → pending.
+
+    Never counted: the bot, the PR author (even an owner), non-owners, anything before
+    the round started, and command comments edited after posting. A `/breaker reset`
+    on a ballot is ignored. Commands win ties with reactions of the same second.
+    """
+    aware(now, "now")
+    aware(facts.round_started_at, "round_started_at")
+    counted: list[Vote] = []
+    ignored: list[Vote] = []
+    unknown: list[UnknownCommand] = []
+    owners = {o.lower() for o in facts.owners}
+    for c in facts.comments:
+        command = parse_command(c.body or "")
+        if command is None:
+            continue
+        created = aware(c.created_at, f"comment {c.id} created_at")
+        updated = aware(c.updated_at or c.created_at, f"comment {c.id} updated_at")
+        reason = _why_ignored(facts, c.user, created, "comment")
+        if not reason and updated > created + facts.edit_tolerance:
+            reason = "edited after posting"
+        choice = _COMMAND_CHOICE.get(command.kind)
+        if command.kind is CommandKind.UNKNOWN:
+            if (
+                c.user.lower() in owners
+                and c.user.lower() != facts.bot_login.lower()
+                and created >= facts.round_started_at
+                and c.id not in facts.answered_comment_ids
+            ):
+                unknown.append(UnknownCommand(c.id, c.user, command))
+            reason = reason or command.reason or "unknown command"
+        elif command.kind is CommandKind.BREAKER_RESET:
+            reason = reason or "not a ballot command (use it on the breaker's incident issue)"
+        vote = Vote(c.user, "comment", c.id, created, command.line, choice, not reason, reason)
+        (ignored if reason else counted).append(vote)
+    for r in facts.reactions:
+        choice = _REACTION_CHOICE.get(r.content)
+        if choice is None:
+            continue  # 😄, 🎉 … are not votes
+        created = aware(r.created_at, "reaction created_at")
+        reason = _why_ignored(facts, r.user, created, "reaction")
+        vote = Vote(
+            r.user,
+            "reaction",
+            getattr(r, "id", None),
+            created,
+            r.content,
+            choice,
+            not reason,
+            reason,
+        )
+        (ignored if reason else counted).append(vote)
+
+    counted.sort(key=lambda v: (v.at, v.source != "comment", v.ref or 0))
+    ignored.sort(key=lambda v: (v.at, v.source, v.ref or 0))
+    commands = [v for v in counted if v.source == "comment"]
+    last_command = commands[-1] if commands else None
+    later = [
+        v
+        for v in counted
+        if v.source == "reaction" and (last_command is None or v.at > last_command.at)
+    ]
+
+    def outcome(status: BallotStatus, reason: str, deciding: Vote | None = None) -> BallotOutcome:
+        return BallotOutcome(
+            status, facts.head_sha, reason, deciding, tuple(counted), tuple(ignored), tuple(unknown)
+        )
+
+    if later and len({v.choice for v in later}) > 1:
+        return outcome(
+            BallotStatus.PENDING, "conflicting 👍 and 👎 from owners and no later command comment"
+        )
+    deciding = later[-1] if later else last_command
+    if deciding is None or deciding.choice is None:
+        return outcome(BallotStatus.PENDING, "no owner has answered yet")
+    how = "👍" if deciding.what == "+1" else "👎" if deciding.what == "-1" else deciding.what
+    return outcome(
+        deciding.choice, f"{how} by {deciding.user} at {dt_to_json(deciding.at)}", deciding
+    )
+
+
+# ----------------------------------------------------------------------------- round state
+
+
+@dataclass(frozen=True)
+class BallotRound:
+    """Persisted ballot binding: which head sha the ballot issue currently decides, since when."""
+
+    repo: str
+    pr: int
+    head_sha: str
+    started_at: datetime
+    round: int = 1
+    issue: int | None = None
+
+    def __post_init__(self) -> None:
+        aware(self.started_at, "started_at")
+        if self.round < 1:
+            raise ValueError(f"round must be >= 1, got {self.round}")
+
+    def for_head(self, head_sha: str, now: datetime) -> BallotRound:
+        """The same round for the same head; a new round (votes reset) when the head changed."""
+        aware(now, "now")
+        if head_sha == self.head_sha:
+            return self
+        return replace(self, head_sha=head_sha, started_at=now, round=self.round + 1)
+
+    def facts(
+        self,
+        *,
+        owners: Iterable[str],
+        pr_author: str,
+        bot_login: str,
+        comments: Iterable[CommentLike] = (),
+        reactions: Iterable[ReactionLike] = (),
+        answered_comment_ids: Iterable[int] = (),
+    ) -> BallotFacts:
+        """BallotFacts bound to this round."""
+        return BallotFacts(
+            owners=frozenset(o.lower() for o in owners),
+            pr_author=pr_author,
+            bot_login=bot_login,
+            head_sha=self.head_sha,
+            round_started_at=self.started_at,
+            comments=tuple(comments),
+            reactions=tuple(reactions),
+            answered_comment_ids=frozenset(answered_comment_ids),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for bot-state."""
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "issue": self.issue,
+            "head_sha": self.head_sha,
+            "round": self.round,
+            "started_at": dt_to_json(self.started_at),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> BallotRound:
+        """Parse the JSON form; a malformed dict raises ValueError naming the field."""
+        r = reader(data, "ballot_round")
+        return cls(
+            repo=r.text("repo"),
+            pr=r.integer("pr", minimum=1),
+            issue=r.integer("issue", optional=True, minimum=1),
+            head_sha=r.text("head_sha"),
+            round=r.integer("round", minimum=1),
+            started_at=r.when("started_at"),
+        )

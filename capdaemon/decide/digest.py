@@ -1,0 +1,251 @@
+"""The daily digest (SPEC 7): its schedule and its Markdown (with a Mermaid pie of quadrants)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from capdaemon.decide._common import aware, dt_to_json
+from capdaemon.decide._text import format_age, link, md, ref
+from capdaemon.decide.breaker import BreakerState
+from capdaemon.decide.burnin import BURN_IN_DAYS, BurnInState, BurnInStatus
+from capdaemon.model import Quadrant
+
+# ----------------------------------------------------------------------------- schedule
+
+
+def _zone(tz: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {tz!r}") from exc
+
+
+def parse_digest_time(digest_time: str) -> time:
+    """ "HH:MM" (24 h) → time, else ValueError."""
+    m = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", digest_time or "")
+    if not m:
+        raise ValueError(f"digest_time must be HH:MM (24 h), got {digest_time!r}")
+    return time(int(m.group(1)), int(m.group(2)))
+
+
+def digest_due(
+    now: datetime, last_sent_date: date | None, digest_time: str, tz: str
+) -> date | None:
+    """The local date whose digest is due now, or None.
+
+    Due when the local wall clock in `tz` is at or after `digest_time` and the digest
+    for today's local date has not been sent. So a restart at 09:05 still sends it,
+    it is never sent twice for one local date, and a missed day is not sent late the
+    next morning before 09:00 (only today's digest is ever due). In a DST gap the
+    first wall-clock time after `digest_time` counts.
+    """
+    local = aware(now, "now").astimezone(_zone(tz))
+    at = parse_digest_time(digest_time)
+    today = local.date()
+    if last_sent_date is not None and last_sent_date >= today:
+        return None
+    return today if local.time().replace(tzinfo=None) >= at else None
+
+
+def digest_period(day: date, digest_time: str, tz: str) -> tuple[datetime, datetime]:
+    """The instants a digest for `day` covers: the previous day's digest time to this day's.
+
+    23 or 25 hours long across a DST change. Both ends are aware (in `tz`).
+    """
+    zone = _zone(tz)
+    at = parse_digest_time(digest_time)
+    end = datetime.combine(day, at, tzinfo=zone)
+    start = datetime.combine(day - timedelta(days=1), at, tzinfo=zone)
+    return start, end
+
+
+# ----------------------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True)
+class DigestMerge:
+    """A PR merged (or, in shadow mode, that would have merged) in the period."""
+
+    ref: str
+    quadrant: Quadrant
+    title: str = ""
+    merged_at: datetime | None = None
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class DigestBallot:
+    """An open owner ballot (or one-tap request) and when it opened."""
+
+    ref: str
+    opened_at: datetime
+    url: str = ""
+    title: str = ""
+    kind: str = "ballot"  # ballot | one-tap | deferred
+
+
+@dataclass(frozen=True)
+class DigestItem:
+    """A line about a PR or issue: auto-closed reviews, scope violations, escalations, attention."""
+
+    ref: str
+    detail: str = ""
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class RateUse:
+    """GitHub rate-limit use at digest time."""
+
+    remaining: int
+    limit: int
+    used: int | None = None
+
+
+@dataclass(frozen=True)
+class DigestFacts:
+    """Everything the digest says, gathered by the daemon for one local date."""
+
+    date: date
+    timezone: str
+    quadrant_counts: Mapping[Quadrant, int] = field(default_factory=dict)
+    merges: tuple[DigestMerge, ...] = ()
+    pending_ballots: tuple[DigestBallot, ...] = ()
+    auto_closed: tuple[DigestItem, ...] = ()
+    scope_violations: tuple[DigestItem, ...] = ()
+    escalations: tuple[DigestItem, ...] = ()
+    attention: tuple[DigestItem, ...] = ()  # P1 findings
+    breaker: BreakerState = field(default_factory=BreakerState)
+    burn_in: BurnInState = field(default_factory=BurnInState)
+    burn_in_days: float = BURN_IN_DAYS
+    errors: tuple[str, ...] = ()
+    rate_limit: RateUse | None = None
+    shadow: bool = False
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _items(items: tuple[DigestItem, ...]) -> list[str]:
+    if not items:
+        return ["None."]
+    out = []
+    for i in items:
+        head = link(i.ref, i.url) if i.url else ref(i.ref)
+        out.append(f"- {head}" + (f": {md(i.detail)}" if i.detail else ""))
+    return out
+
+
+def _breaker_lines(b: BreakerState, tripped_first: bool) -> list[str]:
+    if b.tripped:
+        lines = [
+            "## ⚠️ Circuit breaker TRIPPED" if tripped_first else "## Circuit breaker",
+            "",
+            f"Tripped at {dt_to_json(b.tripped_at)}. **No auto-merges** until an owner resets it "
+            "(`/breaker reset` on the incident issue, or `capdaemon breaker reset`).",
+            "",
+        ]
+    else:
+        lines = ["## Circuit breaker", "", f"Closed. {len(b.incidents)} incident(s) in the window."]
+        if b.reset_by:
+            lines.append(f"Last reset by {md(b.reset_by)} at {dt_to_json(b.reset_at)}.")
+        lines.append("")
+    for i in b.incidents:
+        detail = f": {md(i.detail)}" if i.detail else ""
+        lines.append(f"- {dt_to_json(i.at)} {i.kind.value}{detail}")
+    if b.incidents:
+        lines.append("")
+    return lines
+
+
+def _pie(counts: Mapping[Quadrant, int]) -> list[str]:
+    slices = [(q, counts.get(q, 0)) for q in (Quadrant.A, Quadrant.B, Quadrant.C, Quadrant.D)]
+    if not any(n for _, n in slices):
+        return ["No PR was classified in this period."]
+    body = [f'    "{q.value}" : {n}' for q, n in slices if n]
+    return ["```mermaid", "pie title Quadrants", *body, "```"]
+
+
+def render_digest(facts: DigestFacts, now: datetime) -> str:
+    """The digest as Markdown; a tripped breaker comes first, then every section in order."""
+    aware(now, "now")
+    counts = facts.quadrant_counts
+    total = sum(counts.get(q, 0) for q in Quadrant)
+    out = [f"# capdaemon digest — {facts.date.isoformat()} ({md(facts.timezone)})", ""]
+    if facts.shadow:
+        out += [
+            "_Shadow mode: nothing was merged or closed; merges below are would-be merges._",
+            "",
+        ]
+    if facts.breaker.tripped:
+        out += _breaker_lines(facts.breaker, tripped_first=True)
+
+    out += ["## Quadrants", "", "| A | B | C | D | total |", "|---|---|---|---|---|"]
+    out += ["| " + " | ".join(str(counts.get(q, 0)) for q in "ABCD") + f" | {total} |", ""]
+    out += [*_pie(counts), ""]
+
+    out += [f"## Merges ({len(facts.merges)})", ""]
+    for m in facts.merges or ():
+        head = link(m.ref, m.url) if m.url else ref(m.ref)
+        when = f" at {dt_to_json(m.merged_at)}" if m.merged_at else ""
+        title = f" {md(m.title)}" if m.title else ""
+        out.append(f"- {head} ({m.quadrant.value}){title}{when}")
+    out += ([] if facts.merges else ["None."]) + [""]
+
+    ballots = sorted(facts.pending_ballots, key=lambda b: b.opened_at)
+    out += [f"## Pending ballots ({len(ballots)})", ""]
+    if ballots:
+        out += ["| PR | kind | age | ballot |", "|---|---|---|---|"]
+        for b in ballots:
+            age = format_age(now - aware(b.opened_at, "opened_at"))
+            issue = link("issue", b.url) if b.url else ""
+            title = f" {md(b.title)}" if b.title else ""
+            out.append(f"| {ref(b.ref)}{title} | {md(b.kind)} | {age} | {issue} |")
+    else:
+        out.append("None.")
+    out.append("")
+
+    out += ["## Attention (P1)", "", *_items(facts.attention), ""]
+    out += [
+        f"## Auto-closed reviews ({len(facts.auto_closed)})",
+        "",
+        *_items(facts.auto_closed),
+        "",
+    ]
+    out += ["## Scope violations and escalations", ""]
+    out += ["### Scope violations", "", *_items(facts.scope_violations), ""]
+    out += ["### Escalations", "", *_items(facts.escalations), ""]
+    if not facts.breaker.tripped:
+        out += _breaker_lines(facts.breaker, tripped_first=False)
+
+    out += ["## Burn-in clocks", ""]
+    if facts.burn_in.agents:
+        out += ["| agent | status | first seen | clock since | days left | rejections |"]
+        out += ["|---|---|---|---|---|---|"]
+        for a in facts.burn_in.agents:
+            status = "hard-block" if a.status is BurnInStatus.HARD_BLOCK else "burn-in"
+            left = f"{a.days_left(now, facts.burn_in_days):.1f}"
+            out.append(
+                f"| {md(a.agent_id)} | {status} | {a.first_seen.date().isoformat()} | "
+                f"{a.clock_start.date().isoformat()} | {left} | {a.rejections} |"
+            )
+    else:
+        out.append("No agent identities seen yet.")
+    out.append("")
+
+    out += [f"## Errors ({len(facts.errors)})", ""]
+    out += [f"- {md(e)}" for e in facts.errors] or ["None."]
+    out += ["", "## Rate limit", ""]
+    if facts.rate_limit is None:
+        out.append("Not measured.")
+    else:
+        rl = facts.rate_limit
+        used = rl.used if rl.used is not None else rl.limit - rl.remaining
+        share = f" ({100 * used / rl.limit:.0f} %)" if rl.limit else ""
+        out.append(f"{used} of {rl.limit} requests used{share}, {rl.remaining} remaining.")
+    out.append("")
+    return "\n".join(out)

@@ -1,0 +1,188 @@
+"""Post-merge health probes and the auto-revert decision with its daily cap (SPEC 6.2)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from capdaemon.config import PostMergeConfig
+from capdaemon.decide._common import aware, dt_to_json, reader
+from capdaemon.model import CheckRun
+
+FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure", "error"})
+PASSED_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
+# cancelled / stale / action_required: neither (a newer push often cancels runs on main)
+
+
+@dataclass(frozen=True)
+class ProbeWatch:
+    """A merge commit being watched on the base branch."""
+
+    repo: str
+    pr: int
+    merge_sha: str
+    parents_count: int
+    merged_at: datetime
+    base: str = "main"
+
+    def __post_init__(self) -> None:
+        aware(self.merged_at, "merged_at")
+        if self.parents_count < 1:
+            raise ValueError(f"parents_count must be >= 1, got {self.parents_count}")
+
+    @property
+    def ref(self) -> str:
+        """`owner/repo#N`."""
+        return f"{self.repo}#{self.pr}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for bot-state."""
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "merge_sha": self.merge_sha,
+            "parents_count": self.parents_count,
+            "merged_at": dt_to_json(self.merged_at),
+            "base": self.base,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ProbeWatch:
+        """Parse the JSON form; malformed → ValueError naming the field."""
+        r = reader(data, "probe_watch")
+        return cls(
+            repo=r.text("repo"),
+            pr=r.integer("pr", minimum=1),
+            merge_sha=r.text("merge_sha"),
+            parents_count=r.integer("parents_count", minimum=1),
+            merged_at=r.when("merged_at"),
+            base=r.text("base", optional=True) or "main",
+        )
+
+
+class ProbeStatus(enum.StrEnum):
+    """The outcome of a probe so far."""
+
+    PENDING = "pending"
+    HEALTHY = "healthy"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """A probe's status, the checks that failed or still run, and why."""
+
+    status: ProbeStatus
+    reason: str
+    failed_checks: tuple[str, ...] = ()
+    running_checks: tuple[str, ...] = ()
+
+    @property
+    def done(self) -> bool:
+        """True when the watch can be dropped."""
+        return self.status is not ProbeStatus.PENDING
+
+
+def _latest(checks: Iterable[CheckRun]) -> list[CheckRun]:
+    """The newest run per check name (re-runs replace older ones)."""
+    best: dict[str, CheckRun] = {}
+    floor = datetime.min.replace(tzinfo=UTC)
+    for c in checks:
+        key = (c.completed_at or c.started_at or floor, c.id or 0)
+        old = best.get(c.name)
+        if old is None or key >= (old.completed_at or old.started_at or floor, old.id or 0):
+            best[c.name] = c
+    return [best[n] for n in sorted(best)]
+
+
+def evaluate_probe(
+    watch: ProbeWatch, checks: Sequence[CheckRun], now: datetime, cfg: PostMergeConfig
+) -> ProbeResult:
+    """Judge the merge commit's checks: any failure → FAILED; healthy once the window is over.
+
+    Within `window_minutes` after the merge: FAILED at the first failed check, else
+    PENDING. After it: running checks keep it PENDING up to twice the window, then
+    FAILED ("probe timed out"); otherwise HEALTHY (also when no check ran at all, said so).
+    """
+    aware(now, "now")
+    latest = _latest(checks)
+    failed = tuple(
+        c.name for c in latest if c.status == "completed" and c.conclusion in FAILED_CONCLUSIONS
+    )
+    running = tuple(c.name for c in latest if c.status != "completed")
+    if failed:
+        return ProbeResult(
+            ProbeStatus.FAILED,
+            f"failed on {watch.merge_sha[:12]}: {', '.join(failed)}",
+            failed,
+            running,
+        )
+    window = timedelta(minutes=cfg.window_minutes)
+    elapsed = now - watch.merged_at
+    if elapsed < window:
+        return ProbeResult(ProbeStatus.PENDING, "inside the probe window", (), running)
+    if running:
+        if elapsed < 2 * window:
+            return ProbeResult(
+                ProbeStatus.PENDING, "checks still running after the window", (), running
+            )
+        return ProbeResult(
+            ProbeStatus.FAILED, f"probe timed out: still running {', '.join(running)}", (), running
+        )
+    if not latest:
+        return ProbeResult(ProbeStatus.HEALTHY, "no checks reported on the merge commit")
+    return ProbeResult(
+        ProbeStatus.HEALTHY, f"{len(latest)} checks passed on {watch.merge_sha[:12]}"
+    )
+
+
+class RevertAction(enum.StrEnum):
+    """What to do about a merge."""
+
+    NONE = "none"
+    OPEN_REVERT = "open_revert"
+    INCIDENT_ONLY = "incident_only"
+
+
+@dataclass(frozen=True)
+class RevertDecision:
+    """Revert or only report, and why."""
+
+    action: RevertAction
+    reason: str
+
+
+def reverts_on_day(revert_times: Iterable[datetime], now: datetime) -> int:
+    """How many reverts were opened on `now`'s UTC calendar day."""
+    day = aware(now, "now").astimezone(UTC).date()
+    return sum(1 for t in revert_times if aware(t, "revert time").astimezone(UTC).date() == day)
+
+
+def revert_decision(
+    watch: ProbeWatch,
+    failed: bool,
+    *,
+    auto_revert_pr: bool,
+    reverts_today: int,
+    cap: int,
+    applies_cleanly: bool,
+) -> RevertDecision:
+    """Open a revert PR only when enabled, single-parent, under the daily cap and clean."""
+    if not failed:
+        return RevertDecision(RevertAction.NONE, "probe did not fail")
+    if not auto_revert_pr:
+        return RevertDecision(RevertAction.INCIDENT_ONLY, "auto_revert_pr is off")
+    if watch.parents_count > 1:
+        return RevertDecision(
+            RevertAction.INCIDENT_ONLY, f"merge commit has {watch.parents_count} parents"
+        )
+    if reverts_today >= cap:
+        return RevertDecision(
+            RevertAction.INCIDENT_ONLY, f"daily revert cap reached ({reverts_today}/{cap}, UTC day)"
+        )
+    if not applies_cleanly:
+        return RevertDecision(RevertAction.INCIDENT_ONLY, "the revert no longer applies cleanly")
+    return RevertDecision(RevertAction.OPEN_REVERT, f"revert {watch.merge_sha[:12]} of {watch.ref}")

@@ -1,0 +1,243 @@
+"""The tier overlay of SPEC 4.1 (can only raise) and one-tap approvals."""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from capdaemon.config import DEFAULT_SECRET_GLOBS, TierConfig
+from capdaemon.decide._common import aware, dt_to_json, reader
+from capdaemon.decide.ballot import ReactionLike
+from capdaemon.globs import GlobSet, PathError, normalize_path
+from capdaemon.model import FileChange, Quadrant
+
+MERGE_POLICIES = ("auto", "tiered", "manual")
+
+
+class Requirement(enum.StrEnum):
+    """What a PR needs before the daemon may merge it, in increasing order."""
+
+    NONE = "none"  # merge per quadrant
+    ONE_TAP = "one_tap"  # one owner 👍 on a decision:one-tap issue
+    BALLOT = "ballot"  # a full D ballot, approved for the head sha
+    NEVER = "never"  # merge_policy manual: the daemon never merges
+
+    @property
+    def rank(self) -> int:
+        """Position in NONE < ONE_TAP < BALLOT < NEVER."""
+        return list(Requirement).index(self)
+
+
+@dataclass(frozen=True)
+class TierDecision:
+    """A PR's tier (1 auto, 2 one-tap, 3 approval), why, and the policy it was computed under."""
+
+    tier: int
+    reasons: tuple[str, ...]
+    merge_policy: str = "tiered"
+
+    @property
+    def requirement(self) -> Requirement:
+        """The tier's own requirement: manual → NEVER; auto → NONE; tiered → by tier."""
+        if self.merge_policy == "manual":
+            return Requirement.NEVER
+        if self.merge_policy == "auto" or self.tier == 1:
+            return Requirement.NONE
+        return Requirement.ONE_TAP if self.tier == 2 else Requirement.BALLOT
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the audit log."""
+        return {
+            "tier": self.tier,
+            "reasons": list(self.reasons),
+            "merge_policy": self.merge_policy,
+            "requirement": self.requirement.value,
+        }
+
+
+def _paths(files: Sequence[FileChange]) -> list[str]:
+    out: list[str] = []
+    for f in files:
+        for p in (f.path, f.previous_path):
+            if p:
+                try:
+                    out.append(normalize_path(p))
+                except PathError:
+                    out.append(p)  # the classifier already made such a PR D; match it as is
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _globs(patterns: tuple[str, ...]) -> GlobSet:
+    return GlobSet.of(patterns)
+
+
+def _first_match(patterns: Sequence[str], paths: Iterable[str]) -> str | None:
+    globs = _globs(tuple(patterns))
+    return next((p for p in paths if globs.match(p)), None)
+
+
+def tier_for(
+    level: int | None,
+    files: Sequence[FileChange],
+    cfg: TierConfig,
+    merge_policy: str,
+    *,
+    secret_globs: Sequence[str] = DEFAULT_SECRET_GLOBS,
+) -> TierDecision:
+    """The tier of a PR from its task level and changed files (SPEC 4.1).
+
+    Tier 3: level ≥ 3, a protected path, a production path, an external-key (secret)
+    path. Tier 2: level 2, more than `many_files` files, a dependency manifest or
+    lockfile, ≥ `large_diff_lines` changed lines. Else tier 1. `level` None (no task
+    linked) adds nothing. Rename sources count as paths too. The tier is computed under
+    every policy (for the record); only `tiered` makes it a requirement.
+    """
+    if merge_policy not in MERGE_POLICIES:
+        raise ValueError(
+            f"merge_policy must be one of {', '.join(MERGE_POLICIES)}, got {merge_policy!r}"
+        )
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
+        raise ValueError(f"level must be an integer >= 0, got {level!r}")
+    paths = _paths(files)
+    t3: list[str] = []
+    t2: list[str] = []
+    if level is not None and level >= 3:
+        t3.append(f"task level {level} (≥ 3)")
+    for name, globs in (
+        ("protected path", cfg.protected_globs),
+        ("production path", cfg.production_globs),
+        ("external key", secret_globs),
+    ):
+        hit = _first_match(globs, paths)
+        if hit:
+            t3.append(f"{name} {hit}")
+    if level == 2:
+        t2.append("task level 2")
+    if len(files) > cfg.many_files:
+        t2.append(f"{len(files)} files changed (more than {cfg.many_files})")
+    hit = _first_match(cfg.dependency_globs, paths)
+    if hit:
+        t2.append(f"dependency manifest or lockfile {hit}")
+    lines = sum(f.additions + f.deletions for f in files)
+    if lines >= cfg.large_diff_lines:
+        t2.append(f"{lines} changed lines (≥ {cfg.large_diff_lines})")
+    if t3:
+        return TierDecision(3, tuple(t3 + t2), merge_policy)
+    if t2:
+        return TierDecision(2, tuple(t2), merge_policy)
+    return TierDecision(1, (), merge_policy)
+
+
+def quadrant_requirement(quadrant: Quadrant) -> Requirement:
+    """D needs a ballot; A, B and C merge by themselves."""
+    return Requirement.BALLOT if quadrant is Quadrant.D else Requirement.NONE
+
+
+def effective_requirement(quadrant: Quadrant, tier: TierDecision) -> Requirement:
+    """The higher of the quadrant's and the tier's requirement."""
+    return max(quadrant_requirement(quadrant), tier.requirement, key=lambda r: r.rank)
+
+
+# ----------------------------------------------------------------------------- one-tap
+
+
+class OneTapState(enum.StrEnum):
+    """Where a one-tap request stands."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    EXPIRED = "expired"  # escalate to a full ballot
+
+
+@dataclass(frozen=True)
+class OneTapResult:
+    """A one-tap request's state, why, and who approved it."""
+
+    state: OneTapState
+    reason: str
+    approved_by: str | None = None
+
+
+def one_tap_state(
+    opened_at: datetime,
+    reactions: Iterable[ReactionLike],
+    owners: Iterable[str],
+    now: datetime,
+    ttl: timedelta,
+    *,
+    pr_author: str = "",
+    bot_login: str = "",
+) -> OneTapResult:
+    """One owner 👍 within `ttl` of `opened_at` approves; otherwise expire into a full ballot.
+
+    Counted: owners only, never the PR author or the bot, reactions at or after
+    `opened_at` (the request is bound to one head: open a new one when the head moves).
+    An owner 👎 before approval escalates at once (EXPIRED, a full ballot decides).
+    A 👍 after the deadline does not count.
+    """
+    aware(opened_at, "opened_at")
+    aware(now, "now")
+    deadline = opened_at + ttl
+    owner_set = {o.lower() for o in owners}
+    excluded = {pr_author.lower(), bot_login.lower()} - {""}
+    votes = sorted(
+        (aware(r.created_at, "reaction created_at"), r.content, r.user)
+        for r in reactions
+        if r.content in ("+1", "-1")
+        and r.user.lower() in owner_set
+        and r.user.lower() not in excluded
+    )
+    for at, content, user in votes:
+        if at < opened_at or at > deadline:
+            continue
+        if content == "-1":
+            return OneTapResult(OneTapState.EXPIRED, f"👎 by {user}: escalated to a full ballot")
+        return OneTapResult(OneTapState.APPROVED, f"👍 by {user} at {dt_to_json(at)}", user)
+    if now >= deadline:
+        return OneTapResult(
+            OneTapState.EXPIRED, f"no owner 👍 within {ttl}: escalated to a full ballot"
+        )
+    return OneTapResult(
+        OneTapState.PENDING, f"waiting for an owner 👍 until {dt_to_json(deadline)}"
+    )
+
+
+@dataclass(frozen=True)
+class OneTapRequest:
+    """Persisted one-tap request: the PR, the head it is bound to, its issue and when it opened."""
+
+    repo: str
+    pr: int
+    head_sha: str
+    opened_at: datetime
+    issue: int | None = None
+
+    def __post_init__(self) -> None:
+        aware(self.opened_at, "opened_at")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for bot-state."""
+        return {
+            "repo": self.repo,
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "opened_at": dt_to_json(self.opened_at),
+            "issue": self.issue,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> OneTapRequest:
+        """Parse the JSON form; a malformed dict raises ValueError naming the field."""
+        r = reader(data, "one_tap")
+        return cls(
+            repo=r.text("repo"),
+            pr=r.integer("pr", minimum=1),
+            head_sha=r.text("head_sha"),
+            opened_at=r.when("opened_at"),
+            issue=r.integer("issue", optional=True, minimum=1),
+        )
