@@ -154,19 +154,7 @@ class AuditLog:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every record, in order (raises AuditCorruptError on a malformed line)."""
-        try:
-            fh = open(self.path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
-        except FileNotFoundError:
-            return
-        with fh:
-            for n, line in enumerate(fh, 1):
-                if not line.endswith("\n"):
-                    break  # torn tail being written by another process
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise AuditCorruptError(f"{self.path}:{n}: not JSON: {exc.msg}") from exc
-                yield rec
+        return read_records(self.path)
 
     @property
     def last(self) -> dict[str, Any] | None:
@@ -197,6 +185,24 @@ class AuditLog:
             atomic_write_json(self._head_path, {"seq": body["seq"], "hash": body["hash"]})
             self._last = body
         return body
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """Every complete record of a log, read-only (no lock, no repair); missing file: none."""
+    path = Path(path)
+    try:
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        return
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                break  # torn tail (a crash mid-write, or a writer right now)
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise AuditCorruptError(f"{path}:{n}: not JSON: {exc.msg}") from exc
+            yield rec
 
 
 def verify(path: Path) -> VerifyReport:
@@ -254,7 +260,7 @@ def story(state_dir: Path, pr: str) -> list[dict[str, Any]]:
     """Every record from both logs that concerns one PR (`owner/repo#N`), oldest first."""
     out: list[dict[str, Any]] = []
     for p in log_paths(state_dir):
-        for rec in AuditLog(p) if p.exists() else ():
+        for rec in read_records(p):
             if rec.get("pr") == pr:
                 out.append(rec)
     out.sort(key=lambda r: (r.get("ts", ""), r.get("seq", 0)))

@@ -1,0 +1,121 @@
+"""Shared CLI helpers: --state/--config defaults, one-line errors, config and user rules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from capdaemon.config import Config
+
+DEFAULT_STATE_DIR = "bot-state"
+DEFAULT_CONFIG_DIR = "config"
+STATE_ENV = "CAPDAEMON_STATE"
+CONFIG_ENV = "CAPDAEMON_CONFIG"
+
+
+class CLIError(Exception):
+    """A user-facing failure: printed as one line, exit code `code` (2 = bad input)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_state_arg(parser: argparse.ArgumentParser) -> None:
+    """--state DIR (default $CAPDAEMON_STATE or ./bot-state)."""
+    parser.add_argument(
+        "--state",
+        metavar="DIR",
+        default=None,
+        help=f"state directory (default ${STATE_ENV} or ./{DEFAULT_STATE_DIR})",
+    )
+
+
+def add_config_arg(parser: argparse.ArgumentParser) -> None:
+    """--config DIR (default $CAPDAEMON_CONFIG or ./config; built-in defaults when absent)."""
+    parser.add_argument(
+        "--config",
+        metavar="DIR",
+        default=None,
+        help=f"config directory (default ${CONFIG_ENV} or ./{DEFAULT_CONFIG_DIR}; "
+        "built-in defaults when it does not exist)",
+    )
+
+
+def state_dir(args: argparse.Namespace) -> Path:
+    """The state directory chosen by --state, $CAPDAEMON_STATE, or ./bot-state."""
+    chosen = getattr(args, "state", None) or os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR
+    return Path(chosen)
+
+
+def config_dir(args: argparse.Namespace) -> tuple[Path, bool]:
+    """(config directory, whether it was named explicitly by --config or $CAPDAEMON_CONFIG)."""
+    explicit = getattr(args, "config", None) or os.environ.get(CONFIG_ENV)
+    return Path(explicit or DEFAULT_CONFIG_DIR), bool(explicit)
+
+
+def load_config_from_args(args: argparse.Namespace) -> Config:
+    """Load and validate the config; CLIError on a bad config or an explicit dir that is missing."""
+    from capdaemon.config import ConfigError, load_config
+
+    path, explicit = config_dir(args)
+    if explicit and not path.is_dir():
+        raise CLIError(f"config directory {path} does not exist")
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise CLIError(f"config error: {exc}") from None
+
+
+def load_user_rules_for(config: Config) -> tuple[Any, ...]:
+    """The user rules under <config>/skills/classifier; CLIError naming file and line if broken."""
+    from capdaemon.config import user_rules_dir
+
+    rules_dir = user_rules_dir(config)
+    if rules_dir is None or not rules_dir.is_dir():
+        return ()
+    try:
+        from capdaemon.classify.user_rules import load_user_rules
+    except ImportError as exc:
+        raise CLIError(f"cannot load user rules from {rules_dir}: {exc}") from None
+    try:
+        return tuple(load_user_rules(rules_dir))
+    except Exception as exc:  # LoadError (or anything a broken rule file raises) → one line
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CLIError(f"user rule error: {msg}") from None
+
+
+def load_config_and_rules(args: argparse.Namespace) -> tuple[Config, tuple[Any, ...]]:
+    """Config plus its user rules, or CLIError."""
+    config = load_config_from_args(args)
+    return config, load_user_rules_for(config)
+
+
+def error(prog: str, message: str) -> None:
+    """Print one error line to stderr: `capdaemon CMD: error: MESSAGE`."""
+    one_line = " ".join(str(message).split("\n"))
+    print(f"capdaemon {prog}: error: {one_line}", file=sys.stderr)
+
+
+def parse_now(text: str | None) -> Any:
+    """--now ISO (aware; `Z` allowed) → datetime; None → the current UTC time."""
+    from datetime import UTC, datetime
+
+    if not text:
+        return datetime.now(UTC)
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        raise CLIError(f"--now {text!r} is not an ISO 8601 time") from None
+    if dt.tzinfo is None:
+        raise CLIError(f"--now {text!r} needs a time zone (e.g. 2026-05-25T12:00:00Z)")
+    return dt
+
+
+def printable(text: str) -> str:
+    """Control characters (a newline in a path) shown escaped, so one item stays on one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))

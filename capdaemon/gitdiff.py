@@ -1,0 +1,501 @@
+"""Read a local git range as a PR shows it: changed files (modes, counts, patches) and commits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from capdaemon.model import MODE_SUBMODULE, Commit, FileChange, FileStatus
+
+__all__ = [
+    "GitError",
+    "commits_range",
+    "diff_range",
+    "merge_base",
+    "read_file",
+    "resolve",
+    "resolve_many",
+]
+
+ZERO_SHA = "0" * 40
+_NULL_MODE = "000000"
+# Options that make git's output independent of the user's configuration.
+_DIFF_FIXED = (
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "-M",
+    "-C",
+)
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message names the repository and the ref concerned."""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "LC_ALL": "C",
+            "GIT_LITERAL_PATHSPECS": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+    )
+    # Never let an inherited environment point git at another repository.
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        env.pop(key, None)
+    return env
+
+
+def _git(
+    repo: Path,
+    args: Sequence[str],
+    *,
+    ref: str | None = None,
+    input: bytes | None = None,
+    ok_codes: tuple[int, ...] = (0,),
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git -C repo args`; raise GitError naming the repo (and ref) on failure."""
+    repo = Path(repo)
+    if not repo.is_dir():
+        raise GitError(f"not a git repository: {repo} (no such directory)")
+    cmd = ["git", "-c", "core.quotepath=off", "-c", "diff.renameLimit=20000", "-C", str(repo)]
+    try:
+        proc = subprocess.run(
+            [*cmd, *args], input=input, capture_output=True, env=_env(), check=False
+        )
+    except FileNotFoundError as exc:  # git itself is missing
+        raise GitError(f"git is not installed (needed to read {repo})") from exc
+    if proc.returncode not in ok_codes:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        low = err.lower()
+        if "not a git repository" in low:
+            raise GitError(f"not a git repository: {repo}")
+        if "dubious ownership" in low:
+            raise GitError(f"git refuses {repo}: dubious ownership (see safe.directory)")
+        first = err.splitlines()[0] if err else f"exit {proc.returncode}"
+        where = f" (ref {ref!r})" if ref else ""
+        raise GitError(f"git {args[0]} failed in {repo}{where}: {first}")
+    return proc
+
+
+def _check_ref(repo: Path, ref: str) -> None:
+    if not ref or ref.startswith("-") or "\0" in ref or "\n" in ref:
+        raise GitError(f"invalid revision {ref!r} in {repo}")
+
+
+# Commits that resolved once stay commits: a full sha already seen needs no second git call.
+_KNOWN_COMMITS: set[tuple[str, str]] = set()
+_HEX = frozenset("0123456789abcdef")
+
+
+def _known(repo: Path, ref: str) -> bool:
+    return len(ref) in (40, 64) and set(ref) <= _HEX and (str(repo), ref) in _KNOWN_COMMITS
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """The commit sha `ref` names in `repo`; GitError when it is missing or repo is no git repo."""
+    return resolve_many(repo, [ref])[0]
+
+
+def resolve_many(repo: Path, refs: Sequence[str]) -> list[str]:
+    """The commit shas of several refs from one git process (GitError names the first bad ref)."""
+    repo = Path(repo)
+    for ref in refs:
+        _check_ref(repo, ref)
+    todo = [r for r in dict.fromkeys(refs) if not _known(repo, r)]
+    found: dict[str, str] = {}
+    if todo:
+        proc = _git(
+            repo,
+            ["rev-parse", "--end-of-options", *(f"{r}^{{commit}}" for r in todo)],
+            ref=todo[0],
+            ok_codes=(0, 1, 128),
+        )
+        shas = proc.stdout.decode("ascii", "replace").split()
+        if proc.returncode == 0 and len(shas) == len(todo):
+            found = dict(zip(todo, shas, strict=True))
+        else:
+            err = proc.stderr.decode("utf-8", "replace").lower()
+            if "not a git repository" in err:
+                raise GitError(f"not a git repository: {repo}")
+            found = {r: _resolve_one(repo, r) for r in todo}  # names the bad ref exactly
+        for sha in found.values():
+            if len(sha) not in (40, 64):
+                raise GitError(f"unexpected git rev-parse output {sha!r} in {repo}")
+            _KNOWN_COMMITS.add((str(repo), sha))
+    return [found.get(r, r) for r in refs]
+
+
+def _resolve_one(repo: Path, ref: str) -> str:
+    proc = _git(
+        repo,
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        ref=ref,
+        ok_codes=(0, 1, 128),
+    )
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").lower()
+        if "not a git repository" in err:
+            raise GitError(f"not a git repository: {repo}")
+        raise GitError(f"unknown revision {ref!r} in {repo}")
+    return proc.stdout.decode("ascii", "replace").strip()
+
+
+def merge_base(repo: Path, base: str, head: str) -> str:
+    """The merge base of `base` and `head` (the first, when there are several)."""
+    base_sha, head_sha = resolve_many(repo, [base, head])
+    return _merge_base_shas(repo, base_sha, head_sha, base, head)
+
+
+def _merge_base_shas(repo: Path, base_sha: str, head_sha: str, base: str, head: str) -> str:
+    proc = _git(repo, ["merge-base", base_sha, head_sha], ref=f"{base}...{head}", ok_codes=(0, 1))
+    out = proc.stdout.decode("ascii", "replace").split()
+    if proc.returncode != 0 or not out:
+        raise GitError(f"no merge base between {base!r} and {head!r} in {repo}")
+    return out[0]
+
+
+# ---------------------------------------------------------------------------
+# diff
+
+
+def _fsdecode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _parse_raw(out: bytes) -> list[tuple[str, str, str, str, str, str, str | None]]:
+    """Parse `git diff --raw -z`: (old_mode, new_mode, old_sha, new_sha, letter, path, previous)."""
+    parts = out.split(b"\0")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    entries = []
+    i = 0
+    while i < len(parts):
+        meta = parts[i]
+        if not meta.startswith(b":"):
+            raise GitError(f"unexpected git diff --raw output near {meta[:60]!r}")
+        old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode("ascii").split(" ")
+        letter = status[:1]
+        if letter in ("R", "C"):
+            previous: str | None = _fsdecode(parts[i + 1])
+            path = _fsdecode(parts[i + 2])
+            i += 3
+        else:
+            previous = None
+            path = _fsdecode(parts[i + 1])
+            i += 2
+        entries.append((old_mode, new_mode, old_sha, new_sha, letter, path, previous))
+    return entries
+
+
+def _parse_numstat(out: bytes) -> list[tuple[int | None, int | None, str]]:
+    """Parse `git diff --numstat -z`: (additions, deletions, new path); None counts mean binary."""
+    parts = out.split(b"\0")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    result = []
+    i = 0
+    while i < len(parts):
+        added, deleted, path_raw = parts[i].split(b"\t", 2)
+        if path_raw == b"":  # rename/copy: old and new path follow as separate fields
+            path_raw = parts[i + 2]
+            i += 3
+        else:
+            i += 1
+        a = None if added == b"-" else int(added)
+        d = None if deleted == b"-" else int(deleted)
+        result.append((a, d, _fsdecode(path_raw)))
+    return result
+
+
+def _status_of(letter: str, old_mode: str, new_mode: str, old_sha: str, new_sha: str) -> FileStatus:
+    if letter == "A":
+        return FileStatus.ADDED
+    if letter == "D":
+        return FileStatus.REMOVED
+    if letter == "R":
+        return FileStatus.RENAMED
+    if letter == "C":
+        return FileStatus.COPIED
+    if letter == "T":
+        return FileStatus.CHANGED
+    if letter == "M":
+        if old_sha == new_sha and old_mode != new_mode:
+            return FileStatus.CHANGED  # mode-only change
+        return FileStatus.MODIFIED
+    # U (unmerged), X (unknown), B (broken pair) should not occur between two commits.
+    return FileStatus.MODIFIED
+
+
+def _split_patches(out: bytes) -> list[bytes]:
+    """Split `git diff -p` output into one chunk per `diff --git` header."""
+    if not out:
+        return []
+    marker = b"\ndiff --git "
+    if not out.startswith(b"diff --git "):
+        raise GitError("unexpected git diff -p output")
+    chunks = []
+    start = 0
+    while True:
+        nxt = out.find(marker, start)
+        if nxt == -1:
+            chunks.append(out[start:])
+            break
+        chunks.append(out[start : nxt + 1])
+        start = nxt + 1
+    return chunks
+
+
+def _hunks(chunk: bytes) -> str | None:
+    """The hunk text of one file's chunk (GitHub's `patch` form); None for a binary file."""
+    # Header lines never contain a raw newline inside a path (git quotes such paths).
+    at = chunk.find(b"\n@@ ")
+    if at == -1:
+        if b"\nBinary files " in chunk or b"\nGIT binary patch" in chunk:
+            return None
+        return ""  # pure rename / mode change / empty file: no hunks
+    body = chunk[at + 1 :]
+    if body.endswith(b"\n"):
+        body = body[:-1]
+    return body.decode("utf-8", "replace")
+
+
+def _patches_one_run(
+    repo: Path, mb: str, head_sha: str, entries: list[tuple]
+) -> list[str | None] | None:
+    """Patches for every entry from ONE git process; None when the chunks don't line up."""
+    proc = _git(repo, ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
+    chunks = _split_patches(proc.stdout)
+    expected = sum(2 if e[4] == "T" else 1 for e in entries)
+    if len(chunks) != expected:
+        return None
+    out: list[str | None] = []
+    i = 0
+    for e in entries:
+        if e[4] == "T":  # git shows a type change as a deletion then a creation
+            first, second = _hunks(chunks[i]), _hunks(chunks[i + 1])
+            i += 2
+            if first is None or second is None:
+                out.append(None)
+            else:
+                out.append("\n".join(p for p in (first, second) if p))
+        else:
+            out.append(_hunks(chunks[i]))
+            i += 1
+    return out
+
+
+def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: tuple) -> str | None:
+    """The patch of one entry (fallback path: one git process per file)."""
+    path, previous = entry[5], entry[6]
+    paths = [path] if previous is None else [previous, path]
+    proc = _git(
+        repo,
+        ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha, "--", *[os.fsencode(p) for p in paths]],
+        ref=head_sha,
+    )
+    chunks = _split_patches(proc.stdout)
+    if not chunks:
+        return ""
+    parts = [_hunks(c) for c in chunks]
+    if any(p is None for p in parts):
+        return None
+    return "\n".join(p for p in parts if p)
+
+
+def _count(patch: str) -> tuple[int, int]:
+    """(added, removed) lines of a hunk text, as `git diff --numstat` counts them."""
+    added = removed = 0
+    for line in patch.split("\n"):
+        if line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
+    return added, removed
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\0" in data[:8000]
+
+
+def _cat_blobs(repo: Path, shas: list[str]) -> dict[str, str | None]:
+    """Blob texts by sha from one `git cat-file --batch` process; None for binary/missing."""
+    wanted = list(dict.fromkeys(s for s in shas if s and s != ZERO_SHA))
+    if not wanted:
+        return {}
+    proc = _git(repo, ["cat-file", "--batch"], input="".join(f"{s}\n" for s in wanted).encode())
+    out = proc.stdout
+    result: dict[str, str | None] = {}
+    pos = 0
+    for sha in wanted:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode("ascii", "replace").split()
+        pos = nl + 1
+        if len(header) < 3 or header[1] == "missing":
+            result[sha] = None
+            continue
+        size = int(header[2])
+        data = out[pos : pos + size]
+        pos += size + 1  # trailing newline after the contents
+        result[sha] = (
+            None if header[1] != "blob" or _is_binary(data) else data.decode("utf-8", "replace")
+        )
+    return result
+
+
+def diff_range(
+    repo: Path,
+    base: str,
+    head: str,
+    *,
+    patches: bool = True,
+    contents_for: Callable[[str], bool] | None = None,
+) -> list[FileChange]:
+    """The files changed by `base...head` (from the merge base to head), as a PR lists them.
+
+    Renames/copies carry both paths; modes are git's octal strings (None on the absent side);
+    `patch` is the hunk text (None for binary files); base/head contents are read only for
+    paths where `contents_for(path)` is true (the previous path's blob for the base side).
+    """
+    repo = Path(repo)
+    base_sha, head_sha = resolve_many(repo, [base, head])
+    mb = _merge_base_shas(repo, base_sha, head_sha, base, head)
+    raw = _git(
+        repo, ["diff", "-z", "--raw", "--no-abbrev", *_DIFF_FIXED, mb, head_sha], ref=head
+    ).stdout
+    entries = _parse_raw(raw)
+    if not entries:
+        return []
+    counts: list[tuple[int | None, int | None]]
+    patch_list: list[str | None] | None = None
+    if patches:
+        patch_list = _patches_one_run(repo, mb, head_sha, entries)
+        if patch_list is None:
+            patch_list = [_patch_for_path(repo, mb, head_sha, e) for e in entries]
+        counts = [(None, None) if p is None else _count(p) for p in patch_list]
+    else:
+        by_path: dict[str, tuple[int | None, int | None]] = {}
+        numstat = _git(repo, ["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
+        for a, d, p in _parse_numstat(numstat.stdout):
+            if p in by_path:  # same path twice (should not happen): add up, binary wins
+                pa, pd = by_path[p]
+                a = None if a is None or pa is None else a + pa
+                d = None if d is None or pd is None else d + pd
+            by_path[p] = (a, d)
+        counts = [by_path.get(e[5], (0, 0)) for e in entries]
+
+    want = [contents_for is not None and contents_for(e[5]) for e in entries]
+    contents: dict[str, str | None] = {}
+    if any(want):
+        wanted = []
+        for (old_mode, new_mode, old_sha, new_sha, *_rest), w in zip(entries, want, strict=True):
+            if w:
+                if old_mode != MODE_SUBMODULE:
+                    wanted.append(old_sha)
+                if new_mode != MODE_SUBMODULE:
+                    wanted.append(new_sha)
+        contents = _cat_blobs(repo, wanted)
+
+    files = []
+    for idx, (old_mode, new_mode, old_sha, new_sha, letter, path, previous) in enumerate(entries):
+        a, d = counts[idx]
+        binary = a is None or d is None
+        patch = None if patch_list is None or binary else patch_list[idx]
+        files.append(
+            FileChange(
+                path=path,
+                status=_status_of(letter, old_mode, new_mode, old_sha, new_sha),
+                previous_path=previous,
+                old_mode=None if old_mode == _NULL_MODE else old_mode,
+                new_mode=None if new_mode == _NULL_MODE else new_mode,
+                additions=a or 0,
+                deletions=d or 0,
+                patch=patch,
+                base_content=contents.get(old_sha) if want[idx] else None,
+                head_content=contents.get(new_sha) if want[idx] else None,
+            )
+        )
+    return files
+
+
+# ---------------------------------------------------------------------------
+# commits
+
+_LOG_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B")
+
+
+def _parse_dt(text: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def commits_range(repo: Path, base: str, head: str) -> list[Commit]:
+    """The commits of `base..head`, oldest first (as GitHub lists a PR's commits)."""
+    repo = Path(repo)
+    base_sha, head_sha = resolve_many(repo, [base, head])
+    fmt = "%x00".join(_LOG_FIELDS)
+    proc = _git(
+        repo,
+        [
+            "log",
+            "-z",
+            "--reverse",
+            "--no-color",
+            "--no-show-signature",
+            "--encoding=UTF-8",
+            f"--format={fmt}",
+            f"{base_sha}..{head_sha}",
+            "--",
+        ],
+        ref=f"{base}..{head}",
+    )
+    parts = proc.stdout.split(b"\0")
+    n = len(_LOG_FIELDS)
+    commits = []
+    for i in range(0, len(parts) - n + 1, n):
+        fields = [p.decode("utf-8", "replace") for p in parts[i : i + n]]
+        sha, parents, an, ae, ad, cn, ce, cd, body = fields
+        sha = sha.lstrip("\n")
+        if not sha:
+            continue
+        commits.append(
+            Commit(
+                sha=sha,
+                parents=tuple(parents.split()),
+                message=body.rstrip("\n"),
+                author_name=an,
+                author_email=ae,
+                authored_at=_parse_dt(ad),
+                committer_name=cn,
+                committer_email=ce,
+                committed_at=_parse_dt(cd),
+            )
+        )
+    return commits
+
+
+def read_file(repo: Path, rev: str, path: str) -> str | None:
+    """The text of `path` at commit `rev` (e.g. the base's `.capdaemon.yml`); None if absent."""
+    repo = Path(repo)
+    sha = resolve(repo, rev)
+    proc = _git(repo, ["cat-file", "--batch"], input=f"{sha}:{path}\n".encode(), ref=rev)
+    out = proc.stdout
+    nl = out.find(b"\n")
+    header = out[:nl].decode("utf-8", "replace").split()
+    if nl == -1 or len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
+        return None
+    data = out[nl + 1 : nl + 1 + int(header[2])]
+    return None if _is_binary(data) else data.decode("utf-8", "replace")

@@ -1,0 +1,118 @@
+"""The hash-chained audit logs: append, verify, tamper detection, torn-tail repair."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from capdaemon.audit import GENESIS, AuditCorruptError, AuditLog, verify
+
+T0 = datetime(2026, 5, 25, 12, 0, tzinfo=UTC)
+
+
+def _log(tmp_path: Path, n: int = 4) -> Path:
+    path = tmp_path / "actions.jsonl"
+    log = AuditLog(path)
+    for i in range(n):
+        log.append({"action": "merge", "pr": f"acme/widgets#{i}", "n": i}, now=T0)
+    return path
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_append_links_entries(tmp_path):
+    """Entries get seq 1.., prev linking to the previous hash, and ts."""
+    path = _log(tmp_path, 3)
+    recs = [json.loads(line) for line in _lines(path)]
+    assert [r["seq"] for r in recs] == [1, 2, 3]
+    assert recs[0]["prev"] == GENESIS
+    assert recs[1]["prev"] == recs[0]["hash"] and recs[2]["prev"] == recs[1]["hash"]
+    assert recs[0]["ts"] == "2026-05-25T12:00:00Z"
+
+
+def test_verify_whole_log(tmp_path):
+    """An untouched log verifies with its entry count."""
+    report = verify(_log(tmp_path, 5))
+    assert report.ok and report.count == 5
+
+
+def test_verify_missing_log_is_ok(tmp_path):
+    """A log not yet written is whole (zero entries)."""
+    assert verify(tmp_path / "absent.jsonl").ok
+
+
+def test_edited_line_is_detected(tmp_path):
+    """Changing a value inside an entry breaks its hash: reported at that line."""
+    path = _log(tmp_path)
+    lines = _lines(path)
+    lines[1] = lines[1].replace('"n":1', '"n":7')
+    path.write_text("".join(lines), encoding="utf-8")
+    report = verify(path)
+    assert (report.ok, report.line) == (False, 2)
+    assert "hash" in report.reason
+
+
+def test_deleted_line_is_detected(tmp_path):
+    """Removing a middle entry breaks the seq order at the line after the hole."""
+    path = _log(tmp_path)
+    lines = _lines(path)
+    del lines[1]
+    path.write_text("".join(lines), encoding="utf-8")
+    report = verify(path)
+    assert (report.ok, report.line) == (False, 2)
+
+
+def test_reordered_pair_is_detected(tmp_path):
+    """Swapping two entries is detected at the first swapped line."""
+    path = _log(tmp_path)
+    lines = _lines(path)
+    lines[1], lines[2] = lines[2], lines[1]
+    path.write_text("".join(lines), encoding="utf-8")
+    report = verify(path)
+    assert (report.ok, report.line) == (False, 2)
+
+
+def test_truncated_tail_is_detected_by_head_file(tmp_path):
+    """Cutting whole last lines leaves a valid-looking chain; the .head pointer catches it."""
+    path = _log(tmp_path)
+    lines = _lines(path)
+    path.write_text("".join(lines[:2]), encoding="utf-8")
+    report = verify(path)
+    assert not report.ok
+    assert "truncated" in report.reason
+    assert str(report).startswith(f"{path}:3:")
+
+
+def test_torn_final_line_is_repaired_and_kept(tmp_path):
+    """A partial last line (crash mid-write) is moved to .torn-1 when the log is opened."""
+    path = _log(tmp_path, 2)
+    with open(path, "ab") as fh:
+        fh.write(b'{"action":"merge","pr":"acme/wid')
+    assert not verify(path).ok  # torn before repair
+    log = AuditLog(path)
+    assert (tmp_path / "actions.jsonl.torn-1").read_bytes() == b'{"action":"merge","pr":"acme/wid'
+    assert verify(path).ok and log.last["seq"] == 2
+    log.append({"action": "close", "pr": "acme/widgets#9"}, now=T0)
+    assert verify(path).count == 3
+
+
+def test_malformed_complete_line_refuses_to_open(tmp_path):
+    """A complete but malformed last line makes AuditLog() raise, naming the line."""
+    path = _log(tmp_path, 2)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write('{"not": "chained"}\n')
+    with pytest.raises(AuditCorruptError, match=r"actions\.jsonl:3: malformed"):
+        AuditLog(path)
+    report = verify(path)
+    assert (report.ok, report.line) == (False, 3)
+
+
+def test_entries_are_iterable_in_order(tmp_path):
+    """Iterating a log yields the records in order."""
+    path = _log(tmp_path, 3)
+    assert [r["n"] for r in AuditLog(path)] == [0, 1, 2]
