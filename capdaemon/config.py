@@ -755,6 +755,7 @@ CLASSIFIER_KEYS: frozenset[str] = frozenset(
     | set(RESTRICTIVE_CLASSIFIER_LISTS)
     | {f"extra_{n}" for n in RESTRICTIVE_CLASSIFIER_LISTS}
     | set(CARVE_OUT_CLASSIFIER_LISTS)
+    | {"known_safe_dirs"}
 )
 
 
@@ -780,6 +781,15 @@ def _load_classifier(file: str, data: Any) -> ClassifierConfig:
         values["self_paths"] = _union(values["self_paths"], (f"{root}/skills/**",))
     for name in CARVE_OUT_CLASSIFIER_LISTS:
         values[name] = _carve_out(sec, name, getattr(defaults, name))
+    # Owners fix false-positive Ds by naming known-safe folders here (central config only:
+    # a repo's .capdaemon.yml can never add one). The critical and irreversible lists still win.
+    safe = sec.strs("known_safe_dirs", check=_check_glob) or ()
+    for i, item in enumerate(safe):
+        if not item.endswith("/") or not item.isascii() or "*" in item or item.startswith("/"):
+            raise sec.error(
+                "known_safe_dirs", f"{item!r} must be a plain ASCII folder ending in '/'", i
+            )
+    values["noncritical_dirs"] = _union(values["noncritical_dirs"], tuple(safe))
     values["user_rule_timeout_seconds"] = sec.num(
         "user_rule_timeout_seconds",
         defaults.user_rule_timeout_seconds,

@@ -352,3 +352,16 @@ def test_repo_policy_owners_need_a_repo():
     """Owners from a repo policy are refused when the repo they apply to is not given."""
     with pytest.raises(ValueError, match="need the repo"):
         Config().with_repo_policy(RepoPolicy(owners=("carol",)))
+
+
+def test_known_safe_dirs_extend_the_carve_outs_centrally(tmp_path):
+    """A known-safe folder named in the central classifier.yml becomes non-critical."""
+    cfg = load_config(_write(tmp_path / "cfg", "classifier.yml", 'known_safe_dirs: ["notes/"]\n'))
+    assert "notes/" in cfg.classifier.noncritical_dirs
+    assert "examples/" in cfg.classifier.noncritical_dirs
+
+
+def test_known_safe_dirs_must_be_plain_folders(tmp_path):
+    """A known-safe entry that is a glob or lacks the trailing slash is refused, naming the key."""
+    err = _error(tmp_path, "classifier.yml", 'known_safe_dirs: ["src/**"]\n')
+    assert "known_safe_dirs[0]" in str(err) and "classifier.yml:1" in str(err)
