@@ -1,0 +1,207 @@
+"""Benchmark: scope-guard start-up cost vs bare Python, finish-task on a 3,000-file branch vs git.
+
+Run: `.venv/bin/python bench/bench_scope_guard.py [--runs N] [--files N]`. Prints Markdown tables
+(wall time median / p90 over N runs of a real subprocess, peak RSS of the child).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TASK = """\
+task_id: bench-1
+title: benchmark task
+level: 1
+allowed_resources:
+  paths: ["src/**", "docs/**", "tests/**"]
+  forbidden_paths: [".github/**", "memory/events/*.cron-*", "config/**", "*.pem"]
+  commands: ["pytest", "python3 -m py_compile"]
+  merge_policy: tiered
+  ttl_hours: 48
+"""
+
+
+def _capdaemon() -> list[str]:
+    script = Path(sys.executable).with_name("capdaemon")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "capdaemon.cli"]
+
+
+def measure(
+    cmd: list[str], runs: int, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[list[float], int, int]:
+    """Wall times (s), peak RSS (KiB, max over runs) and the last exit code of `cmd`."""
+    times = []
+    peak = 0
+    code = 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        times.append(time.perf_counter() - start)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        code = proc.returncode
+        peak = max(peak, usage.ru_maxrss)
+    return times, peak, code
+
+
+def round_robin(
+    cases: list[tuple[str, list[str]]], runs: int, cwd: Path, env: dict[str, str]
+) -> dict[str, tuple[list[float], int, int]]:
+    """Measure every case once per round, `runs` rounds, so load drift hits all cases alike."""
+    out: dict[str, tuple[list[float], int, int]] = {name: ([], 0, 0) for name, _ in cases}
+    for _ in range(runs):
+        for name, cmd in cases:
+            t, rss, code = measure(cmd, 1, cwd, env)
+            times, peak, _ = out[name]
+            out[name] = (times + t, max(peak, rss), code)
+    return out
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+def make_repo(root: Path, files: int) -> Path:
+    """main with a few files; branch `task` adds `files` files under src/, docs/, tests/."""
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "bench@example.invalid")
+    git(repo, "config", "user.name", "bench")
+    (repo / "README.md").write_text("bench\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    git(repo, "checkout", "-qb", "task")
+    tops = ("src", "docs", "tests")
+    for i in range(files):
+        d = repo / tops[i % 3] / f"pkg{i % 50:02d}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"mod{i:05d}.py").write_text(f"VALUE = {i}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many files")
+    return repo
+
+
+def grow_log(state: Path, n: int) -> None:
+    """Append `n` properly chained merge records to actions.jsonl (no fsync: bench fixture)."""
+    import json
+
+    from capdaemon.audit import entry_hash
+    from capdaemon.state import canonical_json
+
+    log = state / "actions.jsonl"
+    last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
+    with open(log, "a", encoding="utf-8") as fh:
+        for i in range(n):
+            rec = {"action": "merge", "pr": f"o/r#{i}", "ts": last["ts"]}
+            rec["seq"], rec["prev"] = last["seq"] + 1, last["hash"]
+            rec["hash"] = entry_hash(rec)
+            fh.write(canonical_json(rec) + "\n")
+            last = rec
+    (state / "actions.jsonl.head").write_text(
+        json.dumps({"seq": last["seq"], "hash": last["hash"]})
+    )
+
+
+def row(name: str, times: list[float], rss: int, base: float | None, code: int) -> str:
+    med = statistics.median(times)
+    p90 = sorted(times)[max(0, int(len(times) * 0.9) - 1)]
+    ratio = f"{med / base:.2f}x" if base else "1.00x"
+    return f"| {name} | {med * 1000:.1f} | {p90 * 1000:.1f} | {ratio} | {rss / 1024:.1f} | {code} |"
+
+
+def main() -> int:
+    """Build the fixtures in a temp dir, run the measurements, print the tables."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--files", type=int, default=3000)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="capdaemon-bench-"))
+    try:
+        state = tmp / "bot-state"
+        task = tmp / "task.yml"
+        task.write_text(TASK)
+        repo = make_repo(tmp, args.files)
+        cap = _capdaemon()
+        subprocess.run([*cap, "dispatch", str(task), "--state", str(state)], check=True,
+                       capture_output=True)  # fmt: skip
+        grow_log(state, 20000)  # a log as after weeks of running: 20,000 other actions
+        guard = [
+            *cap,
+            "scope-guard",
+            "--task",
+            "bench-1",
+            "--state",
+            str(state),
+            "--repo",
+            str(repo),
+        ]
+        paths100 = [f"src/pkg{i % 50:02d}/mod{i:05d}.py" for i in range(0, 300, 3)]
+        cases = [
+            ("python3 -c pass (baseline)", [sys.executable, "-c", "pass"]),
+            ("scope-guard, 1 path", [*guard, "src/pkg00/mod00000.py"]),
+            ("scope-guard, 100 paths", [*guard, *paths100]),
+            ("scope-guard, 1 command", [*guard, "--command", "pytest -q tests/ && pytest -x"]),
+        ]
+        cold = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+        cold["PYTHONDONTWRITEBYTECODE"] = "1"
+        warm = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        warm["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")  # bytecode cache outside the tree
+        for _name, cmd in cases:  # fill the cache
+            measure(cmd, 1, repo, warm)
+        for label, env in (
+            ("with a bytecode cache (as installed: pip compiles .pyc)", warm),
+            ("without bytecode (PYTHONDONTWRITEBYTECODE=1: every module compiled)", cold),
+        ):
+            print(f"## scope-guard {label}\n")
+            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,001-entry audit log\n")
+            print("| command | median ms | p90 ms | vs baseline | peak RSS MiB | exit |")
+            print("|---|---|---|---|---|---|")
+            res = round_robin(cases, args.runs, repo, env)
+            base = statistics.median(res[cases[0][0]][0])
+            for name, _ in cases:
+                times, rss, code = res[name]
+                print(row(name, times, rss, None if name == cases[0][0] else base, code))
+            print()
+
+        runs = max(3, args.runs // 5)
+        finish = [
+            *cap,
+            "finish-task",
+            "--task",
+            "bench-1",
+            "--repo",
+            str(repo),
+            "--state",
+            str(state),
+        ]
+        gitcmd = ["git", "-C", str(repo), "diff", "--name-status", "-z", "-M", "-C", "main...task"]
+        n = len(git(repo, "diff", "--name-only", "main...task").splitlines())
+        print(f"## finish-task on a {n}-file branch ({runs} runs, bytecode cache)\n")
+        print("| command | median ms | p90 ms | vs git | peak RSS MiB | exit |")
+        print("|---|---|---|---|---|---|")
+        times, rss, code = measure(gitcmd, runs, env=warm)
+        gbase = statistics.median(times)
+        print(row("git diff --name-status main...task", times, rss, None, code))
+        times, rss, code = measure(finish, runs, env=warm)
+        print(row("capdaemon finish-task", times, rss, gbase, code))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,223 @@
+"""Capability data types and the typed errors of the capability system (pure, no I/O)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from capdaemon.globs import GlobSet
+
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+MAX_TASK_ID = 128
+
+MERGE_POLICIES = ("auto", "tiered", "manual")
+DEFAULT_MERGE_POLICY = "manual"  # decision: an unstated merge policy fails closed
+DEFAULT_TTL_HOURS = 48
+MAX_TTL_HOURS = 720  # 30 days
+DEFAULT_LEVEL = 3  # decision: an unstated level is the most cautious one
+SNAPSHOT_FORMAT = 1
+
+
+class CapabilityError(RuntimeError):
+    """Base of every capability-system error."""
+
+
+class TaskFileError(CapabilityError):
+    """A task file is malformed; `field` names the offending key (dotted), or "" for the file."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class NoCapabilityError(TaskFileError):
+    """A task file declares no `allowed_resources` (refused unless dispatched as legacy)."""
+
+
+class BadTaskIdError(CapabilityError):
+    """A task id that is not a safe file name (`/`, `..`, control characters, too long)."""
+
+
+class UnknownTaskError(CapabilityError):
+    """No capability snapshot exists for the task id (it was never dispatched)."""
+
+
+class SnapshotError(CapabilityError):
+    """A snapshot file is unreadable or malformed."""
+
+
+class TamperedError(SnapshotError):
+    """A snapshot's hash does not match its content or the audit log's dispatch record."""
+
+
+class DispatchConflictError(CapabilityError):
+    """The task id was already dispatched with a different capability (snapshots never change)."""
+
+
+class ExpiredError(CapabilityError):
+    """The capability's TTL has passed."""
+
+
+def validate_task_id(task_id: object) -> str:
+    """Return the task id when it is a safe file name: `[A-Za-z0-9._-]`, no `..`, not dotted.
+
+    Raises BadTaskIdError otherwise (so `../../etc/x` or `a/b` never reach the file system).
+    """
+    if not isinstance(task_id, str):
+        raise BadTaskIdError(f"task id must be a string, not {type(task_id).__name__}")
+    if not task_id:
+        raise BadTaskIdError("task id is empty")
+    if len(task_id) > MAX_TASK_ID:
+        raise BadTaskIdError(f"task id is longer than {MAX_TASK_ID} characters")
+    bad = sorted({ch for ch in task_id if ch not in _ID_CHARS})
+    if bad:
+        raise BadTaskIdError(
+            f"task id {task_id!r} has characters other than letters, digits, '.', '_', '-': "
+            + " ".join(repr(ch) for ch in bad)
+        )
+    if ".." in task_id or task_id[0] in ".-":
+        raise BadTaskIdError(f"task id {task_id!r} must not start with '.' or '-' or contain '..'")
+    return task_id
+
+
+class ViolationKind(enum.StrEnum):
+    """Why a path, command or capability is out of scope."""
+
+    FORBIDDEN = "forbidden"  # matches forbidden_paths (wins over paths)
+    NOT_ALLOWED = "not_allowed"  # matches none of paths
+    INVALID_PATH = "invalid_path"  # absolute, `..` escape, control characters
+    OUTSIDE_REPO = "outside_repo"  # resolves (symlink, absolute) outside the repository
+    SYMLINK_TARGET = "symlink_target"  # a symlink whose target is out of scope
+    COMMAND = "command"  # a command not on the allow-list
+    UNPARSEABLE = "unparseable"  # a command line that cannot be checked safely
+    EXPIRED = "expired"
+    TAMPERED = "tampered"
+    NO_CAPABILITY = "no_capability"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One out-of-scope finding: what (`subject`), why (`kind`, `reason`), and the matching glob."""
+
+    kind: ViolationKind
+    subject: str
+    reason: str
+    pattern: str | None = None
+
+    def line(self) -> str:
+        """A one-line human report."""
+        return f"{self.subject}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (escalation records, audit entries)."""
+        out: dict[str, Any] = {
+            "kind": self.kind.value,
+            "subject": self.subject,
+            "reason": self.reason,
+        }
+        if self.pattern is not None:
+            out["pattern"] = self.pattern
+        return out
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A task's normalised capability. `legacy` tasks were admitted with `--allow-no-scope`.
+
+    Glob and command lists are sorted and de-duplicated, so two task files that say the
+    same thing in a different order give the same capability (and the same snapshot hash).
+    """
+
+    task_id: str
+    title: str = ""
+    level: int = DEFAULT_LEVEL
+    paths: tuple[str, ...] = ()
+    forbidden_paths: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    merge_policy: str = DEFAULT_MERGE_POLICY
+    ttl_hours: int = DEFAULT_TTL_HOURS
+    legacy: bool = False
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form stored in the snapshot."""
+        return {
+            "task_id": self.task_id,
+            "title": self.title,
+            "description": self.description,
+            "level": self.level,
+            "legacy": self.legacy,
+            "allowed_resources": None
+            if self.legacy
+            else {
+                "paths": list(self.paths),
+                "forbidden_paths": list(self.forbidden_paths),
+                "commands": list(self.commands),
+            },
+            "merge_policy": self.merge_policy,
+            "ttl_hours": self.ttl_hours,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Capability:
+        """Rebuild from `to_dict()` output (raises SnapshotError on a malformed shape)."""
+        try:
+            res = data["allowed_resources"]
+            legacy = bool(data["legacy"])
+            if legacy != (res is None):
+                raise ValueError("legacy flag disagrees with allowed_resources")
+            res = res or {}
+            return cls(
+                task_id=str(data["task_id"]),
+                title=str(data.get("title", "")),
+                description=str(data.get("description", "")),
+                level=int(data["level"]),
+                paths=tuple(str(p) for p in res.get("paths", ())),
+                forbidden_paths=tuple(str(p) for p in res.get("forbidden_paths", ())),
+                commands=tuple(str(c) for c in res.get("commands", ())),
+                merge_policy=str(data["merge_policy"]),
+                ttl_hours=int(data["ttl_hours"]),
+                legacy=legacy,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SnapshotError(f"malformed capability in snapshot: {exc}") from exc
+
+    @cached_property
+    def allowed(self) -> GlobSet:
+        """The allow-list, matched case-sensitively (an allowed glob is never widened by case)."""
+        return GlobSet(self.paths, case_insensitive=False)
+
+    @cached_property
+    def forbidden(self) -> GlobSet:
+        """The deny-list, matched case-insensitively and with look-alike folding."""
+        return GlobSet(self.forbidden_paths, case_insensitive=True)
+
+
+@dataclass(frozen=True)
+class CapabilitySnapshot:
+    """The immutable record written at dispatch: capability, times and the hash of it all."""
+
+    capability: Capability
+    dispatched_at: datetime
+    expires_at: datetime
+    sha256: str
+    path: str = ""  # where it was read from (not hashed)
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def task_id(self) -> str:
+        """The task id."""
+        return self.capability.task_id
+
+    @property
+    def legacy(self) -> bool:
+        """True when the task was dispatched without a scope (`--allow-no-scope`)."""
+        return self.capability.legacy
+
+    def is_expired(self, now: datetime) -> bool:
+        """True when `now` (aware) is at or after the expiry."""
+        return now >= self.expires_at

@@ -1,0 +1,226 @@
+"""Pure scope checks of paths, file changes (renames, symlinks), commands and expiry.
+
+Nothing here reads the clock or the file system: `now` is an argument, and symlinks met on
+disk are resolved by the caller (see capdaemon.capability.fspaths) before the check.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from capdaemon.capability.model import (
+    Capability,
+    CapabilitySnapshot,
+    Violation,
+    ViolationKind,
+)
+from capdaemon.globs import PathError, fold_path, normalize_path
+
+if TYPE_CHECKING:  # capdaemon.model costs ~10 ms to import; scope-guard never needs it
+    from capdaemon.model import FileChange
+
+_MODE_SYMLINK = "120000"  # capdaemon.model.MODE_SYMLINK
+_REMOVED = "removed"  # capdaemon.model.FileStatus.REMOVED (a StrEnum: compares equal)
+
+_PROBE = ".capdaemon-probe"  # a child name used to test whether a folder is under a forbidden glob
+
+
+def _iso(dt: datetime) -> str:
+    return dt.isoformat().replace("+00:00", "Z")
+
+
+def expiry_violation(snapshot: CapabilitySnapshot, now: datetime) -> Violation | None:
+    """A violation when the capability has expired at `now`, else None."""
+    if snapshot.is_expired(now):
+        return Violation(
+            ViolationKind.EXPIRED,
+            snapshot.task_id,
+            f"capability expired at {_iso(snapshot.expires_at)} "
+            f"(ttl {snapshot.capability.ttl_hours}h)",
+        )
+    return None
+
+
+def check_path(cap: Capability, path: str) -> Violation | None:
+    """Check one repository-relative path: normalised, forbidden wins, then the allow-list.
+
+    Forbidden globs match case-insensitively and look-alike-folded; allowed globs match
+    exactly as written. A legacy capability allows every valid path.
+    """
+    try:
+        norm = normalize_path(path)
+    except PathError as exc:
+        return Violation(ViolationKind.INVALID_PATH, path, str(exc))
+    if fold_path(norm.split("/", 1)[0]) == ".git":
+        return Violation(ViolationKind.FORBIDDEN, norm, "inside the repository's .git folder")
+    if cap.legacy:
+        return None
+    if cap.forbidden.match(norm):
+        pats = cap.forbidden.matching(norm)
+        pat = pats[0] if pats else None
+        return Violation(
+            ViolationKind.FORBIDDEN,
+            norm,
+            f"forbidden by {pat!r} (forbidden wins over allowed)",
+            pat,
+        )
+    if not cap.allowed.match(norm):
+        return Violation(
+            ViolationKind.NOT_ALLOWED, norm, "outside allowed paths " + ", ".join(cap.paths)
+        )
+    return None
+
+
+def check_paths(
+    snapshot: CapabilitySnapshot, paths: Iterable[str], now: datetime
+) -> list[Violation]:
+    """Violations for repository-relative paths (an expired capability is a violation too)."""
+    out: list[Violation] = []
+    exp = expiry_violation(snapshot, now)
+    if exp is not None:
+        out.append(exp)
+    seen: set[str] = set()
+    for p in paths:
+        if p in seen:
+            continue
+        seen.add(p)
+        v = check_path(snapshot.capability, p)
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def symlink_target(link_path: str, target: str) -> str:
+    """The repository-relative path a symlink at `link_path` with text `target` points to.
+
+    Raises PathError for absolute targets and targets that climb out of the repository.
+    """
+    if target.startswith("/"):
+        raise PathError(f"absolute target {target!r}")
+    folder = posixpath.dirname(normalize_path(link_path))
+    return normalize_path(posixpath.join(folder, target) if folder else target)
+
+
+def check_symlink(cap: Capability, link_path: str, target: str | None) -> Violation | None:
+    """A symlink is in scope only when its target is a valid, allowed, non-forbidden path.
+
+    A target folder under a forbidden glob (`.github` with `.github/**`) is forbidden too.
+    """
+    if target is None:
+        return Violation(
+            ViolationKind.SYMLINK_TARGET, link_path, "symlink target could not be read"
+        )
+    try:
+        real = symlink_target(link_path, target)
+    except PathError as exc:
+        return Violation(
+            ViolationKind.SYMLINK_TARGET, link_path, f"symlink points outside the repository: {exc}"
+        )
+    if cap.legacy:
+        return None
+    for probe in (real, f"{real}/{_PROBE}"):
+        v = check_path(cap, probe)
+        if v is not None and v.kind is ViolationKind.FORBIDDEN:
+            return Violation(
+                ViolationKind.SYMLINK_TARGET,
+                link_path,
+                f"symlink points at {real!r}, which is forbidden ({v.reason})",
+                v.pattern,
+            )
+    v = check_path(cap, real)
+    if v is not None:
+        return Violation(
+            ViolationKind.SYMLINK_TARGET, link_path, f"symlink points at {real!r}: {v.reason}"
+        )
+    return None
+
+
+def change_paths(change: FileChange) -> list[str]:
+    """Every path a change touches: both sides of renames and copies."""
+    paths = [change.path]
+    if change.previous_path and change.previous_path != change.path:
+        paths.insert(0, change.previous_path)
+    return paths
+
+
+def check_file_changes(
+    snapshot: CapabilitySnapshot, changes: Sequence[FileChange], now: datetime
+) -> list[Violation]:
+    """Violations for a branch's changes: every path of every change, and symlink targets.
+
+    A symlink added or changed (new mode 120000) must have its target (the blob text,
+    `head_content`, resolved against the link's folder) in scope; a missing text fails closed.
+    """
+    out: list[Violation] = []
+    exp = expiry_violation(snapshot, now)
+    if exp is not None:
+        out.append(exp)
+    cap = snapshot.capability
+    seen: set[tuple[str, ViolationKind]] = set()
+
+    def add(v: Violation | None) -> None:
+        if v is not None and (v.subject, v.kind) not in seen:
+            seen.add((v.subject, v.kind))
+            out.append(v)
+
+    for ch in changes:
+        for p in change_paths(ch):
+            add(check_path(cap, p))
+        if ch.new_mode == _MODE_SYMLINK and ch.status != _REMOVED:
+            add(check_symlink(cap, ch.path, ch.head_content))
+    return out
+
+
+def check_command(
+    snapshot: CapabilitySnapshot, line: str, now: datetime
+) -> tuple[list[Violation], list[str]]:
+    """Check one command line; return (violations, files it redirects output into).
+
+    Every simple command of a compound line must start with an allow-listed program and
+    leading arguments (when the capability lists any commands). Command substitution,
+    here-documents and unparseable lines are refused; assignments to PATH, LD_*, PYTHON*
+    and similar are refused. The caller checks the returned write targets as paths.
+    """
+    from capdaemon.capability.cmdline import (  # only when a command is checked
+        DEV_NULL,
+        CommandParseError,
+        dangerous_assignment,
+        parse_line,
+        prefix_allows,
+    )
+
+    out: list[Violation] = []
+    exp = expiry_violation(snapshot, now)
+    if exp is not None:
+        out.append(exp)
+    cap = snapshot.capability
+    try:
+        parsed = parse_line(line)
+    except CommandParseError as exc:
+        out.append(Violation(ViolationKind.UNPARSEABLE, line, f"refused: {exc}"))
+        return out, []
+    for a in parsed.assignments:
+        if dangerous_assignment(a):
+            out.append(
+                Violation(
+                    ViolationKind.COMMAND,
+                    line,
+                    f"refused: assignment {a.split('=', 1)[0]}= can change which program runs",
+                )
+            )
+    if not cap.legacy and cap.commands:
+        for argv in parsed.commands:
+            if prefix_allows(cap.commands, argv) is None:
+                out.append(
+                    Violation(
+                        ViolationKind.COMMAND,
+                        " ".join(argv),
+                        f"command {argv[0]!r} with these arguments is not allowed "
+                        f"(allowed: {'; '.join(cap.commands)})",
+                    )
+                )
+    writes = [w for w in parsed.writes if w != DEV_NULL]
+    return out, writes

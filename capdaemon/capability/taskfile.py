@@ -1,0 +1,191 @@
+"""Task files (YAML): parse and validate into a normalised Capability; errors name the field."""
+
+from __future__ import annotations
+
+import shlex
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from capdaemon.capability.model import (
+    DEFAULT_LEVEL,
+    DEFAULT_MERGE_POLICY,
+    DEFAULT_TTL_HOURS,
+    MAX_TTL_HOURS,
+    MERGE_POLICIES,
+    BadTaskIdError,
+    Capability,
+    NoCapabilityError,
+    TaskFileError,
+    validate_task_id,
+)
+from capdaemon.globs import GlobError, validate_glob
+
+TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
+RESOURCE_KEYS = ("paths", "forbidden_paths", "commands", "merge_policy", "ttl_hours")
+_SHELL_OPERATORS = frozenset(";&|<>()`$\n")
+
+
+def load_task_file(path: Path, *, allow_no_scope: bool = False) -> Capability:
+    """Read and validate a task file. Raises TaskFileError (NoCapabilityError for no scope)."""
+    import yaml  # here, not at module level: scope-guard never parses YAML
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TaskFileError("", "no such task file") from None
+    except UnicodeDecodeError:
+        raise TaskFileError("", "not UTF-8 text") from None
+    except OSError as exc:
+        raise TaskFileError("", f"cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise TaskFileError("", f"YAML error{where}: {problem}") from None
+    return parse_task(data, allow_no_scope=allow_no_scope)
+
+
+def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
+    """Validate the parsed YAML of a task file and return its normalised Capability.
+
+    Without `allowed_resources` the task is refused (NoCapabilityError) unless
+    `allow_no_scope`, which yields a legacy capability (everything allowed, loudly).
+    """
+    if not isinstance(data, Mapping):
+        kind = "empty" if data is None else f"a {_type(data)}"
+        raise TaskFileError("", f"a task file must be a mapping of keys, not {kind}")
+    _no_unknown(data, TOP_KEYS, "")
+    if "task_id" not in data:
+        raise TaskFileError("task_id", "missing (required)")
+    try:
+        task_id = validate_task_id(data["task_id"])
+    except BadTaskIdError as exc:
+        raise TaskFileError("task_id", str(exc)) from None
+    title = _text(data, "title")
+    description = _text(data, "description")
+    level = DEFAULT_LEVEL
+    if "level" in data:
+        level = _int(data["level"], "level", 0, 3)
+    if "allowed_resources" not in data:
+        if not allow_no_scope:
+            raise NoCapabilityError(
+                "allowed_resources",
+                f"task {task_id!r} declares no capability (allowed_resources is missing); "
+                "declare allowed_resources.paths, or dispatch a legacy task with --allow-no-scope",
+            )
+        return Capability(
+            task_id=task_id, title=title, description=description, level=level, legacy=True
+        )
+    res = data["allowed_resources"]
+    if not isinstance(res, Mapping):
+        raise TaskFileError(
+            "allowed_resources", f"must be a mapping with `paths`, not {_type(res)}"
+        )
+    _no_unknown(res, RESOURCE_KEYS, "allowed_resources.")
+    if "paths" not in res:
+        raise TaskFileError("allowed_resources.paths", "missing (at least one glob is required)")
+    paths = _globs(res["paths"], "allowed_resources.paths", required=True)
+    forbidden = _globs(res.get("forbidden_paths", []), "allowed_resources.forbidden_paths")
+    commands = _commands(res.get("commands", []), "allowed_resources.commands")
+    merge_policy = DEFAULT_MERGE_POLICY
+    if "merge_policy" in res:
+        merge_policy = res["merge_policy"]
+        if merge_policy not in MERGE_POLICIES:
+            raise TaskFileError(
+                "allowed_resources.merge_policy",
+                f"must be one of {', '.join(MERGE_POLICIES)}, not {merge_policy!r}",
+            )
+    ttl = DEFAULT_TTL_HOURS
+    if "ttl_hours" in res:
+        ttl = _int(res["ttl_hours"], "allowed_resources.ttl_hours", 1, MAX_TTL_HOURS)
+    return Capability(
+        task_id=task_id,
+        title=title,
+        description=description,
+        level=level,
+        paths=paths,
+        forbidden_paths=forbidden,
+        commands=commands,
+        merge_policy=merge_policy,
+        ttl_hours=ttl,
+    )
+
+
+def _type(value: Any) -> str:
+    return {
+        dict: "mapping", list: "list", str: "string", int: "integer", float: "number",
+        bool: "boolean", type(None): "null",
+    }.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def _no_unknown(data: Mapping[Any, Any], known: tuple[str, ...], prefix: str) -> None:
+    for key in data:
+        if key not in known:
+            raise TaskFileError(f"{prefix}{key}", f"unknown key (known: {', '.join(known)})")
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TaskFileError(key, f"must be a string, not {_type(value)}")
+    return value.strip()
+
+
+def _int(value: Any, field: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TaskFileError(field, f"must be an integer from {lo} to {hi}, not {_type(value)}")
+    if not lo <= value <= hi:
+        raise TaskFileError(field, f"must be from {lo} to {hi}, not {value}")
+    return value
+
+
+def _globs(value: Any, field: str, *, required: bool = False) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise TaskFileError(field, f"must be a list of globs, not {_type(value)}")
+    if required and not value:
+        raise TaskFileError(field, "must not be empty (an empty allow-list allows nothing)")
+    out = []
+    for i, pattern in enumerate(value):
+        where = f"{field}[{i}]"
+        if not isinstance(pattern, str):
+            raise TaskFileError(where, f"must be a string glob, not {_type(pattern)}")
+        pattern = unicodedata.normalize("NFC", pattern.strip())
+        try:
+            validate_glob(pattern)
+        except GlobError as exc:
+            raise TaskFileError(where, str(exc)) from None
+        if ".." in pattern.split("/"):
+            raise TaskFileError(where, f"glob {pattern!r} has a `..` segment (paths never climb)")
+        out.append(pattern)
+    return tuple(sorted(set(out)))
+
+
+def _commands(value: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise TaskFileError(field, f"must be a list of command prefixes, not {_type(value)}")
+    out = []
+    for i, cmd in enumerate(value):
+        where = f"{field}[{i}]"
+        if not isinstance(cmd, str):
+            raise TaskFileError(where, f"must be a string, not {_type(cmd)}")
+        if any(ch in _SHELL_OPERATORS for ch in cmd):
+            raise TaskFileError(
+                where, f"{cmd!r} has shell operators; list a program and its leading arguments"
+            )
+        try:
+            tokens = shlex.split(cmd)
+        except ValueError as exc:
+            raise TaskFileError(where, f"cannot parse {cmd!r}: {exc}") from None
+        if not tokens:
+            raise TaskFileError(where, "empty command")
+        if "=" in tokens[0]:
+            raise TaskFileError(where, f"{cmd!r} starts with an assignment, not a program")
+        out.append(shlex.join(tokens))
+    return tuple(sorted(set(out)))

@@ -1,0 +1,77 @@
+"""`capdaemon dispatch TASKFILE`: validate a task, snapshot its capability, audit it (layer 1)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+
+PROG = "dispatch"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments."""
+    parser.add_argument("taskfile", metavar="TASKFILE", help="the task's YAML file")
+    parser.add_argument(
+        "--allow-no-scope",
+        action="store_true",
+        help="admit a legacy task that declares no allowed_resources (loudly, and audited)",
+    )
+    add_state_arg(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch one task; 0 on success or no-op, 1 when refused."""
+    from capdaemon.capability.model import (
+        CapabilityError,
+        DispatchConflictError,
+        NoCapabilityError,
+        TaskFileError,
+    )
+    from capdaemon.capability.registry import dispatch
+    from capdaemon.capability.taskfile import load_task_file
+    from capdaemon.state import StateError
+
+    taskfile = Path(args.taskfile)
+    try:
+        cap = load_task_file(taskfile, allow_no_scope=args.allow_no_scope)
+    except NoCapabilityError as exc:
+        err(PROG, f"REFUSED: {taskfile}: {exc}")
+        return 1
+    except TaskFileError as exc:
+        err(PROG, f"{taskfile}: {exc}")
+        return 1
+    if cap.legacy:
+        bar = "!" * 72
+        print(
+            f"{bar}\ncapdaemon dispatch: WARNING: task {cap.task_id!r} declares no capability "
+            "and is admitted as LEGACY (--allow-no-scope).\n"
+            "  Nothing limits the paths or commands it may touch; "
+            "the dispatch is audited as legacy.\n"
+            f"{bar}",
+            file=sys.stderr,
+        )
+    now = datetime.now(UTC)
+    try:
+        result = dispatch(state_dir(args), cap, now, source=str(taskfile))
+    except DispatchConflictError as exc:
+        err(PROG, f"REFUSED: {exc}")
+        return 1
+    except (CapabilityError, StateError) as exc:
+        err(PROG, f"REFUSED: {exc}")
+        return 1
+    snap = result.snapshot
+    if result.outcome == "unchanged":
+        print(f"task {cap.task_id}: already dispatched with the same capability; nothing written")
+    elif result.outcome == "recorded":
+        print(f"task {cap.task_id}: snapshot existed without its audit record; record written")
+    else:
+        kind = "legacy (no scope)" if cap.legacy else f"level {cap.level}, {cap.merge_policy}"
+        print(
+            f"task {cap.task_id}: dispatched ({kind}); sha256 {snap.sha256}; "
+            f"expires {snap.raw['expires_at']}"
+        )
+    return 0

@@ -1,0 +1,43 @@
+"""`capdaemon escalations`: list open escalation records (scope violations waiting for an owner)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments."""
+    add_state_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON list")
+    parser.add_argument("--all", action="store_true", help="include resolved records")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the records; 0, or 1 when a record is corrupt."""
+    from capdaemon.capability.escalation import list_escalations
+    from capdaemon.state import StateError
+
+    try:
+        recs = list_escalations(state_dir(args), include_resolved=args.all)
+    except StateError as exc:
+        err("escalations", str(exc))
+        return 1
+    if args.json:
+        print(json.dumps([r.to_dict() for r in recs], indent=2, ensure_ascii=False))
+        return 0
+    if not recs:
+        print("no open escalations")
+        return 0
+    for r in recs:
+        state = "open"
+        if r.resolved:
+            state = "resolved"
+        elif r.notified:
+            state = f"notified {r.issue_url or ''}".strip()
+        print(f"{r.id}  task {r.task}  {r.layer}  {state}")
+        for what, why in zip(r.what, r.why, strict=False):
+            print(f"    {what}: {why}" if not why.startswith(what) else f"    {why}")
+    return 0

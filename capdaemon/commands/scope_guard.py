@@ -1,0 +1,130 @@
+"""`capdaemon scope-guard --task ID PATH... | --command CMD`: the check before every edit (layer 2).
+
+Kept light: no YAML, no jsonschema, no structlog, no config; escalation and audit
+modules are imported only when something is out of scope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+
+PROG = "scope-guard"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments."""
+    parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
+    add_state_arg(parser)
+    parser.add_argument(
+        "--repo", metavar="DIR", help="repository root that paths are relative to (default: cwd)"
+    )
+    parser.add_argument(
+        "--command",
+        action="append",
+        default=[],
+        dest="commands",
+        metavar="CMD",
+        help="a command line to check (repeatable)",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="paths about to be modified")
+
+
+def run(args: argparse.Namespace) -> int:
+    """0 in scope; 1 out of scope (one line each, escalation record); 2 bad usage."""
+    from capdaemon.capability.model import (
+        BadTaskIdError,
+        SnapshotError,
+        UnknownTaskError,
+        Violation,
+        ViolationKind,
+        validate_task_id,
+    )
+    from capdaemon.capability.snapshot import load_snapshot
+
+    if not args.paths and not args.commands:
+        err(PROG, "give at least one PATH or --command CMD")
+        return 2
+    try:
+        task_id = validate_task_id(args.task)
+    except BadTaskIdError as exc:
+        err(PROG, str(exc))
+        return 2
+    repo = Path(args.repo) if args.repo else Path.cwd()
+    if not repo.is_dir():
+        err(PROG, f"--repo {repo} is not a directory")
+        return 2
+    now = datetime.now(UTC)
+    state = state_dir(args)
+    try:
+        snap = load_snapshot(state, task_id)
+    except UnknownTaskError as exc:
+        return _refuse(
+            state, task_id, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))], now
+        )
+    except SnapshotError as exc:
+        return _refuse(
+            state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
+        )
+
+    from capdaemon.capability.fspaths import check_disk_path
+    from capdaemon.capability.scope import check_command, expiry_violation
+
+    violations: list[Violation] = []
+    exp = expiry_violation(snap, now)
+    if exp is not None:
+        violations.append(exp)
+    if snap.legacy:
+        print(
+            f"capdaemon scope-guard: WARNING: task {task_id} is LEGACY (dispatched with "
+            "--allow-no-scope): paths and commands are not limited",
+            file=sys.stderr,
+        )
+    cap = snap.capability
+    for p in args.paths:
+        violations.extend(check_disk_path(cap, repo, p))
+    for line in args.commands:
+        found, writes = check_command(snap, line, now)
+        violations.extend(found)
+        for w in writes:
+            for v in check_disk_path(cap, repo, str(Path(w).expanduser())):
+                violations.append(
+                    Violation(
+                        v.kind, v.subject, f"redirected into by {line!r}: {v.reason}", v.pattern
+                    )
+                )
+    unique: dict[tuple[str, str, str], Violation] = {}
+    for v in violations:
+        unique.setdefault((v.kind.value, v.subject, v.reason), v)
+    if unique:
+        return _refuse(state, task_id, list(unique.values()), now)
+    return 0
+
+
+def _refuse(state: Path, task_id: str, violations: list, now: datetime) -> int:
+    """Print one line per violation, write the escalation record and the audit entry; 1."""
+    from capdaemon.audit import ACTIONS_LOG, AuditLog
+    from capdaemon.capability.escalation import write_escalation
+
+    for v in violations:
+        print(f"capdaemon scope-guard: OUT OF SCOPE: {v.line()}", file=sys.stderr)
+    try:
+        rec = write_escalation(state, task_id, violations, now, layer=PROG)
+        AuditLog(state / ACTIONS_LOG).append(
+            {
+                "action": "scope_violation",
+                "layer": PROG,
+                "task_id": task_id,
+                "escalation": rec.id,
+                "violations": [v.to_dict() for v in violations],
+            },
+            now=now,
+        )
+        print(f"capdaemon scope-guard: escalated: {rec.id}", file=sys.stderr)
+    except Exception as exc:  # the refusal stands even when the record cannot be written
+        err(PROG, f"could not write the escalation record: {exc}")
+    return 1

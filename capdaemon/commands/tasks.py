@@ -1,0 +1,40 @@
+"""`capdaemon tasks`: list capability snapshots and their state (active/expired/legacy/tampered)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+
+from capdaemon.capability.cli_support import add_state_arg, state_dir
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments."""
+    add_state_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON list")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the snapshots; 0 (even when some are tampered: the listing says so)."""
+    from capdaemon.capability.registry import list_tasks
+
+    now = datetime.now(UTC)
+    rows = list_tasks(state_dir(args), now)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no dispatched tasks")
+        return 0
+    width = max(len(r.task_id) for r in rows)
+    for r in rows:
+        d = r.to_dict()
+        if r.snapshot is None:
+            detail = r.reason
+        else:
+            detail = f"level {d['level']}  {d['merge_policy']:<6}  expires {d['expires_at']}" + (
+                f"  {d['title']}" if d["title"] else ""
+            )
+        print(f"{r.task_id.ljust(width)}  {r.state:<8}  {detail}")
+    return 0
