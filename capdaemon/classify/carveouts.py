@@ -1,0 +1,284 @@
+"""Conservative content carve-outs of SPEC 2.4: typo fix, comment-only, additions-only."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from capdaemon.classify.hunks import Hunk
+
+MAX_LINE_EDITS = 3
+MAX_FILE_EDITS = 10
+
+# Words whose addition, removal or change alters a rule's meaning (compared case-folded).
+_ENGLISH_GUARD_TEXT = """
+    not no nor never none nothing nobody nowhere neither without
+    must mustn't shall shan't should shouldn't may might mightn't can cannot can't could couldn't
+    will won't would wouldn't do don't does doesn't did didn't is isn't are aren't was wasn't
+    were weren't has hasn't have haven't had hadn't need needn't ought
+    required require requires requirement mandatory forbidden forbid forbids prohibited prohibit
+    only always except unless optional optionally allowed allow allows disallow disallowed
+    deny denied denies permit permitted may_not all any every each either least most
+"""
+ENGLISH_GUARD_WORDS: frozenset[str] = frozenset(_ENGLISH_GUARD_TEXT.split())
+KOREAN_GUARD_MARKERS: tuple[str, ...] = (
+    "않", "없", "금지", "불가", "말", "반드시", "필수", "안", "못", "허용", "예외", "만",
+    "아니", "해야", "하지", "모든", "항상", "절대", "오직",
+)  # fmt: skip
+
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+_DIGIT = re.compile(r"\d")
+
+
+@dataclass(frozen=True, slots=True)
+class Carve:
+    """Whether a carve-out applies, and why (or why not)."""
+
+    ok: bool
+    why: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+# ----------------------------------------------------------------------------- typo fix
+def osa_distance(a: str, b: str, limit: int = 1 << 30) -> int:
+    """Optimal-string-alignment edit distance (adjacent swaps count 1); > limit may be cut short."""
+    if a == b:
+        return 0
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    a, b = a[start:], b[start:]
+    while a and b and a[-1] == b[-1]:
+        a, b = a[:-1], b[:-1]
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                v = min(v, prev2[j - 2] + 1)
+            cur[j] = v
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _guard_words(line: str) -> Counter[str]:
+    words = Counter()
+    for w in _WORD.findall(line):
+        f = w.casefold().replace("’", "'")
+        if f in ENGLISH_GUARD_WORDS or f.endswith("n't"):
+            words[f] += 1
+    if not line.isascii():
+        for marker in KOREAN_GUARD_MARKERS:
+            c = line.count(marker)
+            if c:
+                words[marker] += c
+    return words
+
+
+def _skeleton(line: str) -> str:
+    return _WORD.sub("\x00", line)
+
+
+def _word_bound(a: str, b: str) -> int:
+    return max(1, max(len(a), len(b)) // 4)
+
+
+def typo_pair(old: str, new: str, line_limit: int = MAX_LINE_EDITS) -> tuple[int, str]:
+    """Edits needed to turn `old` into `new` as a typo fix, or (-1, why-not)."""
+    if old == new:
+        return 0, ""
+    if _skeleton(old) != _skeleton(new):
+        return -1, "punctuation, spacing, heading, list or table structure changed"
+    if _DIGIT.findall(old) != _DIGIT.findall(new):
+        return -1, "a digit changed"
+    if _guard_words(old) != _guard_words(new):
+        return -1, "a negation or modal word was added, removed or changed"
+    total = 0
+    for wa, wb in zip(_WORD.findall(old), _WORD.findall(new), strict=True):
+        if wa == wb:
+            continue
+        bound = _word_bound(wa, wb)
+        d = osa_distance(wa, wb, bound)
+        if d > bound:
+            return -1, "a word was replaced, not corrected"
+        total += d
+        if total > line_limit:
+            return -1, f"more than {line_limit} character edits on one line"
+    return total, ""
+
+
+def typo_fix(
+    hunks: Sequence[Hunk] | None,
+    *,
+    line_limit: int = MAX_LINE_EDITS,
+    file_limit: int = MAX_FILE_EDITS,
+) -> Carve:
+    """True when every hunk only corrects spelling: k lines for k lines, tiny in-word edits."""
+    if hunks is None:
+        return Carve(False, "patch unavailable")
+    if not hunks:
+        return Carve(False, "no textual change to inspect")
+    total = 0
+    for h in hunks:
+        for removed, added in h.blocks():
+            if len(removed) != len(added):
+                where = (removed or added)[0]
+                n = where.new_no or where.old_no
+                return Carve(False, f"line {n}: lines added or removed, not a typo fix")
+            for r, a in zip(removed, added, strict=True):
+                d, why = typo_pair(r.text, a.text, line_limit)
+                if d < 0:
+                    return Carve(False, f"line {a.new_no}: {why}")
+                total += d
+                if total > file_limit:
+                    return Carve(False, f"more than {file_limit} character edits in the file")
+    return Carve(True, "typo fix only")
+
+
+# ----------------------------------------------------------------------------- comments
+_HASH = "hash"
+_SLASH = "slash"
+_DASH = "dash"
+_HTML = "html"
+_SEMI = "semi"
+
+_EXT_STYLE: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("py", "pyi", "sh", "bash", "zsh", "yml", "yaml", "toml", "rb", "pl", "pm", "r", "mk",
+         "cmake", "conf", "cfg", "tf", "tfvars", "nix", "ps1", "jl", "ex", "exs", "gitignore",
+         "dockerignore", "editorconfig"),
+        (_HASH,),
+    ),
+    **dict.fromkeys(
+        ("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "java", "js", "mjs", "cjs", "jsx", "ts", "tsx",
+         "go", "rs", "kt", "kts", "swift", "cs", "scala", "dart", "groovy", "gradle", "proto",
+         "css", "scss", "less", "m", "mm", "zig", "v", "sol"),
+        (_SLASH,),
+    ),
+    **dict.fromkeys(("sql", "lua", "hs", "elm", "ada", "adb", "ads", "vhd", "vhdl"), (_DASH,)),
+    **dict.fromkeys(("html", "htm", "md", "markdown", "xml", "svg", "xhtml", "vue"), (_HTML,)),
+    **dict.fromkeys(("lisp", "el", "clj", "cljs", "scm", "asm", "s"), (_SEMI,)),
+    "ini": (_SEMI, _HASH),
+    "php": (_SLASH, _HASH),
+}  # fmt: skip
+_NAME_STYLE: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("makefile", "gnumakefile", "dockerfile", "containerfile", "rakefile", "gemfile",
+         "justfile", "procfile", "vagrantfile"),
+        (_HASH,),
+    ),
+    "jenkinsfile": (_SLASH,),
+}  # fmt: skip
+
+# Comments that change behaviour: shebangs, encodings, parser directives, build tags.
+_MAGIC = re.compile(
+    r"^(?:#!|#.*-\*-.*coding|#\s*(?:syntax|escape)\s*=|#\s*frozen_string_literal|"
+    r"#\s*(?:type|mypy|pyright)\s*:|//\s*go:|//\s*\+build|//\s*@ts-|///\s*<reference|"
+    r"#\s*cython\s*:)",
+    re.IGNORECASE,
+)
+_BLOCK_OPEN_ONLY = re.compile(r"^/\*+(?:[^*]|\*(?!/))*$")  # "/**" or "/* text" (opens a block)
+_BLOCK_CLOSED = re.compile(r"^/\*(?:(?!\*/).)*\*/$")
+_CONTINUATION = re.compile(r"^\*(?:[ \t]|$|/$)|^\*+/$")
+_HTML_CLOSED = re.compile(r"^<!--(?:(?!-->).)*-->$")
+
+
+def comment_style(path: str) -> tuple[str, ...] | None:
+    """The comment syntaxes of a file's language, or None when the language is unknown."""
+    name = path.rsplit("/", 1)[-1]
+    low = name.casefold()
+    if low in _NAME_STYLE:
+        return _NAME_STYLE[low]
+    if low.startswith("dockerfile.") or low.endswith(".dockerfile"):
+        return (_HASH,)
+    if "." not in name.lstrip("."):
+        return _EXT_STYLE.get(low.lstrip("."))
+    return _EXT_STYLE.get(low.rsplit(".", 1)[-1])
+
+
+def is_comment_line(text: str, styles: tuple[str, ...]) -> bool:
+    """True when a whole line is blank or a comment in one of the given syntaxes."""
+    s = text.strip()
+    if not s:
+        return True
+    if _MAGIC.match(s):
+        return False
+    for style in styles:
+        if style == _HASH and s.startswith("#"):
+            return True
+        if style == _SLASH and (
+            s.startswith("//")
+            or _BLOCK_CLOSED.match(s) is not None
+            or _BLOCK_OPEN_ONLY.match(s) is not None
+            or _CONTINUATION.match(s) is not None
+        ):
+            return True
+        if style == _DASH and s.startswith("--"):
+            return True
+        if style == _HTML and _HTML_CLOSED.match(s) is not None:
+            return True
+        if style == _SEMI and s.startswith(";"):
+            return True
+    return False
+
+
+_YAML_BLOCK = re.compile(r"[:\-]\s*[|>][+-]?\d*\s*(?:#.*)?$")
+
+
+def comment_only(path: str, hunks: Sequence[Hunk] | None) -> Carve:
+    """True when every added or removed line is blank or a comment in the file's language.
+
+    Docstrings count as code. A hunk that shows a Python triple quote or a YAML block scalar
+    does not qualify (a `#` line there may be string content, not a comment).
+    """
+    if hunks is None:
+        return Carve(False, "patch unavailable")
+    styles = comment_style(path)
+    if styles is None:
+        return Carve(False, "unknown language")
+    if not hunks:
+        return Carve(False, "no textual change to inspect")
+    low = path.casefold()
+    is_py = low.endswith((".py", ".pyi"))
+    is_yaml = low.endswith((".yml", ".yaml"))
+    if is_py or is_yaml:
+        text = "\n".join("\n".join(h.raw) for h in hunks)
+        if is_py and ('"""' in text or "'''" in text):
+            return Carve(False, "a hunk touches a triple-quoted string")
+        if is_yaml and any(_YAML_BLOCK.search(raw) for h in hunks for raw in h.raw):
+            return Carve(False, "a hunk touches a YAML block scalar")
+    changed = 0
+    for h in hunks:
+        for i, raw in enumerate(h.raw):
+            if raw[0] == " ":
+                continue
+            changed += 1
+            if not is_comment_line(raw[1:], styles):
+                return Carve(False, f"line {h.line_no(i)} is code, not a comment")
+    if not changed:
+        return Carve(False, "no changed lines")
+    return Carve(True, "comments only")
+
+
+# ----------------------------------------------------------------------------- additions
+def additions_only(hunks: Sequence[Hunk] | None) -> Carve:
+    """True when no hunk removes or changes a line (and there is at least one added line)."""
+    if hunks is None:
+        return Carve(False, "patch unavailable")
+    if any(h.has_removals for h in hunks):
+        where = next(ln.old_no for h in hunks for ln in h.lines if ln.kind == "-")
+        return Carve(False, f"line {where} removed or changed")
+    if not any(h.added_texts() for h in hunks):
+        return Carve(False, "no added lines")
+    return Carve(True, "additions only")
