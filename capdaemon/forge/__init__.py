@@ -1,0 +1,1 @@
+"""The GitHub adapter: the only package that imports PyGithub (see client.Forge)."""

@@ -1,0 +1,56 @@
+"""The few typed errors the forge raises; callers never see PyGithub or requests exceptions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+
+class ForgeError(Exception):
+    """Any failure talking to GitHub. Messages never contain tokens or keys."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(ForgeError):
+    """The resource does not exist (or is invisible to us): HTTP 404."""
+
+
+class HeadMoved(ForgeError):
+    """A conflict: the PR head (or a ref) is not at the expected sha: HTTP 409."""
+
+
+class NotMergeable(ForgeError):
+    """GitHub refuses to merge (checks, conflicts, already merged): HTTP 405."""
+
+
+class RevertConflict(NotMergeable):
+    """A revert does not apply cleanly (a path changed since), or the commit has several parents."""
+
+
+class Forbidden(ForgeError):
+    """Authenticated but not allowed, or bad credentials: HTTP 401/403 (not a rate limit)."""
+
+
+class Invalid(ForgeError):
+    """GitHub rejected the request body: HTTP 422."""
+
+
+class RateLimited(ForgeError):
+    """A rate limit whose wait would exceed this tick's wait budget: stop the tick cleanly."""
+
+    def __init__(
+        self, message: str, *, wait_seconds: float, reset_at: datetime | None = None
+    ) -> None:
+        super().__init__(message, status=403)
+        self.wait_seconds = wait_seconds
+        self.reset_at = reset_at
+
+
+class Transient(ForgeError):
+    """A 5xx, connection reset or timeout that persisted through the bounded retries."""
+
+
+class Incomplete(ForgeError):
+    """A read could not be completed (a failed page, a cap); never act on partial data."""

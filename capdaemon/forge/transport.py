@@ -1,0 +1,505 @@
+"""The one HTTP choke point under PyGithub: ETag cache, retries, rate limits, wait budget."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+import structlog
+import tenacity
+from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from capdaemon.forge.errors import RateLimited, Transient
+from capdaemon.forge.scrub import Scrubber
+
+log = structlog.get_logger(__name__)
+
+Clock = Callable[[], datetime]
+Sleeper = Callable[[float], None]
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
+# POSTs that are safe to repeat: token minting, content-addressed git objects, commit statuses.
+_SAFE_POST = re.compile(
+    r"/(app/installations/\d+/access_tokens|git/(blobs|trees|commits)|statuses/[0-9a-f]+)$"
+)
+_RATE_HEADERS = (
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-used",
+    "x-ratelimit-reset",
+    "x-ratelimit-resource",
+)
+SECONDARY_MIN_WAIT = 60.0
+
+
+def utc_now() -> datetime:
+    """The real clock, aware UTC."""
+    return datetime.now(UTC)
+
+
+class WaitBudget:
+    """How long this tick may still spend waiting (backoff and rate limits); reset each tick."""
+
+    def __init__(self, seconds: float) -> None:
+        self.limit = float(seconds)
+        self.spent = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> float:
+        """Seconds left in this tick."""
+        return max(0.0, self.limit - self.spent)
+
+    def allows(self, seconds: float) -> bool:
+        """Would waiting `seconds` more stay within the budget?"""
+        return self.spent + seconds <= self.limit
+
+    def spend(self, seconds: float) -> None:
+        """Record a wait."""
+        with self._lock:
+            self.spent += seconds
+
+    def reset(self, seconds: float | None = None) -> None:
+        """Start a new tick (optionally with a new ceiling)."""
+        with self._lock:
+            if seconds is not None:
+                self.limit = float(seconds)
+            self.spent = 0.0
+
+
+@dataclass
+class RateState:
+    """The last primary rate-limit headers GitHub sent."""
+
+    limit: int | None = None
+    remaining: int | None = None
+    used: int | None = None
+    reset: int | None = None  # epoch seconds
+    resource: str | None = None
+
+
+@dataclass
+class TransportStats:
+    """What went over the wire, as the client saw it."""
+
+    sent: int = 0
+    not_modified: int = 0
+    stored: int = 0
+    retries: int = 0
+    rate_waits: int = 0
+    waited: float = 0.0
+    by_method: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A plain copy."""
+        return {
+            "sent": self.sent,
+            "not_modified": self.not_modified,
+            "stored": self.stored,
+            "retries": self.retries,
+            "rate_waits": self.rate_waits,
+            "waited": round(self.waited, 3),
+            "by_method": dict(self.by_method),
+        }
+
+
+@dataclass(frozen=True)
+class _Entry:
+    etag: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class EtagCache:
+    """A bounded LRU of GET responses: (URL+query, auth, Accept) → (ETag, headers, body)."""
+
+    def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._data: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> _Entry | None:
+        """The entry, marked most recently used."""
+        with self._lock:
+            e = self._data.get(key)
+            if e is not None:
+                self._data.move_to_end(key)
+            return e
+
+    def put(self, key: tuple[str, str, str], entry: _Entry) -> None:
+        """Store, evicting the least recently used past the bounds."""
+        size = len(entry.body)
+        if size > self.max_bytes // 4:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.body)
+            self._data[key] = entry
+            self._bytes += size
+            while self._data and (
+                len(self._data) > self.max_entries or self._bytes > self.max_bytes
+            ):
+                _, ev = self._data.popitem(last=False)
+                self._bytes -= len(ev.body)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of bodies held."""
+        return self._bytes
+
+
+class _Retry(Exception):
+    """Internal: this attempt failed in a way worth another try."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        wait: float | None = None,
+        rate: str | None = None,
+        response: requests.Response | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.wait = wait  # fixed wait (rate limits); None = exponential backoff
+        self.rate = rate  # "primary" | "secondary" | None
+        self.response = response
+
+
+def auth_identity(headers: Any) -> str:
+    """A short hash of the Authorization header: ETags are per token; a new token starts afresh."""
+    value = headers.get("Authorization") or ""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16] if value else "anonymous"
+
+
+class Transport(HTTPAdapter):
+    """A requests adapter on PyGithub's session: conditional GETs, bounded retries, rate limits.
+
+    - GET responses with an ETag are kept (LRU); the next GET of the same URL by the same token
+      sends `If-None-Match` and a 304 (free: not counted against the rate limit) is answered from
+      the cache as the stored 200.
+    - 5xx, connection resets and timeouts are retried with exponential backoff and jitter, up to
+      `attempts` tries, for idempotent methods (and POSTs that are safe to repeat).
+    - Primary and secondary rate limits are waited out (`Retry-After`, `x-ratelimit-reset`, at
+      least 60 s for a secondary limit without `Retry-After`) while the tick's WaitBudget allows;
+      beyond it, RateLimited is raised so the tick stops cleanly.
+    """
+
+    def __init__(
+        self,
+        *,
+        budget: WaitBudget,
+        sleep: Sleeper = time.sleep,
+        clock: Clock = utc_now,
+        scrubber: Scrubber | None = None,
+        attempts: int = 4,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        write_interval: float = 0.0,
+        cache: EtagCache | None = None,
+    ) -> None:
+        super().__init__(max_retries=0)
+        self.budget = budget
+        self.sleep = sleep
+        self.clock = clock
+        self.scrubber = scrubber or Scrubber()
+        self.attempts = attempts
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.write_interval = write_interval
+        self.cache = cache if cache is not None else EtagCache()
+        self.rate = RateState()
+        self.stats = TransportStats()
+        self._last_write = 0.0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ send
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        """Send with the cache, retries and rate-limit handling."""
+        method = (request.method or "GET").upper()
+        key: tuple[str, str, str] | None = None
+        entry: _Entry | None = None
+        if method == "GET" and not kwargs.get("stream"):
+            key = (
+                request.url or "",
+                auth_identity(request.headers),
+                request.headers.get("Accept", ""),
+            )
+            entry = self.cache.get(key)
+            if entry is not None and "If-None-Match" not in request.headers:
+                request.headers["If-None-Match"] = entry.etag
+        if method != "GET":
+            self._pace_write()
+
+        resp = self._send_retrying(method, request, kwargs)
+
+        if key is not None:
+            if resp.status_code == 304 and entry is not None:
+                self.stats.not_modified += 1
+                return self._from_cache(entry, resp, request)
+            etag = resp.headers.get("ETag")
+            if resp.status_code == 200 and etag:
+                self.cache.put(key, _Entry(etag, dict(resp.headers), resp.content))
+                self.stats.stored += 1
+        return resp
+
+    def _from_cache(
+        self, entry: _Entry, fresh: requests.Response, request: requests.PreparedRequest
+    ) -> requests.Response:
+        r = requests.Response()
+        r.status_code = 200
+        r.reason = "OK"
+        headers = CaseInsensitiveDict(entry.headers)
+        for h in (*_RATE_HEADERS, "date"):
+            if h in fresh.headers:
+                headers[h] = fresh.headers[h]
+        r.headers = headers
+        r._content = entry.body
+        r.encoding = fresh.encoding or "utf-8"
+        r.url = request.url or ""
+        r.request = request
+        r.connection = self
+        fresh.close()
+        return r
+
+    # --------------------------------------------------------------- retries
+    def _send_retrying(
+        self, method: str, request: requests.PreparedRequest, kwargs: dict[str, Any]
+    ) -> requests.Response:
+        path = urlsplit(request.url or "").path
+        retryer = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=lambda rs: self._wait(rs, method, path),
+            retry=tenacity.retry_if_exception_type(_Retry),
+            sleep=self._do_sleep,
+            before_sleep=lambda rs: self._before_sleep(rs, method, path),
+            reraise=True,
+        )
+        try:
+            for attempt in retryer:
+                with attempt:
+                    return self._send_once(method, path, request, kwargs)
+        except _Retry as exc:
+            if exc.rate:
+                raise self._rate_limited(
+                    exc.wait or SECONDARY_MIN_WAIT, exc.rate, method, path, why="attempts exhausted"
+                ) from None
+            log.warning(
+                "forge.transient",
+                method=method,
+                path=path,
+                reason=exc.reason,
+                attempts=self.attempts,
+            )
+            raise Transient(
+                f"GitHub {method} {path}: {exc.reason} (after {self.attempts} attempts)",
+                status=exc.response.status_code if exc.response is not None else None,
+            ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send_once(
+        self, method: str, path: str, request: requests.PreparedRequest, kwargs: dict[str, Any]
+    ) -> requests.Response:
+        self._respect_exhausted(method, path)
+        retry_ok = method in _IDEMPOTENT or bool(_SAFE_POST.search(path))
+        try:
+            self.stats.sent += 1
+            self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
+            resp = super().send(request, **kwargs)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            reason = self.scrubber.scrub(f"{type(exc).__name__}")
+            if retry_ok or isinstance(exc, requests.ConnectTimeout):
+                raise _Retry(reason) from None
+            raise Transient(
+                f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
+            ) from None
+        if not str(request.headers.get("Authorization", "")).startswith("Bearer"):
+            self._note_rate(resp)  # the App's JWT requests have their own budget
+        status = resp.status_code
+        if status in (403, 429):
+            wait = self._rate_wait(resp)
+            if wait is not None:
+                seconds, kind = wait
+                if not self.budget.allows(seconds):
+                    resp.close()
+                    raise self._rate_limited(
+                        seconds, kind, method, path, why="over the tick's wait budget"
+                    )
+                raise _Retry(f"{kind} rate limit", wait=seconds, rate=kind, response=resp)
+        if status >= 500 and retry_ok:
+            raise _Retry(f"HTTP {status}", response=resp)
+        return resp
+
+    def _wait(self, rs: tenacity.RetryCallState, method: str, path: str) -> float:
+        exc = rs.outcome.exception() if rs.outcome else None
+        if isinstance(exc, _Retry) and exc.wait is not None:
+            seconds = exc.wait
+        else:
+            n = rs.attempt_number
+            seconds = min(self.backoff_max, self.backoff_base * 2 ** (n - 1))
+            seconds += random.uniform(0, self.backoff_base)  # jitter, not crypto
+        if not self.budget.allows(seconds):
+            if isinstance(exc, _Retry) and exc.rate:
+                raise self._rate_limited(
+                    seconds, exc.rate, method, path, why="over the tick's wait budget"
+                )
+            log.warning(
+                "forge.transient", method=method, path=path, reason=str(exc), why="wait budget"
+            )
+            raise Transient(
+                f"GitHub {method} {path}: {exc}; a {seconds:.0f}s retry wait would exceed "
+                "this tick's wait budget"
+            )
+        return seconds
+
+    def _before_sleep(self, rs: tenacity.RetryCallState, method: str, path: str) -> None:
+        exc = rs.outcome.exception() if rs.outcome else None
+        wait = rs.next_action.sleep if rs.next_action else 0.0
+        if isinstance(exc, _Retry) and exc.rate:
+            self.stats.rate_waits += 1
+            log.warning(
+                "forge.rate_wait",
+                kind=exc.rate,
+                method=method,
+                path=path,
+                wait=round(wait, 3),
+                budget_left=round(self.budget.remaining, 3),
+            )
+        else:
+            self.stats.retries += 1
+            log.warning(
+                "forge.retry",
+                method=method,
+                path=path,
+                attempt=rs.attempt_number,
+                reason=str(exc),
+                wait=round(wait, 3),
+            )
+        if isinstance(exc, _Retry) and exc.response is not None:
+            exc.response.close()
+
+    def _do_sleep(self, seconds: float) -> None:
+        self.budget.spend(seconds)
+        self.stats.waited += seconds
+        self.sleep(seconds)
+
+    # ----------------------------------------------------------- rate limits
+    def _note_rate(self, resp: requests.Response) -> None:
+        h = resp.headers
+        if "x-ratelimit-remaining" not in h:
+            return
+        with self._lock:
+            for attr, name in (
+                ("limit", "x-ratelimit-limit"),
+                ("remaining", "x-ratelimit-remaining"),
+                ("used", "x-ratelimit-used"),
+                ("reset", "x-ratelimit-reset"),
+            ):
+                if name in h:
+                    try:
+                        setattr(self.rate, attr, int(float(h[name])))
+                    except ValueError:
+                        pass
+            self.rate.resource = h.get("x-ratelimit-resource", self.rate.resource)
+
+    def _now(self) -> float:
+        return self.clock().timestamp()
+
+    def _rate_wait(self, resp: requests.Response) -> tuple[float, str] | None:
+        """(seconds, kind) when this 403/429 is a rate limit, else None (a real 403)."""
+        h = resp.headers
+        try:
+            message = str(resp.json().get("message", "")).lower()
+        except ValueError:
+            message = ""
+        secondary = "secondary rate limit" in message or "abuse" in message
+        primary = h.get("x-ratelimit-remaining") == "0" or message.startswith(
+            "api rate limit exceeded"
+        )
+        retry_after = h.get("retry-after")
+        if retry_after is not None:
+            try:
+                return max(
+                    0.0, float(retry_after)
+                ), "secondary" if secondary or not primary else "primary"
+            except ValueError:
+                pass
+        if h.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in h:
+            try:
+                reset = float(h["x-ratelimit-reset"])
+            except ValueError:
+                reset = self._now() + SECONDARY_MIN_WAIT
+            return max(1.0, reset - self._now() + 1.0), "primary"
+        if secondary or primary or resp.status_code == 429:
+            return SECONDARY_MIN_WAIT, "secondary"
+        return None
+
+    def _respect_exhausted(self, method: str, path: str) -> None:
+        """Before sending: if the primary budget is spent (last response), wait for its reset."""
+        if self.rate.remaining != 0 or self.rate.reset is None:
+            return
+        seconds = self.rate.reset - self._now() + 1.0
+        if seconds <= 0:
+            return
+        if not self.budget.allows(seconds):
+            raise self._rate_limited(
+                seconds, "primary", method, path, why="primary budget exhausted"
+            )
+        log.warning(
+            "forge.rate_wait",
+            kind="primary",
+            method=method,
+            path=path,
+            wait=round(seconds, 3),
+            budget_left=round(self.budget.remaining, 3),
+        )
+        self.stats.rate_waits += 1
+        self._do_sleep(seconds)
+        self.rate.remaining = None
+
+    def _rate_limited(
+        self, seconds: float, kind: str, method: str, path: str, *, why: str
+    ) -> RateLimited:
+        reset_at = datetime.fromtimestamp(self.rate.reset, UTC) if self.rate.reset else None
+        log.warning(
+            "forge.rate_limited",
+            kind=kind,
+            method=method,
+            path=path,
+            wait=round(seconds, 3),
+            budget_left=round(self.budget.remaining, 3),
+            why=why,
+            reset_at=reset_at.isoformat() if reset_at else None,
+        )
+        return RateLimited(
+            f"GitHub {kind} rate limit: waiting {seconds:.0f}s would exceed this tick's "
+            f"wait budget ({self.budget.remaining:.0f}s left); {why}",
+            wait_seconds=seconds,
+            reset_at=reset_at,
+        )
+
+    def _pace_write(self) -> None:
+        if self.write_interval <= 0:
+            return
+        now = time.monotonic()
+        gap = self._last_write + self.write_interval - now
+        if gap > 0:
+            self.sleep(gap)
+        self._last_write = time.monotonic()

@@ -1,0 +1,75 @@
+"""Plain, frozen data the forge returns besides PRSnapshot (no PyGithub import here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PRSummary:
+    """One open PR as the PR list shows it (cheap: one page lists 100)."""
+
+    repo: str
+    number: int
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    author: str
+    draft: bool
+    labels: tuple[str, ...]
+    state: str
+    updated_at: datetime | None
+
+    @property
+    def ref(self) -> str:
+        """`owner/repo#N`."""
+        return f"{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """An issue comment; `updated_at` later than `created_at` means it was edited."""
+
+    id: int
+    user: str
+    body: str
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def edited(self) -> bool:
+        """True when the comment was changed after it was posted."""
+        return self.updated_at > self.created_at
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """A reaction on an issue; `content` is GitHub's string ("+1", "-1", "laugh", ...)."""
+
+    id: int
+    user: str
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MarkedIssue:
+    """An issue capdaemon wrote, found again by the hidden marker in its body."""
+
+    repo: str
+    number: int
+    state: str
+    title: str
+    body: str
+    labels: tuple[str, ...]
+    marker: dict[str, Any] = field(hash=False)
+    created_at: datetime | None
+    closed_at: datetime | None
+    author: str
+
+    @property
+    def ref(self) -> str:
+        """`owner/repo#N`."""
+        return f"{self.repo}#{self.number}"
