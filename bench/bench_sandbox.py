@@ -1,0 +1,256 @@
+"""Benchmark the sandbox: start-up, seeding 1,000 PRs, and requests/s for PR lists and PR files.
+
+Run: .venv/bin/python bench/bench_sandbox.py [--prs 1000] [--requests 30]
+Prints one table: scenario, input size, time, rate, ratio to the group's first row (baseline),
+peak Python memory (tracemalloc; the server runs in-process) and process max RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from capdaemon.sandbox import CommitSpec, Person, Sandbox  # noqa: E402
+from capdaemon.sandbox import testing as std  # noqa: E402
+
+WHO = Person("Agent One", "agent-1@agents.example.com")
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def traced(
+    fn: Callable[[], Any], memory_fn: Callable[[], Any] | None = None
+) -> tuple[float, float, Any]:
+    """(seconds, peak MiB of Python allocations, result).
+
+    The timed run is untraced (tracemalloc slows Python down several times); the peak comes
+    from a second, traced run of ``memory_fn`` (default: ``fn`` again).
+    """
+    t0 = time.perf_counter()
+    result = fn()
+    wall = time.perf_counter() - t0
+    tracemalloc.start()
+    (memory_fn or fn)()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return wall, peak / 2**20, result
+
+
+def seed_prs(sb: Sandbox, repo: str, n: int, files_per_pr: int = 3) -> list[int]:
+    """n branches (one commit each, ``files_per_pr`` files) with one fast-import, then n PRs."""
+    base = sb.branch_sha(repo, "main")
+    specs = [
+        CommitSpec(
+            branch=f"agent/pr-{i}",
+            files={f"src/pr{i}/f{j}.py": f"value = {i * 100 + j}\n" for j in range(files_per_pr)},
+            message=f"PR {i}\n\nAgent-Session: bench",
+            author=WHO,
+            when=WHEN,
+            parent=base,
+        )
+        for i in range(n)
+    ]
+    sb.bulk_commits(repo, specs)
+    return sb.bulk_open_prs(
+        repo, [{"head": f"agent/pr-{i}", "title": f"PR {i}", "user": "agent-1"} for i in range(n)]
+    )
+
+
+def rate(url: str, token: str, count: int) -> tuple[float, float]:
+    """(median seconds per request, requests/s) for ``count`` GETs (after one warm-up)."""
+    headers = {"Authorization": f"token {token}"}
+    with requests.Session() as s:
+        assert s.get(url, headers=headers, timeout=60).status_code == 200
+        times = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            r = s.get(url, headers=headers, timeout=60)
+            times.append(time.perf_counter() - t0)
+            assert r.status_code == 200
+    return statistics.median(times), count / sum(times)
+
+
+def main() -> int:
+    """Run the scenarios and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--prs", type=int, default=1000, help="PRs in the big list scenario")
+    ap.add_argument("--requests", type=int, default=30, help="timed requests per rate scenario")
+    args = ap.parse_args()
+    keys = std.generate_keys()
+    seed = std.standard_seed(keys, rate_limit=1_000_000)
+    token = std.token_for("alice")
+    rows: list[tuple[str, str, str, str, float, float]] = []
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1. start-up (standard seed: 5 users, org, 2 Apps, 2 repos), fresh root each time
+        starts = []
+        for i in range(5):
+            wall, peak, sb = traced(
+                lambda i=i: Sandbox.start(Path(tmp) / f"start-{i}", seed),
+                lambda i=i: Sandbox.start(Path(tmp) / f"mem-{i}", seed).stop(),
+            )
+            sb.stop()
+            starts.append((wall, peak))
+        base_start = starts[1][0]
+        rows.append(
+            (
+                "start-up, first in process",
+                "std seed",
+                f"{starts[0][0] * 1000:.0f} ms",
+                "-",
+                starts[0][0] / base_start,
+                starts[0][1],
+            )
+        )
+        med = statistics.median(w for w, _ in starts[1:])
+        rows.append(
+            (
+                "start-up, later (median of 4)",
+                "std seed",
+                f"{med * 1000:.0f} ms",
+                "-",
+                med / base_start,
+                max(p for _, p in starts[1:]),
+            )
+        )
+        wall, peak, sb2 = traced(
+            lambda: Sandbox.start(Path(tmp) / "start-0", seed),
+            lambda: Sandbox.start(Path(tmp) / "mem-0", seed).stop(),
+        )
+        rows.append(
+            (
+                "restart on an existing root",
+                "std seed",
+                f"{wall * 1000:.0f} ms",
+                "-",
+                wall / base_start,
+                peak,
+            )
+        )
+        sb2.stop()
+
+        # 2. seeding PRs with the pure-Python helpers (fast-import + one update-ref)
+        sb = Sandbox.start(Path(tmp) / "main", seed)
+        try:
+            seed_base = None
+            sizes = [10, 100, args.prs] if args.prs > 100 else [10, args.prs]
+            for n in sizes:
+                repo = sb.create_repo("acme", f"bench-{n}", files={"README.md": "bench\n"})
+                mem_repo = sb.create_repo("acme", f"mem-{n}", files={"README.md": "bench\n"})
+                wall, peak, _ = traced(
+                    lambda repo=repo, n=n: seed_prs(sb, repo, n),
+                    lambda mem_repo=mem_repo, n=n: seed_prs(sb, mem_repo, n),
+                )
+                seed_base = seed_base or wall / n
+                rows.append(
+                    (
+                        "seed PRs (branch+commit+PR)",
+                        f"{n} PRs",
+                        f"{wall:.2f} s",
+                        f"{n / wall:.0f} PR/s",
+                        (wall / n) / seed_base,
+                        peak,
+                    )
+                )
+
+            # 3. GET /repos/{o}/{r}/pulls?per_page=100 (100 PRs rendered per page)
+            list_base = None
+            for n in sizes:
+                url = f"{sb.base_url}/repos/acme/bench-{n}/pulls?per_page=100"
+                wall, peak, (per, rps) = traced(
+                    lambda url=url: rate(url, token, args.requests),
+                    lambda url=url: rate(url, token, 3),
+                )
+                list_base = list_base or per
+                rows.append(
+                    (
+                        "GET pulls?per_page=100",
+                        f"{n} open PRs",
+                        f"{per * 1000:.1f} ms/req",
+                        f"{rps:.0f} req/s",
+                        per / list_base,
+                        peak,
+                    )
+                )
+
+            # 4. GET pulls/{n}/files (first page of 100) for PRs of growing size
+            files_base = None
+            repo = sb.create_repo("acme", "bench-files", files={"README.md": "bench\n"})
+            for nfiles in (10, 100, 1000, 3000):
+                branch = f"files-{nfiles}"
+                sb.commit_files(
+                    repo,
+                    branch,
+                    {f"d/f{j:04}.txt": f"line {j}\n" * 3 for j in range(nfiles)},
+                    "many files",
+                    parent_branch="main",
+                )
+                number = sb.open_pr(repo, branch, "main", f"{nfiles} files", "", "agent-1")
+                url = f"{sb.base_url}/repos/{repo}/pulls/{number}/files?per_page=100"
+                t0 = time.perf_counter()
+                requests.get(url, headers={"Authorization": f"token {token}"}, timeout=60)
+                cold = time.perf_counter() - t0
+                wall, peak, (per, rps) = traced(
+                    lambda url=url: rate(url, token, args.requests),
+                    lambda url=url: rate(url, token, 3),
+                )
+                files_base = files_base or per
+                rows.append(
+                    (
+                        f"GET pulls/N/files (cold {cold * 1000:.0f} ms)",
+                        f"{nfiles} files",
+                        f"{per * 1000:.1f} ms/req",
+                        f"{rps:.0f} req/s",
+                        per / files_base,
+                        peak,
+                    )
+                )
+
+            # 5. GET pulls/{n} (mergeable via git merge-tree, cached per head/base pair)
+            url = f"{sb.base_url}/repos/acme/bench-{sizes[-1]}/pulls/1"
+            wall, peak, (per, rps) = traced(
+                lambda: rate(url, token, args.requests), lambda: rate(url, token, 3)
+            )
+            rows.append(
+                (
+                    "GET pulls/N (with mergeable)",
+                    f"{sizes[-1]} PRs",
+                    f"{per * 1000:.1f} ms/req",
+                    f"{rps:.0f} req/s",
+                    1.0,
+                    peak,
+                )
+            )
+        finally:
+            sb.stop()
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"| {'scenario':<40} | {'input':<14} | {'time':>13} | {'rate':>11} "
+        f"| {'ratio':>6} | {'peak MiB':>8} |"
+    )
+    print(f"|{'-' * 42}|{'-' * 16}|{'-' * 15}|{'-' * 13}|{'-' * 8}|{'-' * 10}|")
+    for name, size, t, r, ratio, peak in rows:
+        print(f"| {name:<40} | {size:<14} | {t:>13} | {r:>11} | {ratio:>6.2f} | {peak:>8.1f} |")
+    print(
+        f"\nratio: time per item relative to the first row of its group. "
+        f"Process max RSS: {rss:.0f} MiB"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,22 @@
+"""A GitHub-compatible REST server on loopback backed by real git repositories (tests, demo)."""
+
+from __future__ import annotations
+
+from .client import SandboxAdmin
+from .core import SandboxApiError
+from .git import CommitSpec, Person
+from .seed import SeedError, load_seed
+from .server import Sandbox, cli_main
+from .store import StoreError
+
+__all__ = [
+    "CommitSpec",
+    "Person",
+    "Sandbox",
+    "SandboxAdmin",
+    "SandboxApiError",
+    "SeedError",
+    "StoreError",
+    "cli_main",
+    "load_seed",
+]

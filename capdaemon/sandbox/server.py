@@ -1,0 +1,331 @@
+"""Run the sandbox: a threaded werkzeug server, the Python API, the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from .app import SandboxApp
+from .clock import Clock
+from .core import Backend
+from .git import CommitSpec
+from .http import Fault
+from .seed import SeedError, load_seed
+from .store import StoreError
+
+
+class _Handler(WSGIRequestHandler):
+    """Quiet request handler that really closes the connection on a ``drop`` fault."""
+
+    def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
+        self.close_connection = True
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        if type == "error":
+            super().log(type, message, *args)
+
+
+class Sandbox:
+    """A running sandbox server (see ``Sandbox.start``)."""
+
+    def __init__(
+        self, root: Path, backend: Backend, app: SandboxApp, server: BaseWSGIServer
+    ) -> None:
+        self.root = root
+        self.backend = backend
+        self.app = app
+        self._server = server
+        self.port = server.server_port
+        self.host = "127.0.0.1"
+        self.base_url = f"http://{self.host}:{self.port}"
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        root: Path | str,
+        seed: Mapping[str, Any] | Path | str | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+    ) -> Sandbox:
+        """Build the sandbox (state under ``root``, idempotent seed), not serving yet."""
+        root = Path(root)
+        normalised = load_seed(dict(seed) if isinstance(seed, Mapping) else seed)
+        backend = Backend(root, Clock())
+        backend.apply_seed(normalised)
+        app = SandboxApp(backend)
+        server = make_server(host, port, app, threaded=True, request_handler=_Handler)
+        server.daemon_threads = True
+        sb = cls(root, backend, app, server)
+        sb.host = host
+        sb.base_url = f"http://{host}:{sb.port}"
+        return sb
+
+    @classmethod
+    def start(
+        cls, root: Path | str, seed: Mapping[str, Any] | Path | str | None = None, port: int = 0
+    ) -> Sandbox:
+        """Create the sandbox and serve from a thread; ``port=0`` picks a free port."""
+        sb = cls.create(root, seed, port)
+        sb._thread = threading.Thread(
+            target=sb._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"sandbox-{sb.port}",
+            daemon=True,
+        )
+        sb._thread.start()
+        return sb
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until :meth:`stop` (used by the CLI)."""
+        self._server.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and persist the state (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        with self.backend.lock:
+            self.backend.store.save()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- URLs ------------------------------------------------------------------------------
+
+    @property
+    def api_v3_url(self) -> str:
+        """The GHES-style REST root (``base_url + "/api/v3"``)."""
+        return f"{self.base_url}/api/v3"
+
+    def git_url(self, owner_repo: str, token: str | None = None) -> str:
+        """A clone URL, with the token as HTTP basic password when given."""
+        if token is None:
+            return f"{self.base_url}/{owner_repo}.git"
+        cred = quote(token, safe="")
+        return f"http://x-access-token:{cred}@{self.host}:{self.port}/{owner_repo}.git"
+
+    # -- faults, counters, clock -----------------------------------------------------------
+
+    def faults(
+        self,
+        method: str,
+        path_regex: str,
+        status: int = 502,
+        count: int = 1,
+        kind: str = "status",
+        retry_after: int = 60,
+        delay: float = 0.0,
+    ) -> None:
+        """Script the next ``count`` requests matching ``method`` (or ``*``) and ``path_regex``.
+
+        The regex is searched in the path (no ``/api/v3``, no query). Kinds: ``status`` (answer
+        ``status``), ``drop`` (close the connection), ``delay`` (sleep ``delay`` s, then answer),
+        ``secondary`` (403/429 secondary rate limit with ``Retry-After: retry_after``).
+        """
+        self.app.faults.add(
+            Fault(
+                method=method,
+                path=path_regex,
+                kind=kind,
+                status=status,
+                count=count,
+                delay=delay,
+                retry_after=retry_after,
+            )
+        )
+
+    def clear_faults(self) -> None:
+        """Drop all pending faults."""
+        self.app.faults.clear()
+
+    def pending_faults(self) -> list[dict[str, Any]]:
+        """Faults not yet consumed."""
+        return self.app.faults.list()
+
+    def counters(self) -> dict[str, Any]:
+        """Counts: ``{"total": {requests, counted, not_modified, faults, errors, git},
+        "endpoints": {"GET /repos/{owner}/
+        {repo}/pulls": {...}}, "identities": {"user:alice": {...}}}``."""
+        return self.app.counters.snapshot()
+
+    def record_responses(self, on: bool = True) -> list[tuple[str, int, Any]]:
+        """Start (or stop) keeping every REST response as (endpoint template, status, JSON body);
+        returns the live list (used by the OpenAPI contract test)."""
+        self.app.recorder = [] if on else None
+        return self.app.recorder if self.app.recorder is not None else []
+
+    def reset_counters(self) -> None:
+        """Zero all counters."""
+        self.app.counters.reset()
+
+    def reset_rate_limits(self) -> None:
+        """Start fresh rate-limit windows for everyone."""
+        self.app.limiter.reset_all()
+
+    def set_rate_limit(self, core: int) -> None:
+        """Change the default hourly budget (takes effect on the next request)."""
+        with self.backend.lock:
+            self.backend.data["rate_limit"]["core"] = int(core)
+            self.backend.store.save()
+
+    def set_clock(self, when: datetime | None) -> None:
+        """Freeze the sandbox clock at ``when`` (aware); ``None`` returns to real time."""
+        self.backend.clock.set(when)
+
+    def advance_clock(self, seconds: float) -> datetime:
+        """Move the sandbox clock forward."""
+        return self.backend.clock.advance(seconds)
+
+    def now(self) -> datetime:
+        """The sandbox's current time (aware UTC)."""
+        return self.backend.clock.now()
+
+    # -- pure-Python helpers ---------------------------------------------------------------
+
+    def add_user(self, login: str, token: str | None, type: str = "User") -> None:
+        """Create a user (or bot user) with a personal token."""
+        self.backend.add_user(login, token, type=type)
+
+    def create_repo(
+        self,
+        owner: str,
+        name: str,
+        files: Mapping[str, Any] | None = None,
+        default_branch: str = "main",
+        private: bool = False,
+        collaborators: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create ``owner/name`` with an initial commit of ``files``; returns ``owner/name``."""
+        full = self.backend.create_repo(
+            owner,
+            name,
+            files=dict(files) if files else None,
+            default_branch=default_branch,
+            private=private,
+        )
+        if collaborators:
+            with self.backend.lock:
+                self.backend.repo(full)["collaborators"].update(collaborators)
+                self.backend.store.save()
+        return full
+
+    def commit_files(
+        self,
+        repo: str,
+        branch: str,
+        files: Mapping[str, Any],
+        message: str = "Update files",
+        author: str | None = None,
+        parent_branch: str | None = None,
+    ) -> str:
+        """Commit ``files`` on ``branch``; returns the new sha (PR heads follow).
+
+        Values: text, bytes, None (delete) or {"content", "mode"}. A new branch starts at
+        ``parent_branch``.
+        """
+        return self.backend.commit_files(
+            repo, branch, dict(files), message, author=author, parent_branch=parent_branch
+        )
+
+    def bulk_commits(self, repo: str, specs: list[CommitSpec]) -> list[str]:
+        """Write many commits with one ``git fast-import`` (see git.CommitSpec)."""
+        return self.backend.bulk_commits(repo, specs)
+
+    def open_pr(
+        self,
+        repo: str,
+        head: str,
+        base: str = "main",
+        title: str = "A change",
+        body: str | None = None,
+        user: str = "agent-1",
+        draft: bool = False,
+    ) -> int:
+        """Open a PR from branch ``head`` into ``base`` as ``user``; returns its number."""
+        return self.backend.open_pr(repo, head, base, title, body, user, draft=draft)
+
+    def bulk_open_prs(self, repo: str, prs: list[dict[str, Any]]) -> list[int]:
+        """Open many PRs in one go: dicts with head, base, title, body, user, draft."""
+        return self.backend.bulk_open_prs(repo, prs)
+
+    def set_protection(self, repo: str, branch: str, body: Mapping[str, Any]) -> None:
+        """Protect a branch (body as for ``PUT .../branches/{b}/protection``)."""
+        self.backend.set_protection(repo, branch, dict(body))
+
+    def branch_sha(self, repo: str, branch: str) -> str | None:
+        """The commit a branch points at."""
+        return self.backend.git(repo).resolve(f"refs/heads/{branch}")
+
+    def installation_token(self, installation_id: int) -> str:
+        """Mint an installation token directly (tests that do not exercise the JWT flow)."""
+        return self.backend.issue_installation_token(installation_id)[0]
+
+
+def cli_main(argv: list[str]) -> int:
+    """``capdaemon sandbox serve --root DIR [--port N] [--seed FILE]``: serve until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog="capdaemon sandbox", description="GitHub-compatible sandbox server"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the sandbox on 127.0.0.1")
+    serve.add_argument(
+        "--root", required=True, type=Path, help="state directory (bare repos + state.json)"
+    )
+    serve.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
+    serve.add_argument(
+        "--seed", type=Path, default=None, help="seed YAML (users, orgs, apps, repos)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        sb = Sandbox.create(args.root, args.seed, args.port)
+    except (SeedError, StoreError) as exc:
+        print(f"capdaemon sandbox: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"capdaemon sandbox: cannot start: {exc}", file=sys.stderr)
+        return 1
+    print(sb.base_url, flush=True)
+
+    def _stop(signum: int, frame: Any) -> None:
+        threading.Thread(target=sb._server.shutdown, daemon=True).start()
+
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        sb.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sb._server.server_close()
+        with sb.backend.lock:
+            sb.backend.store.save()
+    return 0
