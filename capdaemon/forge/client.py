@@ -165,6 +165,7 @@ class Forge:
         self._subtree_cache = _Lru(512)
         self._blob_cache = _Lru(512)
         self._bound_cache = _Lru(1024)  # (repo, base, head, picker) → FileChanges with modes
+        self._sha_cache = _Lru(1024)  # (kind, repo, sha) → facts about an immutable commit
         # marker index: (repo, marker_key) → issue number, built by one full scan per repo
         self._issue_index: dict[tuple[str, str], int] = {}
         self._indexed: set[str] = set()
@@ -853,6 +854,17 @@ class Forge:
                 )
             )
         return runs
+
+    def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
+        """The parent shas of a commit (immutable: served from the sha cache after one read)."""
+        key = ("parents", repo, sha)
+        cached = self._sha_cache.get_(key)
+        if cached is not None:
+            return cached
+        data = self._get(f"/repos/{repo}/git/commits/{sha}")
+        parents = tuple(str(p["sha"]) for p in data.get("parents") or ())
+        self._sha_cache.put(key, parents)
+        return parents
 
     def get_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
         """The branch protection document, or None when the branch is not protected."""

@@ -213,3 +213,16 @@ def test_revert_three_way_and_conflict(
         forge.create_revert_pr(
             sandbox.repo, m2, "main", title="Revert", body="b", label="decision:auto-revert"
         )
+
+
+def test_commit_parents_of_squash_and_merge_commits(
+    sandbox: Sandbox, forge: Forge, open_pr: Callable[..., int]
+) -> None:
+    """A squash merge commit has one parent, a merge-method commit two (read from GitHub)."""
+    n = open_pr({"README.md": "# p\n"})
+    head = forge.snapshot(sandbox.repo, n).head_sha
+    merged = forge.merge(sandbox.repo, n, head, "merge")
+    parents = forge.commit_parents(sandbox.repo, merged)
+    assert len(parents) == 2 and head in parents
+    base_parent = forge.commit_parents(sandbox.repo, parents[0])
+    assert len(base_parent) <= 1
