@@ -37,7 +37,7 @@ from capdaemon.forge.errors import (
 from capdaemon.forge.markers import marker_key, parse_marker, with_marker
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
-from capdaemon.forge.types import Comment, MarkedIssue, PRSummary, Reaction
+from capdaemon.forge.types import Comment, MarkedIssue, PRStatus, PRSummary, Reaction
 from capdaemon.globs import GlobSet
 from capdaemon.model import CheckRun, Commit, FileChange, FileStatus, LabelEvent, PRSnapshot
 from capdaemon.state import canonical_json
@@ -414,6 +414,20 @@ class Forge:
             labels=tuple(lb["name"] for lb in p.get("labels") or ()),
             state=p.get("state", "open"),
             updated_at=_dt(p.get("updated_at")),
+        )
+
+    def pull_status(self, repo: str, number: int) -> PRStatus:
+        """Open, merged (and at which merge commit) or closed: one ETag-cached GET of the PR."""
+        p = self._get(f"/repos/{repo}/pulls/{number}")
+        merged = bool(p.get("merged"))
+        return PRStatus(
+            repo=repo,
+            number=int(p["number"]),
+            state=str(p.get("state", "open")),
+            merged=merged,
+            merge_sha=p.get("merge_commit_sha") if merged else None,
+            head_sha=p["head"]["sha"],
+            mergeable=p.get("mergeable"),
         )
 
     def snapshot(

@@ -29,6 +29,19 @@ class PRSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class PRStatus:
+    """Where a PR stands right now (one GET of the PR): open, merged at which commit, or closed."""
+
+    repo: str
+    number: int
+    state: str  # "open" | "closed"
+    merged: bool
+    merge_sha: str | None
+    head_sha: str
+    mergeable: bool | None
+
+
+@dataclass(frozen=True, slots=True)
 class Comment:
     """An issue comment; `updated_at` later than `created_at` means it was edited."""
 

@@ -226,3 +226,20 @@ def test_commit_parents_of_squash_and_merge_commits(
     assert len(parents) == 2 and head in parents
     base_parent = forge.commit_parents(sandbox.repo, parents[0])
     assert len(base_parent) <= 1
+
+
+def test_pull_status_open_merged_closed(
+    sandbox: Sandbox, forge: Forge, open_pr: Callable[..., int]
+) -> None:
+    """pull_status tells open from merged (with the merge commit) and from closed unmerged."""
+    n = open_pr({"README.md": "# s\n"})
+    head = forge.snapshot(sandbox.repo, n).head_sha
+    st = forge.pull_status(sandbox.repo, n)
+    assert (st.state, st.merged, st.merge_sha, st.head_sha) == ("open", False, None, head)
+    merged = forge.merge(sandbox.repo, n, head, "squash")
+    st = forge.pull_status(sandbox.repo, n)
+    assert (st.state, st.merged, st.merge_sha) == ("closed", True, merged)
+    m = open_pr({"docs/guide.md": "closed\n"}, branch="other")
+    forge.close_pr(sandbox.repo, m, "no")
+    st = forge.pull_status(sandbox.repo, m)
+    assert (st.state, st.merged, st.merge_sha) == ("closed", False, None)
