@@ -39,7 +39,15 @@ from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
 from capdaemon.forge.types import Comment, MarkedIssue, PRStatus, PRSummary, Reaction
 from capdaemon.globs import GlobSet
-from capdaemon.model import CheckRun, Commit, FileChange, FileStatus, LabelEvent, PRSnapshot
+from capdaemon.model import (
+    MODE_SYMLINK,
+    CheckRun,
+    Commit,
+    FileChange,
+    FileStatus,
+    LabelEvent,
+    PRSnapshot,
+)
 from capdaemon.state import canonical_json
 
 log = structlog.get_logger(__name__)
@@ -613,7 +621,9 @@ class Forge:
                 ok = False
                 missing.append(path)
             base_text = head_text = None
-            if pick(path) or pick(prev):
+            # A symlink's blob is its target: always read it, scope checks need it.
+            link = n is not None and n[0] == MODE_SYMLINK
+            if pick(path) or pick(prev) or link:
                 try:
                     patch = f.get("patch")
                     if o is not None and o[1] == "blob":

@@ -63,6 +63,7 @@ def test_symlink_submodule_and_mode_change_are_reported(
     snap = forge.snapshot(sandbox.repo, n)
     by = {f.path: f for f in snap.files}
     assert by["link"].new_mode == MODE_SYMLINK
+    assert by["link"].head_content == "README.md"  # a link's target is always read
     assert by["vendor/lib"].new_mode == MODE_SUBMODULE
     assert by["src/widgets/core.py"].modes == ("100644", "100755")
     assert snap.files_complete
