@@ -1,0 +1,80 @@
+"""`capdaemon agents`: each agent identity seen, its burn-in clock and status (SPEC 6.4)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `capdaemon agents`."""
+    from capdaemon.commands._common import add_config_arg, add_state_arg
+
+    add_state_arg(parser)
+    add_config_arg(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--now", help="ISO time (tests); default: now")
+
+
+def run(args: argparse.Namespace) -> int:
+    """0 (also when no identity was seen yet); 2 on bad input or corrupt state."""
+    from capdaemon.audit import utc_iso
+    from capdaemon.commands._common import (
+        CLIError,
+        error,
+        load_config_from_args,
+        parse_now,
+        state_dir,
+    )
+    from capdaemon.decide.burnin import BurnInState, BurnInStatus
+    from capdaemon.state import StateError, read_json
+
+    try:
+        config = load_config_from_args(args)
+        now = parse_now(args.now)
+        sdir = state_dir(args)
+        safety = read_json(sdir / "safety.json", None) or {}
+        metrics = read_json(sdir / "tick_metrics.json", None) or {}
+        raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
+        try:
+            state = BurnInState.from_json(raw)
+        except ValueError as exc:
+            raise StateError(str(exc)) from exc
+    except CLIError as exc:
+        error("agents", str(exc))
+        return exc.code
+    except StateError as exc:
+        error("agents", f"corrupt state: {exc}")
+        return 2
+    days = config.burn_in_days
+    rows = []
+    for a in state.agents:
+        registered = config.registry.knows(*a.agent_id.split("/", 1))
+        rows.append(
+            {
+                "agent": a.agent_id,
+                "registered": registered,
+                "status": a.status.value,
+                "first_seen": utc_iso(a.first_seen),
+                "clock_start": utc_iso(a.clock_start),
+                "days_left": round(a.days_left(now, days), 2),
+                "rejections": a.rejections,
+                "promoted_at": utc_iso(a.promoted_at) if a.promoted_at else None,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, sort_keys=True))
+        return 0
+    if not rows:
+        print("no agent identities seen yet")
+        return 0
+    print(
+        f"{'agent':40} {'registry':10} {'status':10} {'first seen':20} {'days left':>9} rejections"
+    )
+    for r in rows:
+        status = "hard-block" if r["status"] == BurnInStatus.HARD_BLOCK.value else "burn-in"
+        print(
+            f"{r['agent']:40} {'yes' if r['registered'] else 'no':10} {status:10} "
+            f"{r['first_seen']:20} {r['days_left']:>9.1f} {r['rejections']}"
+        )
+    return 0

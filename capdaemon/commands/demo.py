@@ -1,0 +1,22 @@
+"""`capdaemon demo`: the whole thing on a throw-away sandbox; exit 0 only if every outcome held."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `capdaemon demo`."""
+    parser.add_argument("--dir", type=Path, help="work folder (default: a new temporary folder)")
+    parser.add_argument(
+        "--keep-running", action="store_true", help="keep the sandbox up afterwards (Ctrl-C stops)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo; 0 when every expected outcome happened, 1 otherwise."""
+    from capdaemon.daemon.demo import run_demo
+
+    result = run_demo(args.dir, keep_running=args.keep_running)
+    return 0 if result.ok else 1

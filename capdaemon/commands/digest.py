@@ -1,0 +1,88 @@
+"""`capdaemon digest`: render the daily digest from bot-state (post it only with --post)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `capdaemon digest`."""
+    from capdaemon.commands._common import add_config_arg, add_state_arg
+
+    parser.add_argument(
+        "--date", help="local date YYYY-MM-DD (default: today in the config's zone)"
+    )
+    parser.add_argument("--print", action="store_true", help="print the Markdown to stdout")
+    parser.add_argument(
+        "--post", action="store_true", help="also post it as the day's digest issue"
+    )
+    parser.add_argument("--base-url", help="GitHub API base URL override (with --post)")
+    parser.add_argument("--now", help="ISO time the digest is rendered at (default: now)")
+    add_state_arg(parser)
+    add_config_arg(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """0 rendered (and written to bot-state/digests/); 2 bad input or state; 3 posting failed."""
+    from datetime import date
+    from pathlib import Path
+    from zoneinfo import ZoneInfo
+
+    from capdaemon.commands._common import (
+        CLIError,
+        error,
+        load_config_from_args,
+        parse_now,
+        state_dir,
+    )
+    from capdaemon.daemon import digest_job
+    from capdaemon.decide.digest import digest_period
+    from capdaemon.forge.errors import ForgeError
+    from capdaemon.state import StateError
+
+    try:
+        config = load_config_from_args(args)
+        now = parse_now(args.now)
+        sdir = state_dir(args)
+        if not sdir.is_dir():
+            raise CLIError(f"state directory {sdir} does not exist")
+        tz = config.schedule.timezone
+        try:
+            day = (
+                date.fromisoformat(args.date) if args.date else now.astimezone(ZoneInfo(tz)).date()
+            )
+        except ValueError:
+            raise CLIError(f"--date {args.date!r} is not YYYY-MM-DD") from None
+        end = digest_period(day, config.schedule.digest_time, tz)[1]
+        at = min(now, end) if args.date else now
+        text = digest_job.render_for(config, sdir, day, at)
+        path = digest_job.write(sdir, day, text)
+        if args.print:
+            print(text, end="" if text.endswith("\n") else "\n")
+        else:
+            print(path)
+        if args.post:
+            from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
+            from capdaemon.forge.client import Forge
+
+            config = with_base_url(config, args.base_url)
+            cdir = Path(config.config_dir) if config.config_dir else None
+            try:
+                token, key = github_credentials(config.github, config_dir=cdir)
+            except CredentialsError as exc:
+                raise CLIError(str(exc)) from None
+            forge = Forge.from_config(config.github, token=token, key_pem=key)
+            number = digest_job.post(config, forge, day, text)
+            if number is None:
+                raise CLIError("no decision repo configured (bot.own_repo / bot.decision_repo)")
+            print(f"posted: {config.ballot_repo}#{number}")
+    except CLIError as exc:
+        error("digest", str(exc))
+        return exc.code
+    except StateError as exc:
+        error("digest", f"corrupt state: {exc}")
+        return 2
+    except ForgeError as exc:
+        error("digest", f"posting failed: {exc}")
+        return 3
+    return 0

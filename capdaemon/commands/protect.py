@@ -1,0 +1,81 @@
+"""`capdaemon protect OWNER/REPO`: require L1.C3 pinned to the App, PRs, no force pushes."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `capdaemon protect`."""
+    from capdaemon.commands._common import add_config_arg, add_state_arg
+
+    parser.add_argument("repo", metavar="OWNER/REPO")
+    parser.add_argument("--branch", help="branch to protect (default: the repo's configured base)")
+    parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
+    parser.add_argument("--check", action="store_true", help="only report drift; change nothing")
+    add_config_arg(parser)
+    add_state_arg(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """0 protected (or already so); 1 drift found with --check; 2 bad input; 3 GitHub refused."""
+    import re
+    from datetime import UTC, datetime
+
+    from capdaemon.audit import AuditLog, log_paths
+    from capdaemon.commands._common import CLIError, error, load_config_from_args, state_dir
+    from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
+    from capdaemon.daemon.safety import protection_problems
+    from capdaemon.decide.labels import L1C3_CHECK_NAME
+    from capdaemon.forge.errors import ForgeError
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+", args.repo):
+        error("protect", f"{args.repo!r} is not OWNER/REPO")
+        return 2
+    try:
+        config = with_base_url(load_config_from_args(args), args.base_url)
+        rc = config.repo(args.repo)
+        branch = args.branch or (rc.base if rc else "main")
+        from pathlib import Path
+
+        from capdaemon.forge.client import Forge
+
+        cdir = Path(config.config_dir) if config.config_dir else None
+        token, key = github_credentials(config.github, config_dir=cdir)
+        forge = Forge.from_config(config.github, token=token, key_pem=key)
+        app_id = config.github.app_id
+        before = protection_problems(forge.get_protection(args.repo, branch), app_id)
+        if args.check:
+            for p in before:
+                print(f"{args.repo}:{branch}: {p}")
+            if not before:
+                print(f"{args.repo}:{branch}: protected as required")
+            return 1 if before else 0
+        changed = forge.set_protection(args.repo, branch, L1C3_CHECK_NAME, app_id)
+        after = protection_problems(forge.get_protection(args.repo, branch), app_id)
+    except (CLIError, CredentialsError) as exc:
+        error("protect", str(exc))
+        return getattr(exc, "code", 2)
+    except ForgeError as exc:
+        error("protect", f"GitHub refused: {exc}")
+        return 3
+    if after:
+        error("protect", f"{args.repo}:{branch} still falls short: {'; '.join(after)}")
+        return 3
+    sdir = state_dir(args)
+    if sdir.is_dir():
+        AuditLog(log_paths(sdir)[1]).append(
+            {
+                "action": "protect",
+                "repo": f"{args.repo}:{branch}",
+                "changed": changed,
+                "was": before,
+                "check": L1C3_CHECK_NAME,
+                "app_id": app_id,
+            },
+            now=datetime.now(UTC),
+        )
+    pin = f" from App {app_id}" if app_id is not None else ""
+    verb = "protected" if changed else "already protected"
+    print(f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs, no force pushes")
+    return 0

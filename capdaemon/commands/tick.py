@@ -1,0 +1,20 @@
+"""`capdaemon tick --once`: run exactly one tick and exit (cron-friendly; what the tests drive)."""
+
+from __future__ import annotations
+
+import argparse
+
+from capdaemon.daemon.runner import add_common_arguments, start
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `capdaemon tick`."""
+    add_common_arguments(parser)
+    parser.add_argument(
+        "--once", action="store_true", default=True, help="run one tick and exit (the only mode)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """One tick under the state lock; prints a one-line JSON summary on stdout."""
+    return start(args, daemon=False)

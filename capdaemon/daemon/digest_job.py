@@ -1,0 +1,303 @@
+"""The daily digest (SPEC 7): gathered from bot-state, rendered, written, posted once a day."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from capdaemon.audit import AuditLog, log_paths, read_records, utc_iso
+from capdaemon.config import Config
+from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.decide.burnin import BurnInState
+from capdaemon.decide.digest import (
+    DigestBallot,
+    DigestFacts,
+    DigestItem,
+    DigestMerge,
+    RateUse,
+    digest_due,
+    digest_period,
+    parse_digest_time,
+    render_digest,
+)
+from capdaemon.decide.labels import Label
+from capdaemon.logging import get_logger
+from capdaemon.model import Quadrant
+from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+
+DIGEST_DIR = "digests"
+DIGEST_STATE = "digest_state.json"
+MISFIRE_GRACE_SECONDS = 6 * 3600  # a daemon down at 09:00 still sends it when back by 15:00
+RETRY_MINUTES = 10
+MAX_RETRIES = 6
+
+log = get_logger("capdaemon.digest")
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def last_sent(state_dir: Path) -> date | None:
+    """The local date of the last digest posted (bot-state/digest_state.json)."""
+    raw = read_json(Path(state_dir) / DIGEST_STATE, None)
+    if raw is None:
+        return None
+    try:
+        return date.fromisoformat(raw["last_sent_date"])
+    except (TypeError, KeyError, ValueError) as exc:
+        raise StateError(f"{Path(state_dir) / DIGEST_STATE}: malformed ({exc})") from exc
+
+
+def _in(rec: Mapping[str, Any], start: datetime, end: datetime) -> bool:
+    ts = rec.get("ts")
+    if not isinstance(ts, str):
+        return False
+    try:
+        return start <= _parse(ts) < end
+    except ValueError:
+        return False
+
+
+def _records(path: Path, start: datetime, end: datetime) -> Iterator[dict[str, Any]]:
+    for rec in read_records(path):
+        if _in(rec, start, end):
+            yield rec
+
+
+def pr_records(state_dir: Path) -> dict[str, dict[str, Any]]:
+    """The daemon's PR records, read-only: prs.json plus its journal (newest wins)."""
+    import json
+
+    prs = dict((read_json(Path(state_dir) / "prs.json", None) or {}).get("prs") or {})
+    try:
+        raw = (Path(state_dir) / "prs.journal").read_bytes()
+    except FileNotFoundError:
+        return prs
+    for line in raw.split(b"\n"):
+        try:
+            entry = json.loads(line)
+            prs[entry["ref"]] = entry["record"]
+        except (ValueError, KeyError, TypeError):
+            continue  # torn tail; a corrupt journal is the daemon's to refuse
+    return prs
+
+
+def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestFacts:
+    """Everything the digest of local date `day` says, from the logs and state files."""
+    state_dir = Path(state_dir)
+    tz = config.schedule.timezone
+    start, end = digest_period(day, config.schedule.digest_time, tz)
+    classifier_log, actions_log = log_paths(state_dir)
+    prs = pr_records(state_dir)
+    metrics = read_json(state_dir / "tick_metrics.json", None) or {}
+    safety = read_json(state_dir / SAFETY_FILE, None) or {}
+
+    counts = dict.fromkeys(Quadrant, 0)
+    seen: set[tuple[str, str]] = set()
+    attention: list[DigestItem] = []
+    for rec in _records(classifier_log, start, end):
+        key = (str(rec.get("pr")), str(rec.get("head_sha")))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            counts[Quadrant(rec.get("quadrant"))] += 1
+        except ValueError:
+            continue
+        for f in rec.get("findings") or ():
+            if isinstance(f, Mapping) and f.get("severity") == "P1":
+                attention.append(DigestItem(str(rec.get("pr")), str(f.get("message", ""))))
+
+    merges: list[DigestMerge] = []
+    auto_closed: list[DigestItem] = []
+    scope: list[DigestItem] = []
+    escalations: list[DigestItem] = []
+    errors: list[str] = []
+    quadrant_of: dict[tuple[str, str], str] = {}
+    shadow = config.mode == "shadow"
+    for rec in _records(actions_log, start, end):
+        action, ref = rec.get("action"), str(rec.get("pr", ""))
+        status = rec.get("status")
+        if action == "merge" and status == "attempted":
+            quadrant_of[(ref, str(rec.get("head_sha")))] = str(rec.get("quadrant", ""))
+        elif action == "merge" and status in ("done", "would_merge"):
+            q = rec.get("quadrant") or quadrant_of.get((ref, str(rec.get("head_sha"))))
+            q = q or (prs.get(ref) or {}).get("quadrant") or "D"
+            merges.append(
+                DigestMerge(
+                    ref,
+                    Quadrant(q),
+                    str((prs.get(ref) or {}).get("title", "")),
+                    _parse(rec["ts"]),
+                )
+            )
+        elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
+            auto_closed.append(DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", ""))))
+        elif action == "scope_violation":
+            n = len(rec.get("violations") or ())
+            scope.append(DigestItem(ref, f"task {rec.get('task_id')}: {n} violation(s)"))
+        elif action == "escalation_notified":
+            escalations.append(DigestItem(str(rec.get("issue", "")), f"task {rec.get('task_id')}"))
+        elif status == "failed" or action in ("probe.failed", "protection.drift"):
+            what = rec.get("error") or rec.get("reason") or rec.get("problems") or ""
+            errors.append(f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300])
+
+    pending: list[DigestBallot] = []
+    for ref, p in sorted(prs.items()):
+        ballot = (p.get("issues") or {}).get("ballot")
+        if p.get("state") != "open" or not ballot or not ballot.get("open"):
+            continue
+        status = (p.get("ballot") or {}).get("status", "pending")
+        if status not in ("pending", "deferred"):
+            continue
+        pending.append(
+            DigestBallot(
+                ref,
+                _parse(ballot["opened_at"]),
+                title=str(p.get("title", "")),
+                kind="deferred" if status == "deferred" else "ballot",
+            )
+        )
+    for ref, ot in sorted((safety.get("one_tap") or {}).items()):
+        p = prs.get(ref) or {}
+        if ot.get("state") == "pending" and p.get("state") == "open":
+            pending.append(DigestBallot(ref, _parse(ot["opened_at"]), kind="one-tap"))
+
+    burn_raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
+    try:
+        burn_in = BurnInState.from_json(burn_raw)
+    except ValueError:
+        burn_in = BurnInState()
+        errors.append("l4_burn_in state is malformed")
+    if metrics.get("errors_last_tick"):
+        errors.append(f"last tick reported {metrics['errors_last_tick']} error(s)")
+    rate = None
+    if metrics.get("api_limit") is not None and metrics.get("api_remaining") is not None:
+        rate = RateUse(int(metrics["api_remaining"]), int(metrics["api_limit"]))
+    return DigestFacts(
+        date=day,
+        timezone=tz,
+        quadrant_counts=counts,
+        merges=tuple(merges),
+        pending_ballots=tuple(pending),
+        auto_closed=tuple(auto_closed),
+        scope_violations=tuple(scope),
+        escalations=tuple(escalations),
+        attention=tuple(attention),
+        breaker=read_breaker(state_dir).state,
+        burn_in=burn_in,
+        burn_in_days=config.burn_in_days,
+        errors=tuple(errors),
+        rate_limit=rate,
+        shadow=shadow,
+    )
+
+
+def render_for(config: Config, state_dir: Path, day: date, now: datetime) -> str:
+    """The digest Markdown of local date `day` as of `now`."""
+    return render_digest(gather(config, state_dir, day, now), now)
+
+
+def write(state_dir: Path, day: date, text: str) -> Path:
+    """Write bot-state/digests/YYYY-MM-DD.md atomically; its path."""
+    path = Path(state_dir) / DIGEST_DIR / f"{day.isoformat()}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
+    return path
+
+
+def post(config: Config, forge: Any, day: date, text: str) -> int | None:
+    """Post (or update) the digest issue of `day` in the decision repo; its number."""
+    repo = config.ballot_repo
+    if repo is None:
+        return None
+    issue = forge.ensure_issue(
+        repo,
+        {"kind": "digest", "date": day.isoformat()},
+        f"capdaemon digest {day.isoformat()}",
+        text,
+        [Label.DIGEST.value],
+    )
+    return int(issue.number)
+
+
+def send_if_due(config: Config, state_dir: Path, forge: Any, now: datetime) -> date | None:
+    """Send today's digest when it is due and not yet sent; the date sent, else None.
+
+    Order for crash safety: file, issue (found again by its marker), then the sent date
+    and the audit record — a crash in between re-posts into the same issue, never a second.
+    """
+    state_dir = Path(state_dir)
+    with file_lock(state_dir / (DIGEST_STATE + ".lock")):
+        day = digest_due(
+            now, last_sent(state_dir), config.schedule.digest_time, config.schedule.timezone
+        )
+        if day is None:
+            return None
+        text = render_for(config, state_dir, day, now)
+        path = write(state_dir, day, text)
+        number = post(config, forge, day, text)
+        atomic_write_json(
+            state_dir / DIGEST_STATE, {"last_sent_date": day.isoformat(), "at": utc_iso(now)}
+        )
+        issue = f"{config.ballot_repo}#{number}" if number is not None else None
+        AuditLog(log_paths(state_dir)[1]).append(
+            {"action": "digest", "date": day.isoformat(), "issue": issue, "file": path.name},
+            now=now,
+        )
+        log.info("digest.sent", date=day.isoformat(), issue=number)
+        return day
+
+
+def cron_trigger(config: Config) -> Any:
+    """The APScheduler CronTrigger at schedule.digest_time in schedule.timezone."""
+    from apscheduler.triggers.cron import CronTrigger
+
+    at = parse_digest_time(config.schedule.digest_time)
+    return CronTrigger(hour=at.hour, minute=at.minute, timezone=ZoneInfo(config.schedule.timezone))
+
+
+def add_digest_job(
+    scheduler: Any, ticker: Any, *, clock: Callable[[], datetime] | None = None
+) -> Callable[[], date | None]:
+    """Schedule the digest: daily at digest_time (misfire grace 6 h, coalesced) and once at
+    start-up (sends only when today's is due and missing). A failed post retries every 10 min
+    (at most 6 times). Returns the job function (tests call it directly)."""
+    clock = clock or (lambda: datetime.now(UTC))
+    retries = {"n": 0}
+
+    def job() -> date | None:
+        try:
+            sent = send_if_due(ticker.config, ticker.state_dir, ticker.forge, clock())
+        except StateError:
+            raise
+        except Exception as exc:  # a failed post: retried soon, never twice (marker, sent date)
+            log.warning("digest.failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            if retries["n"] < MAX_RETRIES and getattr(scheduler, "running", True):
+                retries["n"] += 1
+                scheduler.add_job(
+                    job,
+                    "date",
+                    run_date=clock() + timedelta(minutes=RETRY_MINUTES),
+                    id="digest-retry",
+                    replace_existing=True,
+                )
+            return None
+        retries["n"] = 0
+        return sent
+
+    scheduler.add_job(
+        job,
+        cron_trigger(ticker.config),
+        id="digest",
+        max_instances=1,
+        coalesce=True,
+        misfire_grace_time=MISFIRE_GRACE_SECONDS,
+        replace_existing=True,
+    )
+    scheduler.add_job(job, "date", run_date=clock(), id="digest-startup", replace_existing=True)
+    return job

@@ -1,0 +1,130 @@
+"""Links a PR to its task (Task-Id trailer or branch) and checks it against the capability (5.5)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from capdaemon.capability.model import (
+    CapabilityError,
+    CapabilitySnapshot,
+    TamperedError,
+    UnknownTaskError,
+    Violation,
+    ViolationKind,
+)
+from capdaemon.capability.scope import check_file_changes
+from capdaemon.classify.rules import parse_trailers
+from capdaemon.model import PRSnapshot
+
+TASK_TRAILER = "task-id"
+
+
+def linked_tasks(snapshot: PRSnapshot, branch_pattern: str) -> tuple[str, ...]:
+    """Task ids named by the commits' `Task-Id:` trailers and the head branch name, sorted."""
+    found: set[str] = set()
+    for commit in snapshot.commits:
+        for key, value in parse_trailers(commit.message):
+            if key.lower() == TASK_TRAILER and value.strip():
+                found.add(value.strip())
+    if branch_pattern:
+        m = re.match(branch_pattern, snapshot.head_ref or "")
+        if m and m.groupdict().get("task_id"):
+            found.add(m.group("task_id"))
+    return tuple(sorted(found))
+
+
+@dataclass(frozen=True)
+class CapabilityVerdict:
+    """What the capability layer says about one PR head."""
+
+    task_id: str | None
+    snapshot_sha: str | None = None
+    violations: tuple[Violation, ...] = ()
+    merge_policy: str | None = None
+    legacy: bool = False
+    enforced: bool = False  # require_capability: violations are P0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def blocking(self) -> tuple[str, ...]:
+        """One-line reasons that fail L1.C3 (only on a hard-wall repo)."""
+        return tuple(v.line() for v in self.violations) if self.enforced else ()
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON form for the audit entry."""
+        return {
+            "task_id": self.task_id,
+            "snapshot_sha256": self.snapshot_sha,
+            "violations": [v.to_dict() for v in self.violations],
+            "merge_policy": self.merge_policy,
+            "legacy": self.legacy,
+            "enforced": self.enforced,
+        }
+
+
+Loader = Callable[[str], CapabilitySnapshot]
+
+
+def evaluate(
+    snapshot: PRSnapshot,
+    tasks: tuple[str, ...],
+    load: Loader,
+    *,
+    require: bool,
+    now: datetime,
+) -> CapabilityVerdict:
+    """Check the PR's changed paths against its linked capability.
+
+    No task on a hard-wall repo → violation (no capability). Several different tasks →
+    violation (ambiguous). Unknown or tampered snapshot, expiry, a path out of scope →
+    violations. A legacy task (dispatched with --allow-no-scope) passes.
+    """
+    if not tasks:
+        v = Violation(
+            ViolationKind.NO_CAPABILITY,
+            snapshot.ref,
+            "no task linked (Task-Id trailer or task branch)",
+        )
+        return CapabilityVerdict(None, violations=(v,) if require else (), enforced=require)
+    if len(tasks) > 1:
+        v = Violation(
+            ViolationKind.NO_CAPABILITY,
+            snapshot.ref,
+            f"the PR names several tasks: {', '.join(tasks)}",
+        )
+        return CapabilityVerdict(tasks[0], violations=(v,), enforced=require)
+    task = tasks[0]
+    try:
+        snap = load(task)
+    except UnknownTaskError as exc:
+        v = Violation(ViolationKind.NO_CAPABILITY, task, str(exc))
+        return CapabilityVerdict(task, violations=(v,), enforced=require)
+    except TamperedError as exc:
+        v = Violation(ViolationKind.TAMPERED, task, f"capability snapshot tampered: {exc}")
+        return CapabilityVerdict(task, violations=(v,), enforced=require)
+    except CapabilityError as exc:
+        v = Violation(ViolationKind.TAMPERED, task, f"capability snapshot unreadable: {exc}")
+        return CapabilityVerdict(task, violations=(v,), enforced=require)
+    violations = tuple(check_file_changes(snap, snapshot.files, now))
+    return CapabilityVerdict(
+        task,
+        snapshot_sha=snap.sha256,
+        violations=violations,
+        merge_policy=snap.capability.merge_policy,
+        legacy=snap.legacy,
+        enforced=require,
+    )
+
+
+def capability_state(task: str | None, load: Loader, now: datetime) -> str:
+    """A short fingerprint part for the task's capability: its hash and whether it expired."""
+    if not task:
+        return "-"
+    try:
+        snap = load(task)
+    except CapabilityError as exc:
+        return f"error:{type(exc).__name__}"
+    return f"{snap.sha256}:{'expired' if snap.is_expired(now) else 'live'}"

@@ -1,0 +1,104 @@
+"""Issue titles and the daemon's own comments (check and ballot bodies come from decide.checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from capdaemon.decide import checks
+from capdaemon.decide._text import md, ref, short_sha
+from capdaemon.decide.ballot import BallotOutcome, BallotStatus
+
+
+def ballot_title(repo: str, number: int, title: str) -> str:
+    """Title of a quadrant-D ballot issue."""
+    return f"[D] owner decision needed: {repo}#{number} {title}"[:240]
+
+
+def review_title(quadrant: str, repo: str, number: int, title: str) -> str:
+    """Title of a passive B/C review issue."""
+    what = "critical, reversible" if quadrant == "B" else "irreversible, non-critical"
+    return f"[{quadrant}] auto-approved ({what}): {repo}#{number} {title}"[:240]
+
+
+def scope_title(repo: str, number: int) -> str:
+    """Title of a scope-violation issue."""
+    return f"[scope] capability check failed: {repo}#{number}"
+
+
+def scope_body(*, pr_ref: str, task: str | None, head_sha: str, problems: Iterable[str]) -> str:
+    """A scope-violation issue: which task, which head, each problem on its own line."""
+    items = [f"- {md(p)}" for p in problems] or ["- (none)"]
+    return "\n".join(
+        [
+            f"## Capability check failed for {ref(pr_ref)}",
+            "",
+            f"- task: {md(task) if task else 'none linked'}",
+            f"- head: {short_sha(head_sha)}",
+            "",
+            *items,
+            "",
+            "L1.C3 fails until the PR stays inside its task's allowed_resources "
+            "(or an owner dispatches a task with the scope it needs).",
+        ]
+    )
+
+
+def escalation_title(task: str, layer: str) -> str:
+    """Title of an escalation issue raised by scope-guard / finish-task."""
+    return f"[scope] escalation from {layer}: task {task}"[:240]
+
+
+def escalation_body(record: Mapping[str, Any]) -> str:
+    """An escalation issue: the record's facts, one violation per line."""
+    lines = [
+        f"## Escalation: task {md(record.get('task', '?'))} went out of scope",
+        "",
+        f"- raised by: {md(record.get('layer', '?'))}",
+        f"- at: {md(record.get('when', '?'))}",
+        f"- record: {md(record.get('id', '?'))}",
+        "",
+    ]
+    for v in record.get("violations") or ():
+        if isinstance(v, Mapping):
+            lines.append(f"- {md(v.get('subject', ''))}: {md(v.get('reason', ''))}")
+    lines += ["", "An owner decides: widen the task's scope (a new dispatch) or drop the change."]
+    return "\n".join(lines)
+
+
+def new_round_comment(old_sha: str, new_sha: str, round_no: int, voided: str | None) -> str:
+    """Posted on the ballot issue when the PR head moved and a new round starts."""
+    text = f"New round for head {new_sha}.\n\n" + checks.new_round_comment(
+        old_sha, new_sha, round_no
+    )
+    if voided:
+        text += f"\n\nThe approval given for {short_sha(voided)} is void."
+    return text
+
+
+def outcome_comment(outcome: BallotOutcome, *, shadow: bool) -> str:
+    """Posted on the ballot issue when an owner's answer changes the ballot's state."""
+    tail = " (shadow mode: nothing is merged or closed)" if shadow else ""
+    why = md(outcome.reason)
+    sha = short_sha(outcome.head_sha)
+    if outcome.status.mergeable:
+        return (
+            f"Approved ({why}) for {sha}: it merges at exactly that sha once its checks pass{tail}."
+        )
+    if outcome.status is BallotStatus.DEFERRED:
+        return (
+            f"Deferred ({why}): labelled decision:deferred; not mergeable until an owner approves."
+        )
+    if outcome.status is BallotStatus.REJECTED:
+        return f"Rejected ({why}): the PR is closed{tail}."
+    return f"Back to pending: {why}."
+
+
+def passive_close_comment(days: float) -> str:
+    """Posted when a passive review closes by itself."""
+    return f"Closing: no owner commented within {days:g} days (passive review)."
+
+
+def gone_comment(state: str) -> str:
+    """Posted on a ballot when its PR is no longer open."""
+    return f"Closing this ballot: the PR was {state} outside the ballot."

@@ -1,0 +1,1150 @@
+"""One tick of the daemon: gather → decide → record → act for every supervised repo (SPEC 7).
+
+Steps, each idempotent: 0 reconcile actions left "attempted" by a crash; 1 poll open PRs;
+2 reclassify what changed, publish L1.C3, open/update decision issues; 3 poll ballots and
+apply owners' votes; 4 merge what may merge; 5 auto-close passive reviews (and notify owners
+of escalations); 6 burn-in and 7 probes/breaker (hooks for the safety-net issue); 8 metrics.
+Decisions come from the pure core (capdaemon.classify, capdaemon.decide); every write goes
+through the Forge, after its audit record is fsynced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from capdaemon.audit import AuditLog, log_paths, utc_iso
+from capdaemon.capability.escalation import list_escalations, mark_notified
+from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
+from capdaemon.capability.snapshot import load_snapshot
+from capdaemon.classify.engine import classify
+from capdaemon.config import Config, RepoConfig
+from capdaemon.daemon import safety, texts
+from capdaemon.daemon.botstate import Metrics, PRRecord, PRStore
+from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
+from capdaemon.decide.ballot import BallotOutcome, BallotRound, BallotStatus, Vote, resolve_ballot
+from capdaemon.decide.breaker import BreakerState
+from capdaemon.decide.checks import (
+    CheckFacts,
+    ballot_issue_body,
+    passive_issue_body,
+    reject_comment,
+    render_check,
+)
+from capdaemon.decide.labels import L1C3_CHECK_NAME, Label
+from capdaemon.decide.merge import MergeAction, MergeFacts, merge_readiness
+from capdaemon.decide.review import passive_close_due
+from capdaemon.decide.tiers import TierDecision
+from capdaemon.forge.errors import ForgeError, HeadMoved, NotMergeable, RateLimited
+from capdaemon.forge.types import PRSummary
+from capdaemon.globs import GlobSet
+from capdaemon.logging import get_logger
+from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.state import StateError, canonical_json
+
+CRASH_ENV = "CAPDAEMON_CRASH_AFTER"
+POLICY_FILE = ".capdaemon.yml"
+BALLOT, REVIEW, SCOPE = "ballot", "review", "scope"
+
+
+class _Stopped(Exception):
+    """A stop was requested (SIGTERM/SIGINT): leave after the current step."""
+
+
+def _iso(dt: datetime) -> str:
+    return utc_iso(dt)
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(canonical_json(list(parts)).encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass
+class TickReport:
+    """What one tick saw and did (printed by `capdaemon tick --once`, read by demo and tests)."""
+
+    started_at: datetime
+    seconds: float = 0.0
+    prs_seen: int = 0
+    classified: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    would_merge: list[str] = field(default_factory=list)
+    closed: list[str] = field(default_factory=list)
+    ballots: dict[str, str] = field(default_factory=dict)
+    issues: list[str] = field(default_factory=list)
+    reconciled: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    api_requests: int | None = None
+    api_remaining: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        out = asdict(self)
+        out["started_at"] = _iso(self.started_at)
+        return out
+
+
+@dataclass
+class _Seen:
+    """One open PR of this tick: its repo config, list entry and record."""
+
+    rc: RepoConfig
+    pr: PRSummary
+    rec: PRRecord
+
+
+class Ticker:
+    """Holds the config, Forge and state of one daemon and runs ticks (one at a time)."""
+
+    def __init__(
+        self,
+        config: Config,
+        state_dir: Path,
+        forge: Any,
+        *,
+        rules: Iterable[Any] = (),
+        env: Mapping[str, str] | None = None,
+        heartbeat: Callable[[], object] | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.config = config
+        self.state_dir = Path(state_dir)
+        self.forge = forge
+        self.rules = tuple(rules)
+        self._crash_after = (os.environ if env is None else env).get(CRASH_ENV, "")
+        self._heartbeat = heartbeat or (lambda: None)
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._stop = threading.Event()
+        self._busy = threading.Lock()
+        self.log = get_logger("capdaemon.tick")
+        classifier_path, actions_path = log_paths(self.state_dir)
+        self.classifier_log = AuditLog(classifier_path)  # corrupt → AuditCorruptError (StateError)
+        self.actions_log = AuditLog(actions_path)
+        self.prs = PRStore(self.state_dir)
+        self.metrics = Metrics(self.state_dir)
+        list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
+        self.policy_hash = _digest(_config_json(config), [_rule_identity(r) for r in self.rules])
+        self.shadow = config.mode == "shadow"
+        self._caps: dict[str, CapabilitySnapshot | CapabilityError] = {}
+        cc = config.classifier
+        # full texts for config files (schema vs values) and the bot's source (enclosing functions)
+        self._contents_for = GlobSet.of(
+            (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
+        ).match
+        self._required: dict[str, tuple[str, ...]] = {}
+
+    # ------------------------------------------------------------------ control
+    def request_stop(self) -> None:
+        """Ask the running tick to return after its current step (signal-safe)."""
+        self._stop.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no tick is running; False on timeout."""
+        if self._busy.acquire(timeout=-1 if timeout is None else timeout):
+            self._busy.release()
+            return True
+        return False
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise _Stopped
+
+    def _crash(self, point: str) -> None:
+        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER)."""
+        if self._crash_after == point:
+            os._exit(137)
+
+    @property
+    def bot_login(self) -> str:
+        """Who the bot acts as (the forge's login, else the configured one)."""
+        return getattr(self.forge, "login", None) or self.config.bot_login
+
+    @property
+    def decision_repo(self) -> str | None:
+        """Where decision issues go."""
+        return self.config.ballot_repo
+
+    # ------------------------------------------------------------------ the tick
+    def tick(self, now: datetime | None = None) -> TickReport:
+        """Run steps 0-8 once. `now` (aware) is injected by tests and the demo."""
+        with self._busy:
+            now = now or self._clock()
+            if now.tzinfo is None:
+                raise ValueError("tick(now=...) needs an aware datetime")
+            started = time.monotonic()
+            report = TickReport(started_at=now)
+            self.forge.new_tick()
+            self._caps = {}
+            self._required = {}
+            before = self._budget()
+            self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
+            try:
+                self._check_stop()
+                self._step_reconcile(now, report)
+                seen = self._step_poll_and_classify(now, report)  # steps 1-2
+                self._check_stop()
+                self._step_ballots(seen, now, report)  # step 3
+                self._check_stop()
+                self._step_merge(seen, now, report)  # step 4
+                self._check_stop()
+                self._step_passive_reviews(now, report)  # step 5
+                self._step_escalations(now, report)
+                self._check_stop()
+                self._step_burn_in(seen, now, report)  # step 6 (hook)
+                self._step_probes_and_breaker(now, report)  # step 7 (hook)
+            except _Stopped:
+                report.interrupted = True
+                self.log.info("tick.interrupted")
+            except RateLimited as exc:
+                report.errors.append(f"rate limited: {exc}")
+                self.log.warning("tick.rate_limited", wait_seconds=exc.wait_seconds)
+            finally:
+                self.prs.compact()
+                report.seconds = round(time.monotonic() - started, 3)
+                self._step_metrics(report, before, now)  # step 8
+            self.log.info(
+                "tick.done",
+                seconds=report.seconds,
+                prs_seen=report.prs_seen,
+                classified=len(report.classified),
+                merged=len(report.merged),
+                errors=len(report.errors),
+                api_requests=report.api_requests,
+            )
+            return report
+
+    # ------------------------------------------------------------------ step 0
+    def _step_reconcile(self, now: datetime, report: TickReport) -> None:
+        """Finish what a crash left between an "attempted" record and its outcome (by PR state)."""
+        for rec in list(self.prs.records.values()):
+            if not rec.pending:
+                continue
+            op = rec.pending.get("op")
+            status = self.forge.pull_status(rec.repo, rec.number)
+            base = {
+                "action": op,
+                "pr": rec.ref,
+                "head_sha": rec.pending.get("head_sha"),
+                "reconciled": True,
+            }
+            if op == "merge" and status.merged:
+                self.actions_log.append(
+                    {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
+                )
+                rec.state, rec.merge_sha = "merged", status.merge_sha
+            elif op == "close" and status.state == "closed":
+                self.actions_log.append({**base, "status": "done"}, now=now)
+                rec.state = "merged" if status.merged else "closed"
+            else:
+                self.actions_log.append({**base, "status": "not_done"}, now=now)
+            self.log.info(
+                "reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state
+            )
+            report.reconciled.append(f"{rec.ref}:{op}")
+            rec.pending = None
+            self.prs.save(rec)
+
+    # ------------------------------------------------------------------ steps 1-2
+    def _step_poll_and_classify(self, now: datetime, report: TickReport) -> list[_Seen]:
+        seen: list[_Seen] = []
+        for rc in self.config.repos:
+            self._check_stop()
+            try:
+                prs = self.forge.list_open_prs(rc.name)
+                policy = self.forge.read_file(rc.name, POLICY_FILE, rc.base)
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
+                continue
+            policy_hash = _digest(self.policy_hash, policy)
+            self._forget_closed(rc, {p.number for p in prs}, now, report)
+            for pr in prs:
+                if pr.base_ref != rc.base:
+                    continue  # only PRs into the supervised base branch
+                self._check_stop()
+                try:
+                    rec = self._process_pr(rc, pr, policy_hash, now, report)
+                except RateLimited:
+                    raise
+                except ForgeError as exc:
+                    self._error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
+                    continue
+                except StateError:
+                    raise
+                except Exception as exc:  # a bug with one PR must not stall every other PR
+                    self.log.exception("pr.failed", pr=pr.ref)
+                    report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
+                    continue
+                if rec is not None:
+                    seen.append(_Seen(rc, pr, rec))
+                self._heartbeat()
+        report.prs_seen = len(seen)
+        return seen
+
+    def _fingerprint(
+        self, pr: PRSummary, checks: Iterable[CheckRun], policy_hash: str, cap_state: str
+    ) -> str:
+        foreign = sorted(
+            (
+                c.name,
+                c.status,
+                c.conclusion or "",
+                c.app_slug or "",
+                c.app_id or 0,
+                _digest(c.output_title, c.output_summary, c.output_text),
+            )
+            for c in checks
+            if c.name != L1C3_CHECK_NAME
+        )
+        return _digest(pr.head_sha, pr.base_ref, sorted(pr.labels), foreign, policy_hash, cap_state)
+
+    def _ballot_key(self, rec: PRRecord, head_sha: str) -> str:
+        if rec.ballot.get("head_sha") == head_sha:
+            return str(rec.ballot.get("status", "pending"))
+        return "pending"
+
+    def _process_pr(
+        self, rc: RepoConfig, pr: PRSummary, policy_hash: str, now: datetime, report: TickReport
+    ) -> PRRecord | None:
+        """Reclassify and republish one PR when its inputs (or its ballot state) changed."""
+        rec = self.prs.setdefault(pr.repo, pr.number, _iso(now))
+        if rec.state != "open":
+            rec.state = "open"  # reopened
+        checks = self.forge.commit_checks(pr.repo, pr.head_sha)
+        same_head = rec.head_sha == pr.head_sha
+        cap = capability_state(rec.task_id if same_head else None, self._load_cap, now)
+        fp = self._fingerprint(pr, checks, policy_hash, cap) if same_head else ""
+        if (
+            fp
+            and fp == rec.fingerprint
+            and _digest(fp, self._ballot_key(rec, pr.head_sha)) == rec.published
+        ):
+            return rec  # unchanged: no snapshot, no classification, no write
+        snap = self.forge.snapshot(pr.repo, pr.number, contents_for=self._contents_for)
+        if snap.head_sha != pr.head_sha:
+            self.log.info("pr.head_moved_during_gather", pr=pr.ref)
+            return rec  # the list is stale; the next tick sees the new head
+        tasks = linked_tasks(snap, rc.task_branch_pattern)
+        capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
+        fp = self._fingerprint(
+            pr, checks, policy_hash, capability_state(capv.task_id, self._load_cap, now)
+        )
+        verdict = classify(
+            snap,
+            self.config,
+            now=now,
+            user_rules=self.rules,
+            agent_severity=safety.agent_severities(self),
+        )
+        if rec.head_sha and rec.head_sha != snap.head_sha:
+            self._head_moved(rec, snap.head_sha, now)
+        rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
+        rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
+        rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
+        rec.auto_revert = any(
+            o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
+        )
+        rec.blocking = [f.message for f in verdict.blocking] + list(capv.blocking)
+        rec.merge_blocked_head = ""
+        rec.updated_at = _iso(now)
+        safety.on_classified(self, rec, snap, now)
+        # record: the classification (and any scope violation) is fsynced before anything is written
+        if rec.audited != fp:
+            self._audit_classification(rec, snap, verdict, capv, fp, now)
+            report.classified.append(rec.ref)
+        # act: the check, then the decision issues
+        self._publish(rc, rec, snap, verdict, capv, now, report)
+        rec.fingerprint = fp
+        rec.published = _digest(fp, self._ballot_key(rec, snap.head_sha))
+        self.prs.save(rec)
+        return rec
+
+    def _audit_classification(
+        self,
+        rec: PRRecord,
+        snap: PRSnapshot,
+        verdict: Verdict,
+        capv: CapabilityVerdict,
+        fp: str,
+        now: datetime,
+    ) -> None:
+        entry = {
+            "pr": rec.ref,
+            "head_sha": snap.head_sha,
+            "base_sha": snap.base_sha,
+            **verdict.to_dict(),
+            "capability": capv.to_dict(),
+            "blocking": rec.blocking,
+            "fingerprint": fp,
+        }
+        self.classifier_log.append(entry, now=now)
+        if capv.violations and capv.enforced:
+            self.actions_log.append(
+                {
+                    "action": "scope_violation",
+                    "pr": rec.ref,
+                    "head_sha": snap.head_sha,
+                    "task_id": capv.task_id,
+                    "violations": [v.to_dict() for v in capv.violations],
+                },
+                now=now,
+            )
+            self.log.warning(
+                "scope.violation", pr=rec.ref, task=capv.task_id, count=len(capv.violations)
+            )
+        if rec.counted_head != snap.head_sha:
+            self.metrics.count_quadrant(verdict.quadrant.value)
+            rec.counted_head = snap.head_sha
+        rec.audited = fp
+        self.log.info(
+            "pr.classified",
+            pr=rec.ref,
+            head=snap.head_sha[:12],
+            quadrant=verdict.quadrant.value,
+            task=capv.task_id,
+            blocking=len(rec.blocking),
+        )
+
+    def _head_moved(self, rec: PRRecord, new_head: str, now: datetime) -> None:
+        """A push: an approval for the old head is void; a ballot round rebinds when still D."""
+        if (
+            rec.ballot
+            and rec.ballot.get("head_sha") == rec.head_sha
+            and BallotStatus(rec.ballot["status"]).mergeable
+        ):
+            self.actions_log.append(
+                {
+                    "action": "approval_voided",
+                    "pr": rec.ref,
+                    "head_sha": rec.head_sha,
+                    "new_head_sha": new_head,
+                },
+                now=now,
+            )
+            self.log.info("ballot.voided", pr=rec.ref, old=rec.head_sha[:12], new=new_head[:12])
+        rec.would_merge_head = ""
+
+    def _publish(
+        self,
+        rc: RepoConfig,
+        rec: PRRecord,
+        snap: PRSnapshot,
+        verdict: Verdict,
+        capv: CapabilityVerdict,
+        now: datetime,
+        report: TickReport,
+    ) -> None:
+        """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
+        is_d = verdict.quadrant is Quadrant.D or safety.needs_ballot(self, rec)
+        ballot_issue = None
+        if is_d:  # the ballot first, so the check can link to it
+            ballot_issue = self._ensure_ballot(rec, snap, verdict, now, report)
+        else:
+            note = (
+                f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
+            )
+            self._close_issue(rec, BALLOT, note, now)
+        outcome = self._outcome(rec, snap.head_sha, now) if is_d else None
+        safety.tier_gate(self, rec, snap, now, report)
+        check = render_check(
+            verdict,
+            CheckFacts(
+                head_sha=snap.head_sha,
+                tier=self._tier(rec),
+                ballot=outcome,
+                ballot_url=self._issue_url(ballot_issue),
+                one_tap=safety.one_tap_result(self, rec, now),
+                blocking=tuple(capv.blocking),
+            ),
+        )
+        if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking:
+            # a passive review of what capdaemon approves by itself (never of a blocked PR)
+            label = (
+                Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
+                if verdict.quadrant is Quadrant.B
+                else Label.AUTO_APPROVED_IRREVERSIBLE_NON_CRITICAL
+            )
+            self._ensure_issue(
+                rec,
+                REVIEW,
+                {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
+                texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
+                passive_issue_body(
+                    verdict.quadrant,
+                    rec.ref,
+                    "",
+                    snap.title,
+                    verdict,
+                    days=self.config.passive_review_days,
+                ),
+                [label.value],
+                now,
+                report,
+            )
+        if capv.blocking:
+            self._ensure_issue(
+                rec,
+                SCOPE,
+                {"kind": "scope-violation", "pr": rec.ref, "head": snap.head_sha},
+                texts.scope_title(rec.repo, rec.number),
+                texts.scope_body(
+                    pr_ref=rec.ref,
+                    task=capv.task_id,
+                    head_sha=snap.head_sha,
+                    problems=capv.blocking,
+                ),
+                [Label.SCOPE_VIOLATION.value],
+                now,
+                report,
+            )
+        self.forge.publish_check(
+            rec.repo,
+            snap.head_sha,
+            success=check.success,
+            title=check.title,
+            summary=check.summary,
+            marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
+        )
+        rec.check_success = check.success
+        self.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
+
+    def _outcome(self, rec: PRRecord, head_sha: str, now: datetime) -> BallotOutcome:
+        """The ballot state recorded for this head, as decide's BallotOutcome."""
+        b = rec.ballot if rec.ballot.get("head_sha") == head_sha else {}
+        status = BallotStatus(b.get("status", "pending"))
+        deciding = None
+        if b.get("by"):
+            at = _parse(b["at"]) if b.get("at") else now
+            deciding = Vote(b["by"], "comment", None, at, "", status, True)
+        reason = str(b.get("reason", "no owner has answered yet"))
+        return BallotOutcome(status, head_sha, reason, deciding)
+
+    def _ensure_ballot(
+        self,
+        rec: PRRecord,
+        snap: PRSnapshot,
+        verdict: Verdict,
+        now: datetime,
+        report: TickReport,
+    ) -> int | None:
+        """Open the ballot (round 1) or rebind it to a new head (a new round in the same issue)."""
+        prior = BallotRound.from_json(rec.ballot_round) if rec.ballot_round else None
+        # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
+        # round's start belongs to it
+        start = now.replace(microsecond=0)
+        new_round = False
+        if prior is None:
+            rnd = BallotRound(rec.repo, rec.number, snap.head_sha, start)
+        else:
+            rnd = prior.for_head(snap.head_sha, start)
+            new_round = rnd.round != prior.round
+        voided = None
+        if (
+            prior is not None
+            and new_round
+            and rec.ballot.get("head_sha") == prior.head_sha
+            and BallotStatus(rec.ballot.get("status", "pending")).mergeable
+        ):
+            voided = prior.head_sha
+        if new_round or prior is None:
+            rec.ballot = {"status": "pending", "head_sha": snap.head_sha, "round": rnd.round}
+        labels = [Label.PENDING_OWNER.value]
+        if self._ballot_key(rec, snap.head_sha) == BallotStatus.DEFERRED.value:
+            labels.append(Label.DEFERRED.value)
+        number = self._ensure_issue(
+            rec,
+            BALLOT,
+            {"kind": BALLOT, "pr": rec.ref, "head": snap.head_sha, "round": rnd.round},
+            texts.ballot_title(rec.repo, rec.number, snap.title),
+            ballot_issue_body(rec.ref, "", snap.title, snap.head_sha, rnd.round, verdict),
+            labels,
+            now,
+            report,
+        )
+        if number is None:
+            return None
+        rec.ballot_round = {**rnd.to_json(), "issue": number}
+        if new_round and prior is not None:
+            assert self.decision_repo is not None
+            self.forge.comment_once(
+                self.decision_repo,
+                number,
+                {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
+                texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided),
+            )
+            self.actions_log.append(
+                {
+                    "action": "ballot_round",
+                    "pr": rec.ref,
+                    "head_sha": snap.head_sha,
+                    "round": rnd.round,
+                    "issue": number,
+                },
+                now=now,
+            )
+        return number
+
+    def _ensure_issue(
+        self,
+        rec: PRRecord,
+        kind: str,
+        marker: dict[str, Any],
+        title: str,
+        body: str,
+        labels: list[str],
+        now: datetime,
+        report: TickReport,
+    ) -> int | None:
+        """Open or update one decision issue (the forge finds it by marker: never a duplicate)."""
+        repo = self.decision_repo
+        if repo is None:
+            self.log.warning("issue.no_decision_repo", pr=rec.ref, kind=kind)
+            return None
+        known = rec.issues.get(kind)
+        if known and not known.get("open", True) and kind != BALLOT:
+            return int(known["number"])  # a closed passive review / scope issue stays closed
+        issue = self.forge.ensure_issue(repo, marker, title, body, labels)
+        if not known or known.get("number") != issue.number:
+            opened = issue.created_at or now
+            rec.issues[kind] = {
+                "number": issue.number,
+                "open": issue.state == "open",
+                "opened_at": _iso(opened),
+                "kept_open": False,
+            }
+            self.actions_log.append(
+                {
+                    "action": "issue_opened",
+                    "pr": rec.ref,
+                    "kind": kind,
+                    "issue": f"{repo}#{issue.number}",
+                },
+                now=now,
+            )
+            report.issues.append(f"{kind}:{repo}#{issue.number}")
+            self.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
+        elif issue.state != "open" and kind == BALLOT:
+            rec.issues[kind]["open"] = False
+        return issue.number
+
+    def _close_issue(self, rec: PRRecord, kind: str, comment: str, now: datetime) -> None:
+        known = rec.issues.get(kind)
+        if not known or not known.get("open") or self.decision_repo is None:
+            return
+        self.forge.close_issue(self.decision_repo, int(known["number"]), comment)
+        known["open"] = False
+        self.actions_log.append(
+            {
+                "action": "issue_closed",
+                "pr": rec.ref,
+                "kind": kind,
+                "issue": f"{self.decision_repo}#{known['number']}",
+                "comment": comment,
+            },
+            now=now,
+        )
+        self.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known["number"])
+
+    def _forget_closed(
+        self, rc: RepoConfig, open_numbers: set[int], now: datetime, report: TickReport
+    ) -> None:
+        """Records of PRs that left the open list (merged or closed outside the daemon)."""
+        for rec in list(self.prs.records.values()):
+            if (
+                rec.repo != rc.name
+                or rec.state != "open"
+                or rec.number in open_numbers
+                or rec.pending
+            ):
+                continue
+            status = self.forge.pull_status(rec.repo, rec.number)
+            rec.state = "merged" if status.merged else "closed"
+            rec.merge_sha = status.merge_sha if status.merged else None
+            self.actions_log.append(
+                {"action": "pr_left", "pr": rec.ref, "state": rec.state}, now=now
+            )
+            self._close_issue(rec, BALLOT, texts.gone_comment(rec.state), now)
+            rec.updated_at = _iso(now)
+
+    # ------------------------------------------------------------------ step 3
+    def _step_ballots(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
+        for s in seen:
+            rec = s.rec
+            needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
+            if not needs or not rec.ballot_round or rec.state != "open":
+                continue
+            if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
+                continue  # not rebound yet (the snapshot failed this tick)
+            self._check_stop()
+            try:
+                self._resolve_ballot(s, now, report)
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "ballot.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            self._heartbeat()
+        safety.poll_one_taps(self, seen, now, report)
+
+    def _owners(self, repo: str, users: Iterable[str]) -> set[str]:
+        owners = set(self.config.owners_for(repo))
+        if self.config.owners_include_admins:
+            for user in {u.lower() for u in users} - owners:
+                if self.forge.permission(repo, user) == "admin":
+                    owners.add(user)
+        return owners
+
+    def _resolve_ballot(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        rec = s.rec
+        assert rec.ballot_round is not None and self.decision_repo is not None
+        issue = int(rec.ballot_round["issue"])
+        rnd = BallotRound.from_json(rec.ballot_round)
+        comments = self.forge.comments(self.decision_repo, issue)
+        reactions = self.forge.reactions(self.decision_repo, issue)
+        answered = {int(k.split(":", 1)[1]) for k in rec.handled if k.startswith("reply:")}
+        facts = rnd.facts(
+            owners=self._owners(rec.repo, [c.user for c in comments] + [r.user for r in reactions]),
+            pr_author=rec.author,
+            bot_login=self.bot_login,
+            comments=comments,
+            reactions=reactions,
+            answered_comment_ids=answered,
+        )
+        outcome = resolve_ballot(facts, now)
+        handled = set(rec.handled)
+        for vote in (*outcome.counted, *outcome.ignored):
+            key = f"vote:{vote.key}"
+            if key in handled:
+                continue
+            self.actions_log.append(
+                {
+                    "action": "vote_counted" if vote.counted else "vote_ignored",
+                    "pr": rec.ref,
+                    "issue": f"{self.decision_repo}#{issue}",
+                    "round": rnd.round,
+                    **vote.to_dict(),
+                },
+                now=now,
+            )
+            if not vote.counted:
+                self.log.info("vote.ignored", pr=rec.ref, user=vote.user, reason=vote.reason)
+            rec.handled.append(key)
+        for unknown in outcome.unknown_commands:
+            self.forge.comment_once(
+                self.decision_repo,
+                issue,
+                {"kind": "reply", "key": f"comment:{unknown.comment_id}"},
+                unknown.reply,
+            )
+            self.actions_log.append(
+                {
+                    "action": "unknown_command_answered",
+                    "pr": rec.ref,
+                    "comment_id": unknown.comment_id,
+                    "user": unknown.user,
+                    "line": unknown.command.line,
+                },
+                now=now,
+            )
+            rec.handled.append(f"reply:{unknown.comment_id}")
+        report.ballots[rec.ref] = outcome.status.value
+        previous = self._ballot_key(rec, s.pr.head_sha)
+        if outcome.status.value == previous:
+            return
+        self._apply_ballot(s, issue, rnd, outcome, previous, now, report)
+
+    def _apply_ballot(
+        self,
+        s: _Seen,
+        issue: int,
+        rnd: BallotRound,
+        outcome: BallotOutcome,
+        previous: str,
+        now: datetime,
+        report: TickReport,
+    ) -> None:
+        rec = s.rec
+        assert self.decision_repo is not None
+        status = outcome.status
+        self.actions_log.append(
+            {
+                "action": "ballot",
+                "pr": rec.ref,
+                "status": status.value,
+                "previous": previous,
+                "head_sha": outcome.head_sha,
+                "round": rnd.round,
+                "decided_by": outcome.decided_by,
+                "reason": outcome.reason,
+                "issue": f"{self.decision_repo}#{issue}",
+            },
+            now=now,
+        )
+        self.log.info("ballot.resolved", pr=rec.ref, status=status.value, by=outcome.decided_by)
+        deciding = outcome.deciding.key if outcome.deciding else "none"
+        self.forge.comment_once(
+            self.decision_repo,
+            issue,
+            {"kind": "ballot-outcome", "key": f"{rec.ref}:{rnd.round}:{status.value}:{deciding}"},
+            texts.outcome_comment(outcome, shadow=self.shadow),
+        )
+        if status is BallotStatus.REJECTED:
+            self.actions_log.append(
+                {
+                    "action": "rejection",
+                    "pr": rec.ref,
+                    "head_sha": outcome.head_sha,
+                    "author": rec.author,
+                    "by": outcome.decided_by,
+                },
+                now=now,
+            )
+            closed = self._close_pr(rec, reject_comment(outcome), now, report)
+            if not closed:
+                return  # the close failed or was only attempted: retried next tick
+            self._close_issue(rec, BALLOT, "Rejected: the PR is closed.", now)
+        rec.ballot = {
+            "status": status.value,
+            "head_sha": outcome.head_sha,
+            "round": rnd.round,
+            "by": outcome.decided_by,
+            "reason": outcome.reason,
+            "at": _iso(now),
+        }
+        self.prs.save(rec)
+        if rec.state == "open":
+            # republish the check and the ballot body for the new state (same code path as step 2)
+            policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
+            self._process_pr(s.rc, s.pr, _digest(self.policy_hash, policy), now, report)
+
+    def _close_pr(self, rec: PRRecord, comment: str, now: datetime, report: TickReport) -> bool:
+        """Close a rejected PR (record before act). Shadow mode only audits "would_close"."""
+        base = {"action": "close", "pr": rec.ref, "head_sha": rec.head_sha}
+        if self.shadow:
+            self.actions_log.append({**base, "status": "would_close"}, now=now)
+            return True
+        rec.pending = {"op": "close", "head_sha": rec.head_sha, "at": _iso(now)}
+        self.prs.save(rec)
+        self.actions_log.append({**base, "status": "attempted"}, now=now)
+        self._crash("audit:close")
+        try:
+            self.forge.close_pr(rec.repo, rec.number, comment)
+        except ForgeError as exc:
+            self.actions_log.append({**base, "status": "failed", "error": str(exc)[:300]}, now=now)
+            self._error(report, "pr.close_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            return False
+        finally:
+            rec.pending = None
+            self.prs.save(rec)
+        self.actions_log.append({**base, "status": "done"}, now=now)
+        rec.state = "closed"
+        report.closed.append(rec.ref)
+        self.log.info("pr.closed", pr=rec.ref)
+        return True
+
+    # ------------------------------------------------------------------ step 4
+    def _required_checks(self, rc: RepoConfig) -> tuple[str, ...]:
+        if rc.name not in self._required:
+            protection = self.forge.get_protection(rc.name, rc.base) or {}
+            self._required[rc.name] = required_checks(protection)
+        return self._required[rc.name]
+
+    def _step_merge(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
+        for s in seen:
+            rec, pr = s.rec, s.pr
+            if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
+                continue
+            if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
+                continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
+            if self.shadow and rec.would_merge_head == pr.head_sha:
+                continue
+            self._check_stop()
+            try:
+                self._try_merge(s, now, report)
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "merge.check_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            self._heartbeat()
+
+    def _tier(self, rec: PRRecord) -> TierDecision:
+        """The tier overlay of SPEC 4.1 for the PR's current head (capdaemon.daemon.safety)."""
+        return safety.tier_decision(self, rec)
+
+    def _breaker(self) -> BreakerState:
+        """The circuit breaker's state (SPEC 6.3, capdaemon.daemon.safety)."""
+        return safety.breaker_state(self)
+
+    def _try_merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        rec, pr, rc = s.rec, s.pr, s.rc
+        if rec.mergeable is None:  # GitHub computes it lazily: read it again
+            rec.mergeable = self.forge.snapshot(pr.repo, pr.number).mergeable
+        needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
+        ballot = self._outcome(rec, pr.head_sha, now) if needs else None
+        facts = MergeFacts(
+            head_sha=pr.head_sha,
+            quadrant=Quadrant(rec.quadrant),
+            tier=self._tier(rec),
+            checks=tuple(self.forge.commit_checks(pr.repo, pr.head_sha)),
+            required_checks=self._required_checks(rc),
+            extra_checks=rc.extra_checks,
+            draft=pr.draft,
+            labels=pr.labels,
+            blocking_labels=rc.blocking_labels,
+            mergeable=rec.mergeable,
+            breaker=self._breaker(),
+            verified_auto_revert=rec.auto_revert,
+            capability_reasons=tuple(rec.blocking),
+            ballot=ballot,
+            one_tap=safety.one_tap_result(self, rec, now),
+            shadow=self.shadow,
+            l1c3_app_id=self.config.github.app_id,
+        )
+        readiness = merge_readiness(facts)
+        if readiness.action is MergeAction.WAIT:
+            self.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
+            return
+        if readiness.action is MergeAction.WOULD_MERGE:
+            self.actions_log.append(
+                {
+                    "action": "merge",
+                    "status": "would_merge",
+                    "pr": rec.ref,
+                    "head_sha": pr.head_sha,
+                    "quadrant": rec.quadrant,
+                },
+                now=now,
+            )
+            rec.would_merge_head = pr.head_sha
+            report.would_merge.append(rec.ref)
+            self.log.info("merge.would_merge", pr=rec.ref)
+            return
+        self._merge(s, now, report)
+
+    def _merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
+        rec, pr, rc = s.rec, s.pr, s.rc
+        sha = pr.head_sha
+        base = {"action": "merge", "pr": rec.ref, "head_sha": sha}
+        rec.pending = {"op": "merge", "head_sha": sha, "at": _iso(now)}
+        self.prs.save(rec)
+        self.actions_log.append(
+            {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},
+            now=now,
+        )
+        self.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
+        self._crash("audit:merge")
+        try:
+            merge_sha = self.forge.merge(rec.repo, rec.number, sha, rc.merge_method)
+        except HeadMoved as exc:
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.head_moved", pr=rec.ref, head=sha[:12])
+            rec.fingerprint = ""  # reclassified next tick
+        except NotMergeable as exc:
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": "not_mergeable", "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
+            rec.merge_blocked_head = sha
+        except ForgeError as exc:
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": type(exc).__name__, "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
+            if isinstance(exc, RateLimited):
+                raise
+        else:
+            self._crash("act:merge")
+            self.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
+            rec.state, rec.merge_sha = "merged", merge_sha
+            report.merged.append(rec.ref)
+            self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
+            self._close_issue(rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
+        finally:
+            rec.pending = None
+            self.prs.save(rec)
+
+    # ------------------------------------------------------------------ step 5
+    def _step_passive_reviews(self, now: datetime, report: TickReport) -> None:
+        """B/C review issues close after `passive_review_days` unless an owner commented."""
+        repo = self.decision_repo
+        days = self.config.passive_review_days
+        if repo is None:
+            return
+        for rec in list(self.prs.records.values()):
+            info = rec.issues.get(REVIEW)
+            if not info or not info.get("open") or info.get("kept_open"):
+                continue
+            opened = _parse(info["opened_at"])
+            if now - opened < timedelta(days=days):
+                continue
+            self._check_stop()
+            try:
+                comments = self.forge.comments(repo, int(info["number"]))
+                owners = self._owners(rec.repo, [c.user for c in comments])
+                owner_commented = any(
+                    c.user.lower() in owners and c.user.lower() != self.bot_login.lower()
+                    for c in comments
+                )
+                if passive_close_due(opened, now, owner_commented, days):
+                    self._close_issue(rec, REVIEW, texts.passive_close_comment(days), now)
+                    self.log.info("passive.closed", pr=rec.ref, issue=info["number"])
+                elif owner_commented:
+                    info["kept_open"] = True
+                    self.actions_log.append(
+                        {
+                            "action": "passive_kept_open",
+                            "pr": rec.ref,
+                            "issue": f"{repo}#{info['number']}",
+                        },
+                        now=now,
+                    )
+                    self.log.info("passive.kept_open", pr=rec.ref, issue=info["number"])
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "passive.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+
+    def _step_escalations(self, now: datetime, report: TickReport) -> None:
+        """Escalation records of scope-guard / finish-task become owner issues, once each."""
+        repo = self.decision_repo
+        if repo is None:
+            return
+        for esc in list_escalations(self.state_dir):
+            if esc.notified:
+                continue
+            try:
+                issue = self.forge.ensure_issue(
+                    repo,
+                    {"kind": "escalation", "key": esc.id},
+                    texts.escalation_title(esc.task, esc.layer or "scope guard"),
+                    texts.escalation_body(esc.data),
+                    [Label.SCOPE_VIOLATION.value],
+                )
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "escalation.failed", f"{esc.id}: {exc}")
+                continue
+            mark_notified(self.state_dir, esc.id, f"{repo}#{issue.number}", now)
+            self.actions_log.append(
+                {
+                    "action": "escalation_notified",
+                    "escalation": esc.id,
+                    "task_id": esc.task,
+                    "issue": f"{repo}#{issue.number}",
+                },
+                now=now,
+            )
+            report.issues.append(f"escalation:{repo}#{issue.number}")
+            self.log.info("escalation.notified", escalation=esc.id, issue=issue.number)
+
+    # ------------------------------------------------------------------ steps 6-7 (hooks)
+    def _step_burn_in(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
+        """Step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)."""
+        safety.step_burn_in(self, seen, now, report)
+
+    def _step_probes_and_breaker(self, now: datetime, report: TickReport) -> None:
+        """Step 7: post-merge probes, auto-revert, branch protection drift and the breaker."""
+        safety.step_probes_and_breaker(self, now, report)
+
+    # ------------------------------------------------------------------ step 8
+    def _budget(self) -> dict[str, Any]:
+        try:
+            return dict(self.forge.rate_budget())
+        except ForgeError:
+            return {}
+
+    def _step_metrics(self, report: TickReport, before: Mapping[str, Any], now: datetime) -> None:
+        after = self._budget()
+        used = None
+        if before.get("requests") is not None and after.get("requests") is not None:
+            used = int(after["requests"]) - int(before["requests"])
+        report.api_requests, report.api_remaining = used, after.get("remaining")
+        open_by_q = {q.value: 0 for q in Quadrant}
+        for rec in self.prs.records.values():
+            if rec.state == "open" and rec.quadrant:
+                open_by_q[rec.quadrant] += 1
+        self.metrics.update(
+            last_tick_at=_iso(now),
+            last_tick_seconds=report.seconds,
+            ticks=int(self.metrics.data.get("ticks", 0)) + 1,
+            prs_seen=report.prs_seen,
+            classified_last_tick=len(report.classified),
+            merged_last_tick=len(report.merged),
+            errors_last_tick=len(report.errors),
+            open_by_quadrant=open_by_q,
+            api_requests_used=used,
+            api_remaining=after.get("remaining"),
+            api_limit=after.get("limit"),
+            mode=self.config.mode,
+        )
+        self.metrics.save()
+
+    # ------------------------------------------------------------------ helpers
+    def _load_cap(self, task_id: str) -> CapabilitySnapshot:
+        """A task's capability snapshot, verified against the audit log once per tick."""
+        if task_id not in self._caps:
+            try:
+                self._caps[task_id] = load_snapshot(self.state_dir, task_id)
+            except CapabilityError as exc:
+                self._caps[task_id] = exc
+        found = self._caps[task_id]
+        if isinstance(found, CapabilityError):
+            raise found
+        return found
+
+    def _issue_url(self, number: int | None) -> str:
+        """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
+        if number is None or self.config.github.base_url.rstrip("/") != "https://api.github.com":
+            return ""
+        return f"https://github.com/{self.decision_repo}/issues/{number}"
+
+    def _error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
+        report.errors.append(message)
+        self.log.warning(event, error=message, **kv)
+
+
+def _config_json(config: Config) -> Any:
+    """The config as JSON-able data (the policy part of every fingerprint)."""
+    data = asdict(config)
+    data.pop("config_dir", None)
+    data.pop("schedule", None)
+    return data
+
+
+def _rule_identity(rule: Any) -> list[str]:
+    """A user rule's name and the hash of its source file (a changed rule reclassifies)."""
+    path = getattr(rule, "path", "")
+    digest = ""
+    if path:
+        try:
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            digest = "unreadable"
+    return [str(getattr(rule, "name", rule)), digest]
+
+
+def required_checks(protection: Mapping[str, Any]) -> tuple[str, ...]:
+    """The check names a branch protection document requires (contexts and checks[].context)."""
+    rsc = protection.get("required_status_checks") or {}
+    names = list(rsc.get("contexts") or ())
+    names += [c.get("context", "") for c in rsc.get("checks") or () if isinstance(c, Mapping)]
+    return tuple(dict.fromkeys(n for n in names if n))

@@ -1,0 +1,123 @@
+"""The tier overlay (SPEC 4.1): tier 1 merges, tier 2 one-tap (and its expiry), tier 3 ballot."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from capdaemon.config import TierConfig
+from capdaemon.decide.tiers import Requirement, tier_for
+from tests.classify.classify_builders import added, modified
+
+from .conftest import SESSION, SafetyHarness
+
+EXAMPLE = {"examples/old.py": "print('v2')\n"}
+
+
+def _task_pr(
+    safe: SafetyHarness, task: str, files: dict[str, str], title: str = "task work"
+) -> int:
+    return safe.open_pr(files, title=title, trailers=f"{SESSION}\nTask-Id: {task}")
+
+
+def _one_tap_issue(safe: SafetyHarness, number: int) -> object:
+    ref = f"{safe.sb.repo}#{number}"
+    found = [i for i in safe.issues("one-tap") if f"{ref}@" in i.body or ref in i.body]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_tier1_merges_by_quadrant(safe: SafetyHarness) -> None:
+    """A level-1 tiered task with a small A change merges without any owner request."""
+    safe.configure()
+    safe.task("t-1", level=1)
+    number = _task_pr(safe, "t-1", EXAMPLE)
+    safe.tick()
+    assert safe.pull(number).merged
+    assert not safe.issues("one-tap") and not safe.issues("ballot")
+
+
+def test_tier2_needs_one_owner_tap(safe: SafetyHarness) -> None:
+    """Level 2 opens a decision:one-tap issue, fails L1.C3, and merges after one owner 👍."""
+    safe.configure()
+    safe.task("t-2", level=2)
+    number = _task_pr(safe, "t-2", EXAMPLE)
+    safe.tick()
+    assert not safe.pull(number).merged
+    issue = _one_tap_issue(safe, number)
+    assert "decision:one-tap" in [lb.name for lb in issue.labels]  # type: ignore[attr-defined]
+    assert safe.check(number).conclusion == "failure"
+    safe.gh("agent-1").get_repo(safe.sb.bot_repo).get_issue(issue.number).create_reaction("+1")  # type: ignore[attr-defined]
+    safe.tick()
+    assert not safe.pull(number).merged  # the author's/agent's 👍 does not count
+    safe.gh("bob").get_repo(safe.sb.bot_repo).get_issue(issue.number).create_reaction("+1")  # type: ignore[attr-defined]
+    safe.tick()
+    safe.tick()
+    assert safe.pull(number).merged
+    assert safe.actions("one_tap", number)[0]["by"] == "bob"
+
+
+def test_tier2_one_tap_expires_into_a_full_ballot(safe: SafetyHarness) -> None:
+    """No 👍 in time: the one-tap expires into a pending-owner ballot; `/approve A` merges."""
+    safe.configure(tiers={"one_tap_ttl_hours": 2})
+    safe.task("t-3", level=2)
+    number = _task_pr(safe, "t-3", EXAMPLE)
+    safe.tick()
+    assert not safe.issues("ballot")
+    safe.advance(hours=3)
+    safe.tick()
+    assert safe.actions("one_tap", number)[0]["status"] == "expired"
+    safe.tick()
+    ballot = safe.issue_for(number, "ballot")
+    assert "decision:pending-owner" in [lb.name for lb in ballot.labels]
+    assert _one_tap_issue(safe, number).state == "closed"  # type: ignore[attr-defined]
+    safe.ballot(number, "alice").create_comment("/approve A")
+    safe.tick()
+    safe.tick()
+    assert safe.pull(number).merged
+
+
+def test_tier3_protected_path_needs_a_ballot(safe: SafetyHarness) -> None:
+    """An AGENTS.md change under a tiered task needs a full ballot though its quadrant is not D."""
+    safe.configure()
+    safe.task("t-4", level=1)
+    number = _task_pr(safe, "t-4", {"AGENTS.md": "# Agents\n\nBe careful.\n"}, title="instructions")
+    safe.tick()
+    assert safe.classifications(number)[-1]["quadrant"] != "D"
+    tier = safe.actions("tier", number)[0]
+    assert tier["tier"] == 3 and "protected path AGENTS.md" in tier["reasons"][0]
+    assert safe.check(number).conclusion == "failure"
+    safe.ballot(number, "alice").create_comment("/approve A")
+    safe.tick()
+    safe.tick()
+    assert safe.pull(number).merged
+
+
+def test_auto_policy_ignores_tiers_and_manual_never_merges(safe: SafetyHarness) -> None:
+    """merge_policy auto merges a level-3 task's A change; manual never auto-merges."""
+    safe.configure()
+    safe.task("t-auto", level=3, policy="auto")
+    safe.task("t-man", level=0, policy="manual")
+    auto = _task_pr(safe, "t-auto", EXAMPLE, title="auto")
+    manual = _task_pr(safe, "t-man", {"examples/m.py": "print('m')\n"}, title="manual")
+    safe.tick()
+    safe.tick()
+    assert safe.pull(auto).merged and not safe.pull(manual).merged
+
+
+def test_tier_table() -> None:
+    """Manifests, big diffs, many files, production paths raise the tier; no level adds nothing."""
+    cfg = TierConfig()
+    big = modified("src/a.py", ["x"], ["y"], additions=150, deletions=150)
+    cases = [
+        ([added("docs/guide/a.md")], None, 1),
+        ([added("requirements.txt")], 1, 2),
+        ([big], 1, 2),
+        ([added(f"f{i}.txt") for i in range(21)], 0, 2),
+        ([added("deploy/app.yaml")], 0, 3),
+        ([added("CLAUDE.md")], 0, 3),
+        ([added("docs/guide/a.md")], 3, 3),
+    ]
+    for files, level, tier in cases:
+        assert tier_for(level, files, cfg, "tiered").tier == tier, (files[0].path, level)
+    assert tier_for(3, [], cfg, "auto").requirement is Requirement.NONE
+    assert timedelta(hours=cfg.one_tap_ttl_hours) == timedelta(hours=24)
