@@ -211,6 +211,9 @@ def verify(path: Path) -> VerifyReport:
     prev = GENESIS
     count = 0
     expected_seq = 1
+    head = read_json(path.with_name(path.name + ".head"), None)
+    head_seq = head.get("seq") if isinstance(head, dict) else None
+    head_seen = None  # the hash of the entry the head pointer names, once reached
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
@@ -234,9 +237,18 @@ def verify(path: Path) -> VerifyReport:
             if entry_hash(rec) != rec["hash"]:
                 return VerifyReport(path, False, count, n, "hash does not match the content")
             prev = rec["hash"]
+            if rec["seq"] == head_seq:
+                head_seen = rec["hash"]
             expected_seq += 1
             count += 1
-    head = read_json(path.with_name(path.name + ".head"), None)
+    if count and not isinstance(head, dict):
+        return VerifyReport(
+            path,
+            False,
+            count,
+            count,
+            "head pointer (.head) missing: the tail cannot be vouched for",
+        )
     if isinstance(head, dict) and head.get("seq", 0) > count:
         return VerifyReport(
             path,
@@ -247,6 +259,21 @@ def verify(path: Path) -> VerifyReport:
         )
     if isinstance(head, dict) and head.get("seq") == count and head.get("hash") != prev:
         return VerifyReport(path, False, count, count, "last entry differs from the one written")
+    # the single writer moves the head after every append (a crash can leave it one behind):
+    # entries further past it, or a head naming a different entry, were not written by it
+    if isinstance(head, dict) and isinstance(head_seq, int) and count - head_seq > 1:
+        return VerifyReport(
+            path,
+            False,
+            count,
+            head_seq + 2,
+            f"entries after seq {head_seq + 1} were not written by the log's writer "
+            f"(head pointer at seq {head_seq})",
+        )
+    if isinstance(head, dict) and head_seen is not None and head.get("hash") != head_seen:
+        return VerifyReport(
+            path, False, count, head_seq, "entry at the head pointer differs from the one written"
+        )
     return VerifyReport(path, True, count)
 
 

@@ -23,6 +23,7 @@ from capdaemon.model import (
 )
 
 AGENT_REGISTRY_VALIDATOR = "validator_agent_registry"
+REPO_POLICY_RULE = "repo_policy"
 MAX_REASONING_FILES = 5
 MAX_REASONING_CHARS = 2000
 _SEVERITY_ORDER = {Severity.P0: 0, Severity.P1: 1, Severity.P2: 2}
@@ -45,6 +46,7 @@ def classify(
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
+    config, policy_error = apply_base_policy(snapshot, config)
     compiled = compile_classifier(config.classifier)
     files = tuple(classify_file(f, compiled) for f in snapshot.files)
     ctx = RuleContext(now=now, files=files, compiled=compiled)
@@ -63,6 +65,8 @@ def classify(
                 rule.name, RuleResult.ERROR, Quadrant.D, f"rule {rule.name} failed: {exc!r}"[:300]
             )
         outcomes.append(outcome)
+    if policy_error is not None:
+        outcomes.append(RuleOutcome(REPO_POLICY_RULE, RuleResult.ERROR, Quadrant.D, policy_error))
     if user_rules:
         frozen_copy = copy.deepcopy(snapshot)  # no rule can alter what the daemon acts on
         timeout = config.classifier.user_rule_timeout_seconds
@@ -76,6 +80,25 @@ def classify(
         rules=tuple(outcomes),
         findings=findings,
     )
+
+
+def apply_base_policy(snapshot: PRSnapshot, config: Config) -> tuple[Config, str | None]:
+    """`config` plus the base branch's `.capdaemon.yml` carried by the snapshot (SPEC 2.9).
+
+    The policy only adds restrictions, so applying it twice (the classify CLI also applies
+    it) changes nothing. A policy that does not parse is an error (the PR is D), never ignored.
+    """
+    text = snapshot.base_policy_text
+    if text is None or not text.strip():
+        return config, None
+    from capdaemon.config import ConfigError, parse_repo_policy
+
+    source = f"{snapshot.repo}@{snapshot.base_ref}:.capdaemon.yml"
+    try:
+        policy = parse_repo_policy(text, source)
+        return config.with_repo_policy(policy, snapshot.repo), None
+    except (ConfigError, ValueError) as exc:
+        return config, f"repo policy invalid, failing closed: {exc}"[:300]
 
 
 def _votes(outcomes: Sequence[RuleOutcome]) -> list[Quadrant]:
