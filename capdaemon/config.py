@@ -23,6 +23,7 @@ DEFAULT_IRREVERSIBLE_GLOBS: tuple[str, ...] = (
     "**/schema.prisma",
     "**/*.tf",
     "**/*.tfvars",
+    ".gitmodules",  # where a submodule points: another repository, an external system
 )
 DEFAULT_SECRET_GLOBS: tuple[str, ...] = (
     "**/.env",

@@ -95,6 +95,12 @@ IRREVERSIBLE = [
         mode_change("vendor/lib", "160000", "160000"), "ir/cr/D", "submodule", id="submodule"
     ),
     pytest.param(
+        modified(".gitmodules", ["\turl = https://a/x.git"], ["\turl = https://b/x.git"]),
+        "ir/cr/D",
+        ".gitmodules",
+        id="gitmodules-url",
+    ),
+    pytest.param(
         mode_change("examples/link", None, "120000", FileStatus.ADDED),
         "ir/cr/D",
         "symlink",
