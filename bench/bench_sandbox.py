@@ -1,13 +1,19 @@
-"""Benchmark the sandbox: start-up, seeding 1,000 PRs, and requests/s for PR lists and PR files.
+"""Benchmark the sandbox: start-up, seeding 1,000 PRs, requests/s for PR lists, files, PRs, 304s.
 
-Run: .venv/bin/python bench/bench_sandbox.py [--prs 1000] [--requests 30]
+Run: .venv/bin/python bench/bench_sandbox.py [--prs 1000] [--requests 30] [--profile]
 Prints one table: scenario, input size, time, rate, ratio to the group's first row (baseline),
-peak Python memory (tracemalloc; the server runs in-process) and process max RSS.
+peak Python memory (tracemalloc; the server runs in-process), and ``before``: the same figure
+measured on this 2-core machine before the hot-path work (commit 397b5fe: a git process per
+ref lookup, no keep-alive, whole-store write per change). Then the process max RSS.
+``--profile`` also prints the server-side cProfile of the PyGithub scenarios (the profile
+harness used to find the hot spots).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import resource
 import statistics
 import sys
@@ -19,7 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import github
 import requests
+from github import Auth
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -29,6 +37,21 @@ from capdaemon.sandbox import testing as std  # noqa: E402
 
 WHO = Person("Agent One", "agent-1@agents.example.com")
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+
+# The same rows before the hot-path work (commit 397b5fe, this machine, --prs 1000): the best of
+# three runs (the 2 cores are shared, so figures swing by up to 2x between runs).
+BEFORE = {
+    ("seed PRs (branch+commit+PR)", "1000 PRs"): "1.96 s",
+    ("GET pulls?per_page=100", "1000 open PRs"): "27.5 ms/req",
+    ("GET pulls/N (with mergeable)", "1000 PRs"): "10.7 ms/req",
+    ("PyGithub GET pulls/N (200)", "1000 PRs"): "9.7 ms/req",
+    ("304 re-poll through PyGithub: pulls/N", "1000 PRs"): "10.0 ms/req",
+    ("304 re-poll through PyGithub: compare", "1000 PRs"): "28.6 ms/req",
+    ("304 re-poll through PyGithub: check-runs", "1000 PRs"): "10.6 ms/req",
+    ("304 re-poll through PyGithub: comments", "1000 PRs"): "1.8 ms/req",
+    ("304 re-poll through PyGithub: pulls page", "1000 PRs"): "14.2 ms/req",
+    ("PyGithub POST comment (write)", "1000 PRs"): "9.8 ms/req",
+}
 
 
 def traced(
@@ -83,11 +106,132 @@ def rate(url: str, token: str, count: int) -> tuple[float, float]:
     return statistics.median(times), count / sum(times)
 
 
+def pygithub_rate(
+    gh: github.Github,
+    path: str,
+    count: int,
+    conditional: bool,
+    params: dict[str, Any] | None = None,
+) -> tuple[float, float]:
+    """(median s/request, requests/s) through PyGithub's requester (its keep-alive session);
+    ``conditional`` sends the ETag of a first GET, so every timed request is answered 304."""
+    rq = gh.requester
+    headers, _ = rq.requestJsonAndCheck("GET", path, parameters=params)
+    extra = {"If-None-Match": headers["etag"]} if conditional else None
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        rq.requestJsonAndCheck("GET", path, parameters=params, headers=extra)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), count / sum(times)
+
+
+def pygithub_rows(
+    sb: Sandbox, repo: str, numbers: list[int], count: int, profile: bool
+) -> list[tuple[str, str, str, str, float, float]]:
+    """PR get, 304 re-polls (PR, compare, check-runs, comments, a PR page) and a write."""
+    kw: dict[str, Any] = {
+        "retry": None,
+        "seconds_between_requests": None,
+        "seconds_between_writes": None,
+    }
+    gh = github.Github(base_url=sb.base_url, auth=Auth.Token(std.token_for("alice")), **kw)
+    bot = github.Github(
+        base_url=sb.base_url, auth=Auth.Token(sb.installation_token(std.INSTALLATION_ID)), **kw
+    )
+    n = numbers[0]
+    pr = gh.get_repo(repo).get_pull(n)
+    bot.get_repo(repo).create_check_run("L1.C3", pr.head.sha, conclusion="success")
+    issue = gh.get_repo(repo).get_issue(n)
+    for i in range(5):
+        issue.create_comment(f"comment {i}")
+    size = f"{len(numbers)} PRs"
+    cases: list[tuple[str, github.Github, str, bool, dict[str, Any] | None]] = [
+        ("PyGithub GET pulls/N (200)", gh, f"/repos/{repo}/pulls/{n}", False, None),
+        ("304 re-poll through PyGithub: pulls/N", gh, f"/repos/{repo}/pulls/{n}", True, None),
+        (
+            "304 re-poll through PyGithub: compare",
+            gh,
+            f"/repos/{repo}/compare/{pr.base.sha}...{pr.head.sha}",
+            True,
+            None,
+        ),
+        (
+            "304 re-poll through PyGithub: check-runs",
+            bot,
+            f"/repos/{repo}/commits/{pr.head.sha}/check-runs",
+            True,
+            None,
+        ),
+        (
+            "304 re-poll through PyGithub: comments",
+            gh,
+            f"/repos/{repo}/issues/{n}/comments",
+            True,
+            None,
+        ),
+        (
+            "304 re-poll through PyGithub: pulls page",
+            gh,
+            f"/repos/{repo}/pulls",
+            True,
+            {"per_page": 100},
+        ),
+    ]
+    prof = cProfile.Profile()
+    inner = sb._server.app
+
+    def profiled(environ: dict[str, Any], start_response: Any) -> Any:
+        prof.enable()
+        try:
+            return inner(environ, start_response)
+        finally:
+            prof.disable()
+
+    if profile:
+        sb._server.app = profiled
+    rows = []
+    base: float | None = None
+    for name, client, path, conditional, params in cases:
+        _, peak, (per, rps) = traced(
+            lambda c=client, p=path, k=conditional, q=params: pygithub_rate(c, p, count, k, q),
+            lambda c=client, p=path, k=conditional, q=params: pygithub_rate(c, p, 3, k, q),
+        )
+        base = base or per
+        rows.append((name, size, f"{per * 1000:.1f} ms/req", f"{rps:.0f} req/s", per / base, peak))
+    times = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        issue.create_comment(f"bench {i}")
+        times.append(time.perf_counter() - t0)
+    per = statistics.median(times)
+    rows.append(
+        (
+            "PyGithub POST comment (write)",
+            size,
+            f"{per * 1000:.1f} ms/req",
+            f"{count / sum(times):.0f} req/s",
+            per / (base or per),
+            0.0,
+        )
+    )
+    if profile:
+        sb._server.app = inner
+        print("server-side profile of the PyGithub scenarios (cProfile, in-process server):")
+        stats = pstats.Stats(prof)
+        stats.sort_stats("cumulative").print_stats(30)
+        stats.sort_stats("tottime").print_stats(20)
+    return rows
+
+
 def main() -> int:
     """Run the scenarios and print the table."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--prs", type=int, default=1000, help="PRs in the big list scenario")
     ap.add_argument("--requests", type=int, default=30, help="timed requests per rate scenario")
+    ap.add_argument(
+        "--profile", action="store_true", help="print the server-side profile of PyGithub rows"
+    )
     args = ap.parse_args()
     keys = std.generate_keys()
     seed = std.standard_seed(keys, rate_limit=1_000_000)
@@ -147,10 +291,11 @@ def main() -> int:
         try:
             seed_base = None
             sizes = [10, 100, args.prs] if args.prs > 100 else [10, args.prs]
+            big_numbers: list[int] = []
             for n in sizes:
                 repo = sb.create_repo("acme", f"bench-{n}", files={"README.md": "bench\n"})
                 mem_repo = sb.create_repo("acme", f"mem-{n}", files={"README.md": "bench\n"})
-                wall, peak, _ = traced(
+                wall, peak, big_numbers = traced(
                     lambda repo=repo, n=n: seed_prs(sb, repo, n),
                     lambda mem_repo=mem_repo, n=n: seed_prs(sb, mem_repo, n),
                 )
@@ -234,20 +379,29 @@ def main() -> int:
                     peak,
                 )
             )
+
+            # 6. through PyGithub (one keep-alive session per client): PR get, 304 re-polls, a write
+            rows += pygithub_rows(
+                sb, f"acme/bench-{sizes[-1]}", big_numbers, args.requests, args.profile
+            )
         finally:
             sb.stop()
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"| {'scenario':<40} | {'input':<14} | {'time':>13} | {'rate':>11} "
-        f"| {'ratio':>6} | {'peak MiB':>8} |"
+        f"| {'scenario':<42} | {'input':<14} | {'time':>13} | {'rate':>11} "
+        f"| {'ratio':>6} | {'peak MiB':>8} | {'before':>13} |"
     )
-    print(f"|{'-' * 42}|{'-' * 16}|{'-' * 15}|{'-' * 13}|{'-' * 8}|{'-' * 10}|")
+    print(f"|{'-' * 44}|{'-' * 16}|{'-' * 15}|{'-' * 13}|{'-' * 8}|{'-' * 10}|{'-' * 15}|")
     for name, size, t, r, ratio, peak in rows:
-        print(f"| {name:<40} | {size:<14} | {t:>13} | {r:>11} | {ratio:>6.2f} | {peak:>8.1f} |")
+        before = BEFORE.get((name, size), "-")
+        print(
+            f"| {name:<42} | {size:<14} | {t:>13} | {r:>11} | {ratio:>6.2f} | {peak:>8.1f} "
+            f"| {before:>13} |"
+        )
     print(
-        f"\nratio: time per item relative to the first row of its group. "
-        f"Process max RSS: {rss:.0f} MiB"
+        f"\nratio: time per item relative to the first row of its group. before: commit "
+        f"397b5fe on this machine. Process max RSS: {rss:.0f} MiB"
     )
     return 0
 

@@ -85,7 +85,7 @@ def list_issues(ctx: Ctx, owner: str, repo: str) -> Paged:
     if key is None:
         raise validation("Issue", "sort", "invalid")
     items.sort(key=key, reverse=args.get("direction", "desc") != "asc")
-    return Paged(items, lambda i: render.issue(ctx.b, ctx.urls, full, i))
+    return Paged(items, lambda i: render.issue(ctx.b, ctx.urls, full, i, ctx.cache))
 
 
 @route("GET", "/repos/<owner>/<repo>/issues/<int:number>")
@@ -172,7 +172,7 @@ def list_comments(ctx: Ctx, owner: str, repo: str, number: int) -> Paged:
         except ValueError as exc:
             raise validation("IssueComment", "since", "invalid") from exc
         comments = [c for c in comments if parse_iso(c["updated_at"]) >= since]
-    return Paged(comments, lambda c: render.comment(ctx.b, ctx.urls, full, c))
+    return Paged(comments, lambda c: render.comment(ctx.b, ctx.urls, full, c, ctx.cache))
 
 
 @route("GET", "/repos/<owner>/<repo>/issues/comments")
@@ -180,7 +180,7 @@ def list_repo_comments(ctx: Ctx, owner: str, repo: str) -> Paged:
     """GET /repos/{owner}/{repo}/issues/comments."""
     full = full_name(ctx, owner, repo)
     comments = list(ctx.b.repo(full)["comments"].values())
-    return Paged(comments, lambda c: render.comment(ctx.b, ctx.urls, full, c))
+    return Paged(comments, lambda c: render.comment(ctx.b, ctx.urls, full, c, ctx.cache))
 
 
 @route("POST", "/repos/<owner>/<repo>/issues/<int:number>/comments")

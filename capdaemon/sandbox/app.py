@@ -161,7 +161,7 @@ class SandboxApp:
             with self.b.lock:
                 result = self.handlers[endpoint](ctx, **params)
                 status, body, headers = self.materialise(req, urls, result)
-            payload = json_bytes(body) if body is not None else b""
+            payload = json_bytes(body, ctx.fragments) if body is not None else b""
             if self.recorder is not None:
                 self.recorder.append((endpoint, status, json.loads(payload) if payload else None))
             if req.method == "GET" and status == 200:

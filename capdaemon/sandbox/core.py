@@ -356,7 +356,11 @@ class Backend:
             return shas
 
     def after_push(self, full: str) -> None:
-        """Refresh the store's view of git: PR heads follow their branches; refs/pull/N/head too."""
+        """Refresh the store's view of git: PR heads follow their branches; refs/pull/N/head too.
+
+        Refs moved outside the sandbox's own git helpers and git HTTP need
+        ``self.git(full).invalidate_refs()`` first (the ref table is kept in memory).
+        """
         with self.lock:
             repo = self.repo(full)
             repo["pushed_at"] = self.now()
@@ -923,7 +927,7 @@ class Backend:
             g = self.git(full)
             refs = g.refs("refs/heads/")
             numbers = []
-            updates = []
+            updates: dict[str, str] = {}
             for spec in prs:
                 head_sha = refs.get(f"refs/heads/{spec['head']}")
                 base_sha = refs.get(f"refs/heads/{spec.get('base', 'main')}")
@@ -951,7 +955,7 @@ class Backend:
                     "maintainer_can_modify": False,
                 }
                 numbers.append(int(rec["number"]))
-                updates.append(f"update refs/pull/{rec['number']}/head {head_sha}\n")
-            g.run("update-ref", "--stdin", input="".join(updates).encode())
+                updates[f"refs/pull/{rec['number']}/head"] = head_sha
+            g.update_refs(updates)
             self.store.save()
             return numbers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,66 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHA_RANGE = re.compile(r"^\^?[0-9a-f]{40}(?:\.\.[0-9a-f]{40})?$")
+_PLAIN_REF = re.compile(r"^refs/[A-Za-z0-9._/+-]+$")
+# git subcommands that may move refs: the in-memory ref table is dropped when one runs.
+_REF_WRITERS = frozenset(
+    {
+        "update-ref",
+        "fast-import",
+        "symbolic-ref",
+        "pack-refs",
+        "gc",
+        "branch",
+        "tag",
+        "fetch",
+        "receive-pack",
+        "push",
+        "replace",
+        "reflog",
+        "prune",
+    }
+)
+MEMO_LIMIT = 20_000
+
+
+def is_sha(text: str) -> bool:
+    """Is ``text`` a full (40 hex digits) object id? Such names are immutable cache keys."""
+    return _SHA.match(text) is not None
+
+
+class Memo:
+    """A thread-safe, size-bounded memo for results keyed by immutable object ids."""
+
+    def __init__(self, limit: int = MEMO_LIMIT) -> None:
+        self._data: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The stored value or ``default``."""
+        with self._lock:
+            return self._data.get(key, default)
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Store ``value`` (dropping the oldest half when full) and return it."""
+        with self._lock:
+            if len(self._data) >= self.limit:
+                for old in list(self._data)[: self.limit // 2]:
+                    del self._data[old]
+            self._data[key] = value
+        return value
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 _ENV_LOCK = threading.Lock()
 _ENV: dict[str, str] | None = None
 
@@ -101,14 +162,59 @@ def git_env() -> dict[str, str]:
         return dict(_ENV)
 
 
+_UNKNOWN = object()
+
+
 class GitRepo:
     """A bare repository on disk, driven through git plumbing commands."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._diff_cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._merge_cache: dict[tuple[str, str], tuple[bool, str | None]] = {}
+        self._diff_cache = Memo(2_000)
+        self._merge_cache = Memo()
+        # Answers that only depend on immutable objects (keyed by full shas): merge bases,
+        # ancestry, commit counts, logs, object types, trees, small blobs.
+        self._memo = Memo()
         self._cache_lock = threading.Lock()
+        # refname -> (object id, object type, peeled commit or None); None = reload on demand.
+        self._refs: dict[str, tuple[str, str, str | None]] | None = None
+        self._ref_tails: frozenset[str] = frozenset()  # slash-bounded suffixes of ref names
+        self._ref_commits: frozenset[str] = frozenset()  # commits that refs point at
+        self._refs_gen = 0
+        self.subprocesses = 0  # git processes started (for tests and profiling)
+
+    # -- caches ----------------------------------------------------------------------------
+
+    def invalidate_refs(self) -> None:
+        """Forget the in-memory ref table (call after anything outside this object moved refs;
+        pushes through git http-backend and every ref-writing git command run here do)."""
+        with self._cache_lock:
+            self._refs = None
+            self._refs_gen += 1
+
+    def _ref_table(self) -> dict[str, tuple[str, str, str | None]]:
+        with self._cache_lock:
+            table, gen = self._refs, self._refs_gen
+        if table is not None:
+            return table
+        fmt = "--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype) %(refname)"
+        text = self.run("for-each-ref", fmt, "refs/").stdout.decode("utf-8", "replace")
+        table = {}
+        tails: set[str] = set()
+        for line in text.splitlines():
+            sha, typ, peeled, peeled_type, name = line.split(" ", 4)
+            commit = sha if typ == "commit" else peeled if peeled_type == "commit" else None
+            table[name] = (sha, typ, commit)
+            stem = name.removesuffix("/HEAD")
+            for i, c in enumerate(stem):
+                if c == "/":
+                    tails.add(stem[i + 1 :])
+        with self._cache_lock:
+            if self._refs_gen == gen:
+                self._refs = table
+                self._ref_tails = frozenset(tails)
+                self._ref_commits = frozenset(v[2] for v in table.values() if v[2])
+        return table
 
     # -- running ---------------------------------------------------------------------------
 
@@ -123,14 +229,22 @@ class GitRepo:
         full_env = git_env()
         if env:
             full_env.update(env)
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=self.path,
-            input=input,
-            capture_output=True,
-            env=full_env,
-            check=False,
-        )
+        writes_refs = bool(args) and args[0] in _REF_WRITERS
+        if writes_refs:
+            self.invalidate_refs()
+        self.subprocesses += 1
+        try:
+            proc = subprocess.run(
+                ["git", *args],
+                cwd=self.path,
+                input=input,
+                capture_output=True,
+                env=full_env,
+                check=False,
+            )
+        finally:
+            if writes_refs:
+                self.invalidate_refs()
         if proc.returncode not in tuple(ok_codes):
             raise GitError(
                 f"git {' '.join(args[:3])} failed ({proc.returncode}): "
@@ -173,24 +287,63 @@ class GitRepo:
     # -- refs ------------------------------------------------------------------------------
 
     def refs(self, prefix: str = "refs/") -> dict[str, str]:
-        """All refs under ``prefix`` mapped to their object ids."""
-        text = self.run("for-each-ref", "--format=%(objectname) %(refname)", prefix).stdout.decode()
-        out = {}
-        for line in text.splitlines():
-            sha, _, name = line.partition(" ")
-            out[name] = sha
-        return out
+        """All refs under ``prefix`` (a full ref name or a ``/``-bounded prefix) → object ids."""
+        if any(c in prefix for c in "*?[\\"):
+            text = self.run(
+                "for-each-ref", "--format=%(objectname) %(refname)", prefix
+            ).stdout.decode()
+            out = {}
+            for line in text.splitlines():
+                sha, _, name = line.partition(" ")
+                out[name] = sha
+            return out
+        table = self._ref_table()
+        stem = prefix.rstrip("/")
+        if not stem:
+            return {name: v[0] for name, v in table.items()}
+        under = stem + "/"
+        return {name: v[0] for name, v in table.items() if name == stem or name.startswith(under)}
 
     def resolve(self, rev: str) -> str | None:
         """Resolve a revision to a commit sha, or None."""
         if not rev or rev.startswith("-"):
             return None
+        fast = self._resolve_fast(rev)
+        if fast is not _UNKNOWN:
+            return fast  # type: ignore[return-value]
         proc = self.run(
             "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1, 128)
         )
         if proc.returncode != 0:
             return None
-        return proc.stdout.decode().strip()
+        sha = proc.stdout.decode().strip()
+        if rev == sha:
+            self._memo.put(("type", sha), "commit")
+        return sha
+
+    def _resolve_fast(self, rev: str) -> str | object | None:
+        """Answer ``rev^{commit}`` from memory when that is exact, else ``_UNKNOWN``.
+
+        Full refnames come from the ref table; full shas from the object-type memo. A refname
+        missing from the table is None unless some other ref could match it under git's
+        DWIM rules (``refs/tags/<rev>`` ...), in which case git is asked.
+        """
+        if is_sha(rev):
+            if self._memo.get(("type", rev)) == "commit":
+                return rev
+            self._ref_table()
+            with self._cache_lock:
+                known = rev in self._ref_commits
+            return rev if known else _UNKNOWN
+        if _PLAIN_REF.match(rev) is None:
+            return _UNKNOWN
+        table = self._ref_table()
+        hit = table.get(rev)
+        if hit is not None:
+            return hit[2] if hit[2] is not None else _UNKNOWN
+        with self._cache_lock:
+            ambiguous = rev in self._ref_tails
+        return _UNKNOWN if ambiguous else None
 
     def resolve_ref_or_sha(self, ref: str) -> str | None:
         """Resolve a branch name, tag, full ref or (abbreviated) sha (``{ref}``)."""
@@ -202,28 +355,116 @@ class GitRepo:
 
     def object_type(self, sha: str) -> str | None:
         """The type of an object (commit, tree, blob, tag) or None if missing."""
+        if is_sha(sha):
+            typ = self._memo.get(("type", sha))
+            if typ is not None:
+                return typ  # type: ignore[no-any-return]
         proc = self.run("cat-file", "-t", sha, ok_codes=(0, 1, 128))
-        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+        if proc.returncode != 0:
+            return None
+        typ = proc.stdout.decode().strip()
+        if is_sha(sha):
+            self._memo.put(("type", sha), typ)
+        return typ
 
     def update_ref(self, ref: str, new: str, old: str | None = None) -> None:
         """Move a ref (optionally only if it still points at ``old``)."""
         args = ["update-ref", ref, new]
         if old is not None:
             args.append(old)
+        table, gen = self._ref_snapshot()
         self.run(*args)
+        self._patch_refs(table, gen, {ref: self._ref_value(ref, new)})
+
+    def update_refs(self, refs: Mapping[str, str]) -> None:
+        """Point many refs at commits with one ``git update-ref --stdin``."""
+        if not refs:
+            return
+        table, gen = self._ref_snapshot()
+        lines = "".join(f"update {ref} {sha}\n" for ref, sha in refs.items())
+        self.run("update-ref", "--stdin", input=lines.encode())
+        self._patch_refs(table, gen, {ref: self._ref_value(ref, sha) for ref, sha in refs.items()})
 
     def delete_ref(self, ref: str) -> None:
         """Delete a ref."""
+        table, gen = self._ref_snapshot()
         self.run("update-ref", "-d", ref)
+        self._patch_refs(table, gen, {ref: None})
+
+    def _ref_value(self, ref: str, sha: str) -> tuple[str, str, str | None] | bool:
+        """The ref-table entry for ``ref`` → ``sha`` (False when the type is not known)."""
+        typ = "commit" if ref.startswith("refs/heads/") else self._memo.get(("type", sha))
+        if typ is None and sha in self._ref_commits:
+            typ = "commit"
+        if typ not in ("commit", "tree", "blob"):
+            return False
+        return (sha, typ, sha if typ == "commit" else None)
+
+    def _ref_snapshot(self) -> tuple[dict[str, tuple[str, str, str | None]] | None, int]:
+        with self._cache_lock:
+            return self._refs, self._refs_gen
+
+    def _patch_refs(
+        self,
+        table: dict[str, tuple[str, str, str | None]] | None,
+        gen: int,
+        changes: Mapping[str, tuple[str, str, str | None] | bool | None],
+    ) -> None:
+        """Install ``table`` with ``changes`` applied (None deletes a ref) if nothing else
+        touched refs meanwhile (``run`` invalidated exactly twice) and every entry is known;
+        otherwise the table is simply reloaded on the next lookup."""
+        if table is None or any(v is False for v in changes.values()):
+            return
+        patched = dict(table)
+        tails: set[str] = set()
+        commits: set[str] = set()
+        for ref, value in changes.items():
+            if value is None:
+                patched.pop(ref, None)
+                continue
+            assert isinstance(value, tuple)
+            patched[ref] = value
+            stem = ref.removesuffix("/HEAD")
+            tails.update(stem[i + 1 :] for i, c in enumerate(stem) if c == "/")
+            if value[2]:
+                commits.add(value[2])
+        with self._cache_lock:
+            if self._refs is None and self._refs_gen == gen + 2:
+                self._refs = patched
+                # Both sets only grow: an extra tail merely sends a lookup to git, and
+                # objects outlive their refs (gc.auto = 0).
+                self._ref_tails = self._ref_tails | tails
+                self._ref_commits = self._ref_commits | commits
+
+    def _memoised(self, key: tuple[Any, ...], shas: Iterable[str], compute: Any) -> Any:
+        """``compute()``, remembered under ``key`` when every name in ``shas`` is a full sha."""
+        if not all(is_sha(x) for x in shas):
+            return compute()
+        hit = self._memo.get(key, _UNKNOWN)
+        if hit is not _UNKNOWN:
+            return hit
+        return self._memo.put(key, compute())
 
     def is_ancestor(self, a: str, b: str) -> bool:
         """True if commit ``a`` is an ancestor of (or equal to) ``b``."""
-        return self.run("merge-base", "--is-ancestor", a, b, ok_codes=(0, 1)).returncode == 0
+        return bool(
+            self._memoised(
+                ("ancestor", a, b),
+                (a, b),
+                lambda: (
+                    self.run("merge-base", "--is-ancestor", a, b, ok_codes=(0, 1)).returncode == 0
+                ),
+            )
+        )
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of two commits."""
-        proc = self.run("merge-base", a, b, ok_codes=(0, 1))
-        return proc.stdout.decode().strip() or None
+
+        def compute() -> str | None:
+            proc = self.run("merge-base", a, b, ok_codes=(0, 1))
+            return proc.stdout.decode().strip() or None
+
+        return self._memoised(("merge-base", a, b), (a, b), compute)  # type: ignore[no-any-return]
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -272,6 +513,7 @@ class GitRepo:
             chunks.append(b"\n")
         with tempfile.NamedTemporaryFile(prefix="marks-", dir=self.path, delete=False) as fh:
             marks = Path(fh.name)
+        table, gen = self._ref_snapshot()
         try:
             self.run(
                 "fast-import",
@@ -280,13 +522,18 @@ class GitRepo:
                 f"--export-marks={marks}",
                 input=b"".join(chunks),
             )
-            table = {}
+            marks_table = {}
             for line in marks.read_text().splitlines():
                 mark, _, sha = line.partition(" ")
-                table[int(mark[1:])] = sha
+                marks_table[int(mark[1:])] = sha
         finally:
             marks.unlink(missing_ok=True)
-        return [table[i] for i in range(1, len(commits) + 1)]
+        shas = [marks_table[i] for i in range(1, len(commits) + 1)]
+        tips = {f"refs/heads/{c.branch}": sha for c, sha in zip(commits, shas, strict=True)}
+        self._patch_refs(table, gen, {ref: (sha, "commit", sha) for ref, sha in tips.items()})
+        for sha in shas:
+            self._memo.put(("type", sha), "commit")
+        return shas
 
     def commit_tree(
         self,
@@ -368,6 +615,17 @@ class GitRepo:
         reverse: bool = False,
     ) -> list[CommitInfo]:
         """Commits selected by ``git log revs`` (newest first unless ``reverse``)."""
+        if revs and all(_SHA_RANGE.match(r) for r in revs):
+            key = ("log", tuple(revs), limit, no_walk, reverse)
+            hit = self._memo.get(key)
+            if hit is None:
+                hit = self._memo.put(key, tuple(self._log_range(revs, limit, no_walk, reverse)))
+            return list(hit)
+        return self._log_range(revs, limit, no_walk, reverse)
+
+    def _log_range(
+        self, revs: list[str], limit: int | None, no_walk: bool, reverse: bool
+    ) -> list[CommitInfo]:
         fmt = "%x1e%H%x1f%T%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%cn%x1f%ce%x1f%ct%x1f%B"
         args = ["log", f"--format={fmt}"]
         if no_walk:
@@ -400,16 +658,38 @@ class GitRepo:
 
     def count_range(self, base: str, head: str) -> int:
         """How many commits are in ``base..head``."""
-        return int(self.out("rev-list", "--count", f"{base}..{head}"))
+        return int(
+            self._memoised(
+                ("count", base, head),
+                (base, head),
+                lambda: int(self.out("rev-list", "--count", f"{base}..{head}")),
+            )
+        )
 
     def cat_blob(self, sha: str) -> bytes:
-        """The raw bytes of a blob."""
-        return self.run("cat-file", "blob", sha).stdout
+        """The raw bytes of a blob (small blobs are remembered by sha)."""
+        if is_sha(sha):
+            hit = self._memo.get(("blob", sha))
+            if hit is not None:
+                return hit  # type: ignore[no-any-return]
+        data = self.run("cat-file", "blob", sha).stdout
+        if is_sha(sha) and len(data) <= 64 * 1024:
+            self._memo.put(("blob", sha), data)
+        return data
 
     def ls_tree(
         self, tree: str, recursive: bool = False, path: str | None = None
     ) -> list[dict[str, Any]]:
         """Tree entries (mode, type, sha, size, path)."""
+        if is_sha(tree):
+            key = ("ls-tree", tree, recursive, path)
+            hit = self._memo.get(key)
+            if hit is None:
+                hit = self._memo.put(key, tuple(self._ls_tree(tree, recursive, path)))
+            return [dict(e) for e in hit]
+        return self._ls_tree(tree, recursive, path)
+
+    def _ls_tree(self, tree: str, recursive: bool, path: str | None) -> list[dict[str, Any]]:
         args = ["ls-tree", "-z", "-l", "--full-tree"]
         if recursive:
             args += ["-r", "-t"]
@@ -439,24 +719,25 @@ class GitRepo:
     def merge_tree(self, ours: str, theirs: str) -> tuple[bool, str | None]:
         """Three-way merge with ``git merge-tree --write-tree``: (clean, tree sha or None)."""
         key = (ours, theirs)
-        with self._cache_lock:
-            if key in self._merge_cache:
-                return self._merge_cache[key]
+        cached = self._merge_cache.get(key) if is_sha(ours) and is_sha(theirs) else None
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
         proc = self.run(
             "merge-tree", "--write-tree", "--no-messages", ours, theirs, ok_codes=(0, 1)
         )
         tree = proc.stdout.decode().split("\n", 1)[0].strip() or None
         result = (proc.returncode == 0, tree if proc.returncode == 0 else None)
-        with self._cache_lock:
-            self._merge_cache[key] = result
+        if is_sha(ours) and is_sha(theirs):
+            self._merge_cache.put(key, result)
         return result
 
     def diff_files(self, base: str, head: str) -> list[dict[str, Any]]:
         """GitHub-style changed files between two commits (status, counts, patch)."""
         key = (base, head)
-        with self._cache_lock:
-            if key in self._diff_cache:
-                return self._diff_cache[key]
+        immutable = is_sha(base) and is_sha(head)
+        cached = self._diff_cache.get(key) if immutable else None
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
         raw = self.run("diff", "--raw", "--numstat", "-z", "-M", "--no-abbrev", base, head).stdout
         tokens = raw.split(b"\0")
         entries: list[dict[str, Any]] = []
@@ -535,8 +816,8 @@ class GitRepo:
             if patch is not None and not binary:
                 item["patch"] = patch
             files.append(item)
-        with self._cache_lock:
-            self._diff_cache[key] = files
+        if immutable:
+            self._diff_cache.put(key, files)
         return files
 
     @staticmethod

@@ -66,6 +66,8 @@ def handle(b: Backend, req: Request, path: str) -> tuple[Response, Identity, str
                 label,
             )
     body = req.get_data(cache=False)
+    if push:
+        b.store.flush()  # the pre-receive hook reads protection and checks from state.json
     env: dict[str, Any] = git_env()
     env.update(
         {
@@ -118,5 +120,6 @@ def handle(b: Backend, req: Request, path: str) -> tuple[Response, Identity, str
     for k, v in headers:
         resp.headers[k] = v
     if push and req.method == "POST":
+        b.git(full).invalidate_refs()  # http-backend moved refs behind GitRepo's back
         b.after_push(full)
     return resp, ident, label

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -20,9 +22,45 @@ SECONDARY_MESSAGE = (
 )
 
 
-def json_bytes(body: Any) -> bytes:
-    """Serialise a body like GitHub (compact JSON, UTF-8)."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+_FRAGMENT_NONCE = secrets.token_hex(8)
+_FRAGMENT = re.compile(r'"\\u0000fragment:' + _FRAGMENT_NONCE + r':(\d+)\\u0000"')
+
+
+class Fragments:
+    """JSON values encoded once per response and spliced in wherever they repeat.
+
+    A PR list page embeds the same repository object twice per item and the same few users
+    over and over; :meth:`add` encodes such a value once and hands back a placeholder string
+    that :func:`json_bytes` replaces with the encoded text.
+    """
+
+    def __init__(self) -> None:
+        self._raw: list[str] = []
+        self._tokens: dict[Any, str] = {}
+
+    def add(self, key: Any, make: Callable[[], Any]) -> str:
+        """The placeholder for ``make()`` (computed and encoded on the first call per key)."""
+        token = self._tokens.get(key)
+        if token is None:
+            self._raw.append(json.dumps(make(), separators=(",", ":"), ensure_ascii=False))
+            token = f"\x00fragment:{_FRAGMENT_NONCE}:{len(self._raw) - 1}\x00"
+            self._tokens[key] = token
+        return token
+
+    def splice(self, text: str) -> str:
+        """Replace the (JSON-encoded) placeholders in ``text`` with their encoded values."""
+        if not self._raw:
+            return text
+        raw = self._raw
+        return _FRAGMENT.sub(lambda m: raw[int(m.group(1))], text)
+
+
+def json_bytes(body: Any, fragments: Fragments | None = None) -> bytes:
+    """Serialise a body like GitHub (compact JSON, UTF-8), splicing in ``fragments``."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if fragments is not None:
+        text = fragments.splice(text)
+    return text.encode("utf-8")
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from .clock import iso
 from .core import Backend
 from .git import CommitInfo
+from .http import Fragments
 
 
 @dataclass(frozen=True)
@@ -20,14 +22,18 @@ class Urls:
     web: str
 
 
+@functools.lru_cache(maxsize=65536)
 def node_id(kind: str, ident: int | str) -> str:
     """A legacy-style GraphQL node id (opaque, stable)."""
     raw = f"0{len(kind)}:{kind}{ident}".encode()
     return base64.b64encode(raw).decode().rstrip("=")
 
 
+_USERS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
 def user(b: Backend, u: Urls, login: str | None) -> dict[str, Any] | None:
-    """A simple-user object (None for a null user)."""
+    """A simple-user object (None for a null user); a fresh dict the caller may change."""
     if login is None:
         return None
     rec = b.data["users"].get(login) or {
@@ -35,6 +41,16 @@ def user(b: Backend, u: Urls, login: str | None) -> dict[str, Any] | None:
         "id": 10000000 + zlib.crc32(login.encode()) % 1000000,
         "type": "User",
     }
+    key = (u.api, u.web, login, rec["id"], rec["type"], bool(rec.get("site_admin", False)))
+    hit = _USERS.get(key)
+    if hit is None:
+        if len(_USERS) >= 10_000:
+            _USERS.clear()
+        hit = _USERS[key] = _user(u, login, rec)
+    return dict(hit)
+
+
+def _user(u: Urls, login: str, rec: dict[str, Any]) -> dict[str, Any]:
     api = f"{u.api}/users/{login}"
     typ = rec["type"]
     return {
@@ -231,17 +247,33 @@ def repo(
 
 
 class RepoCache:
-    """Renders each repository once per request (PR lists embed it twice per item)."""
+    """Per-request rendering cache: each repository and user object is rendered once.
 
-    def __init__(self, b: Backend, u: Urls) -> None:
+    With ``fragments`` (the app's serialisation path) it returns placeholders that the JSON
+    encoder splices the once-encoded object into (PR lists embed the repository twice per
+    item); without, plain dicts.
+    """
+
+    def __init__(self, b: Backend, u: Urls, fragments: Fragments | None = None) -> None:
         self.b, self.u = b, u
+        self.fragments = fragments
         self._cache: dict[str, dict[str, Any]] = {}
 
-    def get(self, full: str) -> dict[str, Any]:
+    def get(self, full: str) -> Any:
         """The repository object (full-repository fields; PR heads use the same shape)."""
         if full not in self._cache:
             self._cache[full] = repo(self.b, self.u, self.b.repo(full), full=False)
+        if self.fragments is not None:
+            return self.fragments.add(("repo", full), lambda: self._cache[full])
         return self._cache[full]
+
+    def user(self, login: str | None) -> Any:
+        """A simple-user object (or its placeholder), None for a null user."""
+        if login is None:
+            return None
+        if self.fragments is not None:
+            return self.fragments.add(("user", login), lambda: user(self.b, self.u, login))
+        return user(self.b, self.u, login)
 
 
 def label(u: Urls, full: str, rec: dict[str, Any]) -> dict[str, Any]:
@@ -291,8 +323,11 @@ def reaction_rollup(
     return {"url": f"{url}/reactions", "total_count": len(rs), **counts}
 
 
-def issue(b: Backend, u: Urls, full: str, rec: dict[str, Any]) -> dict[str, Any]:
+def issue(
+    b: Backend, u: Urls, full: str, rec: dict[str, Any], cache: RepoCache | None = None
+) -> dict[str, Any]:
     """An issue object (PRs carry a ``pull_request`` key, as in GitHub's issue list)."""
+    cache = cache or RepoCache(b, u)
     n = rec["number"]
     api = f"{u.api}/repos/{full}/issues/{n}"
     out: dict[str, Any] = {
@@ -306,18 +341,18 @@ def issue(b: Backend, u: Urls, full: str, rec: dict[str, Any]) -> dict[str, Any]
         "node_id": node_id("Issue", rec["id"]),
         "number": n,
         "title": rec["title"],
-        "user": user(b, u, rec["user"]),
+        "user": cache.user(rec["user"]),
         "labels": _labels(b, u, full, rec["labels"]),
         "state": rec["state"],
         "locked": rec["locked"],
-        "assignee": user(b, u, rec["assignees"][0]) if rec["assignees"] else None,
-        "assignees": [user(b, u, a) for a in rec["assignees"]],
+        "assignee": cache.user(rec["assignees"][0]) if rec["assignees"] else None,
+        "assignees": [cache.user(a) for a in rec["assignees"]],
         "milestone": None,
         "comments": len(rec["comment_ids"]),
         "created_at": rec["created_at"],
         "updated_at": rec["updated_at"],
         "closed_at": rec["closed_at"],
-        "closed_by": user(b, u, rec["closed_by"]),
+        "closed_by": cache.user(rec["closed_by"]),
         "author_association": author_association(b, full, rec["user"]),
         "active_lock_reason": None,
         "body": rec["body"],
@@ -346,7 +381,7 @@ def _pr_part(
         "label": f"{owner}:{ref}",
         "ref": ref,
         "sha": sha,
-        "user": user(b, u, owner),
+        "user": cache.user(owner),
         "repo": cache.get(full),
     }
 
@@ -379,7 +414,7 @@ def pull(
         "state": rec["state"],
         "locked": rec["locked"],
         "title": rec["title"],
-        "user": user(b, u, rec["user"]),
+        "user": cache.user(rec["user"]),
         "body": rec["body"],
         "labels": _labels(b, u, full, rec["labels"]),
         "milestone": None,
@@ -389,8 +424,8 @@ def pull(
         "closed_at": rec["closed_at"],
         "merged_at": pr["merged_at"],
         "merge_commit_sha": pr["merge_commit_sha"],
-        "assignee": user(b, u, rec["assignees"][0]) if rec["assignees"] else None,
-        "assignees": [user(b, u, a) for a in rec["assignees"]],
+        "assignee": cache.user(rec["assignees"][0]) if rec["assignees"] else None,
+        "assignees": [cache.user(a) for a in rec["assignees"]],
         "requested_reviewers": [],
         "requested_teams": [],
         "head": _pr_part(b, u, cache, full, pr["head_ref"], pr["head_sha"]),
@@ -419,7 +454,7 @@ def pull(
                 "mergeable": mergeable,
                 "rebaseable": mergeable,
                 "mergeable_state": state,
-                "merged_by": user(b, u, pr["merged_by"]),
+                "merged_by": cache.user(pr["merged_by"]),
                 "comments": len(rec["comment_ids"]),
                 "review_comments": 0,
                 "maintainer_can_modify": pr["maintainer_can_modify"],
@@ -639,7 +674,9 @@ def status(b: Backend, u: Urls, full: str, s: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def comment(b: Backend, u: Urls, full: str, c: dict[str, Any]) -> dict[str, Any]:
+def comment(
+    b: Backend, u: Urls, full: str, c: dict[str, Any], cache: RepoCache | None = None
+) -> dict[str, Any]:
     """An issue comment object."""
     api = f"{u.api}/repos/{full}/issues/comments/{c['id']}"
     rec = b.repo(full)["issues"][str(c["issue"])]
@@ -650,7 +687,7 @@ def comment(b: Backend, u: Urls, full: str, c: dict[str, Any]) -> dict[str, Any]
         "url": api,
         "html_url": f"{u.web}/{full}/{kind}/{c['issue']}#issuecomment-{c['id']}",
         "body": c["body"],
-        "user": user(b, u, c["user"]),
+        "user": (cache or RepoCache(b, u)).user(c["user"]),
         "created_at": c["created_at"],
         "updated_at": c["updated_at"],
         "issue_url": f"{u.api}/repos/{full}/issues/{c['issue']}",

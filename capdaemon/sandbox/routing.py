@@ -14,6 +14,7 @@ from werkzeug.wrappers import Request
 
 from .auth import Identity, require
 from .core import Backend, SandboxApiError, validation
+from .http import Fragments
 from .render import RepoCache, Urls
 
 Handler = Callable[..., Any]
@@ -79,12 +80,13 @@ class Ctx:
         self.urls = urls
         self._body: Any = None
         self._cache: RepoCache | None = None
+        self.fragments = Fragments()  # spliced into the response body by the app
 
     @property
     def cache(self) -> RepoCache:
-        """Per-request repository rendering cache."""
+        """Per-request rendering cache (repository and user objects encoded once)."""
         if self._cache is None:
-            self._cache = RepoCache(self.b, self.urls)
+            self._cache = RepoCache(self.b, self.urls, self.fragments)
         return self._cache
 
     @property

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import io
 import signal
+import socket
 import sys
 import threading
+import traceback
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -24,8 +27,170 @@ from .seed import SeedError, load_seed
 from .store import StoreError
 
 
+class _Connections:
+    """Open client connections, so that :meth:`Sandbox.stop` can end idle keep-alive ones."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy: dict[socket.socket, bool] = {}
+        self.closing = False
+        self.opened = 0  # connections accepted so far
+
+    def add(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._busy[conn] = False
+            self.opened += 1
+
+    def remove(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._busy.pop(conn, None)
+
+    def set_busy(self, conn: socket.socket, busy: bool) -> None:
+        with self._lock:
+            if conn in self._busy:
+                self._busy[conn] = busy
+
+    def close_idle(self) -> None:
+        """Refuse new requests; wake idle connections (busy ones close after their response)."""
+        with self._lock:
+            self.closing = True
+            idle = [c for c, busy in self._busy.items() if not busy]
+        for conn in idle:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class _Handler(WSGIRequestHandler):
-    """Quiet request handler that really closes the connection on a ``drop`` fault."""
+    """HTTP/1.1 keep-alive request handler: bodies are read whole and every response carries
+    Content-Length, so the connection stays usable; quiet; closes on a ``drop`` fault.
+
+    Werkzeug's own ``run_wsgi`` always answers ``Connection: close`` (it cannot drain a
+    request body without reading into the next request), hence this replacement.
+    """
+
+    protocol_version = "HTTP/1.1"
+
+    def _connections(self) -> _Connections | None:
+        return getattr(self.server, "sandbox_connections", None)
+
+    def setup(self) -> None:
+        super().setup()
+        try:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        conns = self._connections()
+        if conns is not None:
+            conns.add(self.connection)
+
+    def finish(self) -> None:
+        conns = self._connections()
+        if conns is not None:
+            conns.remove(self.connection)
+        super().finish()
+
+    def _read_body(self, environ: dict[str, Any]) -> bytes | None:
+        """The whole request body (None: unreadable, the connection must close)."""
+        if environ.get("wsgi.input_terminated"):
+            return bytes(environ["wsgi.input"].read())
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return None
+        if length < 0:
+            return None
+        data = self.rfile.read(length) if length else b""
+        return data if len(data) == length else None
+
+    def run_wsgi(self) -> None:
+        conns = self._connections()
+        if conns is not None:
+            conns.set_busy(self.connection, True)
+        try:
+            self._run_wsgi()
+        finally:
+            if conns is not None:
+                conns.set_busy(self.connection, False)
+                if conns.closing:
+                    self.close_connection = True
+
+    def _run_wsgi(self) -> None:
+        if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        environ = self.make_environ()
+        try:
+            body = self._read_body(environ)
+        except (OSError, ValueError):
+            body = None
+        if body is None:
+            self.close_connection = True
+            self.send_error(400, "Bad request body")
+            return
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ.pop("wsgi.input_terminated", None)
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        started: list[Any] = []
+        chunks: list[bytes] = []
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Any:
+            started[:] = [status, headers]
+            return chunks.append
+
+        try:
+            result = self.server.app(environ, start_response)
+            try:
+                for chunk in result:
+                    chunks.append(chunk)
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+        except (ConnectionError, TimeoutError) as exc:
+            self.connection_dropped(exc, environ)
+            return
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            self.close_connection = True
+            started[:] = ["500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")]]
+            chunks[:] = [b"Internal Server Error\n"]
+        status, headers = started
+        code_str, _, reason = status.partition(" ")
+        code = int(code_str)
+        payload = b"".join(chunks)
+        conns = self._connections()
+        if conns is not None and conns.closing:
+            self.close_connection = True
+        lines = [
+            f"{self.protocol_version} {code} {reason}",
+            f"Server: {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+        ]
+        has_length = False
+        for key, value in headers:
+            low = key.lower()
+            if low == "content-length":
+                has_length = True
+            elif low == "connection":
+                if value.lower() == "close":
+                    self.close_connection = True
+                continue
+            elif low == "transfer-encoding":
+                continue
+            lines.append(f"{key}: {value}")
+        if not has_length and code >= 200 and code not in (204, 304):
+            lines.append(f"Content-Length: {len(payload)}")
+        if self.close_connection:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+        if self.command == "HEAD":
+            payload = b""
+        self.wfile.write(head + payload)
+        self.log_request(code, len(payload))
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         self.close_connection = True
@@ -69,9 +234,11 @@ class Sandbox:
         normalised = load_seed(dict(seed) if isinstance(seed, Mapping) else seed)
         backend = Backend(root, Clock())
         backend.apply_seed(normalised)
+        backend.store.start_writer()
         app = SandboxApp(backend)
         server = make_server(host, port, app, threaded=True, request_handler=_Handler)
         server.daemon_threads = True
+        server.sandbox_connections = _Connections()  # type: ignore[attr-defined]
         sb = cls(root, backend, app, server)
         sb.host = host
         sb.base_url = f"http://{host}:{sb.port}"
@@ -102,11 +269,11 @@ class Sandbox:
             return
         self._stopped = True
         self._server.shutdown()
+        self._server.sandbox_connections.close_idle()  # type: ignore[attr-defined]
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        with self.backend.lock:
-            self.backend.store.save()
+        self.backend.store.close()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -325,7 +492,7 @@ def cli_main(argv: list[str]) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sb._server.sandbox_connections.close_idle()  # type: ignore[attr-defined]
         sb._server.server_close()
-        with sb.backend.lock:
-            sb.backend.store.save()
+        sb.backend.store.close()
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +33,13 @@ def empty_state() -> dict[str, Any]:
 
 
 class Store:
-    """In-memory state guarded by one re-entrant lock and persisted as ``state.json``."""
+    """In-memory state guarded by one re-entrant lock and persisted as ``state.json``.
+
+    By default every :meth:`save` writes the file. After :meth:`start_writer` (the running
+    server) saves are coalesced by a background thread (at most one write per ``delay``);
+    :meth:`flush` writes now (before a git push, whose pre-receive hook reads the file) and
+    :meth:`close` stops the thread and writes what is pending.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -40,6 +47,11 @@ class Store:
         self.lock = threading.RLock()
         self._batch = 0
         self._dirty = False
+        self._wake = threading.Condition(self.lock)
+        self._writer: threading.Thread | None = None
+        self._stopping = False
+        self._delay = 0.05
+        self.writes = 0  # state.json writes so far
         self.data = self._load()
 
     def _load(self) -> dict[str, Any]:
@@ -62,12 +74,60 @@ class Store:
             return int(self.data["next_id"])
 
     def save(self) -> None:
-        """Persist the state (deferred while inside :meth:`batch`)."""
+        """Persist the state (deferred while inside :meth:`batch`, coalesced with a writer)."""
         with self.lock:
+            self._dirty = True
             if self._batch:
-                self._dirty = True
+                return
+            if self._writer is not None:
+                self._wake.notify()
                 return
             self._write()
+
+    def flush(self) -> None:
+        """Write pending changes now (outside a batch)."""
+        with self.lock:
+            if self._dirty and not self._batch:
+                self._write()
+
+    def start_writer(self, delay: float = 0.05) -> None:
+        """Coalesce saves in a background thread from now on (idempotent)."""
+        with self.lock:
+            if self._writer is not None:
+                return
+            self._delay = delay
+            self._stopping = False
+            self._writer = threading.Thread(
+                target=self._write_loop, name=f"sandbox-store-{self.root.name}", daemon=True
+            )
+            self._writer.start()
+
+    def close(self) -> None:
+        """Stop the background writer (if any) and write what is pending."""
+        with self.lock:
+            writer, self._writer = self._writer, None
+            self._stopping = True
+            self._wake.notify_all()
+        if writer is not None and writer is not threading.current_thread():
+            writer.join(timeout=5)
+        with self.lock:
+            self._stopping = False
+            if not self._batch:
+                self._write()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self.lock:
+                while not self._dirty and not self._stopping:
+                    self._wake.wait()
+                if self._stopping:
+                    return
+            time.sleep(self._delay)
+            with self.lock:
+                if self._stopping:
+                    return
+                if self._dirty and not self._batch:
+                    self._write()
 
     def _write(self) -> None:
         tmp = self.file.with_name(f".state.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -78,6 +138,7 @@ class Store:
             os.fsync(fh.fileno())
         tmp.replace(self.file)
         self._dirty = False
+        self.writes += 1
 
     @contextmanager
     def batch(self) -> Iterator[None]:
