@@ -3,10 +3,11 @@
 Run: .venv/bin/python bench/bench_tick.py [--prs 100] [--repos 1,10]
 The sandbox runs in this process; the daemon (one Ticker, as `capdaemon run` keeps it) runs in a
 fresh spawned process so its peak RSS is its own. Mode shadow keeps every PR open, so the second
-tick really sees the same N open PRs (a quarter each of quadrants A, B, C, D). The second tick
-still pays once for the D PRs' check-run lists (they changed when L1.C3 was published after the
-forge cached them); from the third tick on an unchanged PR costs only 304s.
-Columns: wall time, requests sent, requests counted against the rate limit, 304s, peak RSS.
+tick really sees the same N open PRs (a quarter each of quadrants A, B, C, D). In a steady tick
+the D PRs (ballot pending) cost nothing per PR, their ballots one issue-list page per 100
+issues; A/B/C PRs read their check runs and statuses (304s: a check could still raise them).
+Columns: wall time, requests sent, requests counted against the rate limit, 304s, peak RSS;
+then requests per endpoint (sandbox counters) for the first and the steady tick.
 """
 
 from __future__ import annotations
@@ -146,8 +147,14 @@ def run_scenario(repos: int, prs: int, keys: Any) -> list[dict[str, Any]]:
                 sb.reset_counters()
                 parent.send("go")
                 m = parent.recv()
-                total = sb.counters()["total"]
+                counters = sb.counters()
+                total = counters["total"]
                 m.update(
+                    endpoints={
+                        k: (v["requests"], v["counted"], v["not_modified"])
+                        for k, v in counters["endpoints"].items()
+                        if v["requests"]
+                    },
                     label=label,
                     requests=total["requests"],
                     counted=total["counted"],
@@ -172,6 +179,7 @@ def main() -> int:
         "| scenario | tick | PRs | classified | wall s | requests | counted | 304 | peak RSS MiB |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    per_endpoint: dict[tuple[int, str], dict[str, tuple[int, int, int]]] = {}
     for repos in (int(x) for x in args.repos.split(",")):
         for m in run_scenario(repos, args.prs, keys):
             print(
@@ -182,6 +190,14 @@ def main() -> int:
             )
             if m["errors"]:
                 print(f"|   errors: {m['errors']} |")
+            if not m["label"].startswith("second"):
+                per_endpoint[(repos, m["label"].split(" (")[0])] = m["endpoints"]
+    for (repos, label), endpoints in per_endpoint.items():
+        print(f"\n{label.capitalize()}, {repos} × {args.prs}: requests per endpoint")
+        print("| endpoint | requests | counted | 304 |")
+        print("|---|---:|---:|---:|")
+        for name, (req, counted, nm) in sorted(endpoints.items(), key=lambda kv: -kv[1][0]):
+            print(f"| {name} | {req} | {counted} | {nm} |")
     return 0
 
 

@@ -22,12 +22,19 @@ class PRRecord:
     """What the daemon remembers about one PR between ticks (keyed `owner/repo#N`).
 
     `fingerprint` hashes the classification inputs last handled (head, labels, foreign
-    checks, policy, capability); `audited` the inputs whose classification is already in
-    the audit log (a crash between audit and publication never audits twice); `published`
-    adds the ballot state (the check and issues as last written). `issues` maps an issue
-    kind (ballot, review, scope) to {"number", "open", "opened_at", "kept_open"}.
+    check runs — not statuses, which classification never sees —, policy, capability);
+    `audited` the inputs whose classification is already in the audit log (a crash between
+    audit and publication never audits twice); `published` adds the ballot state (the check
+    and issues as last written). `issues` maps an issue kind (ballot, review, scope) to
+    {"number", "open", "opened_at", "kept_open"}.
     `ballot_round` is decide's BallotRound JSON; `ballot` the last applied outcome.
     `pending` is an action recorded as attempted whose outcome is not recorded yet.
+    `light` hashes what the PR list, the policy and the capability say (head, base, labels,
+    draft, policy, capability) at the last full evaluation; `firm_d` is True when the quadrant
+    is D by votes no check run can lift (None: not known, recorded before this field);
+    `ballot_seen` is {"fp", "at"}: the ballot issue's activity (issue list) when its comments
+    and reactions were last read, and when. Together they let a steady tick skip reads
+    (see /work/notes/daemon.md, "Steady-state reads").
     """
 
     repo: str
@@ -57,6 +64,9 @@ class PRRecord:
     pending: dict[str, Any] | None = None
     first_seen: str = ""
     updated_at: str = ""
+    light: str = ""
+    firm_d: bool | None = None
+    ballot_seen: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:

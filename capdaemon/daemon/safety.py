@@ -59,12 +59,15 @@ from capdaemon.decide.tiers import (
 from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
 from capdaemon.logging import get_logger
 from capdaemon.model import PRSnapshot, Severity
-from capdaemon.state import StateError
+from capdaemon.state import StateError, canonical_json
 
 API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
 AUDIT_CHECK_EVERY = timedelta(hours=1)  # re-verify the hash chains at most this often
 EDIT_TOLERANCE = timedelta(seconds=1)
 ONE_TAP = "one-tap"
+# A ballot or one-tap whose issue activity (issue list) did not change is still read in full
+# this often: the activity cannot show one reaction swapped for another of the same kind.
+QUIET_REREAD = timedelta(minutes=30)
 INCIDENT = "incident"
 
 log = get_logger("capdaemon.safety")
@@ -253,11 +256,23 @@ def poll_one_taps(t: Any, seen: Sequence[Any], now: datetime, report: Any = None
     if repo is None:
         return
     ttl = timedelta(hours=t.config.tiers.one_tap_ttl_hours)
+    activity_of = getattr(t, "issue_activity", None)
     for item in seen:
         rec = item.rec
         entry = _one_tap(t, rec)
         if rec.state != "open" or entry is None or entry["state"] != OneTapState.PENDING.value:
             continue
+        # Skip the read when the issue's reaction rollup is as at the last read, that read is
+        # recent (QUIET_REREAD) and the deadline has not passed (expiry needs a read).
+        act = activity_of(report).get(int(entry["issue"])) if activity_of else None
+        fp = _one_tap_fp(act)
+        deadline = _parse(entry["opened_at"]) + ttl
+        if fp and entry.get("seen_fp") == fp and now < deadline:
+            try:
+                if now - _parse(str(entry["seen_at"])) < QUIET_REREAD:
+                    continue
+            except (KeyError, ValueError):
+                pass
         try:
             reactions = t.forge.reactions(repo, int(entry["issue"]))
             res = one_tap_state(
@@ -275,6 +290,11 @@ def poll_one_taps(t: Any, seen: Sequence[Any], now: datetime, report: Any = None
             _error(t, report, "one_tap.failed", f"{rec.ref}: {exc}", pr=rec.ref)
             continue
         if res.state is OneTapState.PENDING:
+            if fp:
+                entry.update(seen_fp=fp, seen_at=utc_iso(now))
+            else:
+                entry.pop("seen_fp", None)
+            s.save()
             continue
         entry.update(state=res.state.value, reason=res.reason, by=res.approved_by)
         s.save()
@@ -295,6 +315,13 @@ def poll_one_taps(t: Any, seen: Sequence[Any], now: datetime, report: Any = None
             _close(t, int(entry["issue"]), f"{res.reason}.")
         rec.fingerprint = ""  # republish next tick: the check, and a ballot after expiry
         t.prs.save(rec)
+
+
+def _one_tap_fp(act: Any) -> str | None:
+    """A one-tap issue's reaction rollup as the issue list shows it (None: unknown → read)."""
+    if act is None or act.reactions is None or act.state != "open":
+        return None
+    return canonical_json([act.number, [list(p) for p in act.reactions]])
 
 
 def _close(t: Any, number: int, comment: str) -> None:

@@ -14,7 +14,8 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from capdaemon.capability.escalation import list_escalations, mark_notified
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.classify.engine import classify
+from capdaemon.classify.rules import BUILTIN_RULES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import safety, texts
 from capdaemon.daemon.botstate import Metrics, PRRecord, PRStore
@@ -43,7 +45,7 @@ from capdaemon.decide.merge import MergeAction, MergeFacts, merge_readiness
 from capdaemon.decide.review import passive_close_due
 from capdaemon.decide.tiers import TierDecision
 from capdaemon.forge.errors import ForgeError, HeadMoved, NotMergeable, RateLimited
-from capdaemon.forge.types import PRSummary
+from capdaemon.forge.types import Comment, IssueActivity, PRSummary, Reaction
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
@@ -52,6 +54,17 @@ from capdaemon.state import StateError, canonical_json
 CRASH_ENV = "CAPDAEMON_CRASH_AFTER"
 POLICY_FILE = ".capdaemon.yml"
 BALLOT, REVIEW, SCOPE = "ballot", "review", "scope"
+# Gather phase only (reads): how many requests run at once, and how many PRs are gathered
+# before they are decided, recorded and acted on (bounds the snapshots held in memory).
+GATHER_WORKERS = 8
+GATHER_CHUNK = 100
+# A ballot whose issue activity did not change is still read in full this often (see notes).
+BALLOT_REREAD = safety.QUIET_REREAD
+# Built-in rules that read snapshot.check_runs: a D they vote for can be lifted by a newer
+# check run (tests/daemon/test_steady.py keeps this list honest). User rules may read check
+# runs too, so a D that rests on them is never "firm" either.
+CHECK_READING_RULES = frozenset({"published_verdict", "classifier_publisher_invalid"})
+_BUILTIN_NAMES = frozenset(r.name for r in BUILTIN_RULES)
 
 
 class _Stopped(Exception):
@@ -105,6 +118,44 @@ class _Seen:
     rec: PRRecord
 
 
+@dataclass
+class _Gathered:
+    """What the gather phase read for one PR (or why it read nothing), before any decision."""
+
+    light: str
+    cap: str
+    settled: str | None = None  # why nothing needs reading (then checks/snapshot stay None)
+    checks: list[CheckRun] | None = None
+    snapshot: PRSnapshot | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _BallotReads:
+    """A ballot's comments and reactions read in the gather phase of step 3."""
+
+    comments: list[Comment] | None = None
+    reactions: list[Reaction] | None = None
+    error: BaseException | None = None
+
+
+def firm_d(verdict: Verdict) -> bool:
+    """True when the verdict is D by votes no check run can lift.
+
+    Only built-in rules that never read check runs count (an erroring rule counts as D, as in
+    classify); a D from a check-reading rule or from a user rule is not firm, nor is the
+    engine's default D when no rule voted at all.
+    """
+    votes = [
+        Quadrant.D if o.result is RuleResult.ERROR else o.vote
+        for o in verdict.rules
+        if o.rule in _BUILTIN_NAMES
+        and o.rule not in CHECK_READING_RULES
+        and (o.result is RuleResult.ERROR or (o.result is RuleResult.VOTE and o.vote is not None))
+    ]
+    return bool(votes) and Quadrant.highest(q for q in votes if q is not None) is Quadrant.D
+
+
 class Ticker:
     """Holds the config, Forge and state of one daemon and runs ticks (one at a time)."""
 
@@ -144,6 +195,11 @@ class Ticker:
             (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
         ).match
         self._required: dict[str, tuple[str, ...]] = {}
+        # per tick: check runs read in the gather phase, the decision repo's issue activity,
+        # and the gather threads (reads only)
+        self._tick_runs: dict[tuple[str, str], list[CheckRun]] = {}
+        self._activity: dict[int, IssueActivity] | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -188,6 +244,8 @@ class Ticker:
             self.forge.new_tick()
             self._caps = {}
             self._required = {}
+            self._tick_runs = {}
+            self._activity = None
             before = self._budget()
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
@@ -211,6 +269,9 @@ class Ticker:
                 report.errors.append(f"rate limited: {exc}")
                 self.log.warning("tick.rate_limited", wait_seconds=exc.wait_seconds)
             finally:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=True, cancel_futures=True)
+                    self._pool = None
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
                 self._step_metrics(report, before, now)  # step 8
@@ -259,6 +320,7 @@ class Ticker:
     # ------------------------------------------------------------------ steps 1-2
     def _step_poll_and_classify(self, now: datetime, report: TickReport) -> list[_Seen]:
         seen: list[_Seen] = []
+        _ = self.bot_login  # resolve who we are once, before any gather thread starts
         for rc in self.config.repos:
             self._check_stop()
             try:
@@ -271,28 +333,124 @@ class Ticker:
                 continue
             policy_hash = _digest(self.policy_hash, policy)
             self._forget_closed(rc, {p.number for p in prs}, now, report)
-            for pr in prs:
-                if pr.base_ref != rc.base:
-                    continue  # only PRs into the supervised base branch
+            prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
+            for start in range(0, len(prs), GATHER_CHUNK):
+                chunk = prs[start : start + GATHER_CHUNK]
                 self._check_stop()
-                try:
-                    rec = self._process_pr(rc, pr, policy_hash, now, report)
-                except RateLimited:
-                    raise
-                except ForgeError as exc:
-                    self._error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
-                    continue
-                except StateError:
-                    raise
-                except Exception as exc:  # a bug with one PR must not stall every other PR
-                    self.log.exception("pr.failed", pr=pr.ref)
-                    report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
-                    continue
-                if rec is not None:
-                    seen.append(_Seen(rc, pr, rec))
-                self._heartbeat()
+                gathered = self._gather(chunk, policy_hash, now)  # reads only, concurrent
+                for pr in chunk:  # decide, record, act: one PR at a time
+                    self._check_stop()
+                    try:
+                        rec = self._process_pr(
+                            rc, pr, policy_hash, now, report, gathered.get(pr.number)
+                        )
+                    except (RateLimited, _Stopped, StateError):
+                        raise
+                    except ForgeError as exc:
+                        self._error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
+                        continue
+                    except Exception as exc:  # a bug with one PR must not stall every other PR
+                        self.log.exception("pr.failed", pr=pr.ref)
+                        report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
+                        continue
+                    if rec is not None:
+                        seen.append(_Seen(rc, pr, rec))
+                    self._heartbeat()
         report.prs_seen = len(seen)
         return seen
+
+    # ---------------------------------------------------------- the gather phase
+    def _concurrently(self, calls: Mapping[Any, Callable[[], Any]]) -> dict[Any, Any]:
+        """Run independent reads on GATHER_WORKERS threads; each key maps to its result or error.
+
+        Reads only (the forge gives each concurrent request its own PyGithub Requester over the
+        shared ETag cache); decisions, records and writes stay on the tick's thread. After a
+        RateLimited (or a stop request) the remaining reads are not started: they get that
+        error, so the tick ends as it would have sequentially.
+        """
+        out: dict[Any, Any] = {}
+        halt: list[BaseException] = []
+
+        def run(fn: Callable[[], Any]) -> Any:
+            if halt:
+                return halt[0]
+            if self._stop.is_set():
+                return _Stopped()
+            try:
+                return fn()
+            except RateLimited as exc:
+                halt.append(exc)
+                return exc
+            except Exception as exc:
+                return exc
+
+        if len(calls) <= 1:
+            return {key: run(fn) for key, fn in calls.items()}
+        if self._pool is None:  # one pool per tick, shut down when the tick ends
+            self._pool = ThreadPoolExecutor(GATHER_WORKERS, thread_name_prefix="capdaemon-gather")
+        futures = {self._pool.submit(run, fn): key for key, fn in calls.items()}
+        for fut in as_completed(futures):
+            out[futures[fut]] = fut.result()
+            self._heartbeat()
+        return out
+
+    def _plan(self, pr: PRSummary, policy_hash: str, now: datetime) -> _Gathered:
+        """What must be read for one PR this tick (decided from bot-state and the list alone)."""
+        rec = self.prs.records.get(pr.ref)
+        same_head = rec is not None and rec.head_sha == pr.head_sha
+        cap = capability_state(rec.task_id if rec and same_head else None, self._load_cap, now)
+        light = self._light(pr, policy_hash, cap)
+        g = _Gathered(light=light, cap=cap)
+        if rec is not None and same_head and rec.state == "open":
+            g.settled = self._settled(rec, pr, light)
+        return g
+
+    def _gather(
+        self, prs: Sequence[PRSummary], policy_hash: str, now: datetime
+    ) -> dict[int, _Gathered]:
+        """Gather phase of steps 1-2: check runs where they can matter, then the snapshots of
+        the PRs whose inputs changed — concurrently. Nothing is decided or written here.
+
+        Commit statuses are not read here: classification never sees them (a snapshot carries
+        check runs only); merge readiness reads them in step 4, for PRs that may merge.
+        """
+        plans = {pr.number: self._plan(pr, policy_hash, now) for pr in prs}
+        wanted = {pr.number: pr for pr in prs if plans[pr.number].settled is None}
+        got = self._concurrently(
+            {
+                n: (lambda pr=pr: self.forge.check_runs(pr.repo, pr.head_sha))
+                for n, pr in wanted.items()
+            }
+        )
+        snaps: dict[int, PRSummary] = {}
+        for n, pr in wanted.items():
+            g, result = plans[n], got.get(n)
+            if isinstance(result, BaseException):
+                g.error = result
+                continue
+            g.checks = result
+            rec = self.prs.records.get(pr.ref)
+            if rec is None or not self._unchanged(rec, pr, result, policy_hash, g.cap):
+                snaps[n] = pr
+        got = self._concurrently(
+            {
+                n: (
+                    lambda pr=pr, runs=plans[n].checks: self.forge.snapshot(
+                        pr.repo,
+                        pr.number,
+                        contents_for=self._contents_for,
+                        known_runs=(pr.head_sha, runs or ()),
+                    )
+                )
+                for n, pr in snaps.items()
+            }
+        )
+        for n, result in got.items():
+            if isinstance(result, BaseException):
+                plans[n].error = result
+            else:
+                plans[n].snapshot = result
+        return plans
 
     def _fingerprint(
         self, pr: PRSummary, checks: Iterable[CheckRun], policy_hash: str, cap_state: str
@@ -311,37 +469,131 @@ class Ticker:
         )
         return _digest(pr.head_sha, pr.base_ref, sorted(pr.labels), foreign, policy_hash, cap_state)
 
+    def _light(self, pr: PRSummary, policy_hash: str, cap_state: str) -> str:
+        """The fingerprint without check runs, plus draft: all the PR list/policy/task tell."""
+        return _digest(
+            pr.head_sha, pr.base_ref, sorted(pr.labels), pr.draft, policy_hash, cap_state
+        )
+
     def _ballot_key(self, rec: PRRecord, head_sha: str) -> str:
         if rec.ballot.get("head_sha") == head_sha:
             return str(rec.ballot.get("status", "pending"))
         return "pending"
 
+    def _published(self, rec: PRRecord, head_sha: str) -> bool:
+        """The check and issues as last written match the last evaluation and ballot state."""
+        return bool(rec.fingerprint) and rec.published == _digest(
+            rec.fingerprint, self._ballot_key(rec, head_sha)
+        )
+
+    def _settled(self, rec: PRRecord, pr: PRSummary, light: str) -> str | None:
+        """Why this PR needs no read at all this tick (None: read its check runs).
+
+        Requires the PR list, policy and capability to be as at the last full evaluation
+        (`light`) and that evaluation to be published for the current ballot state; then the
+        only unknown is the check runs on the head, and they are skipped when no check run
+        can change what the daemon does with this head (see _checks_cannot_matter).
+        """
+        if rec.light != light or not self._published(rec, pr.head_sha):
+            return None
+        return self._checks_cannot_matter(rec, pr)
+
+    def _checks_cannot_matter(self, rec: PRRecord, pr: PRSummary) -> str | None:
+        """Why no check run on this head can change an outcome (None: they can — read them).
+
+        - draft: GitHub refuses to merge a draft, and leaving draft changes the PR list entry;
+        - blocked: P0 findings (agent registry: commit trailers, registry, burn-in) and scope
+          violations (files, commits, task snapshot) fail L1.C3 whatever the checks say, and
+          none of them reads check runs;
+        - a ballot is needed and not approved for this head: the PR is a firm D (D by rules
+          that never read check runs; a check can only raise a quadrant, and D is the top), or
+          its tier asks for a ballot (tier 3, expired one-tap: files and task level only).
+          Only an owner's vote in step 3 makes it mergeable, and that republishes it first.
+        Everything else reads: A/B/C (required/extra checks; a classifier-judgment can raise
+        them), approved ballots (merging needs the checks), a D that rests on a check-reading
+        or user rule (a newer judgment can lower it), a pending one-tap, and a PR with a
+        blocking label (only the daemon honours the label: a human could still merge on a
+        stale green L1.C3, so its classification must stay current).
+        """
+        if pr.draft:
+            return "draft"
+        if rec.blocking:
+            return "blocked"
+        firm = rec.quadrant == Quadrant.D.value and rec.firm_d is True
+        if (firm or safety.needs_ballot(self, rec)) and not self._ballot_mergeable(
+            rec, pr.head_sha
+        ):
+            return "ballot not approved"
+        return None
+
+    def _ballot_mergeable(self, rec: PRRecord, head_sha: str) -> bool:
+        try:
+            return BallotStatus(self._ballot_key(rec, head_sha)).mergeable
+        except ValueError:
+            return True  # unknown: treat as approved, i.e. read everything
+
+    def _unchanged(
+        self,
+        rec: PRRecord,
+        pr: PRSummary,
+        checks: Iterable[CheckRun],
+        policy_hash: str,
+        cap_state: str,
+    ) -> bool:
+        """Same head and inputs as last handled, published for the current ballot state."""
+        if rec.head_sha != pr.head_sha or not self._published(rec, pr.head_sha):
+            return False
+        if rec.quadrant == Quadrant.D.value and rec.firm_d is None:
+            return False  # recorded before `firm_d` existed: classify once more to learn it
+        return self._fingerprint(pr, checks, policy_hash, cap_state) == rec.fingerprint
+
     def _process_pr(
-        self, rc: RepoConfig, pr: PRSummary, policy_hash: str, now: datetime, report: TickReport
+        self,
+        rc: RepoConfig,
+        pr: PRSummary,
+        policy_hash: str,
+        now: datetime,
+        report: TickReport,
+        gathered: _Gathered | None = None,
     ) -> PRRecord | None:
-        """Reclassify and republish one PR when its inputs (or its ballot state) changed."""
+        """Reclassify and republish one PR when its inputs (or its ballot state) changed.
+
+        `gathered` comes from the gather phase; without it (a ballot decision republishing
+        the PR in step 3) everything is read here.
+        """
+        g = gathered or self._plan(pr, policy_hash, now)
+        if g.error is not None:
+            raise g.error
         rec = self.prs.setdefault(pr.repo, pr.number, _iso(now))
         if rec.state != "open":
             rec.state = "open"  # reopened
-        checks = self.forge.commit_checks(pr.repo, pr.head_sha)
-        same_head = rec.head_sha == pr.head_sha
-        cap = capability_state(rec.task_id if same_head else None, self._load_cap, now)
-        fp = self._fingerprint(pr, checks, policy_hash, cap) if same_head else ""
-        if (
-            fp
-            and fp == rec.fingerprint
-            and _digest(fp, self._ballot_key(rec, pr.head_sha)) == rec.published
-        ):
+        if g.settled is not None:
+            self.log.debug("pr.settled", pr=pr.ref, why=g.settled)
+            return rec  # nothing changed that could matter: no read, no classification, no write
+        checks = g.checks
+        if checks is None:
+            checks = self.forge.check_runs(pr.repo, pr.head_sha)
+        self._tick_runs[(pr.repo, pr.head_sha)] = checks
+        if self._unchanged(rec, pr, checks, policy_hash, g.cap):
+            if rec.light != g.light:  # e.g. draft toggled: not a classification input
+                rec.light = g.light
+                self.prs.save(rec)
             return rec  # unchanged: no snapshot, no classification, no write
-        snap = self.forge.snapshot(pr.repo, pr.number, contents_for=self._contents_for)
+        snap = g.snapshot
+        if snap is None:
+            snap = self.forge.snapshot(
+                pr.repo,
+                pr.number,
+                contents_for=self._contents_for,
+                known_runs=(pr.head_sha, checks),
+            )
         if snap.head_sha != pr.head_sha:
             self.log.info("pr.head_moved_during_gather", pr=pr.ref)
             return rec  # the list is stale; the next tick sees the new head
         tasks = linked_tasks(snap, rc.task_branch_pattern)
         capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
-        fp = self._fingerprint(
-            pr, checks, policy_hash, capability_state(capv.task_id, self._load_cap, now)
-        )
+        cap = capability_state(capv.task_id, self._load_cap, now)
+        fp = self._fingerprint(pr, checks, policy_hash, cap)
         verdict = classify(
             snap,
             self.config,
@@ -354,6 +606,7 @@ class Ticker:
         rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
         rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
         rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
+        rec.firm_d = firm_d(verdict)
         rec.auto_revert = any(
             o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
         )
@@ -368,6 +621,7 @@ class Ticker:
         # act: the check, then the decision issues
         self._publish(rc, rec, snap, verdict, capv, now, report)
         rec.fingerprint = fp
+        rec.light = self._light(pr, policy_hash, cap)
         rec.published = _digest(fp, self._ballot_key(rec, snap.head_sha))
         self.prs.save(rec)
         return rec
@@ -518,6 +772,7 @@ class Ticker:
             summary=check.summary,
             marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
         )
+        self._tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
         rec.check_success = check.success
         self.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
 
@@ -681,6 +936,7 @@ class Ticker:
 
     # ------------------------------------------------------------------ step 3
     def _step_ballots(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
+        todo: list[_Seen] = []
         for s in seen:
             rec = s.rec
             needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
@@ -688,15 +944,113 @@ class Ticker:
                 continue
             if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
                 continue  # not rebound yet (the snapshot failed this tick)
+            todo.append(s)
+        fps: dict[str, str | None] = {}
+        wanted: dict[str, int] = {}
+        if todo:
+            activity = self.issue_activity(report)
+            for s in todo:
+                rec = s.rec
+                number = int(rec.ballot_round["issue"])  # type: ignore[index]
+                fps[rec.ref] = fp = self._ballot_fp(rec, activity.get(number))
+                if not self._ballot_quiet(rec, fp, s.pr.head_sha, now):
+                    wanted[rec.ref] = number
+        reads = self._read_ballots(wanted)
+        for s in todo:
+            rec = s.rec
+            if rec.ref not in wanted:  # nobody commented or reacted since the last full read
+                report.ballots[rec.ref] = self._ballot_key(rec, s.pr.head_sha)
+                continue
             self._check_stop()
             try:
-                self._resolve_ballot(s, now, report)
+                status = self._resolve_ballot(s, now, report, reads[rec.ref])
             except RateLimited:
                 raise
             except ForgeError as exc:
                 self._error(report, "ballot.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+                status = None
+            fp = fps.get(rec.ref)
+            if status is not None and fp and status == self._ballot_key(rec, s.pr.head_sha):
+                rec.ballot_seen = {"fp": fp, "at": _iso(now)}
+            else:  # unread, or the outcome is not applied yet: read in full next tick
+                rec.ballot_seen = {}
+            self.prs.save(rec)
             self._heartbeat()
         safety.poll_one_taps(self, seen, now, report)
+
+    def issue_activity(self, report: TickReport | None = None) -> dict[int, IssueActivity]:
+        """The decision repo's open issues' activity, listed once per tick ({} when unreadable:
+        every ballot and one-tap is then read in full, as before)."""
+        if self._activity is None:
+            self._activity = {}
+            repo = self.decision_repo
+            if repo is not None:
+                try:
+                    self._activity = self.forge.issue_activity(repo)
+                except RateLimited:
+                    raise
+                except ForgeError as exc:
+                    if report is not None:
+                        self._error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
+        return self._activity
+
+    def _ballot_fp(self, rec: PRRecord, act: IssueActivity | None) -> str | None:
+        """What the issue list says about a ballot, bound to its round (None: unknown → read).
+
+        Comments count and updated_at show new (and deleted) comments; the reaction rollup
+        shows new and removed reactions. An edit of an existing comment may show in neither,
+        and need not: an edited command never counts (SPEC 3), so an edit can only withdraw a
+        vote, and the statuses whose reads are skipped (pending, deferred) have no vote a
+        withdrawal could turn into a merge — an approved ballot is always read in full.
+        The policy hash binds it to the owners and rules in force.
+        """
+        if act is None or act.reactions is None or act.state != "open" or not rec.ballot_round:
+            return None
+        rnd = rec.ballot_round
+        return _digest(
+            act.number,
+            act.comments,
+            _iso(act.updated_at) if act.updated_at else "",
+            [list(pair) for pair in act.reactions],
+            rnd.get("round"),
+            rnd.get("head_sha"),
+            rnd.get("started_at"),
+            self.policy_hash,
+            rec.author,
+        )
+
+    def _ballot_quiet(self, rec: PRRecord, fp: str | None, head_sha: str, now: datetime) -> bool:
+        """True when a ballot needs no read: same activity as at the last full read, less than
+        BALLOT_REREAD ago, and not approved (an approval is re-read every tick until merged)."""
+        seen = rec.ballot_seen
+        if not fp or seen.get("fp") != fp or self._ballot_mergeable(rec, head_sha):
+            return False
+        try:
+            return now - _parse(str(seen["at"])) < BALLOT_REREAD
+        except (KeyError, ValueError):
+            return False
+
+    def _read_ballots(self, wanted: Mapping[str, int]) -> dict[str, _BallotReads]:
+        """Gather phase of step 3: comments and reactions of the ballots to read, concurrently."""
+        repo = self.decision_repo
+        calls: dict[tuple[str, str], Callable[[], Any]] = {}
+        if repo is not None:
+            for ref, number in wanted.items():
+                calls[(ref, "c")] = lambda n=number: self.forge.comments(repo, n)
+                calls[(ref, "r")] = lambda n=number: self.forge.reactions(repo, n)
+        got = self._concurrently(calls)
+        out: dict[str, _BallotReads] = {}
+        for ref in wanted:
+            reads = out[ref] = _BallotReads()
+            for kind in ("c", "r"):
+                result = got.get((ref, kind))
+                if isinstance(result, BaseException):
+                    reads.error = reads.error or result
+                elif kind == "c":
+                    reads.comments = result
+                else:
+                    reads.reactions = result
+        return out
 
     def _owners(self, repo: str, users: Iterable[str]) -> set[str]:
         owners = set(self.config.owners_for(repo))
@@ -706,13 +1060,22 @@ class Ticker:
                     owners.add(user)
         return owners
 
-    def _resolve_ballot(self, s: _Seen, now: datetime, report: TickReport) -> None:
+    def _resolve_ballot(
+        self, s: _Seen, now: datetime, report: TickReport, reads: _BallotReads | None = None
+    ) -> str:
+        """Count the owners' votes and apply a changed outcome; returns the resolved status."""
         rec = s.rec
         assert rec.ballot_round is not None and self.decision_repo is not None
         issue = int(rec.ballot_round["issue"])
         rnd = BallotRound.from_json(rec.ballot_round)
-        comments = self.forge.comments(self.decision_repo, issue)
-        reactions = self.forge.reactions(self.decision_repo, issue)
+        if reads is not None and reads.error is not None:
+            raise reads.error
+        comments = reads.comments if reads is not None else None
+        reactions = reads.reactions if reads is not None else None
+        if comments is None:
+            comments = self.forge.comments(self.decision_repo, issue)
+        if reactions is None:
+            reactions = self.forge.reactions(self.decision_repo, issue)
         answered = {int(k.split(":", 1)[1]) for k in rec.handled if k.startswith("reply:")}
         facts = rnd.facts(
             owners=self._owners(rec.repo, [c.user for c in comments] + [r.user for r in reactions]),
@@ -761,9 +1124,9 @@ class Ticker:
             rec.handled.append(f"reply:{unknown.comment_id}")
         report.ballots[rec.ref] = outcome.status.value
         previous = self._ballot_key(rec, s.pr.head_sha)
-        if outcome.status.value == previous:
-            return
-        self._apply_ballot(s, issue, rnd, outcome, previous, now, report)
+        if outcome.status.value != previous:
+            self._apply_ballot(s, issue, rnd, outcome, previous, now, report)
+        return outcome.status.value
 
     def _apply_ballot(
         self,
@@ -870,6 +1233,9 @@ class Ticker:
                 continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
             if self.shadow and rec.would_merge_head == pr.head_sha:
                 continue
+            blocking = {b.lower() for b in s.rc.blocking_labels}
+            if pr.draft or any(label.lower() in blocking for label in pr.labels):
+                continue  # merge_readiness would wait: no need to read anything for it
             self._check_stop()
             try:
                 self._try_merge(s, now, report)
@@ -888,31 +1254,21 @@ class Ticker:
         return safety.breaker_state(self)
 
     def _try_merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
-        rec, pr, rc = s.rec, s.pr, s.rc
-        if rec.mergeable is None:  # GitHub computes it lazily: read it again
-            rec.mergeable = self.forge.snapshot(pr.repo, pr.number).mergeable
-        needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
-        ballot = self._outcome(rec, pr.head_sha, now) if needs else None
-        facts = MergeFacts(
-            head_sha=pr.head_sha,
-            quadrant=Quadrant(rec.quadrant),
-            tier=self._tier(rec),
-            checks=tuple(self.forge.commit_checks(pr.repo, pr.head_sha)),
-            required_checks=self._required_checks(rc),
-            extra_checks=rc.extra_checks,
-            draft=pr.draft,
-            labels=pr.labels,
-            blocking_labels=rc.blocking_labels,
-            mergeable=rec.mergeable,
-            breaker=self._breaker(),
-            verified_auto_revert=rec.auto_revert,
-            capability_reasons=tuple(rec.blocking),
-            ballot=ballot,
-            one_tap=safety.one_tap_result(self, rec, now),
-            shadow=self.shadow,
-            l1c3_app_id=self.config.github.app_id,
-        )
-        readiness = merge_readiness(facts)
+        rec, pr = s.rec, s.pr
+        if rec.mergeable is None:  # GitHub computes it lazily: read it again (one GET)
+            status = self.forge.pull_status(pr.repo, pr.number)
+            if status.head_sha == pr.head_sha:
+                rec.mergeable = status.mergeable
+        runs = self._tick_runs.get((pr.repo, pr.head_sha))
+        if runs is None:
+            checks = self.forge.commit_checks(pr.repo, pr.head_sha)
+        else:  # the gather phase's check runs, plus the statuses (read for merging only)
+            checks = runs + self.forge.commit_statuses(pr.repo, pr.head_sha)
+        readiness = merge_readiness(self._merge_facts(s, checks, now))
+        if readiness.action is MergeAction.MERGE and runs is not None:
+            # decided on the gather phase's check runs: read them again right before acting
+            checks = self.forge.commit_checks(pr.repo, pr.head_sha)
+            readiness = merge_readiness(self._merge_facts(s, checks, now))
         if readiness.action is MergeAction.WAIT:
             self.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
             return
@@ -932,6 +1288,30 @@ class Ticker:
             self.log.info("merge.would_merge", pr=rec.ref)
             return
         self._merge(s, now, report)
+
+    def _merge_facts(self, s: _Seen, checks: Sequence[CheckRun], now: datetime) -> MergeFacts:
+        rec, pr, rc = s.rec, s.pr, s.rc
+        needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
+        ballot = self._outcome(rec, pr.head_sha, now) if needs else None
+        return MergeFacts(
+            head_sha=pr.head_sha,
+            quadrant=Quadrant(rec.quadrant),
+            tier=self._tier(rec),
+            checks=tuple(checks),
+            required_checks=self._required_checks(rc),
+            extra_checks=rc.extra_checks,
+            draft=pr.draft,
+            labels=pr.labels,
+            blocking_labels=rc.blocking_labels,
+            mergeable=rec.mergeable,
+            breaker=self._breaker(),
+            verified_auto_revert=rec.auto_revert,
+            capability_reasons=tuple(rec.blocking),
+            ballot=ballot,
+            one_tap=safety.one_tap_result(self, rec, now),
+            shadow=self.shadow,
+            l1c3_app_id=self.config.github.app_id,
+        )
 
     def _merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
         """Merge at the expected head sha: pending + "attempted" record first, outcome after."""

@@ -37,7 +37,14 @@ from capdaemon.forge.errors import (
 from capdaemon.forge.markers import marker_key, parse_marker, with_marker
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
-from capdaemon.forge.types import Comment, MarkedIssue, PRStatus, PRSummary, Reaction
+from capdaemon.forge.types import (
+    Comment,
+    IssueActivity,
+    MarkedIssue,
+    PRStatus,
+    PRSummary,
+    Reaction,
+)
 from capdaemon.globs import GlobSet
 from capdaemon.model import (
     MODE_SYMLINK,
@@ -121,24 +128,31 @@ def _decode(content_b64: str | None) -> str | None:
         return None
 
 
+_MISS: Any = object()
+
+
 class _Lru(OrderedDict[Any, Any]):
-    """A tiny LRU for immutable (content-addressed) results."""
+    """A tiny LRU for immutable (content-addressed) results (safe across gather threads)."""
 
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
+        self._lock = threading.Lock()
 
-    def get_(self, key: Any) -> Any:
-        if key in self:
-            self.move_to_end(key)
+    def get_(self, key: Any, default: Any = None) -> Any:
+        with self._lock:
+            try:
+                self.move_to_end(key)
+            except KeyError:
+                return default
             return self[key]
-        return None
 
     def put(self, key: Any, value: Any) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.size:
-            self.popitem(last=False)
+        with self._lock:
+            self[key] = value
+            self.move_to_end(key)
+            while len(self) > self.size:
+                self.popitem(last=False)
 
 
 class Forge:
@@ -158,6 +172,14 @@ class Forge:
     ) -> None:
         self._gh = gh
         self._rq = gh.requester
+        # PyGithub's Requester is not safe for concurrent requests (its one connection object
+        # keeps the verb/url/headers of the request being built between two calls), so each
+        # concurrent request borrows a Requester of its own; all share the Transport (ETag
+        # cache, retries, rate limits, counters) and the auth, so a 304 is a 304 whichever
+        # thread asks.
+        self._free: list[Any] = [self._rq]
+        self._all_rq: list[Any] = [self._rq]
+        self._rq_lock = threading.Lock()
         self.transport = transport
         self.scrubber = scrubber
         self.clock = clock
@@ -263,6 +285,24 @@ class Forge:
     def close(self) -> None:
         """Close HTTP connections."""
         self._gh.close()
+        for rq in self._all_rq[1:]:
+            rq.close()
+
+    @contextmanager
+    def _requester(self) -> Iterator[Any]:
+        """A Requester for this one request (reads may run in several threads at once)."""
+        with self._rq_lock:
+            rq = self._free.pop() if self._free else None
+        if rq is None:
+            rq = self._rq.withAuth(self._rq.auth)
+            _mount(rq, self.transport)
+            with self._rq_lock:
+                self._all_rq.append(rq)
+        try:
+            yield rq
+        finally:
+            with self._rq_lock:
+                self._free.append(rq)
 
     # ================================================================ identity, budget
     @property
@@ -356,8 +396,8 @@ class Forge:
     def _req(
         self, verb: str, url: str, *, params: dict[str, Any] | None = None, body: Any = None
     ) -> tuple[dict[str, Any], Any]:
-        with self._errors(f"{verb} {url.split('?')[0]}"):
-            return self._rq.requestJsonAndCheck(verb, url, parameters=params, input=body)
+        with self._errors(f"{verb} {url.split('?')[0]}"), self._requester() as rq:
+            return rq.requestJsonAndCheck(verb, url, parameters=params, input=body)
 
     def _get(self, url: str, params: dict[str, Any] | None = None) -> Any:
         return self._req("GET", url, params=params)[1]
@@ -439,17 +479,25 @@ class Forge:
         )
 
     def snapshot(
-        self, repo: str, number: int, *, contents_for: Callable[[str], bool] | None = None
+        self,
+        repo: str,
+        number: int,
+        *,
+        contents_for: Callable[[str], bool] | None = None,
+        known_runs: tuple[str, Iterable[CheckRun]] | None = None,
     ) -> PRSnapshot:
         """A complete, immutable PRSnapshot, or one marked incomplete (caps, failed pages, modes).
 
+        `known_runs` = (sha, check runs just read on it by `check_runs`): used instead of
+        reading them again when the PR's head is that sha.
         Raises NotFound for a missing PR, RateLimited when the tick's wait budget is spent, and
         Incomplete when the PR itself, its checks, label events or policy cannot be read.
         """
         pick = contents_for or default_contents_for()
-        snap, moved = self._gather(repo, number, pick)
+        known = (known_runs[0], tuple(known_runs[1])) if known_runs is not None else None
+        snap, moved = self._gather(repo, number, pick, known)
         if moved:
-            snap, moved = self._gather(repo, number, pick)
+            snap, moved = self._gather(repo, number, pick, None)
         if moved:
             snap = dataclasses.replace(
                 snap,
@@ -468,7 +516,11 @@ class Forge:
         return snap
 
     def _gather(
-        self, repo: str, number: int, pick: Callable[[str], bool]
+        self,
+        repo: str,
+        number: int,
+        pick: Callable[[str], bool],
+        known: tuple[str, tuple[CheckRun, ...]] | None = None,
     ) -> tuple[PRSnapshot, bool]:
         pr = self._get(f"/repos/{repo}/pulls/{number}")
         head, base_sha, base_ref = pr["head"]["sha"], pr["base"]["sha"], pr["base"]["ref"]
@@ -534,7 +586,10 @@ class Forge:
         label_events: tuple[LabelEvent, ...] = ()
         if labels:  # events only matter for labels the PR carries now
             label_events = self._label_events(repo, number)
-        check_runs = tuple(self._check_runs(repo, head))
+        if known is not None and known[0] == head:
+            check_runs = known[1]
+        else:
+            check_runs = tuple(self._check_runs(repo, head))
         policy = self._policy(repo, base_ref)
 
         moved = False
@@ -716,8 +771,9 @@ class Forge:
 
     def _blob(self, repo: str, sha: str) -> str | None:
         key = (repo, sha)
-        if key in self._blob_cache:
-            return self._blob_cache.get_(key)
+        hit = self._blob_cache.get_(key, _MISS)  # None is a valid answer (binary or too big)
+        if hit is not _MISS:
+            return hit
         data = self._get(f"/repos/{repo}/git/blobs/{sha}")
         text = (
             _decode(data.get("content"))
@@ -806,6 +862,40 @@ class Forge:
             )
         return out
 
+    def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
+        """Comment count, update time and reaction rollup of every issue of `repo` (no PRs).
+
+        From the issue list: one request per 100 issues, 304s (not counted) when nothing
+        changed. With a token only our own issues are listed (`creator`), as an App all.
+        A failed page raises Incomplete: never a partial map.
+        """
+        params: dict[str, Any] = {"state": state, "sort": "created", "direction": "asc"}
+        if not self.as_app:
+            params["creator"] = self.login
+        out: dict[int, IssueActivity] = {}
+        for it in self._pages(f"/repos/{repo}/issues", params):
+            if "pull_request" in it:
+                continue
+            rollup = it.get("reactions")
+            reactions = None
+            if isinstance(rollup, dict):
+                reactions = tuple(
+                    sorted(
+                        (str(k), int(v))
+                        for k, v in rollup.items()
+                        if isinstance(v, int) and not isinstance(v, bool)
+                    )
+                )
+            out[int(it["number"])] = IssueActivity(
+                repo=repo,
+                number=int(it["number"]),
+                state=str(it.get("state", "open")),
+                comments=int(it.get("comments") or 0),
+                updated_at=_dt(it.get("updated_at")),
+                reactions=reactions,
+            )
+        return out
+
     def permission(self, repo: str, login: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` for `login` on `repo`."""
         try:
@@ -860,7 +950,15 @@ class Forge:
 
     def commit_checks(self, repo: str, sha: str) -> list[CheckRun]:
         """Check runs and (latest per context) commit statuses on `sha`; statuses have no App."""
-        runs = self._check_runs(repo, sha)
+        return self._check_runs(repo, sha) + self.commit_statuses(repo, sha)
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
+        """The check runs on `sha` only (what a PRSnapshot carries; no statuses)."""
+        return self._check_runs(repo, sha)
+
+    def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
+        """The latest commit status per context on `sha`, as CheckRuns without an App."""
+        runs: list[CheckRun] = []
         data = self._get(f"/repos/{repo}/commits/{sha}/status", {"per_page": 100})
         for s in data.get("statuses") or ():
             state = s.get("state")

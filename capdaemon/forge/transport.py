@@ -252,12 +252,14 @@ class Transport(HTTPAdapter):
 
         if key is not None:
             if resp.status_code == 304 and entry is not None:
-                self.stats.not_modified += 1
+                with self._lock:
+                    self.stats.not_modified += 1
                 return self._from_cache(entry, resp, request)
             etag = resp.headers.get("ETag")
             if resp.status_code == 200 and etag:
                 self.cache.put(key, _Entry(etag, dict(resp.headers), resp.content))
-                self.stats.stored += 1
+                with self._lock:
+                    self.stats.stored += 1
         return resp
 
     def _from_cache(
@@ -320,8 +322,9 @@ class Transport(HTTPAdapter):
         self._respect_exhausted(method, path)
         retry_ok = method in _IDEMPOTENT or bool(_SAFE_POST.search(path))
         try:
-            self.stats.sent += 1
-            self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
+            with self._lock:  # requests may come from several gather threads at once
+                self.stats.sent += 1
+                self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
             resp = super().send(request, **kwargs)
         except (requests.ConnectionError, requests.Timeout) as exc:
             reason = self.scrubber.scrub(f"{type(exc).__name__}")

@@ -86,3 +86,22 @@ class MarkedIssue:
     def ref(self) -> str:
         """`owner/repo#N`."""
         return f"{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class IssueActivity:
+    """An issue's activity as GitHub's issue list shows it (one request lists 100 issues).
+
+    `comments` counts comments; `updated_at` moves with new comments and with edits of the
+    issue itself; `reactions` is GitHub's rollup of the reactions on the issue as sorted
+    (content, count) pairs plus ("total_count", n) — None when the list carried no rollup.
+    Equal activity means nobody commented or reacted since (see the daemon's notes for what
+    it cannot show: comment edits, and one reaction swapped for another of the same kind).
+    """
+
+    repo: str
+    number: int
+    state: str
+    comments: int
+    updated_at: datetime | None
+    reactions: tuple[tuple[str, int], ...] | None
