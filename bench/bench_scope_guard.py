@@ -116,6 +116,34 @@ def grow_log(state: Path, n: int) -> None:
     )
 
 
+def dispatch_pre_matchers(state: Path) -> None:
+    """Dispatch `bench-old` as capdaemon did before snapshots stored glob regexes (`matchers`).
+
+    scope-guard then falls back to compiling GlobSets with pathspec: the cost for snapshots
+    written by older versions (or after a pathspec upgrade).
+    """
+    from datetime import UTC, datetime
+
+    from yaml import safe_load
+
+    from capdaemon.capability import registry
+    from capdaemon.capability.snapshot import build_snapshot, content_hash
+    from capdaemon.capability.taskfile import parse_task
+
+    def old_build(cap, now):
+        body = build_snapshot(cap, now)
+        body.pop("matchers", None)
+        body["sha256"] = content_hash(body)
+        return body
+
+    cap = parse_task(safe_load(TASK.replace("bench-1", "bench-old")))
+    real, registry.build_snapshot = registry.build_snapshot, old_build
+    try:
+        registry.dispatch(state, cap, datetime.now(UTC))
+    finally:
+        registry.build_snapshot = real
+
+
 def row(name: str, times: list[float], rss: int, base: float | None, code: int) -> str:
     med = statistics.median(times)
     p90 = sorted(times)[max(0, int(len(times) * 0.9) - 1)]
@@ -128,7 +156,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--files", type=int, default=3000)
+    ap.add_argument("--pre-matchers-fixture", metavar="STATE", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.pre_matchers_fixture:  # run in a child: the parent's RSS would inflate the children's
+        dispatch_pre_matchers(Path(args.pre_matchers_fixture))
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="capdaemon-bench-"))
     try:
         state = tmp / "bot-state"
@@ -138,6 +170,7 @@ def main() -> int:
         cap = _capdaemon()
         subprocess.run([*cap, "dispatch", str(task), "--state", str(state)], check=True,
                        capture_output=True)  # fmt: skip
+        subprocess.run([sys.executable, __file__, "--pre-matchers-fixture", str(state)], check=True)
         grow_log(state, 20000)  # a log as after weeks of running: 20,000 other actions
         guard = [
             *cap,
@@ -155,6 +188,10 @@ def main() -> int:
             ("scope-guard, 1 path", [*guard, "src/pkg00/mod00000.py"]),
             ("scope-guard, 100 paths", [*guard, *paths100]),
             ("scope-guard, 1 command", [*guard, "--command", "pytest -q tests/ && pytest -x"]),
+            (
+                "scope-guard, 1 path, pre-`matchers` snapshot",
+                [*guard[:3], "bench-old", *guard[4:], "src/pkg00/mod00000.py"],
+            ),
         ]
         cold = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
         cold["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -167,7 +204,7 @@ def main() -> int:
             ("without bytecode (PYTHONDONTWRITEBYTECODE=1: every module compiled)", cold),
         ):
             print(f"## scope-guard {label}\n")
-            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,001-entry audit log\n")
+            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,002-entry audit log\n")
             print("| command | median ms | p90 ms | vs baseline | peak RSS MiB | exit |")
             print("|---|---|---|---|---|---|")
             res = round_robin(cases, args.runs, repo, env)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -11,31 +10,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# the hashing core lives in capdaemon.canon (import-light, for scope-guard); re-exported here
+from capdaemon.canon import ACTIONS_LOG as ACTIONS_LOG
+from capdaemon.canon import CLASSIFIER_LOG as CLASSIFIER_LOG
+from capdaemon.canon import entry_hash as entry_hash
+from capdaemon.canon import utc_iso as utc_iso
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
 
-CLASSIFIER_LOG = "classifier_audit.jsonl"
-ACTIONS_LOG = "actions.jsonl"
 GENESIS = "0" * 64
 _CHAIN_KEYS = ("seq", "prev", "hash")
 
 
 class AuditCorruptError(StateError):
     """A complete line of an audit log is malformed or the chain is broken."""
-
-
-def utc_iso(dt: datetime) -> str:
-    """An aware datetime as `YYYY-MM-DDTHH:MM:SSZ` (microseconds kept when present)."""
-    if dt.tzinfo is None:
-        raise ValueError("naive datetime in audit entry")
-    dt = dt.astimezone(UTC)
-    fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if dt.microsecond else "%Y-%m-%dT%H:%M:%SZ"
-    return dt.strftime(fmt)
-
-
-def entry_hash(record: Mapping[str, Any]) -> str:
-    """sha256 over the canonical JSON of a record without its `hash` field."""
-    body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
 def _jsonable(obj: Any) -> Any:

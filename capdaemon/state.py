@@ -7,10 +7,14 @@ import errno
 import fcntl
 import json
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+from capdaemon.canon import canonical_json as canonical_json  # re-exported (hashing core)
+
+TYPE_CHECKING = False  # scope-guard imports this module: keep typing (and tempfile) out of it
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 
 class StateError(RuntimeError):
@@ -19,11 +23,6 @@ class StateError(RuntimeError):
 
 class LockedError(RuntimeError):
     """Another process holds the state directory's lock."""
-
-
-def canonical_json(obj: Any) -> str:
-    """The canonical JSON text used for hashing: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def fsync_dir(path: Path) -> None:
@@ -37,6 +36,8 @@ def fsync_dir(path: Path) -> None:
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
     """Write a file atomically: temp file in the same folder, fsync, rename, fsync folder."""
+    import tempfile  # lazily: ~2 ms (shutil, random) that the read paths never need
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -62,6 +63,8 @@ def atomic_write_json(path: Path, obj: Any, *, mode: int = 0o644) -> None:
 
 def write_new_json(path: Path, obj: Any, *, mode: int = 0o444) -> bool:
     """Create a JSON file that must not exist yet (immutable records). False if it exists."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         return False

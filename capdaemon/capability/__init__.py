@@ -8,7 +8,10 @@ imported lazily so that `scope-guard` loads only the submodules it uses.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import: scope-guard imports this package
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS = {
     "capdaemon.capability.escalation": (
@@ -26,7 +29,7 @@ _EXPORTS = {
         "expiry_violation",
     ),
     "capdaemon.capability.registry": ("DispatchResult", "TaskState", "dispatch", "list_tasks"),
-    "capdaemon.capability.snapshot": ("find_dispatch_records", "load_snapshot"),
+    "capdaemon.capability.snapshot": ("find_dispatch_records", "guard_capability", "load_snapshot"),
     "capdaemon.capability.taskfile": ("load_task_file", "parse_task"),
 }  # fmt: skip
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

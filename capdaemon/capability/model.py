@@ -1,14 +1,24 @@
-"""Capability data types and the typed errors of the capability system (pure, no I/O)."""
+"""Capability data types and the typed errors of the capability system (pure, no I/O).
+
+The record classes are plain `__slots__`/`__dict__` classes written out by hand, with the
+constructor, equality, hashing, repr and immutability of the frozen dataclasses they
+replace: `scope-guard` imports this module before every agent edit, and dataclasses
+(with inspect) and typing cost ~9 ms of start-up.
+"""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from datetime import datetime
 from functools import cached_property
-from typing import Any
 
 from capdaemon.globs import GlobSet
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any
+
+    from capdaemon.globs import RegexGlobSet
 
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 MAX_TASK_ID = 128
@@ -99,14 +109,52 @@ class ViolationKind(enum.StrEnum):
     NO_CAPABILITY = "no_capability"
 
 
-@dataclass(frozen=True, slots=True)
+def _frozen(self: object, name: str, *_: object) -> None:
+    raise AttributeError(f"cannot assign to field {name!r} ({type(self).__name__} is immutable)")
+
+
 class Violation:
     """One out-of-scope finding: what (`subject`), why (`kind`, `reason`), and the matching glob."""
+
+    __slots__ = ("kind", "pattern", "reason", "subject")
+    __match_args__ = ("kind", "subject", "reason", "pattern")
 
     kind: ViolationKind
     subject: str
     reason: str
-    pattern: str | None = None
+    pattern: str | None
+
+    def __init__(
+        self, kind: ViolationKind, subject: str, reason: str, pattern: str | None = None
+    ) -> None:
+        init = object.__setattr__
+        init(self, "kind", kind)
+        init(self, "subject", subject)
+        init(self, "reason", reason)
+        init(self, "pattern", pattern)
+
+    __setattr__ = _frozen
+    __delattr__ = _frozen
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.kind, self.subject, self.reason, self.pattern)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(kind={self.kind!r}, subject={self.subject!r}, "
+            f"reason={self.reason!r}, pattern={self.pattern!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self._key())
 
     def line(self) -> str:
         """A one-line human report."""
@@ -124,7 +172,12 @@ class Violation:
         return out
 
 
-@dataclass(frozen=True)
+_CAPABILITY_FIELDS = (
+    "task_id", "title", "level", "paths", "forbidden_paths", "commands", "merge_policy",
+    "ttl_hours", "legacy", "description",
+)  # fmt: skip
+
+
 class Capability:
     """A task's normalised capability. `legacy` tasks were admitted with `--allow-no-scope`.
 
@@ -132,16 +185,80 @@ class Capability:
     same thing in a different order give the same capability (and the same snapshot hash).
     """
 
+    __match_args__ = _CAPABILITY_FIELDS
+
     task_id: str
-    title: str = ""
-    level: int = DEFAULT_LEVEL
-    paths: tuple[str, ...] = ()
-    forbidden_paths: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    merge_policy: str = DEFAULT_MERGE_POLICY
-    ttl_hours: int = DEFAULT_TTL_HOURS
-    legacy: bool = False
-    description: str = ""
+    title: str
+    level: int
+    paths: tuple[str, ...]
+    forbidden_paths: tuple[str, ...]
+    commands: tuple[str, ...]
+    merge_policy: str
+    ttl_hours: int
+    legacy: bool
+    description: str
+
+    def __init__(
+        self,
+        task_id: str,
+        title: str = "",
+        level: int = DEFAULT_LEVEL,
+        paths: tuple[str, ...] = (),
+        forbidden_paths: tuple[str, ...] = (),
+        commands: tuple[str, ...] = (),
+        merge_policy: str = DEFAULT_MERGE_POLICY,
+        ttl_hours: int = DEFAULT_TTL_HOURS,
+        legacy: bool = False,
+        description: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["task_id"] = task_id
+        d["title"] = title
+        d["level"] = level
+        d["paths"] = paths
+        d["forbidden_paths"] = forbidden_paths
+        d["commands"] = commands
+        d["merge_policy"] = merge_policy
+        d["ttl_hours"] = ttl_hours
+        d["legacy"] = legacy
+        d["description"] = description
+
+    __setattr__ = _frozen
+    __delattr__ = _frozen
+
+    def _key(self) -> tuple[Any, ...]:
+        d = self.__dict__
+        return tuple(d[f] for f in _CAPABILITY_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={self.__dict__[f]!r}" for f in _CAPABILITY_FIELDS)
+        return f"{type(self).__qualname__}({inner})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self._key())
+
+    def with_matchers(self, allowed: RegexGlobSet, forbidden: RegexGlobSet) -> Capability:
+        """An equal capability whose `allowed`/`forbidden` are the given (stored-regex) matchers.
+
+        Used by scope-guard with the regexes a snapshot stored at dispatch (see
+        `capdaemon.capability.snapshot.guard_capability`); the globs must be this capability's.
+        """
+        if allowed.patterns != self.paths or forbidden.patterns != self.forbidden_paths:
+            raise ValueError("matchers do not belong to this capability's globs")
+        if allowed.case_insensitive or not forbidden.case_insensitive:
+            raise ValueError("allowed globs match case-sensitively, forbidden ones do not")
+        twin = type(self)(*self._key())
+        twin.__dict__["allowed"] = allowed
+        twin.__dict__["forbidden"] = forbidden
+        return twin
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form stored in the snapshot."""
@@ -187,26 +304,73 @@ class Capability:
             raise SnapshotError(f"malformed capability in snapshot: {exc}") from exc
 
     @cached_property
-    def allowed(self) -> GlobSet:
+    def allowed(self) -> GlobSet | RegexGlobSet:
         """The allow-list, matched case-sensitively (an allowed glob is never widened by case)."""
         return GlobSet(self.paths, case_insensitive=False)
 
     @cached_property
-    def forbidden(self) -> GlobSet:
+    def forbidden(self) -> GlobSet | RegexGlobSet:
         """The deny-list, matched case-insensitively and with look-alike folding."""
         return GlobSet(self.forbidden_paths, case_insensitive=True)
 
 
-@dataclass(frozen=True)
 class CapabilitySnapshot:
-    """The immutable record written at dispatch: capability, times and the hash of it all."""
+    """The immutable record written at dispatch: capability, times and the hash of it all.
+
+    `path` is where it was read from and `raw` the JSON body; neither is hashed, and `raw`
+    takes no part in equality.
+    """
+
+    __slots__ = ("capability", "dispatched_at", "expires_at", "path", "raw", "sha256")
+    __match_args__ = ("capability", "dispatched_at", "expires_at", "sha256", "path", "raw")
 
     capability: Capability
     dispatched_at: datetime
     expires_at: datetime
     sha256: str
-    path: str = ""  # where it was read from (not hashed)
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    path: str
+    raw: dict[str, Any]
+
+    def __init__(
+        self,
+        capability: Capability,
+        dispatched_at: datetime,
+        expires_at: datetime,
+        sha256: str,
+        path: str = "",
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        init = object.__setattr__
+        init(self, "capability", capability)
+        init(self, "dispatched_at", dispatched_at)
+        init(self, "expires_at", expires_at)
+        init(self, "sha256", sha256)
+        init(self, "path", path)
+        init(self, "raw", {} if raw is None else raw)
+
+    __setattr__ = _frozen
+    __delattr__ = _frozen
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.capability, self.dispatched_at, self.expires_at, self.sha256, self.path)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(capability={self.capability!r}, "
+            f"dispatched_at={self.dispatched_at!r}, expires_at={self.expires_at!r}, "
+            f"sha256={self.sha256!r}, path={self.path!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (*self._key(), self.raw))
 
     @property
     def task_id(self) -> str:

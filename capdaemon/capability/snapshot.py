@@ -1,16 +1,19 @@
-"""Capability snapshots: hashed at dispatch, written once, checked against the audit log."""
+"""Capability snapshots: hashed at dispatch, written once, checked against the audit log.
+
+This is scope-guard's read path, so it stays import-light: the hashing core comes from
+`capdaemon.canon` (not `capdaemon.audit`), and pathspec is not imported when the snapshot
+stores its glob regexes (`matchers`, see `glob_matchers` and `guard_capability`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import mmap
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from capdaemon.audit import ACTIONS_LOG, entry_hash, utc_iso
+from capdaemon.canon import ACTIONS_LOG, canonical_json, entry_hash, utc_iso
 from capdaemon.capability.model import (
     SNAPSHOT_FORMAT,
     Capability,
@@ -20,10 +23,17 @@ from capdaemon.capability.model import (
     UnknownTaskError,
     validate_task_id,
 )
-from capdaemon.state import StateError, canonical_json, read_json
+from capdaemon.globs import GLOB_DIALECT, GlobError, GlobSet, RegexGlobSet, pathspec_version
+from capdaemon.state import StateError, read_json
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 CAPABILITIES_DIR = "capabilities"
 _SNAPSHOT_KEYS = ("format", "task_id", "capability", "dispatched_at", "expires_at", "sha256")
+MATCHERS_ENGINE = "pathspec"
 
 
 def snapshot_path(state_dir: Path, task_id: str) -> Path:
@@ -37,8 +47,32 @@ def content_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(rest).encode("utf-8")).hexdigest()
 
 
+def glob_matchers(cap: Capability) -> dict[str, Any]:
+    """The regexes pathspec compiles for a capability's globs, for the snapshot's `matchers`.
+
+    `{"engine": "pathspec", "version", "dialect", "paths": [[regex, include], ...],
+    "forbidden_paths": [...]}`, one entry per glob in order (forbidden globs case-folded,
+    as GlobSet compiles them). The snapshot's sha256 covers them like everything else.
+    """
+    import pathspec
+
+    return {
+        "engine": MATCHERS_ENGINE,
+        "version": pathspec.__version__,
+        "dialect": GLOB_DIALECT,
+        "paths": [list(e) for e in GlobSet(cap.paths, case_insensitive=False).regexes()],
+        "forbidden_paths": [
+            list(e) for e in GlobSet(cap.forbidden_paths, case_insensitive=True).regexes()
+        ],
+    }
+
+
 def build_snapshot(cap: Capability, now: datetime) -> dict[str, Any]:
-    """The snapshot body for a capability dispatched at `now` (aware), with its sha256."""
+    """The snapshot body for a capability dispatched at `now` (aware), with its sha256.
+
+    A scoped (not legacy) capability also stores its glob regexes (`matchers`), so that
+    scope-guard can match without importing pathspec.
+    """
     body: dict[str, Any] = {
         "format": SNAPSHOT_FORMAT,
         "task_id": cap.task_id,
@@ -46,8 +80,35 @@ def build_snapshot(cap: Capability, now: datetime) -> dict[str, Any]:
         "dispatched_at": utc_iso(now),
         "expires_at": utc_iso(now + timedelta(hours=cap.ttl_hours)),
     }
+    if not cap.legacy:
+        body["matchers"] = glob_matchers(cap)
     body["sha256"] = content_hash(body)
     return body
+
+
+def guard_capability(snap: CapabilitySnapshot) -> Capability:
+    """The snapshot's capability, matching with the regexes stored at dispatch when it can.
+
+    Those are used only when they came from the pathspec version installed now (then the
+    answers are GlobSet's, see tests/capability/test_cap_regex_parity.py) and fit the
+    globs; otherwise (snapshots from before `matchers`, a pathspec upgrade, a legacy task)
+    this is `snap.capability`, which compiles GlobSets with pathspec.
+    """
+    cap = snap.capability
+    m = snap.raw.get("matchers") if isinstance(snap.raw, dict) else None
+    if cap.legacy or not isinstance(m, dict):
+        return cap
+    if m.get("engine") != MATCHERS_ENGINE or m.get("dialect") != GLOB_DIALECT:
+        return cap
+    version = m.get("version")
+    if not isinstance(version, str) or version != pathspec_version():
+        return cap
+    try:
+        allowed = RegexGlobSet(cap.paths, False, m["paths"])
+        forbidden = RegexGlobSet(cap.forbidden_paths, True, m["forbidden_paths"])
+        return cap.with_matchers(allowed, forbidden)
+    except (KeyError, TypeError, GlobError, ValueError):
+        return cap
 
 
 def _parse_time(value: Any, name: str) -> datetime:

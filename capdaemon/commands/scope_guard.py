@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         ViolationKind,
         validate_task_id,
     )
-    from capdaemon.capability.snapshot import load_snapshot
+    from capdaemon.capability.snapshot import guard_capability, load_snapshot
 
     if not args.paths and not args.commands:
         err(PROG, "give at least one PATH or --command CMD")
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             "--allow-no-scope): paths and commands are not limited",
             file=sys.stderr,
         )
-    cap = snap.capability
+    cap = guard_capability(snap)  # stored glob regexes: no pathspec import on this path
     for p in args.paths:
         violations.extend(check_disk_path(cap, repo, p))
     for line in args.commands:
