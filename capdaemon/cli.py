@@ -32,6 +32,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """A fixed-width help formatter: argparse would otherwise import shutil and query the
+    terminal on every add_argument, which costs the fast commands milliseconds."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=100)
+
+
 def _usage() -> str:
     lines = ["usage: capdaemon COMMAND [ARGS...]", "", "commands:"]
     width = max(len(c) for c in COMMANDS)
@@ -57,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module_name, help_ = COMMANDS[name]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"capdaemon {name}", description=help_)
+    parser = argparse.ArgumentParser(
+        prog=f"capdaemon {name}", description=help_, formatter_class=_HelpFormatter
+    )
     module.configure(parser)
     try:
         args = parser.parse_args(rest)
