@@ -180,19 +180,39 @@ class GitHubConfig:
 
 
 @dataclass(frozen=True)
+class CheckSpec:
+    """An extra check that must pass before a merge (`repos[].extra_checks`, `.capdaemon.yml`).
+
+    With `app_id` only a check run from that GitHub App counts. Without it, only a check
+    run from some GitHub App counts: never a commit status, which anyone with write access
+    to the repo (an agent) can post under any name.
+    """
+
+    context: str
+    app_id: int | None = None
+
+
+def _check_specs(items: Iterable[Any]) -> tuple[CheckSpec, ...]:
+    return tuple(CheckSpec(i) if isinstance(i, str) else i for i in items)
+
+
+@dataclass(frozen=True)
 class RepoConfig:
-    """One supervised repository."""
+    """One supervised repository (`extra_checks` given as names become CheckSpecs)."""
 
     name: str  # owner/repo
     base: str = "main"
     merge_method: str = "squash"  # merge | squash | rebase
     require_capability: bool = False
-    extra_checks: tuple[str, ...] = ()
+    extra_checks: tuple[CheckSpec, ...] = ()
     owners: tuple[str, ...] = ()
     blocking_labels: tuple[str, ...] = ("do-not-merge",)
     task_branch_pattern: str = (
         r"^(?:task|agent)/(?P<task_id>[A-Za-z0-9][A-Za-z0-9._-]{0,127})(?:/|$)"
     )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_checks", _check_specs(self.extra_checks))
 
 
 @dataclass(frozen=True)
@@ -369,7 +389,10 @@ class RepoPolicy:
     always_d_globs: tuple[str, ...] = ()
     owners: tuple[str, ...] = ()
     blocking_labels: tuple[str, ...] = ()
-    extra_checks: tuple[str, ...] = ()
+    extra_checks: tuple[CheckSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_checks", _check_specs(self.extra_checks))
 
     @property
     def empty(self) -> bool:
@@ -384,7 +407,7 @@ class RepoPolicy:
         )
 
 
-def _union(base: tuple[str, ...], extra: tuple[str, ...]) -> tuple[str, ...]:
+def _union(base: tuple[Any, ...], extra: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(dict.fromkeys((*base, *extra)))
 
 
@@ -666,6 +689,40 @@ class _Section:
                 raise self.error(name, f"duplicate entry {item!r}", i)
             out.append(item)
         return tuple(out)
+
+
+CHECK_SPEC_KEYS = frozenset({"context", "app_id"})
+
+
+def _extra_checks(sec: _Section, name: str = "extra_checks") -> tuple[CheckSpec, ...]:
+    """`extra_checks`: each item a check name (any GitHub App's check run) or a mapping
+    `{context: NAME, app_id: N}` (only that App's check run). Errors name the item."""
+    items = sec.list(name)
+    if not items:
+        return ()
+    out: list[CheckSpec] = []
+    lines = getattr(items, "lines", None) or []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            if not item.strip():
+                raise sec.error(name, "a check name must not be empty", i)
+            spec = CheckSpec(item)
+        elif isinstance(item, dict):
+            path = f"{sec.key(name)}[{i}]"
+            line = lines[i] if i < len(lines) else sec.line_of(name)
+            sub = _Section(sec.file, item, path, CHECK_SPEC_KEYS, line)
+            if not sub.has("context"):
+                raise ConfigError(sec.file, path, "missing required key 'context'", sub.line)
+            context = sub.str("context", pattern=r"^\S", what="a check name")
+            spec = CheckSpec(context, sub.int("app_id", None, minimum=1))
+        else:
+            raise sec.error(
+                name, f"expected a check name or {{context, app_id}}, got {_kind(item)}", i
+            )
+        if spec in out:
+            raise sec.error(name, f"duplicate entry {spec.context!r}", i)
+        out.append(spec)
+    return tuple(out)
 
 
 def _kind(value: Any) -> str:
@@ -1001,7 +1058,7 @@ def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
                     "merge_method", rd.merge_method, choices=("merge", "squash", "rebase")
                 ),
                 require_capability=r.bool("require_capability", rd.require_capability),
-                extra_checks=r.strs("extra_checks") or (),
+                extra_checks=_extra_checks(r),
                 owners=r.strs("owners", pattern=_LOGIN_RE, what="a GitHub login") or (),
                 blocking_labels=(
                     rd.blocking_labels
@@ -1135,7 +1192,7 @@ def parse_repo_policy(text: str, source: str) -> RepoPolicy:
         always_d_globs=sec.strs("always_d_globs", check=_check_glob) or (),
         owners=sec.strs("owners", pattern=_LOGIN_RE, what="a GitHub login") or (),
         blocking_labels=sec.strs("blocking_labels") or (),
-        extra_checks=sec.strs("extra_checks") or (),
+        extra_checks=_extra_checks(sec),
     )
 
 

@@ -13,6 +13,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--branch", help="branch to protect (default: the repo's configured base)")
     parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
     parser.add_argument("--check", action="store_true", help="only report drift; change nothing")
+    parser.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="LOGIN",
+        help="also check this login's access to the decision repo (repeatable)",
+    )
     add_config_arg(parser)
     add_state_arg(parser)
 
@@ -44,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         token, key = github_credentials(config.github, config_dir=cdir)
         forge = Forge.from_config(config.github, token=token, key_pem=key)
         app_id = config.github.app_id
+        _warn_decision_writers(forge, config, state_dir(args), args.agent)
         before = protection_problems(forge.get_protection(args.repo, branch), app_id)
         if args.check:
             for p in before:
@@ -79,3 +87,42 @@ def run(args: argparse.Namespace) -> int:
     verb = "protected" if changed else "already protected"
     print(f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs, no force pushes")
     return 0
+
+
+def _warn_decision_writers(forge: object, config: object, sdir: object, extra: list[str]) -> None:
+    """WARN (stderr, never an exit code) about non-owners who can write to the decision repo.
+
+    Candidates: the decision repo's collaborators when GitHub lets us list them; otherwise the
+    PR authors (agents) in bot-state/prs.json plus `--agent` logins, checked one by one.
+    """
+    import sys
+    from pathlib import Path
+
+    from capdaemon.daemon.access import decision_repo_writers
+    from capdaemon.state import StateError, read_json
+
+    candidates = set(extra)
+    try:
+        raw = read_json(Path(str(sdir)) / "prs.json", None) or {}
+        for rec in (raw.get("prs") or {}).values():
+            if isinstance(rec, dict) and rec.get("author"):
+                candidates.add(str(rec["author"]))
+    except (StateError, AttributeError, OSError):
+        pass
+    from capdaemon.forge.errors import ForgeError
+
+    try:
+        writers, how = decision_repo_writers(forge, config, candidates)  # type: ignore[arg-type]
+    except ForgeError as exc:
+        print(
+            f"WARNING: could not check who can write to the decision repo: {exc}", file=sys.stderr
+        )
+        return
+    repo = getattr(config, "ballot_repo", None)
+    for w in writers:
+        print(
+            f"WARNING: {w.login} has {w.role} access to the decision repo {repo} "
+            f"(found via {how}); agents should have at most triage there: with write they can "
+            "edit or close ballots and delete owners' votes",
+            file=sys.stderr,
+        )

@@ -35,6 +35,10 @@ class PRRecord:
     `ballot_seen` is {"fp", "at"}: the ballot issue's activity (issue list) when its comments
     and reactions were last read, and when. Together they let a steady tick skip reads
     (see /work/notes/daemon.md, "Steady-state reads").
+    `auto_revert_head` / `auto_revert_floor`: the head at which the newest `labeled
+    decision:auto-revert` event already present was recorded (ISO time, "" when none): only
+    a label event newer than that floor can verify the label for that head (R2).
+    `issues[kind]["body_sha"]` hashes the title and body capdaemon last wrote there (R5).
     """
 
     repo: str
@@ -67,6 +71,8 @@ class PRRecord:
     light: str = ""
     firm_d: bool | None = None
     ballot_seen: dict[str, Any] = field(default_factory=dict)
+    auto_revert_head: str = ""
+    auto_revert_floor: str = ""
 
     @property
     def ref(self) -> str:

@@ -137,6 +137,21 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
             )
         elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
             auto_closed.append(DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", ""))))
+        elif action == "access.decision_repo_writers":
+            who = ", ".join(str(w) for w in rec.get("writers") or ())
+            attention.append(
+                DigestItem(
+                    str(rec.get("repo", "")),
+                    f"non-owners can write to the decision repo: {who}"[:300],
+                )
+            )
+        elif action == "issue_restored":
+            attention.append(
+                DigestItem(ref, f"{rec.get('kind')} issue {rec.get('issue')} was "
+                           f"{rec.get('what')} by someone else (restored)")
+            )  # fmt: skip
+        elif action == "repo_policy_error":
+            attention.append(DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300]))
         elif action == "scope_violation":
             n = len(rec.get("violations") or ())
             scope.append(DigestItem(ref, f"task {rec.get('task_id')}: {n} violation(s)"))

@@ -122,7 +122,13 @@ def _level(t: Any, task_id: str | None) -> int | None:
 
 
 def on_classified(t: Any, rec: Any, snap: PRSnapshot, now: datetime) -> None:
-    """Record the head's tier (task level + changed files) and the agent ids of its commits."""
+    """Record the head's tier (task level + changed files) and the agent ids of its commits.
+
+    Not saved here (that re-serialised the whole safety.json per PR: quadratic on a first
+    tick): the tick saves once per chunk and at its end. Crash-safe because a PR whose tier
+    entry is missing for its head is never "settled" or "unchanged" (`tier_recorded`): the
+    next tick reclassifies it (without a second classification audit) and records it again.
+    """
     s = store(t)
     policy = rec.merge_policy or "auto"
     level = _level(t, rec.task_id)
@@ -140,7 +146,21 @@ def on_classified(t: Any, rec: Any, snap: PRSnapshot, now: datetime) -> None:
         if session is not None:
             ids.add(session.agent_id)
     s["agents_by_pr"][rec.ref] = sorted(ids)
-    s.save()
+
+
+def tier_recorded(t: Any, rec: Any) -> bool:
+    """True when safety.json holds the tier of the PR's current head (see on_classified)."""
+    entry = store(t)["tiers"].get(rec.ref)
+    return (
+        bool(entry)
+        and entry.get("head_sha") == rec.head_sha
+        and rec.ref in store(t)["agents_by_pr"]
+    )
+
+
+def save(t: Any) -> None:
+    """Write safety.json when it changed (the tick calls this once per chunk and at its end)."""
+    store(t).save()
 
 
 def tier_decision(t: Any, rec: Any) -> TierDecision:
@@ -681,7 +701,7 @@ def _probe_failed(
         rec = t.prs.get(watch.repo, watch.pr)
         title = rec.title if rec else ""
         try:
-            revert_pr = t.forge.create_revert_pr(
+            revert_pr, revert_sha = t.forge.open_revert_pr(
                 watch.repo,
                 watch.merge_sha,
                 watch.base,
@@ -704,7 +724,9 @@ def _probe_failed(
             _error(t, report, "revert.failed", f"{watch.ref}: {exc}", pr=watch.ref)
             return False
         else:
-            s["reverts"].append({"at": utc_iso(now), **base, "revert_pr": revert_pr})
+            s["reverts"].append(
+                {"at": utc_iso(now), **base, "revert_pr": revert_pr, "revert_sha": revert_sha}
+            )
             s["reverts"] = s["reverts"][-100:]
             _audit(t, {"action": "revert", "status": "done", **base, "revert_pr": revert_pr}, now)
     s["probed"][watch.merge_sha] = {
@@ -900,3 +922,17 @@ def owners_reset(
         if any(a.payload.get("action") == "breaker.reset" for a in actions):
             return True, f"breaker reset by {actor}"
         return True, message or "breaker is not tripped"
+
+
+# ============================================================================ the bot's reverts
+def bot_revert_head(t: Any, repo: str, number: int) -> str | None:
+    """The revert commit sha the bot opened revert PR `repo#number` with (None: not ours).
+
+    Its own `decision:auto-revert` label is trusted at exactly that head even though the
+    label was already there when the daemon first saw the head (see tick._label_floor)."""
+    for r in reversed(store(t)["reverts"]):
+        pr = str(r.get("pr", ""))
+        if r.get("revert_pr") == number and pr.rpartition("#")[0].lower() == repo.lower():
+            sha = r.get("revert_sha")
+            return str(sha) if sha else None
+    return None

@@ -102,3 +102,18 @@ def passive_close_comment(days: float) -> str:
 def gone_comment(state: str) -> str:
     """Posted on a ballot when its PR is no longer open."""
     return f"Closing this ballot: the PR was {state} outside the ballot."
+
+
+def restored_comment(kind: str, what: str, round_no: int | None = None) -> str:
+    """Posted when someone else edited (or closed) one of the bot's decision issues."""
+    noun = "ballot" if kind == "ballot" else "review issue"
+    text = (
+        f"This {noun} was {what} by someone other than capdaemon. Its text was restored to "
+        "what capdaemon wrote; only that text describes the change."
+    )
+    if round_no is not None:
+        text += (
+            f"\n\nA new round ({round_no}) starts for the same head: votes cast before this "
+            "comment do not count. Please read the ballot again and vote again."
+        )
+    return text

@@ -10,6 +10,7 @@ through the Forge, after its audit record is fsynced.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import threading
@@ -27,7 +28,7 @@ from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.classify.engine import classify
 from capdaemon.classify.rules import BUILTIN_RULES
-from capdaemon.config import Config, RepoConfig
+from capdaemon.config import Config, ConfigError, RepoConfig, parse_repo_policy
 from capdaemon.daemon import safety, texts
 from capdaemon.daemon.botstate import Metrics, PRRecord, PRStore
 from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
@@ -41,14 +42,14 @@ from capdaemon.decide.checks import (
     render_check,
 )
 from capdaemon.decide.labels import L1C3_CHECK_NAME, Label
-from capdaemon.decide.merge import MergeAction, MergeFacts, merge_readiness
+from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
 from capdaemon.decide.review import passive_close_due
 from capdaemon.decide.tiers import TierDecision
 from capdaemon.forge.errors import ForgeError, HeadMoved, NotMergeable, RateLimited
 from capdaemon.forge.types import Comment, IssueActivity, PRSummary, Reaction
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
-from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.model import CheckRun, LabelEvent, PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.state import StateError, canonical_json
 
 CRASH_ENV = "CAPDAEMON_CRASH_AFTER"
@@ -65,6 +66,8 @@ BALLOT_REREAD = safety.QUIET_REREAD
 # runs too, so a D that rests on them is never "firm" either.
 CHECK_READING_RULES = frozenset({"published_verdict", "classifier_publisher_invalid"})
 _BUILTIN_NAMES = frozenset(r.name for r in BUILTIN_RULES)
+# Decision issues whose text capdaemon restores when someone else edits it (R5).
+WATCHED_KINDS = (BALLOT, REVIEW)
 
 
 class _Stopped(Exception):
@@ -156,6 +159,40 @@ def firm_d(verdict: Verdict) -> bool:
     return bool(votes) and Quadrant.highest(q for q in votes if q is not None) is Quadrant.D
 
 
+def issue_text_hash(title: str | None, body: str | None) -> str:
+    """What an issue says (title and body) as one hash: capdaemon stores the hash of what it
+    wrote and restores the issue when the live text differs (R5)."""
+    return _digest(title or "", body or "")
+
+
+def auto_revert_floor(events: Iterable[LabelEvent]) -> datetime | None:
+    """The newest `labeled decision:auto-revert` event time among `events` (None: none).
+
+    Recorded when a head is first seen: such a label may predate the push (the committer
+    date that says otherwise is set by the pusher), so only a newer labeled event verifies
+    the label for that head (R2).
+    """
+    label = Label.AUTO_REVERT.value.casefold()
+    times = [e.at for e in events if e.action == "labeled" and e.label.casefold() == label]
+    return max(times) if times else None
+
+
+def without_stale_auto_revert(snap: PRSnapshot, floor: datetime | None) -> PRSnapshot:
+    """The snapshot without the `labeled decision:auto-revert` events at or before `floor`
+    (the classifier then ignores a label that only such events applied)."""
+    if floor is None:
+        return snap
+    label = Label.AUTO_REVERT.value.casefold()
+    events = tuple(
+        e
+        for e in snap.label_events
+        if not (e.action == "labeled" and e.label.casefold() == label and e.at <= floor)
+    )
+    if len(events) == len(snap.label_events):
+        return snap
+    return dataclasses.replace(snap, label_events=events)
+
+
 class Ticker:
     """Holds the config, Forge and state of one daemon and runs ticks (one at a time)."""
 
@@ -194,12 +231,23 @@ class Ticker:
         self._contents_for = GlobSet.of(
             (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
         ).match
-        self._required: dict[str, tuple[str, ...]] = {}
+        self._required: dict[str, tuple[RequiredCheck, ...]] = {}
         # per tick: check runs read in the gather phase, the decision repo's issue activity,
         # and the gather threads (reads only)
         self._tick_runs: dict[tuple[str, str], list[CheckRun]] = {}
         self._activity: dict[int, IssueActivity] | None = None
+        self._activity_ok = False
         self._pool: ThreadPoolExecutor | None = None
+        # per tick: each repo's effective config (central + its base branch's .capdaemon.yml),
+        # its policy hash, repos whose policy does not parse (no merges), and the decision
+        # issues someone else edited or closed (restored this tick)
+        self._effective: dict[str, Config] = {}
+        self._repo_policy: dict[str, str] = {}
+        self._policy_errors: dict[str, str] = {}
+        self._policy_error_audited: dict[str, str] = {}
+        self._tampered: dict[str, dict[str, str]] = {}
+        self._decision_writes = False
+        self._access_checked = False
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -246,12 +294,25 @@ class Ticker:
             self._required = {}
             self._tick_runs = {}
             self._activity = None
+            self._activity_ok = False
+            self._effective = {}
+            self._repo_policy = {}
+            self._policy_errors = {}
+            self._tampered = {}
+            self._decision_writes = False
             before = self._budget()
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
                 self._check_stop()
+                if not self._access_checked:
+                    self._access_checked = True
+                    self.check_decision_access(now, report)
                 self._step_reconcile(now, report)
+                self._find_tampered(report)
+                self._restore_reviews(now, report)
                 seen = self._step_poll_and_classify(now, report)  # steps 1-2
+                if self._decision_writes:
+                    self._activity = None  # step 3 lists the issues again, after our writes
                 self._check_stop()
                 self._step_ballots(seen, now, report)  # step 3
                 self._check_stop()
@@ -272,6 +333,7 @@ class Ticker:
                 if self._pool is not None:
                     self._pool.shutdown(wait=True, cancel_futures=True)
                     self._pool = None
+                safety.save(self)
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
                 self._step_metrics(report, before, now)  # step 8
@@ -285,6 +347,37 @@ class Ticker:
                 api_requests=report.api_requests,
             )
             return report
+
+    # ------------------------------------------------------------------ start-up
+    def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
+        """Warn (log, audit → digest "attention") when a non-owner, non-bot login can write to
+        the decision repo (R5). Candidates: its collaborators when listable, else the PR
+        authors (agents) the daemon knows. Returns "login (role)" strings; never blocks."""
+        from capdaemon.daemon.access import decision_repo_writers
+
+        authors = {r.author for r in self.prs.records.values() if r.author}
+        try:
+            writers, how = decision_repo_writers(self.forge, self.config, authors)
+        except RateLimited:
+            raise
+        except Exception as exc:  # a warning only: never stops the daemon
+            self.log.warning("access.check_failed", error=str(exc)[:300])
+            return []
+        found = [f"{w.login} ({w.role})" for w in writers]
+        if found:
+            self.actions_log.append(
+                {
+                    "action": "access.decision_repo_writers",
+                    "repo": self.decision_repo,
+                    "writers": found,
+                    "how": how,
+                },
+                now=now,
+            )
+            self.log.warning(
+                "access.decision_repo_writers", repo=self.decision_repo, writers=found, how=how
+            )
+        return found
 
     # ------------------------------------------------------------------ step 0
     def _step_reconcile(self, now: datetime, report: TickReport) -> None:
@@ -332,6 +425,8 @@ class Ticker:
                 self._error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
                 continue
             policy_hash = _digest(self.policy_hash, policy)
+            self._repo_policy[rc.name] = policy_hash
+            rc = self._apply_repo_policy(rc, policy, policy_hash, now, report)
             self._forget_closed(rc, {p.number for p in prs}, now, report)
             prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
             for start in range(0, len(prs), GATHER_CHUNK):
@@ -356,8 +451,47 @@ class Ticker:
                     if rec is not None:
                         seen.append(_Seen(rc, pr, rec))
                     self._heartbeat()
+                safety.save(self)  # once per chunk (see safety.on_classified)
         report.prs_seen = len(seen)
         return seen
+
+    def _apply_repo_policy(
+        self,
+        rc: RepoConfig,
+        policy: str | None,
+        policy_hash: str,
+        now: datetime,
+        report: TickReport,
+    ) -> RepoConfig:
+        """The repo's effective config: central config + its base branch's .capdaemon.yml.
+
+        Used for the merge gate (blocking labels, extra checks) and ballots (owners). A policy
+        that does not parse is a repo error (logged, audited once per policy text) and the
+        repo merges nothing this tick; the classifier makes its PRs D as well.
+        """
+        self._effective[rc.name] = self.config
+        if not policy or not policy.strip():
+            return rc
+        source = f"{rc.name}@{rc.base}:{POLICY_FILE}"
+        try:
+            eff = self.config.with_repo_policy(parse_repo_policy(policy, source), rc.name)
+        except (ConfigError, ValueError) as exc:
+            message = f"{source}: {exc}"
+            self._policy_errors[rc.name] = message
+            self._error(report, "repo.policy_invalid", message, repo=rc.name)
+            if self._policy_error_audited.get(rc.name) != policy_hash:
+                self.actions_log.append(
+                    {"action": "repo_policy_error", "repo": rc.name, "error": message[:500]},
+                    now=now,
+                )
+                self._policy_error_audited[rc.name] = policy_hash
+            return rc
+        self._effective[rc.name] = eff
+        return eff.repo(rc.name) or rc
+
+    def config_for(self, repo: str) -> Config:
+        """The effective config of a supervised repo this tick (central config until polled)."""
+        return self._effective.get(repo, self.config)
 
     # ---------------------------------------------------------- the gather phase
     def _concurrently(self, calls: Mapping[Any, Callable[[], Any]]) -> dict[Any, Any]:
@@ -401,7 +535,7 @@ class Ticker:
         cap = capability_state(rec.task_id if rec and same_head else None, self._load_cap, now)
         light = self._light(pr, policy_hash, cap)
         g = _Gathered(light=light, cap=cap)
-        if rec is not None and same_head and rec.state == "open":
+        if rec is not None and same_head and rec.state == "open" and pr.ref not in self._tampered:
             g.settled = self._settled(rec, pr, light)
         return g
 
@@ -496,6 +630,8 @@ class Ticker:
         """
         if rec.light != light or not self._published(rec, pr.head_sha):
             return None
+        if not safety.tier_recorded(self, rec):
+            return None  # safety.json lost this head's tier (a crash before its save)
         return self._checks_cannot_matter(rec, pr)
 
     def _checks_cannot_matter(self, rec: PRRecord, pr: PRSummary) -> str | None:
@@ -543,6 +679,10 @@ class Ticker:
         """Same head and inputs as last handled, published for the current ballot state."""
         if rec.head_sha != pr.head_sha or not self._published(rec, pr.head_sha):
             return False
+        if pr.ref in self._tampered:
+            return False  # a decision issue was edited by someone else: rewrite it
+        if not safety.tier_recorded(self, rec):
+            return False  # classify again to record the head's tier (no second audit)
         if rec.quadrant == Quadrant.D.value and rec.firm_d is None:
             return False  # recorded before `firm_d` existed: classify once more to learn it
         return self._fingerprint(pr, checks, policy_hash, cap_state) == rec.fingerprint
@@ -595,7 +735,7 @@ class Ticker:
         cap = capability_state(capv.task_id, self._load_cap, now)
         fp = self._fingerprint(pr, checks, policy_hash, cap)
         verdict = classify(
-            snap,
+            self._label_floor(rec, snap),
             self.config,
             now=now,
             user_rules=self.rules,
@@ -626,6 +766,20 @@ class Ticker:
         self.prs.save(rec)
         return rec
 
+    def _label_floor(self, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
+        """The snapshot the classifier sees: `decision:auto-revert` labels applied before this
+        head was first seen no longer count (R2; clock-free: the committer date is the
+        pusher's to set). The bot's own revert PR at exactly the revert commit is exempt."""
+        if rec.auto_revert_head != snap.head_sha:
+            floor = auto_revert_floor(snap.label_events)
+            rec.auto_revert_head = snap.head_sha
+            rec.auto_revert_floor = floor.isoformat() if floor else ""
+        if not rec.auto_revert_floor:
+            return snap
+        if snap.head_sha and snap.head_sha == safety.bot_revert_head(self, rec.repo, rec.number):
+            return snap
+        return without_stale_auto_revert(snap, datetime.fromisoformat(rec.auto_revert_floor))
+
     def _audit_classification(
         self,
         rec: PRRecord,
@@ -644,6 +798,8 @@ class Ticker:
             "blocking": rec.blocking,
             "fingerprint": fp,
         }
+        if rec.auto_revert_floor:
+            entry["auto_revert_floor"] = rec.auto_revert_floor
         self.classifier_log.append(entry, now=now)
         if capv.violations and capv.enforced:
             self.actions_log.append(
@@ -795,17 +951,28 @@ class Ticker:
         now: datetime,
         report: TickReport,
     ) -> int | None:
-        """Open the ballot (round 1) or rebind it to a new head (a new round in the same issue)."""
+        """Open the ballot (round 1) or start a new round in the same issue: when the head
+        changed, or when someone else edited the ballot's text (restored: R5).
+
+        A new round ignores every comment and reaction already on the issue when it starts
+        (their ids, read after the new-round comment: clock-free, R3), as well as anything
+        stamped before the round's start.
+        """
         prior = BallotRound.from_json(rec.ballot_round) if rec.ballot_round else None
         # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
-        # round's start belongs to it
+        # round's start belongs to it (votes already on the issue are excluded by id)
         start = now.replace(microsecond=0)
-        new_round = False
+        tampered = self._tampered.get(rec.ref, {}).get(BALLOT)
+        reason = ""
         if prior is None:
             rnd = BallotRound(rec.repo, rec.number, snap.head_sha, start)
+        elif prior.head_sha != snap.head_sha:
+            rnd, reason = prior.for_head(snap.head_sha, start), "head_changed"
+        elif tampered:
+            rnd, reason = prior.restart(start), "issue_restored"
         else:
-            rnd = prior.for_head(snap.head_sha, start)
-            new_round = rnd.round != prior.round
+            rnd = prior
+        new_round = prior is not None and rnd.round != prior.round
         voided = None
         if (
             prior is not None
@@ -814,6 +981,17 @@ class Ticker:
             and BallotStatus(rec.ballot.get("status", "pending")).mergeable
         ):
             voided = prior.head_sha
+            if reason == "issue_restored":
+                self.actions_log.append(
+                    {
+                        "action": "approval_voided",
+                        "pr": rec.ref,
+                        "head_sha": prior.head_sha,
+                        "new_head_sha": snap.head_sha,
+                        "reason": "the ballot was edited by someone else",
+                    },
+                    now=now,
+                )
         if new_round or prior is None:
             rec.ballot = {"status": "pending", "head_sha": snap.head_sha, "round": rnd.round}
         labels = [Label.PENDING_OWNER.value]
@@ -828,18 +1006,23 @@ class Ticker:
             labels,
             now,
             report,
+            round_no=rnd.round if reason == "issue_restored" else None,
         )
         if number is None:
             return None
-        rec.ballot_round = {**rnd.to_json(), "issue": number}
         if new_round and prior is not None:
             assert self.decision_repo is not None
-            self.forge.comment_once(
-                self.decision_repo,
-                number,
-                {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
-                texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided),
-            )
+            if reason == "head_changed":
+                self.forge.comment_once(
+                    self.decision_repo,
+                    number,
+                    {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
+                    texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided),
+                )
+            # every vote already on the issue belongs to an earlier round, whatever its time
+            stale = [f"comment:{c.id}" for c in self.forge.comments(self.decision_repo, number)]
+            stale += [f"reaction:{r.id}" for r in self.forge.reactions(self.decision_repo, number)]
+            rnd = rnd.with_stale_votes(stale)
             self.actions_log.append(
                 {
                     "action": "ballot_round",
@@ -847,9 +1030,12 @@ class Ticker:
                     "head_sha": snap.head_sha,
                     "round": rnd.round,
                     "issue": number,
+                    "reason": reason,
+                    "stale_votes": len(rnd.stale_vote_ids),
                 },
                 now=now,
             )
+        rec.ballot_round = {**rnd.to_json(), "issue": number}
         return number
 
     def _ensure_issue(
@@ -862,19 +1048,36 @@ class Ticker:
         labels: list[str],
         now: datetime,
         report: TickReport,
+        *,
+        round_no: int | None = None,
     ) -> int | None:
-        """Open or update one decision issue (the forge finds it by marker: never a duplicate)."""
+        """Open or update one decision issue (the forge finds it by marker: never a duplicate).
+
+        A ballot closed earlier ("no ballot needed") is reopened when the head needs one
+        again (F2). When someone else edited (or closed) the issue, the text is restored and
+        one comment says so (R5); `round_no` is the ballot's new round in that case.
+        """
         repo = self.decision_repo
         if repo is None:
             self.log.warning("issue.no_decision_repo", pr=rec.ref, kind=kind)
             return None
         known = rec.issues.get(kind)
+        tampered = self._tampered.get(rec.ref, {}).get(kind)
         if known and not known.get("open", True) and kind != BALLOT:
             return int(known["number"])  # a closed passive review / scope issue stays closed
-        issue = self.forge.ensure_issue(repo, marker, title, body, labels)
+        issue = self.forge.ensure_issue(
+            repo,
+            marker,
+            title,
+            body,
+            labels,
+            reopen=kind == BALLOT,
+            number=int(known["number"]) if known and known.get("number") else None,
+        )
+        self._decision_writes = True
         if not known or known.get("number") != issue.number:
             opened = issue.created_at or now
-            rec.issues[kind] = {
+            known = rec.issues[kind] = {
                 "number": issue.number,
                 "open": issue.state == "open",
                 "opened_at": _iso(opened),
@@ -891,9 +1094,134 @@ class Ticker:
             )
             report.issues.append(f"{kind}:{repo}#{issue.number}")
             self.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
-        elif issue.state != "open" and kind == BALLOT:
-            rec.issues[kind]["open"] = False
+        else:
+            was_open = known.get("open", True)
+            known["open"] = issue.state == "open"
+            if known["open"] and not was_open:
+                self.actions_log.append(
+                    {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
+                     "issue": f"{repo}#{issue.number}"},
+                    now=now,
+                )  # fmt: skip
+                self.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
+        if tampered and kind in WATCHED_KINDS:
+            self._restored(rec, kind, issue.number, tampered, round_no, now)
+        self._done_tampered(rec.ref, kind)
+        if kind in WATCHED_KINDS:
+            known["body_sha"] = issue_text_hash(issue.title, issue.body)
+        if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
+            known["text"] = {"title": title, "body": body, "marker": marker, "labels": labels}
         return issue.number
+
+    def _restore_reviews(self, now: datetime, report: TickReport) -> None:
+        """Restore passive review issues someone else edited, from the text capdaemon wrote
+        (their PR has usually merged: it is not reprocessed). Ballots are restored when
+        their PR is processed (a new round starts)."""
+        repo = self.decision_repo
+        if repo is None:
+            return
+        for ref, kinds in list(self._tampered.items()):
+            rec = self.prs.records.get(ref)
+            info = rec.issues.get(REVIEW) if rec else None
+            what = kinds.get(REVIEW)
+            if rec is None or info is None or not what:
+                continue
+            text = info.get("text")
+            if not isinstance(text, dict):
+                self.log.warning("issue.restore_unavailable", pr=ref, kind=REVIEW)
+                continue
+            self._check_stop()
+            try:
+                issue = self.forge.ensure_issue(
+                    repo,
+                    dict(text["marker"]),
+                    str(text["title"]),
+                    str(text["body"]),
+                    list(text["labels"]),
+                    number=int(info["number"]),
+                )
+                self._decision_writes = True
+                self._restored(rec, REVIEW, issue.number, what, None, now)
+                info["body_sha"] = issue_text_hash(issue.title, issue.body)
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "issue.restore_failed", f"{ref}: {exc}", pr=ref)
+                continue
+            self.prs.save(rec)
+
+    def _restored(
+        self, rec: PRRecord, kind: str, number: int, what: str, round_no: int | None, now: datetime
+    ) -> None:
+        """Say once, on the issue, that someone else edited it and that it was restored."""
+        assert self.decision_repo is not None
+        info = rec.issues[kind]
+        count = int(info.get("restores", 0)) + 1
+        self.forge.comment_once(
+            self.decision_repo,
+            number,
+            {"kind": "restored", "key": f"{rec.ref}:{kind}:{count}"},
+            texts.restored_comment(kind, what, round_no),
+        )
+        info["restores"] = count
+        self.actions_log.append(
+            {
+                "action": "issue_restored",
+                "pr": rec.ref,
+                "kind": kind,
+                "issue": f"{self.decision_repo}#{number}",
+                "what": what,
+                "round": round_no,
+            },
+            now=now,
+        )
+        self.log.warning("issue.restored", pr=rec.ref, kind=kind, issue=number, what=what)
+        self._done_tampered(rec.ref, kind)
+
+    def _done_tampered(self, ref: str, kind: str) -> None:
+        kinds = self._tampered.get(ref)
+        if kinds is not None:
+            kinds.pop(kind, None)
+            if not kinds:
+                del self._tampered[ref]
+
+    def _find_tampered(self, report: TickReport) -> None:
+        """Decision issues whose live title/body differs from what capdaemon last wrote, or a
+        ballot closed by someone else (R5), from the issue list the tick reads anyway.
+
+        Only open PRs with a watched open issue and a stored hash are compared; the list is
+        read only when there is one (a steady tick reads it for its ballots anyway)."""
+        watched = [
+            (rec, kind, info)
+            for rec in self.prs.records.values()
+            for kind, info in rec.issues.items()
+            if kind in WATCHED_KINDS
+            and info.get("open")
+            and (rec.state == "open" or kind == REVIEW)
+        ]
+        for rec, kind, info in watched:
+            if not info.get("body_sha") and kind == BALLOT:
+                # recorded before hashes were kept: rewrite it once to learn the hash (silent)
+                self._tampered.setdefault(rec.ref, {})[kind] = ""
+        watched = [w for w in watched if w[2].get("body_sha")]
+        if not watched:
+            return
+        activity = self.issue_activity(report)
+        if not self._activity_ok:
+            return
+        for rec, kind, info in watched:
+            act = activity.get(int(info["number"]))
+            if act is None:
+                if kind == BALLOT:  # not among the open issues: closed by someone else
+                    self._tampered.setdefault(rec.ref, {})[kind] = "closed"
+                continue
+            if act.body is None:
+                continue  # the list did not carry the text: nothing to compare
+            if issue_text_hash(act.title, act.body) != info["body_sha"]:
+                self._tampered.setdefault(rec.ref, {})[kind] = "edited"
+        for ref, kinds in self._tampered.items():
+            if any(kinds.values()):
+                self.log.warning("issue.tampered", pr=ref, kinds=sorted(kinds.items()))
 
     def _close_issue(self, rec: PRRecord, kind: str, comment: str, now: datetime) -> None:
         known = rec.issues.get(kind)
@@ -901,6 +1229,7 @@ class Ticker:
             return
         self.forge.close_issue(self.decision_repo, int(known["number"]), comment)
         known["open"] = False
+        known.pop("text", None)
         self.actions_log.append(
             {
                 "action": "issue_closed",
@@ -987,6 +1316,7 @@ class Ticker:
             if repo is not None:
                 try:
                     self._activity = self.forge.issue_activity(repo)
+                    self._activity_ok = True
                 except RateLimited:
                     raise
                 except ForgeError as exc:
@@ -1015,7 +1345,8 @@ class Ticker:
             rnd.get("round"),
             rnd.get("head_sha"),
             rnd.get("started_at"),
-            self.policy_hash,
+            sorted(rnd.get("stale_vote_ids") or ()),
+            self._repo_policy.get(rec.repo, self.policy_hash),
             rec.author,
         )
 
@@ -1053,7 +1384,9 @@ class Ticker:
         return out
 
     def _owners(self, repo: str, users: Iterable[str]) -> set[str]:
-        owners = set(self.config.owners_for(repo))
+        """Owners for `repo`: central owners plus the repo's (capdaemon.yml and the base
+        branch's .capdaemon.yml), and admins when owners_include_admins."""
+        owners = set(self.config_for(repo).owners_for(repo))
         if self.config.owners_include_admins:
             for user in {u.lower() for u in users} - owners:
                 if self.forge.permission(repo, user) == "admin":
@@ -1189,8 +1522,11 @@ class Ticker:
         self.prs.save(rec)
         if rec.state == "open":
             # republish the check and the ballot body for the new state (same code path as step 2)
-            policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
-            self._process_pr(s.rc, s.pr, _digest(self.policy_hash, policy), now, report)
+            policy_hash = self._repo_policy.get(rec.repo)
+            if policy_hash is None:
+                policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
+                policy_hash = _digest(self.policy_hash, policy)
+            self._process_pr(s.rc, s.pr, policy_hash, now, report)
 
     def _close_pr(self, rec: PRRecord, comment: str, now: datetime, report: TickReport) -> bool:
         """Close a rejected PR (record before act). Shadow mode only audits "would_close"."""
@@ -1218,7 +1554,7 @@ class Ticker:
         return True
 
     # ------------------------------------------------------------------ step 4
-    def _required_checks(self, rc: RepoConfig) -> tuple[str, ...]:
+    def _required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
         if rc.name not in self._required:
             protection = self.forge.get_protection(rc.name, rc.base) or {}
             self._required[rc.name] = required_checks(protection)
@@ -1233,6 +1569,9 @@ class Ticker:
                 continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
             if self.shadow and rec.would_merge_head == pr.head_sha:
                 continue
+            if s.rc.name in self._policy_errors:
+                self.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
+                continue  # fail closed: the repo's policy is unknown this tick
             blocking = {b.lower() for b in s.rc.blocking_labels}
             if pr.draft or any(label.lower() in blocking for label in pr.labels):
                 continue  # merge_readiness would wait: no need to read anything for it
@@ -1522,9 +1861,24 @@ def _rule_identity(rule: Any) -> list[str]:
     return [str(getattr(rule, "name", rule)), digest]
 
 
-def required_checks(protection: Mapping[str, Any]) -> tuple[str, ...]:
-    """The check names a branch protection document requires (contexts and checks[].context)."""
+def required_checks(protection: Mapping[str, Any]) -> tuple[RequiredCheck, ...]:
+    """The checks a branch protection document requires, with their App pins (R7).
+
+    `checks[]` carries {context, app_id}: a positive app_id pins the check to that GitHub App
+    (only its check runs count, never a commit status); null or -1 means any source. Legacy
+    `contexts` names not listed in `checks` are unpinned.
+    """
     rsc = protection.get("required_status_checks") or {}
-    names = list(rsc.get("contexts") or ())
-    names += [c.get("context", "") for c in rsc.get("checks") or () if isinstance(c, Mapping)]
-    return tuple(dict.fromkeys(n for n in names if n))
+    out: dict[str, RequiredCheck] = {}
+    for c in rsc.get("checks") or ():
+        if not isinstance(c, Mapping) or not c.get("context"):
+            continue
+        app = c.get("app_id")
+        pin = app if isinstance(app, int) and not isinstance(app, bool) and app > 0 else None
+        req = RequiredCheck(str(c["context"]), pin)
+        out[f"{req.context}\0{pin}"] = req
+    named = {r.context for r in out.values()}
+    for name in rsc.get("contexts") or ():
+        if isinstance(name, str) and name and name not in named:
+            out[f"{name}\0None"] = RequiredCheck(name)
+    return tuple(out.values())

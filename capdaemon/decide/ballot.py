@@ -203,6 +203,9 @@ class BallotFacts:
     `owners_include_admins`). `round_started_at` is when the ballot was (re)bound to
     `head_sha`: votes older than it belong to an earlier head and do not count.
     `answered_comment_ids` are unknown-command comments already answered.
+    `stale_vote_ids` are votes (`Vote.key` form: "comment:<id>", "reaction:<id>") that were
+    already on the issue when this round began: they never count in it, whatever their
+    timestamps say (a clock-free guard against clock skew between the daemon and GitHub).
     """
 
     owners: frozenset[str]
@@ -214,6 +217,12 @@ class BallotFacts:
     reactions: tuple[ReactionLike, ...] = ()
     answered_comment_ids: frozenset[int] = frozenset()
     edit_tolerance: timedelta = EDIT_TOLERANCE
+    stale_vote_ids: frozenset[str] = frozenset()
+
+
+def vote_id(source: str, ref: int | None) -> str | None:
+    """The `stale_vote_ids` / `Vote.key` form of a comment or reaction id."""
+    return None if ref is None else f"{source}:{ref}"
 
 
 @dataclass(frozen=True)
@@ -306,7 +315,9 @@ class BallotOutcome:
         }
 
 
-def _why_ignored(facts: BallotFacts, user: str, at: datetime, noun: str) -> str:
+def _why_ignored(
+    facts: BallotFacts, user: str, at: datetime, noun: str, key: str | None = None
+) -> str:
     login = user.lower()
     if login == facts.bot_login.lower():
         return f"the bot's own {noun}"
@@ -314,7 +325,7 @@ def _why_ignored(facts: BallotFacts, user: str, at: datetime, noun: str) -> str:
         return "the PR author never counts"
     if login not in {o.lower() for o in facts.owners}:
         return "not an owner"
-    if at < facts.round_started_at:
+    if at < facts.round_started_at or (key is not None and key in facts.stale_vote_ids):
         return f"before this round (the ballot is bound to {facts.head_sha[:12]})"
     return ""
 
@@ -338,7 +349,8 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
             continue
         created = aware(c.created_at, f"comment {c.id} created_at")
         updated = aware(c.updated_at or c.created_at, f"comment {c.id} updated_at")
-        reason = _why_ignored(facts, c.user, created, "comment")
+        key = vote_id("comment", c.id)
+        reason = _why_ignored(facts, c.user, created, "comment", key)
         if not reason and updated > created + facts.edit_tolerance:
             reason = "edited after posting"
         choice = _COMMAND_CHOICE.get(command.kind)
@@ -347,6 +359,7 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
                 c.user.lower() in owners
                 and c.user.lower() != facts.bot_login.lower()
                 and created >= facts.round_started_at
+                and key not in facts.stale_vote_ids
                 and c.id not in facts.answered_comment_ids
             ):
                 unknown.append(UnknownCommand(c.id, c.user, command))
@@ -360,11 +373,12 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
         if choice is None:
             continue  # 😄, 🎉 … are not votes
         created = aware(r.created_at, "reaction created_at")
-        reason = _why_ignored(facts, r.user, created, "reaction")
+        ref = getattr(r, "id", None)
+        reason = _why_ignored(facts, r.user, created, "reaction", vote_id("reaction", ref))
         vote = Vote(
             r.user,
             "reaction",
-            getattr(r, "id", None),
+            ref,
             created,
             r.content,
             choice,
@@ -414,18 +428,40 @@ class BallotRound:
     started_at: datetime
     round: int = 1
     issue: int | None = None
+    stale_vote_ids: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         aware(self.started_at, "started_at")
         if self.round < 1:
             raise ValueError(f"round must be >= 1, got {self.round}")
+        object.__setattr__(self, "stale_vote_ids", frozenset(self.stale_vote_ids))
 
     def for_head(self, head_sha: str, now: datetime) -> BallotRound:
-        """The same round for the same head; a new round (votes reset) when the head changed."""
+        """The same round for the same head; a new round (votes reset) when the head changed.
+
+        The new round starts with no stale votes: record them with `with_stale_votes` once
+        the issue has been read after the rebind.
+        """
         aware(now, "now")
         if head_sha == self.head_sha:
             return self
-        return replace(self, head_sha=head_sha, started_at=now, round=self.round + 1)
+        return replace(
+            self,
+            head_sha=head_sha,
+            started_at=now,
+            round=self.round + 1,
+            stale_vote_ids=frozenset(),
+        )
+
+    def restart(self, now: datetime) -> BallotRound:
+        """A new round for the same head (e.g. the ballot body was edited by someone else and
+        restored: votes cast on the edited text must not count)."""
+        aware(now, "now")
+        return replace(self, started_at=now, round=self.round + 1, stale_vote_ids=frozenset())
+
+    def with_stale_votes(self, ids: Iterable[str]) -> BallotRound:
+        """This round with more votes that were cast before it (see BallotFacts)."""
+        return replace(self, stale_vote_ids=self.stale_vote_ids | frozenset(ids))
 
     def facts(
         self,
@@ -447,11 +483,12 @@ class BallotRound:
             comments=tuple(comments),
             reactions=tuple(reactions),
             answered_comment_ids=frozenset(answered_comment_ids),
+            stale_vote_ids=self.stale_vote_ids,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """JSON form for bot-state."""
-        return {
+        """JSON form for bot-state (`stale_vote_ids` only when there are any)."""
+        out: dict[str, Any] = {
             "repo": self.repo,
             "pr": self.pr,
             "issue": self.issue,
@@ -459,6 +496,9 @@ class BallotRound:
             "round": self.round,
             "started_at": dt_to_json(self.started_at),
         }
+        if self.stale_vote_ids:
+            out["stale_vote_ids"] = sorted(self.stale_vote_ids)
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> BallotRound:
@@ -471,4 +511,14 @@ class BallotRound:
             head_sha=r.text("head_sha"),
             round=r.integer("round", minimum=1),
             started_at=r.when("started_at"),
+            stale_vote_ids=frozenset(_stale_ids(data)),
         )
+
+
+def _stale_ids(data: Any) -> list[str]:
+    raw = data.get("stale_vote_ids", []) if isinstance(data, dict) else []
+    if not isinstance(raw, list) or not all(
+        isinstance(x, str) and re.fullmatch(r"(?:comment|reaction):\d+", x) for x in raw
+    ):
+        raise ValueError("ballot_round.stale_vote_ids: expected a list of 'comment:N'/'reaction:N'")
+    return raw

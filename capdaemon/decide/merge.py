@@ -6,6 +6,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus
 from capdaemon.decide.breaker import BreakerState, allows_merge
@@ -22,6 +23,59 @@ from capdaemon.model import CheckRun, Quadrant
 PASSING = frozenset({"success"})
 
 
+@dataclass(frozen=True)
+class RequiredCheck:
+    """A check that must pass, and who may report it (SPEC 4).
+
+    `app_id` set: only a check run from that GitHub App counts (a commit status never does,
+    as on GitHub). `apps_only`: without a pin, only a check run from some GitHub App counts —
+    never a commit status, which anyone with write access (an agent) can post. A plain
+    string in `MergeFacts.required_checks` is an unpinned protection context (any source,
+    GitHub's own rule); a plain string in `extra_checks` is `apps_only`.
+    """
+
+    context: str
+    app_id: int | None = None
+    apps_only: bool = False
+
+    @classmethod
+    def of(cls, item: Any, *, apps_only: bool) -> RequiredCheck:
+        """From a name, a (context, app_id) pair, or anything with .context/.app_id."""
+        if isinstance(item, RequiredCheck):
+            return item
+        if isinstance(item, str):
+            return cls(item, None, apps_only)
+        if isinstance(item, tuple) and len(item) == 2:
+            return cls(str(item[0]), _pin(item[1]), apps_only)
+        context = getattr(item, "context", None)
+        if isinstance(context, str):
+            return cls(context, _pin(getattr(item, "app_id", None)), apps_only)
+        raise TypeError(f"not a required check: {item!r}")
+
+    def accepts(self, run: CheckRun) -> bool:
+        """May this run (or status: no App) satisfy the requirement?"""
+        if run.name != self.context:
+            return False
+        if self.app_id is not None:
+            return run.app_id == self.app_id
+        return run.app_id is not None if self.apps_only else True
+
+    @property
+    def label(self) -> str:
+        """The check as named in reasons."""
+        if self.app_id is not None:
+            return f"{self.context} (App {self.app_id})"
+        return f"{self.context} (a GitHub App check run)" if self.apps_only else self.context
+
+
+def _pin(app_id: Any) -> int | None:
+    """GitHub writes "any App" as -1 or null; anything else is a pinned App id."""
+    if app_id is None or isinstance(app_id, bool):
+        return None
+    value = int(app_id)
+    return None if value < 0 else value
+
+
 class MergeAction(enum.StrEnum):
     """What the daemon does with a readiness result."""
 
@@ -35,6 +89,8 @@ class MergeFacts:
     """Everything merge readiness looks at, for one PR at one head sha.
 
     `checks` are the check runs and statuses on `head_sha` (L1.C3 among them).
+    `required_checks` (branch protection) and `extra_checks` (repo config) hold names or
+    RequiredCheck / (context, app_id) items; see RequiredCheck for who may satisfy them.
     `l1c3_app_id` / `l1c3_app_slug`: when set, only an L1.C3 published by that App
     counts (anyone with write access can post a status of the same name).
     `capability_reasons`: why the capability refuses (empty = allowed).
@@ -44,8 +100,8 @@ class MergeFacts:
     quadrant: Quadrant
     tier: TierDecision
     checks: tuple[CheckRun, ...] = ()
-    required_checks: tuple[str, ...] = ()  # from the base branch protection
-    extra_checks: tuple[str, ...] = ()  # from the repo config
+    required_checks: tuple[Any, ...] = ()  # from the base branch protection
+    extra_checks: tuple[Any, ...] = ()  # from the repo config (names: GitHub App runs only)
     draft: bool = False
     labels: tuple[str, ...] = ()
     blocking_labels: tuple[str, ...] = ("do-not-merge",)
@@ -138,11 +194,14 @@ def merge_readiness(facts: MergeFacts) -> Readiness:
     r = _check_reason(l1c3, L1C3_CHECK_NAME, "check")
     if r:
         reasons.append(r)
-    for name in dict.fromkeys((*facts.required_checks, *facts.extra_checks)):
-        if name != L1C3_CHECK_NAME:
-            r = _check_reason(facts.checks, name, "required check")
+    wanted = [RequiredCheck.of(c, apps_only=False) for c in facts.required_checks]
+    wanted += [RequiredCheck.of(c, apps_only=True) for c in facts.extra_checks]
+    for req in dict.fromkeys(wanted):
+        if req.context != L1C3_CHECK_NAME:
+            runs = [c for c in facts.checks if req.accepts(c)]
+            r = _check_reason(runs, req.context, "required check")
             if r:
-                reasons.append(r)
+                reasons.append(r.replace(f"check {req.context} ", f"check {req.label} ", 1))
     if facts.draft:
         reasons.append("the PR is a draft")
     blocking = {b.lower() for b in facts.blocking_labels}

@@ -893,6 +893,8 @@ class Forge:
                 comments=int(it.get("comments") or 0),
                 updated_at=_dt(it.get("updated_at")),
                 reactions=reactions,
+                body=it.get("body") if isinstance(it.get("body"), str) else None,
+                title=it.get("title") if isinstance(it.get("title"), str) else None,
             )
         return out
 
@@ -903,6 +905,35 @@ class Forge:
         except NotFound:
             return "none"
         return str(data.get("role_name") or data.get("permission") or "none")
+
+    def collaborators(self, repo: str) -> list[tuple[str, str]] | None:
+        """(login, role) of every collaborator of `repo`; None when GitHub does not let us
+        list them (403/404: e.g. no push access, or a server without the endpoint)."""
+        try:
+            items = self._pages(f"/repos/{repo}/collaborators", {"affiliation": "all"})
+        except (NotFound, Forbidden):
+            return None
+        out = []
+        for c in items:
+            role = c.get("role_name")
+            if not role:
+                perms = c.get("permissions") or {}
+                role = next(
+                    (
+                        name
+                        for key, name in (
+                            ("admin", "admin"),
+                            ("maintain", "maintain"),
+                            ("push", "write"),
+                            ("triage", "triage"),
+                            ("pull", "read"),
+                        )
+                        if perms.get(key)
+                    ),
+                    "none",
+                )
+            out.append((_login(c), str(role)))
+        return out
 
     def marked_issues(
         self, repo: str, kind: str | None = None, state: str = "all"
@@ -1096,6 +1127,28 @@ class Forge:
         mi = self._marked(repo, it)
         return mi if mi is not None and marker_key(mi.marker) == key else None
 
+    def _ours_by_number(self, repo: str, number: int, marker: dict[str, Any]) -> MarkedIssue | None:
+        """Issue `number` when we opened it (whatever its body says now), as if marked `marker`."""
+        try:
+            it = self._get(f"/repos/{repo}/issues/{number}")
+        except NotFound:
+            return None
+        if "pull_request" in it or not self._ours(_login(it.get("user"))):
+            return None
+        self._issue_index[(repo, marker_key(marker))] = number
+        return MarkedIssue(
+            repo=repo,
+            number=number,
+            state=it.get("state", "open"),
+            title=it.get("title") or "",
+            body=it.get("body") or "",
+            labels=tuple(lb["name"] for lb in it.get("labels") or ()),
+            marker=dict(marker),
+            created_at=_dt(it.get("created_at")),
+            closed_at=_dt(it.get("closed_at")),
+            author=_login(it.get("user")),
+        )
+
     def ensure_issue(
         self,
         repo: str,
@@ -1105,15 +1158,20 @@ class Forge:
         labels: Iterable[str] = (),
         *,
         reopen: bool = False,
+        number: int | None = None,
     ) -> MarkedIssue:
         """Create the issue for `marker` (kind+key), or update title/body, add missing labels.
 
         Labels are only added, never removed here (an owner's or the daemon's extra labels stay).
-        A closed issue stays closed unless `reopen`.
+        A closed issue stays closed unless `reopen`. `number`: the issue the caller recorded for
+        this marker; when it is still one of ours it is used even if someone rewrote its body
+        and marker (so the body is restored instead of a duplicate being opened).
         """
         labels = list(dict.fromkeys(labels))
         text = with_marker(body, marker)
         cur = self.find_issue(repo, marker)
+        if cur is None and number is not None:
+            cur = self._ours_by_number(repo, number, marker)
         if cur is None:
             self._ensure_repo_labels(repo, labels)
             _, it = self._req(
@@ -1283,7 +1341,18 @@ class Forge:
     def create_revert_pr(
         self, repo: str, merge_sha: str, base: str, *, title: str, body: str, label: str
     ) -> int:
-        """Open (once) a PR reverting single-parent commit `merge_sha` on `base`; its number.
+        """Open (once) a PR reverting single-parent commit `merge_sha` on `base`; its number."""
+        number, _ = self.open_revert_pr(repo, merge_sha, base, title=title, body=body, label=label)
+        return number
+
+    def open_revert_pr(
+        self, repo: str, merge_sha: str, base: str, *, title: str, body: str, label: str
+    ) -> tuple[int, str]:
+        """Open (once) a PR reverting single-parent commit `merge_sha` on `base`.
+
+        Returns (PR number, the revert commit sha the PR was opened with). The daemon trusts
+        the bot's own `decision:auto-revert` label only at exactly that head. When the PR
+        already existed (a retry after a crash), its head as listed now is returned.
 
         The revert tree is the parent's tree when `base` is still at `merge_sha`; else each path
         the commit changed is restored to its parent version, and RevertConflict is raised when such
@@ -1295,7 +1364,7 @@ class Forge:
         for p in self._pages(f"/repos/{repo}/pulls", {"state": "all", "head": f"{owner}:{branch}"}):
             if p["head"].get("ref") == branch and self._ours(_login(p.get("user"))):
                 self.add_labels(repo, int(p["number"]), [label])
-                return int(p["number"])
+                return int(p["number"]), str(p["head"].get("sha") or "")
         commit_sha = self._ref_sha(repo, branch)
         if commit_sha is None:
             commit_sha = self._revert_commit(repo, merge_sha, base)
@@ -1317,7 +1386,7 @@ class Forge:
         log.info(
             "forge.write", op="create_revert_pr", repo=repo, number=number, reverts=merge_sha[:12]
         )
-        return number
+        return number, commit_sha
 
     def _ref_sha(self, repo: str, branch: str) -> str | None:
         try:

@@ -97,6 +97,7 @@ class IssueActivity:
     (content, count) pairs plus ("total_count", n) — None when the list carried no rollup.
     Equal activity means nobody commented or reacted since (see the daemon's notes for what
     it cannot show: comment edits, and one reaction swapped for another of the same kind).
+    `body` lets the daemon see an edit of its own issue's text without another request.
     """
 
     repo: str
@@ -105,3 +106,5 @@ class IssueActivity:
     comments: int
     updated_at: datetime | None
     reactions: tuple[tuple[str, int], ...] | None
+    body: str | None = None  # the issue's body as listed (None: not in the list entry)
+    title: str | None = None

@@ -147,11 +147,6 @@ def test_force_push_of_the_same_tree_voids_the_approval(daemon) -> None:
     assert daemon.actions("approval_voided", n)[0]["new_head_sha"] == new
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding R3: a new ballot round starts at the daemon's clock, not GitHub's; with the "
-    "daemon's clock behind, an owner's 👍 for the old head lands inside the new round",
-)
 def test_stale_approval_with_daemon_clock_behind_github(daemon) -> None:
     """The daemon's clock runs 30 s behind GitHub: a 👍 given to head 1 just before a push must
     still not approve head 2."""

@@ -33,13 +33,14 @@ def _label(safe, number: int, login: str, label: str = AUTO_REVERT) -> None:
 
 def test_unverified_auto_revert_labels_gain_nothing_while_tripped(safe) -> None:
     """Self-applied, other-agent and stale `decision:auto-revert` labels do not pass a tripped
-    breaker; only an owner's label applied after the head commit does."""
+    breaker; only an owner's label applied after the daemon first saw the head does."""
     _trip(safe)
     self_l = safe.open_pr({"examples/a.py": "print('a')\n"}, title="self")
     other = safe.open_pr({"examples/b.py": "print('b')\n"}, title="other agent")
     stale = safe.open_pr({"examples/c.py": "print('c')\n"}, title="stale")
     plain = safe.open_pr({"examples/d.py": "print('d')\n"}, title="plain")
     good = safe.open_pr({"examples/e.py": "print('e')\n"}, title="owner-verified")
+    safe.tick()  # the daemon sees each head before the labels (R2: older labels never count)
     safe.advance(minutes=1)
     _label(safe, self_l, "agent-1")
     _label(safe, other, "agent-2")
@@ -71,14 +72,10 @@ def test_agent_cannot_remove_the_auto_revert_unlabel_trick(safe) -> None:
     assert not safe.pull(n).merged and quadrant(safe, n) == "A"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding R2: label freshness uses the head commit's committer date, which the pusher "
-    "sets; a back-dated commit pushed after an owner's label keeps the label 'verified'",
-)
 def test_backdated_commit_after_owner_label_is_not_verified(safe) -> None:
     """An agent pushes a commit back-dated before the owner's auto-revert label: the label must
-    be stale (the breaker still blocks the PR)."""
+    be stale (the breaker still blocks the PR). Fixed clock-free (R2): a label already present
+    when the daemon first sees a head never verifies it."""
     _trip(safe)
     n = safe.open_pr({"examples/g.py": "print('g')\n"})
     safe.advance(minutes=1)
@@ -89,6 +86,22 @@ def test_backdated_commit_after_owner_label_is_not_verified(safe) -> None:
     safe.sb.set_clock(labelled_at + timedelta(minutes=1))
     safe.tick()
     assert not safe.pull(n).merged
+
+
+def test_backdated_push_after_the_daemon_saw_the_old_head_is_not_verified(safe) -> None:
+    """The daemon saw head 1, the owner labels it (verified: C), then the agent pushes a
+    commit back-dated before the label: the label predates head 2, so it does not count."""
+    _trip(safe)
+    n = safe.open_pr({"examples/h.py": "print('h')\n"})
+    safe.tick()
+    labelled_at = safe.advance(minutes=1)
+    _label(safe, n, "alice")
+    safe.sb.set_clock(labelled_at - timedelta(hours=1))
+    safe.push(n, {"examples/h.py": "print('h, with an extra payload')\n"})
+    safe.sb.set_clock(labelled_at + timedelta(minutes=1))
+    safe.tick()
+    assert not safe.pull(n).merged and quadrant(safe, n) == "A"
+    assert safe.classifications(n)[-1]["auto_revert_floor"]
 
 
 def test_ballot_issue_label_tampering_changes_nothing(daemon) -> None:

@@ -90,11 +90,6 @@ def test_canonical_judgment_can_only_raise(daemon) -> None:
     assert not daemon.pull(d).merged and not daemon.pull(a).merged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding R5: agents with write access to the decision repo can rewrite a ballot's body "
-    "(what the owner reads before voting); the daemon only rewrites it when the PR changes",
-)
 def test_agent_rewritten_ballot_body_is_restored_before_owners_vote(daemon) -> None:
     """An agent edits the ballot body to say "README typo only": the next tick restores it."""
     n = daemon.open_pr({".github/workflows/ci.yml": "name: pwn\n"})

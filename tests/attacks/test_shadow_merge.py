@@ -41,11 +41,6 @@ def test_forge_merge_refuses_a_sha_that_is_no_longer_the_head(daemon) -> None:
     assert not daemon.pull(n).merged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding R7: required/extra checks are matched by name only; an agent with write "
-    "access posts the `ci/build` status itself and the merge gate is satisfied",
-)
 def test_agent_forged_extra_check_status_does_not_satisfy_the_gate(daemon) -> None:
     """repos[].extra_checks: [ci/build]; the PR's own agent reports ci/build=success → no merge."""
     daemon.configure(repo={"extra_checks": ["ci/build"]})

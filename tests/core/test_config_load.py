@@ -179,6 +179,36 @@ def test_bool_is_not_an_integer(tmp_path):
         ("tiers:\n  protected_globs: ['x/**']\n", "tiers.protected_globs", "can only grow"),
         ("repos: {name: a/b}\n", "repos", "expected a list"),
         ("github: [1]\n", "github", "expected a mapping"),
+        (
+            "repos:\n  - name: a/b\n    extra_checks: [{context: ci, app: 3}]\n",
+            "repos[0].extra_checks[0].app",
+            "unknown key",
+        ),
+        (
+            "repos:\n  - name: a/b\n    extra_checks: [{app_id: 3}]\n",
+            "repos[0].extra_checks[0]",
+            "missing required key 'context'",
+        ),
+        (
+            "repos:\n  - name: a/b\n    extra_checks: [{context: ci, app_id: 0}]\n",
+            "repos[0].extra_checks[0].app_id",
+            "at least 1",
+        ),
+        (
+            "repos:\n  - name: a/b\n    extra_checks: [{context: ci, app_id: '7'}]\n",
+            "repos[0].extra_checks[0].app_id",
+            "an integer",
+        ),
+        (
+            "repos:\n  - name: a/b\n    extra_checks: [ci, 5]\n",
+            "repos[0].extra_checks[1]",
+            "check name or {context, app_id}",
+        ),
+        (
+            "repos:\n  - name: a/b\n    extra_checks: [ci, {context: ci}]\n",
+            "repos[0].extra_checks[1]",
+            "duplicate entry",
+        ),
     ],
 )
 def test_capdaemon_yml_errors(tmp_path, text, key, why):
@@ -319,8 +349,29 @@ def test_repo_policy_only_adds(tmp_path):
     assert c.owners_for("acme/widgets") == {"alice", "bob", "carol"}
     rc = c.repo("acme/widgets")
     assert "do-not-merge" in rc.blocking_labels and "hold" in rc.blocking_labels
-    assert rc.extra_checks == ("lint",)
+    assert rc.extra_checks == (C.CheckSpec("lint"),)
     assert c.classifier.noncritical_dirs == base.classifier.noncritical_dirs
+
+
+def test_extra_checks_names_and_pinned_apps(tmp_path):
+    """extra_checks take a name (legacy: any GitHub App's check run) or {context, app_id}
+    (only that App's check run), in capdaemon.yml and in a repo's .capdaemon.yml."""
+    d = _write(
+        tmp_path / "cfg",
+        "capdaemon.yml",
+        "repos:\n  - name: a/b\n    extra_checks: [ci/lint, {context: ci/build, app_id: 15368}]\n",
+    )
+    rc = load_config(d).repo("a/b")
+    assert rc.extra_checks == (C.CheckSpec("ci/lint"), C.CheckSpec("ci/build", 15368))
+    policy = parse_repo_policy("extra_checks: [{context: e2e, app_id: 9}, smoke]\n", "p.yml")
+    assert policy.extra_checks == (C.CheckSpec("e2e", 9), C.CheckSpec("smoke"))
+    merged = load_config(d).with_repo_policy(policy, "a/b").repo("a/b")
+    assert [c.context for c in merged.extra_checks] == ["ci/lint", "ci/build", "e2e", "smoke"]
+    assert C.RepoConfig("x/y", extra_checks=("old",)).extra_checks == (C.CheckSpec("old"),)
+    with pytest.raises(ConfigError) as info:
+        parse_repo_policy("extra_checks:\n  - {context: e2e, app_id: nope}\n", "r/p:.capdaemon.yml")
+    assert info.value.file == "r/p:.capdaemon.yml"
+    assert info.value.key == "extra_checks[0].app_id" and info.value.line == 2
 
 
 def test_repo_policy_cannot_carve_out(tmp_path):

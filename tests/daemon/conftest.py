@@ -36,9 +36,15 @@ BASE_FILES = {
 
 
 def write_config(
-    directory: Path, sb: Sandbox, *, mode: str = "enforce", repo: Mapping[str, Any] | None = None
+    directory: Path,
+    sb: Sandbox,
+    *,
+    mode: str = "enforce",
+    repo: Mapping[str, Any] | None = None,
+    **extra: Any,
 ) -> Path:
-    """A config dir pointing at the sandbox: App auth, owners alice+bob, acme/widgets supervised."""
+    """A config dir pointing at the sandbox: App auth, owners alice+bob, acme/widgets supervised
+    (plus `extra` top-level capdaemon.yml keys, e.g. random_review_share)."""
     directory.mkdir(parents=True, exist_ok=True)
     data = {
         "github": {
@@ -52,6 +58,7 @@ def write_config(
         "owners": [sb.owner, sb.second_owner],
         "mode": mode,
         "repos": [{"name": sb.repo, "base": "main", "merge_method": "squash", **(repo or {})}],
+        **extra,
     }
     (directory / "capdaemon.yml").write_text(
         yaml.safe_dump(data, sort_keys=False), encoding="utf-8"

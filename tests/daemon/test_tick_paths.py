@@ -16,7 +16,11 @@ ROUTER = {
 
 
 def test_quadrant_a_merges_without_an_issue(daemon: Harness) -> None:
-    """A README typo is A: L1.C3 success, merged at its head sha, counted, no decision issue."""
+    """A README typo is A: L1.C3 success, merged at its head sha, counted, no decision issue.
+
+    The random review sample is off (share 0): the sample is keyed on the head sha, which
+    includes the commit time, so the default 10 % share would sometimes open an issue."""
+    daemon.configure(random_review_share=0)
     n = daemon.open_pr({"README.md": "# widgets\n\nSupervised by capdaemon!\n"})
     head = daemon.pull(n).head.sha
     report = daemon.tick()
@@ -29,6 +33,17 @@ def test_quadrant_a_merges_without_an_issue(daemon: Harness) -> None:
     assert done["status"] == "done" and done["merge_sha"] and done["seq"] > attempted["seq"]
     metrics = json.loads((daemon.state_dir / "tick_metrics.json").read_text())
     assert metrics["quadrant_a_count"] == 1 and metrics["prs_seen"] == 1
+
+
+def test_random_review_share_one_always_opens_the_random_review_issue(daemon: Harness) -> None:
+    """With share 1.0 every auto-merged PR gets a passive `decision:random-review` issue."""
+    daemon.configure(random_review_share=1.0)
+    n = daemon.open_pr({"README.md": "# widgets\n\nSupervised by capdaemon, sampled.\n"})
+    daemon.tick()
+    assert daemon.pull(n).merged
+    (issue,) = daemon.issues()
+    assert [lb.name for lb in issue.labels] == ["decision:random-review"]
+    assert f"acme/widgets#{n}" in issue.body
 
 
 def test_quadrant_b_merges_and_opens_a_passive_review(daemon: Harness) -> None:

@@ -266,3 +266,43 @@ def test_outcome_to_dict_is_json() -> None:
                                [reaction("mallory", "-1", at(2))]), NOW)  # fmt: skip
     data = json.loads(json.dumps(out.to_dict()))
     assert data["status"] == "approved" and data["ignored"][0]["reason"] == "not an owner"
+
+
+# ----------------------------------------------------------------------------- stale votes (R3)
+def test_stale_vote_ids_never_count_whatever_their_time() -> None:
+    """Votes already on the issue when the round began are ignored even if stamped after the
+    round's start (the daemon's clock ran behind GitHub's)."""
+    up = reaction("alice", "+1", at(2))
+    cmd = comment("bob", "/approve A", at(3))
+    stale = frozenset({f"reaction:{up.id}", f"comment:{cmd.id}"})
+    out = resolve_ballot(facts([cmd], [up], start=at(1), stale_vote_ids=stale), NOW)
+    assert out.status is S.PENDING and not out.counted
+    assert {v.reason for v in out.ignored} == {
+        f"before this round (the ballot is bound to {HEAD[:12]})"
+    }
+    fresh = reaction("alice", "+1", at(4))
+    out = resolve_ballot(facts([cmd], [up, fresh], start=at(1), stale_vote_ids=stale), NOW)
+    assert out.status is S.APPROVED and out.deciding is not None and out.deciding.ref == fresh.id
+
+
+def test_stale_unknown_command_is_not_answered() -> None:
+    """An owner's unknown command from before the round is not answered again."""
+    typo = comment("alice", "/aprove A", at(2))
+    out = resolve_ballot(facts([typo], start=at(1), stale_vote_ids={f"comment:{typo.id}"}), NOW)
+    assert out.unknown_commands == ()
+
+
+def test_round_keeps_stale_ids_and_resets_them_per_round() -> None:
+    """BallotRound carries stale ids into its facts and JSON; a new round starts empty."""
+    r = BallotRound("o/r", 1, HEAD, at(0)).with_stale_votes({"comment:5", "reaction:6"})
+    assert r.facts(owners=OWNERS, pr_author=AUTHOR, bot_login=BOT).stale_vote_ids == {
+        "comment:5",
+        "reaction:6",
+    }
+    assert BallotRound.from_json(r.to_json()) == r
+    assert r.for_head("b" * 40, at(5)).stale_vote_ids == frozenset()
+    again = r.restart(at(6))
+    assert (again.round, again.head_sha, again.stale_vote_ids) == (2, HEAD, frozenset())
+    assert "stale_vote_ids" not in again.to_json()
+    with pytest.raises(ValueError, match="stale_vote_ids"):
+        BallotRound.from_json({**r.to_json(), "stale_vote_ids": ["x:1"]})

@@ -8,7 +8,7 @@ import pytest
 
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus
 from capdaemon.decide.breaker import BreakerState, Incident, IncidentKind
-from capdaemon.decide.merge import MergeAction, MergeFacts, merge_readiness
+from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
 from capdaemon.decide.tiers import OneTapResult, OneTapState, Requirement, TierDecision
 from capdaemon.model import CheckRun, Quadrant
 
@@ -217,3 +217,67 @@ def test_shadow_mode_would_merge() -> None:
 def test_requirement_reported() -> None:
     """The effective requirement is part of the result."""
     assert merge_readiness(replace(BASE, quadrant=Quadrant.D)).requirement is Requirement.BALLOT
+
+
+# ----------------------------------------------------------------------------- pinned checks (R7)
+APP_CI = CheckRun("ci/build", "completed", "success", app_slug="ci-app", app_id=7,
+                  completed_at=at(1), id=20)  # fmt: skip
+EVIL_CI = replace(APP_CI, app_slug="evil", app_id=666, id=21)
+STATUS_CI = CheckRun("ci/build", "completed", "success", completed_at=at(2), id=22)  # no App
+
+PIN_CASES = [
+    # (id, required_checks, extra_checks, checks, ok)
+    ("protection-unpinned-status-ok", ("ci/build",), (), (STATUS_CI,), True),
+    ("protection-pinned-right-app", (("ci/build", 7),), (), (APP_CI,), True),
+    ("protection-pinned-other-app", (("ci/build", 7),), (), (EVIL_CI,), False),
+    ("protection-pinned-status-never", (("ci/build", 7),), (), (STATUS_CI,), False),
+    ("protection-any-app-minus-one", (("ci/build", -1),), (), (STATUS_CI,), True),
+    ("extra-name-status-never", (), ("ci/build",), (STATUS_CI,), False),
+    ("extra-name-any-app-run", (), ("ci/build",), (EVIL_CI,), True),
+    ("extra-pinned-right-app", (), (RequiredCheck("ci/build", 7, True),), (APP_CI,), True),
+    ("extra-pinned-other-app", (), (RequiredCheck("ci/build", 7, True),), (EVIL_CI,), False),
+    # a newer failing run from the pinned App wins over an older success
+    (
+        "pinned-newest-of-that-app",
+        (("ci/build", 7),),
+        (),
+        (APP_CI, replace(APP_CI, conclusion="failure", completed_at=at(3), id=23)),
+        False,
+    ),
+    # a forged success from another App never hides the pinned App's failure
+    (
+        "pinned-forged-newer-success-ignored",
+        (("ci/build", 7),),
+        (),
+        (replace(APP_CI, conclusion="failure"), replace(EVIL_CI, completed_at=at(9))),
+        False,
+    ),
+    # the same context required by protection (any source) and extra (apps only): both apply
+    ("both-status-only", ("ci/build",), ("ci/build",), (STATUS_CI,), False),
+]
+
+
+@pytest.mark.parametrize(
+    ("required", "extra", "checks", "ok"),
+    [c[1:] for c in PIN_CASES],
+    ids=[c[0] for c in PIN_CASES],
+)
+def test_pinned_and_extra_checks(required, extra, checks, ok) -> None:
+    """A pinned check counts only runs of its App; an unpinned extra check only App runs."""
+    facts = replace(BASE, required_checks=required, extra_checks=extra, checks=(L1C3, *checks))
+    r = merge_readiness(facts)
+    assert r.ok is ok, r.reasons
+    if not ok:
+        assert any("ci/build" in reason for reason in r.reasons)
+
+
+def test_required_check_of_config_like_objects() -> None:
+    """RequiredCheck.of accepts names, pairs and objects with .context/.app_id."""
+
+    class Spec:
+        context, app_id = "lint", 5
+
+    assert RequiredCheck.of(Spec(), apps_only=True) == RequiredCheck("lint", 5, True)
+    assert RequiredCheck.of(("lint", None), apps_only=False) == RequiredCheck("lint")
+    with pytest.raises(TypeError):
+        RequiredCheck.of(42, apps_only=False)

@@ -243,3 +243,40 @@ def test_pull_status_open_merged_closed(
     forge.close_pr(sandbox.repo, m, "no")
     st = forge.pull_status(sandbox.repo, m)
     assert (st.state, st.merged, st.merge_sha) == ("closed", False, None)
+
+
+def test_ensure_issue_with_its_number_restores_a_destroyed_marker(
+    sandbox: Sandbox, forge: Forge, make_forge: Callable[..., Forge]
+) -> None:
+    """An agent rewrites our issue without the marker: with `number=` a restarted Forge adopts
+    our own issue (by author) and restores it instead of opening a duplicate; another user's
+    issue number is never adopted."""
+    import github
+
+    mk = {"kind": "ballot", "pr": f"{sandbox.repo}#6"}
+    first = forge.ensure_issue(sandbox.bot_repo, mk, "Ballot for #6", "The real text", [])
+    agent = github.Github(base_url=sandbox.base_url, auth=github.Auth.Token("ghp_sandbox_agent_1"))
+    agent.get_repo(sandbox.bot_repo).get_issue(first.number).edit(body="safe, approve")
+    restarted = make_forge(app=True)
+    again = restarted.ensure_issue(
+        sandbox.bot_repo, mk, "Ballot for #6", "The real text", [], number=first.number
+    )
+    assert again.number == first.number and parse_marker(again.body) == mk
+    assert "The real text" in again.body
+    theirs = agent.get_repo(sandbox.bot_repo).create_issue("mine", "agent text")
+    other = make_forge(app=True).ensure_issue(
+        sandbox.bot_repo, {"kind": "ballot", "pr": "x/y#1"}, "B", "t", [], number=theirs.number
+    )
+    assert other.number != theirs.number
+
+
+def test_activity_lists_title_and_body_and_collaborators_fall_back(
+    sandbox: Sandbox, forge: Forge
+) -> None:
+    """issue_activity carries each issue's title and body (R5); the sandbox cannot list
+    collaborators → None (the caller falls back to checking known logins)."""
+    issue = forge.ensure_issue(sandbox.bot_repo, {"kind": "review", "pr": "a/b#1"}, "T", "B", [])
+    act = forge.issue_activity(sandbox.bot_repo)[issue.number]
+    assert act.title == "T" and act.body == issue.body
+    assert forge.collaborators(sandbox.bot_repo) is None
+    assert forge.permission(sandbox.bot_repo, "agent-1") == "write"

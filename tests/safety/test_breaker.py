@@ -115,3 +115,23 @@ def test_breaker_state_is_read_fresh_each_merge(safe: SafetyHarness) -> None:
                 "--config", str(safe.config_dir)]) == 0  # fmt: skip
     safe.tick()
     assert safe.pull(number).merged
+
+
+def test_push_onto_the_bots_revert_pr_loses_the_exception(safe: SafetyHarness) -> None:
+    """The bot's own label is trusted only at the revert commit it opened the PR with (R2): an
+    agent pushing onto the revert branch gets a head whose label predates it → blocked."""
+    safe.configure(post_merge={"auto_revert_pr": True}, breaker={"threshold": 1})
+    bad = safe.open_pr(EXAMPLE)
+    safe.tick()
+    safe.ci(safe.merge_sha(bad), "failure")
+    safe.step7()
+    assert safe.breaker().tripped
+    done = next(r for r in safe.actions("revert") if r["status"] == "done")
+    revert_no = done["revert_pr"]
+    assert safe.safety()["reverts"][-1]["revert_sha"] == safe.pull(revert_no).head.sha
+    safe.advance(minutes=1)
+    safe.push(revert_no, {"examples/payload.py": "print('p')\n"})
+    safe.tick()
+    safe.tick()
+    assert not safe.pull(revert_no).merged
+    assert safe.classifications(revert_no)[-1]["auto_revert_floor"]

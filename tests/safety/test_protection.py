@@ -58,3 +58,20 @@ def test_protection_problems_table() -> None:
     no_pr = {k: v for k, v in ok.items() if k != "required_pull_request_reviews"}
     assert protection_problems(no_pr, None) == ["pull requests are not required"]
     assert protection_problems(None, 7) == ["the branch is not protected"]
+
+
+def test_protect_check_warns_about_agents_with_write_on_the_decision_repo(
+    safe: SafetyHarness, capsys: object
+) -> None:
+    """`protect --check` warns (stderr) about non-owner writers of the decision repo: PR
+    authors known to bot-state and --agent logins; owners and read-only users are not named."""
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir)]
+    safe.configure()
+    safe.open_pr({"README.md": "# widgets (by agent-1)\n"})
+    safe.tick()
+    safe.stop()
+    cli(["protect", safe.sb.repo, *args, "--check", "--agent", "agent-2", "--agent", "mallory"])
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert "WARNING: agent-1 has write access to the decision repo acme/capdaemon-bot" in err
+    assert "WARNING: agent-2 has write" in err
+    assert "mallory" not in err and "alice" not in err and "bob" not in err
