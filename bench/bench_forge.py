@@ -62,6 +62,9 @@ def main() -> int:
     ap.add_argument("--prs", type=int, default=100, help="open PRs for (b) and (c)")
     ap.add_argument("--files", type=int, default=20, help="files changed by the PR of (a)")
     args = ap.parse_args()
+    from capdaemon.logging import configure_logging
+
+    configure_logging(level="warning")  # the table, not one event per snapshot
 
     keys = std.generate_keys()
     with tempfile.TemporaryDirectory() as tmp:

@@ -296,8 +296,24 @@ class RegexGlobSet:
         )
 
 
-def validate_glob(pattern: str) -> None:
-    """Raise GlobError when a pattern is not a usable gitignore-style glob."""
+def compile_glob(pattern: str, *, case_insensitive: bool = True) -> tuple[str | None, bool | None]:
+    """Validate one glob and compile it once: (regex source, include), or (None, None) for a
+    pattern that matches nothing. Raises GlobError naming the pattern."""
+    _check_glob_text(pattern)
+    import pathspec
+
+    try:
+        factory = pathspec.util.lookup_pattern(GLOB_DIALECT)
+        pat = factory(pattern.casefold() if case_insensitive else pattern)
+    except Exception as exc:
+        raise GlobError(f"bad glob {pattern!r}: {exc}") from exc
+    if pat.include is None or pat.regex is None:
+        return None, None
+    return pat.regex.pattern, pat.include
+
+
+def _check_glob_text(pattern: str) -> None:
+    """The cheap, text-only checks of validate_glob."""
     if not isinstance(pattern, str):
         raise GlobError(f"glob must be a string, not {type(pattern).__name__}")
     if not pattern.strip():
@@ -308,6 +324,11 @@ def validate_glob(pattern: str) -> None:
         raise GlobError(f"control character in glob {pattern!r}")
     if pattern.count("[") != pattern.count("]"):
         raise GlobError(f"unbalanced brackets in glob {pattern!r}")
+
+
+def validate_glob(pattern: str) -> None:
+    """Raise GlobError when a pattern is not a usable gitignore-style glob."""
+    _check_glob_text(pattern)
     import pathspec
 
     try:

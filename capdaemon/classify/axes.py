@@ -6,19 +6,17 @@ import functools
 import json
 import re
 import tomllib
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pathspec
 import yaml
 
 from capdaemon.classify import carveouts
 from capdaemon.classify.hunks import ADDED, REMOVED, Hunk, try_parse_patch
 from capdaemon.classify.literals import required_literals
 from capdaemon.config import ClassifierConfig
-from capdaemon.globs import PathError, fold_path, is_plain_ascii, normalize_path, validate_glob
+from capdaemon.globs import PathError, compile_glob, fold_path, is_plain_ascii, normalize_path
 from capdaemon.model import (
     MODE_SUBMODULE,
     MODE_SYMLINK,
@@ -71,17 +69,11 @@ class PathMatcher:
         self.restrictive = restrictive
         each: list[tuple[str, re.Pattern[str]]] = []
         for pat in self.patterns:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                validate_glob(pat)
-            src = pat.casefold() if restrictive else pat
-            with warnings.catch_warnings():  # same dialect as capdaemon.globs.GlobSet
-                warnings.simplefilter("ignore", DeprecationWarning)
-                spec = pathspec.PathSpec.from_lines("gitwildmatch", [src])
-            for p in spec.patterns:
-                if p.include and p.regex is not None:
-                    rx = p.regex.pattern.replace("(?P<ps_d>", "(?:")
-                    each.append((pat, re.compile(rx)))
+            # One validated compile per glob, in the same dialect as capdaemon.globs.GlobSet.
+            source, include = compile_glob(pat, case_insensitive=restrictive)
+            if include and source is not None:
+                rx = source.replace("(?P<ps_d>", "(?:")
+                each.append((pat, re.compile(rx)))
         self._each = tuple(each)
         self._union = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in each)) if each else None
 
