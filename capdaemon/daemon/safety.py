@@ -929,7 +929,7 @@ def bot_revert_head(t: Any, repo: str, number: int) -> str | None:
     """The revert commit sha the bot opened revert PR `repo#number` with (None: not ours).
 
     Its own `decision:auto-revert` label is trusted at exactly that head even though the
-    label was already there when the daemon first saw the head (see tick._label_floor)."""
+    label was already there when the daemon first saw the head (see publish._label_floor)."""
     for r in reversed(store(t)["reverts"]):
         pr = str(r.get("pr", ""))
         if r.get("revert_pr") == number and pr.rpartition("#")[0].lower() == repo.lower():

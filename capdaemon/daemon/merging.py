@@ -1,0 +1,204 @@
+"""Steps 0 and 4 of a tick: reconcile attempted actions, merge readiness facts, merge at the sha."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from capdaemon.config import RepoConfig
+from capdaemon.daemon import safety
+from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.tickdata import (
+    BALLOT,
+    TickReport,
+    _iso,
+    _Seen,
+    required_checks,
+)
+from capdaemon.decide.breaker import BreakerState
+from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
+from capdaemon.decide.tiers import TierDecision
+from capdaemon.forge.errors import ForgeError, HeadMoved, NotMergeable, RateLimited
+from capdaemon.model import CheckRun, Quadrant
+
+
+class MergingMixin:
+    """Ticker steps that merge what may merge, and finish what a crash left attempted."""
+
+    # ------------------------------------------------------------------ step 0
+    def _step_reconcile(self, now: datetime, report: TickReport) -> None:
+        """Finish what a crash left between an "attempted" record and its outcome (by PR state)."""
+        for rec in list(self.prs.records.values()):
+            if not rec.pending:
+                continue
+            op = rec.pending.get("op")
+            status = self.forge.pull_status(rec.repo, rec.number)
+            base = {
+                "action": op,
+                "pr": rec.ref,
+                "head_sha": rec.pending.get("head_sha"),
+                "reconciled": True,
+            }
+            if op == "merge" and status.merged:
+                self.actions_log.append(
+                    {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
+                )
+                rec.state, rec.merge_sha = "merged", status.merge_sha
+            elif op == "close" and status.state == "closed":
+                self.actions_log.append({**base, "status": "done"}, now=now)
+                rec.state = "merged" if status.merged else "closed"
+            else:
+                self.actions_log.append({**base, "status": "not_done"}, now=now)
+            self.log.info(
+                "reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state
+            )
+            report.reconciled.append(f"{rec.ref}:{op}")
+            rec.pending = None
+            self.prs.save(rec)
+
+    # ------------------------------------------------------------------ step 4
+    def _required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
+        if rc.name not in self._required:
+            protection = self.forge.get_protection(rc.name, rc.base) or {}
+            self._required[rc.name] = required_checks(protection)
+        return self._required[rc.name]
+
+    def _step_merge(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
+        for s in seen:
+            rec, pr = s.rec, s.pr
+            if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
+                continue
+            if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
+                continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
+            if self.shadow and rec.would_merge_head == pr.head_sha:
+                continue
+            if s.rc.name in self._policy_errors:
+                self.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
+                continue  # fail closed: the repo's policy is unknown this tick
+            blocking = {b.lower() for b in s.rc.blocking_labels}
+            if pr.draft or any(label.lower() in blocking for label in pr.labels):
+                continue  # merge_readiness would wait: no need to read anything for it
+            self._check_stop()
+            try:
+                self._try_merge(s, now, report)
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                self._error(report, "merge.check_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            self._heartbeat()
+
+    def _tier(self, rec: PRRecord) -> TierDecision:
+        """The tier overlay of SPEC 4.1 for the PR's current head (capdaemon.daemon.safety)."""
+        return safety.tier_decision(self, rec)
+
+    def _breaker(self) -> BreakerState:
+        """The circuit breaker's state (SPEC 6.3, capdaemon.daemon.safety)."""
+        return safety.breaker_state(self)
+
+    def _try_merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        rec, pr = s.rec, s.pr
+        if rec.mergeable is None:  # GitHub computes it lazily: read it again (one GET)
+            status = self.forge.pull_status(pr.repo, pr.number)
+            if status.head_sha == pr.head_sha:
+                rec.mergeable = status.mergeable
+        runs = self._tick_runs.get((pr.repo, pr.head_sha))
+        if runs is None:
+            checks = self.forge.commit_checks(pr.repo, pr.head_sha)
+        else:  # the gather phase's check runs, plus the statuses (read for merging only)
+            checks = runs + self.forge.commit_statuses(pr.repo, pr.head_sha)
+        readiness = merge_readiness(self._merge_facts(s, checks, now))
+        if readiness.action is MergeAction.MERGE and runs is not None:
+            # decided on the gather phase's check runs: read them again right before acting
+            checks = self.forge.commit_checks(pr.repo, pr.head_sha)
+            readiness = merge_readiness(self._merge_facts(s, checks, now))
+        if readiness.action is MergeAction.WAIT:
+            self.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
+            return
+        if readiness.action is MergeAction.WOULD_MERGE:
+            self.actions_log.append(
+                {
+                    "action": "merge",
+                    "status": "would_merge",
+                    "pr": rec.ref,
+                    "head_sha": pr.head_sha,
+                    "quadrant": rec.quadrant,
+                },
+                now=now,
+            )
+            rec.would_merge_head = pr.head_sha
+            report.would_merge.append(rec.ref)
+            self.log.info("merge.would_merge", pr=rec.ref)
+            return
+        self._merge(s, now, report)
+
+    def _merge_facts(self, s: _Seen, checks: Sequence[CheckRun], now: datetime) -> MergeFacts:
+        rec, pr, rc = s.rec, s.pr, s.rc
+        needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
+        ballot = self._outcome(rec, pr.head_sha, now) if needs else None
+        return MergeFacts(
+            head_sha=pr.head_sha,
+            quadrant=Quadrant(rec.quadrant),
+            tier=self._tier(rec),
+            checks=tuple(checks),
+            required_checks=self._required_checks(rc),
+            extra_checks=rc.extra_checks,
+            draft=pr.draft,
+            labels=pr.labels,
+            blocking_labels=rc.blocking_labels,
+            mergeable=rec.mergeable,
+            breaker=self._breaker(),
+            verified_auto_revert=rec.auto_revert,
+            capability_reasons=tuple(rec.blocking),
+            ballot=ballot,
+            one_tap=safety.one_tap_result(self, rec, now),
+            shadow=self.shadow,
+            l1c3_app_id=self.config.github.app_id,
+        )
+
+    def _merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
+        rec, pr, rc = s.rec, s.pr, s.rc
+        sha = pr.head_sha
+        base = {"action": "merge", "pr": rec.ref, "head_sha": sha}
+        rec.pending = {"op": "merge", "head_sha": sha, "at": _iso(now)}
+        self.prs.save(rec)
+        self.actions_log.append(
+            {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},
+            now=now,
+        )
+        self.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
+        self._crash("audit:merge")
+        try:
+            merge_sha = self.forge.merge(rec.repo, rec.number, sha, rc.merge_method)
+        except HeadMoved as exc:
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.head_moved", pr=rec.ref, head=sha[:12])
+            rec.fingerprint = ""  # reclassified next tick
+        except NotMergeable as exc:
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": "not_mergeable", "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
+            rec.merge_blocked_head = sha
+        except ForgeError as exc:
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": type(exc).__name__, "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
+            if isinstance(exc, RateLimited):
+                raise
+        else:
+            self._crash("act:merge")
+            self.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
+            rec.state, rec.merge_sha = "merged", merge_sha
+            report.merged.append(rec.ref)
+            self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
+            self._close_issue(rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
+        finally:
+            rec.pending = None
+            self.prs.save(rec)
