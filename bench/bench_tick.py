@@ -97,7 +97,7 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any) -> None:
     from capdaemon.daemon.runner import open_ticker
     from capdaemon.logging import configure_logging
 
-    configure_logging("json", "warning")  # as in production, minus the per-PR info events
+    configure_logging("json", "error")  # the table only (an unprotected bench repo warns)
 
     config, rules = load_config_and_rules(_ap.Namespace(config=config_dir))
     with open_ticker(config, Path(state_dir), rules=rules) as ticker:
