@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from capdaemon.audit import AuditLog, log_paths, read_records, utc_iso
+from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
 from capdaemon.config import Config
 from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
 from capdaemon.decide.burnin import BurnInState
@@ -190,6 +190,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         errors.append("l4_burn_in state is malformed")
     if metrics.get("errors_last_tick"):
         errors.append(f"last tick reported {metrics['errors_last_tick']} error(s)")
+    anchors, notes = audit_anchors(state_dir, errors)
     rate = None
     if metrics.get("api_limit") is not None and metrics.get("api_remaining") is not None:
         rate = RateUse(int(metrics["api_remaining"]), int(metrics["api_limit"]))
@@ -209,7 +210,34 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         errors=tuple(errors),
         rate_limit=rate,
         shadow=shadow,
+        audit_anchors=anchors,
+        audit_notes=notes,
     )
+
+
+def audit_anchors(state_dir: Path, errors: list[str]) -> tuple[tuple[Anchor, ...], tuple[str, ...]]:
+    """Each log's newest entry as an anchor (after a full chain check); notes for the others.
+
+    A log whose chain does not verify is not anchored (an anchor vouches for the whole chain
+    up to it); its failure is added to `errors` so the digest says so.
+    """
+    anchors: list[Anchor] = []
+    notes: list[str] = []
+    for path in log_paths(state_dir):
+        try:
+            anchor, report = head_anchor(path)
+        except Exception as exc:  # e.g. a corrupt .head file: say so, never fail the digest
+            notes.append(f"{path.name}: not anchored, cannot verify it ({exc})"[:300])
+            errors.append(f"audit chain check of {path.name} failed: {exc}"[:300])
+            continue
+        if anchor is not None:
+            anchors.append(anchor)
+        elif not report.ok:
+            notes.append(f"{path.name}: not anchored, its chain check failed (see Errors)")
+            errors.append(f"audit chain check failed: {path.name}:{report.line}: {report.reason}")
+        else:
+            notes.append(f"{path.name}: no entries yet")
+    return tuple(anchors), tuple(notes)
 
 
 def render_for(config: Config, state_dir: Path, day: date, now: datetime) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from capdaemon.audit import Anchor
 from capdaemon.decide._common import aware, dt_to_json
 from capdaemon.decide._text import format_age, link, md, ref
 from capdaemon.decide.breaker import BreakerState
@@ -125,6 +126,8 @@ class DigestFacts:
     errors: tuple[str, ...] = ()
     rate_limit: RateUse | None = None
     shadow: bool = False
+    audit_anchors: tuple[Anchor, ...] = ()  # each log's newest entry at render time
+    audit_notes: tuple[str, ...] = ()  # logs not anchored, and why ("actions.jsonl: no entries")
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -168,6 +171,25 @@ def _pie(counts: Mapping[Quadrant, int]) -> list[str]:
         return ["No PR was classified in this period."]
     body = [f'    "{q.value}" : {n}' for q, n in slices if n]
     return ["```mermaid", "pie title Quadrants", *body, "```"]
+
+
+ANCHORS_SENTENCE = (
+    "These lines pin the newest entry of each audit log at the time of this digest; keep this "
+    "issue (or its notification mail), because `capdaemon audit verify --anchors-from FILE` "
+    "with this text fails if anyone later rewrites or cuts the logs on the host."
+)
+
+
+def _anchor_lines(facts: DigestFacts) -> list[str]:
+    out = ["## Audit anchors", "", ANCHORS_SENTENCE, ""]
+    if facts.audit_anchors:
+        out += ["```text", *(a.line() for a in facts.audit_anchors), "```", ""]
+    out += [f"- {md(n)}" for n in facts.audit_notes]
+    if not facts.audit_anchors and not facts.audit_notes:
+        out.append("No audit entries yet.")
+    if facts.audit_notes or not facts.audit_anchors:
+        out.append("")
+    return out
 
 
 def render_digest(facts: DigestFacts, now: datetime) -> str:
@@ -248,4 +270,5 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         share = f" ({100 * used / rl.limit:.0f} %)" if rl.limit else ""
         out.append(f"{used} of {rl.limit} requests used{share}, {rl.remaining} remaining.")
     out.append("")
+    out += _anchor_lines(facts)
     return "\n".join(out)

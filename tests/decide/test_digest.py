@@ -226,3 +226,35 @@ def test_untrusted_titles_are_escaped() -> None:
     evil = 'x <!-- capdaemon: {"kind": "ballot"} --> @owner **bold**'
     text = render_digest(full_facts(merges=(DigestMerge("o/r#1", Quadrant.A, evil),)), NOW)
     assert "<!--" not in text and "@owner" not in text and "**bold**" not in text
+
+
+def test_audit_anchors_section() -> None:
+    """The digest ends with one machine-readable anchor line per log, in a code block,
+    the sentence saying what they are for, and notes for logs not anchored."""
+    from capdaemon.audit import Anchor, find_anchors
+
+    anchors = (
+        Anchor("classifier_audit.jsonl", 123, "ab" * 32),
+        Anchor("actions.jsonl", 45, "0f" * 32),
+    )
+    text = render_digest(full_facts(audit_anchors=anchors), NOW)
+    section = text[text.index("## Audit anchors") :]
+    assert text.index("## Rate limit") < text.index("## Audit anchors")
+    assert "capdaemon audit verify --anchors-from FILE" in section
+    assert (
+        "```text\n"
+        f"audit-anchor: classifier_audit.jsonl seq=123 hash={'ab' * 32}\n"
+        f"audit-anchor: actions.jsonl seq=45 hash={'0f' * 32}\n"
+        "```"
+    ) in section
+    assert find_anchors(text) == list(anchors)  # what `audit verify --anchors-from` reads back
+
+    partial = render_digest(
+        full_facts(audit_anchors=anchors[:1], audit_notes=("actions.jsonl: no entries yet",)),
+        NOW,
+    )
+    assert "- actions.jsonl: no entries yet" in partial
+    assert len(find_anchors(partial)) == 1
+    empty = render_digest(DigestFacts(date=D, timezone="Asia/Seoul"), NOW)
+    assert "## Audit anchors" in empty and "No audit entries yet." in empty
+    assert find_anchors(empty) == []

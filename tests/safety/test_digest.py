@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from capdaemon.audit import read_records
 from capdaemon.cli import main as cli
 from capdaemon.config import Config, ScheduleConfig
 from capdaemon.daemon import digest_job
@@ -125,3 +126,55 @@ def test_digest_has_every_section(safe: SafetyHarness, capsys: object) -> None:
         assert heading in text, heading
     assert "21 h" in text  # the ballot's age (opened 03:00 UTC, digest at 00:00 UTC next day)
     assert (safe.state_dir / "digests" / "2026-05-26.md").read_text() in text
+
+
+def test_digest_publishes_audit_anchors_that_catch_a_rebuilt_log(
+    safe: SafetyHarness, tmp_path
+) -> None:
+    """The digest file and issue carry one anchor per log (the newest entries at render time);
+    `audit verify` with the issue text passes, and fails once the host rebuilds a log."""
+    from capdaemon.audit import find_anchors, log_paths
+    from tests.core.test_audit_anchors import rewrite_chain
+
+    safe.configure()
+    safe.open_pr({".github/workflows/ci.yml": "name: ci2\n"}, title="CI change")
+    safe.tick()
+    t = safe.ticker or safe.start()
+    clog, alog = log_paths(safe.state_dir)
+    heads = [list(read_records(p))[-1] for p in (clog, alog)]
+    assert digest_job.send_if_due(t.config, t.state_dir, t.forge, SEOUL_9) == date(2026, 5, 25)
+    (issue,) = safe.issues("digest")
+    saved = tmp_path / "issue.md"
+    saved.write_text(issue.body, encoding="utf-8")
+    anchors = find_anchors(issue.body)
+    assert [(a.log, a.seq, a.hash) for a in anchors] == [
+        (p.name, h["seq"], h["hash"]) for p, h in zip((clog, alog), heads, strict=True)
+    ]
+    assert find_anchors((safe.state_dir / "digests" / "2026-05-25.md").read_text()) == anchors
+    safe.stop()
+    state = ["--state", str(safe.state_dir)]
+    assert cli(["audit", "verify", *state, "--anchors-from", str(saved)]) == 0
+    assert cli(["audit", "verify", *state, "--anchors-from-digests"]) == 0
+    rewrite_chain(clog, edit=lambda body: {**body, "quadrant": "A"})
+    assert cli(["audit", "verify", *state]) == 0  # the rebuilt chain looks whole
+    assert cli(["audit", "verify", *state, "--anchors-from", str(saved)]) == 1
+
+
+def test_broken_or_empty_logs_are_not_anchored(tmp_path) -> None:
+    """A log with no entries gets a note; one whose chain fails gets a note and an error,
+    never an anchor (an anchor vouches for the whole chain up to it)."""
+    from capdaemon.audit import AuditLog, log_paths
+
+    clog, _ = log_paths(tmp_path)
+    AuditLog(clog).append({"pr": "o/r#1", "quadrant": "D"}, now=SEOUL_9)
+    errors: list[str] = []
+    anchors, notes = digest_job.audit_anchors(tmp_path, errors)
+    assert [a.log for a in anchors] == ["classifier_audit.jsonl"] and errors == []
+    assert notes == ("actions.jsonl: no entries yet",)
+    clog.write_text(clog.read_text().replace('"D"', '"A"'))
+    anchors, notes = digest_job.audit_anchors(tmp_path, errors)
+    assert anchors == ()
+    assert notes[0] == "classifier_audit.jsonl: not anchored, its chain check failed (see Errors)"
+    assert errors == [
+        "audit chain check failed: classifier_audit.jsonl:1: hash does not match the content"
+    ]
