@@ -25,8 +25,8 @@ _EXPORTS = {
         "validate_task_id",
     ),
     "capdaemon.capability.scope": (
-        "check_command", "check_file_changes", "check_path", "check_paths", "check_symlink",
-        "expiry_violation",
+        "check_binding", "check_command", "check_file_changes", "check_path", "check_paths",
+        "check_symlink", "expiry_violation",
     ),
     "capdaemon.capability.registry": ("DispatchResult", "TaskState", "dispatch", "list_tasks"),
     "capdaemon.capability.snapshot": ("find_dispatch_records", "guard_capability", "load_snapshot"),

@@ -107,6 +107,7 @@ class ViolationKind(enum.StrEnum):
     EXPIRED = "expired"
     TAMPERED = "tampered"
     NO_CAPABILITY = "no_capability"
+    BINDING = "binding"  # the PR's author or head branch is not one the task is bound to
 
 
 def _frozen(self: object, name: str, *_: object) -> None:
@@ -174,7 +175,7 @@ class Violation:
 
 _CAPABILITY_FIELDS = (
     "task_id", "title", "level", "paths", "forbidden_paths", "commands", "merge_policy",
-    "ttl_hours", "legacy", "description",
+    "ttl_hours", "legacy", "description", "agents", "branches",
 )  # fmt: skip
 
 
@@ -183,6 +184,10 @@ class Capability:
 
     Glob and command lists are sorted and de-duplicated, so two task files that say the
     same thing in a different order give the same capability (and the same snapshot hash).
+
+    `agents` (lower-cased GitHub logins) and `branches` (gitignore-style globs over the PR's
+    head branch name) bind the capability to who may use it; `()` means unbound (as before
+    these fields existed), and a task file can never give an empty list.
     """
 
     __match_args__ = _CAPABILITY_FIELDS
@@ -197,6 +202,8 @@ class Capability:
     ttl_hours: int
     legacy: bool
     description: str
+    agents: tuple[str, ...]
+    branches: tuple[str, ...]
 
     def __init__(
         self,
@@ -210,6 +217,8 @@ class Capability:
         ttl_hours: int = DEFAULT_TTL_HOURS,
         legacy: bool = False,
         description: str = "",
+        agents: tuple[str, ...] = (),
+        branches: tuple[str, ...] = (),
     ) -> None:
         d = self.__dict__
         d["task_id"] = task_id
@@ -222,6 +231,8 @@ class Capability:
         d["ttl_hours"] = ttl_hours
         d["legacy"] = legacy
         d["description"] = description
+        d["agents"] = agents
+        d["branches"] = branches
 
     __setattr__ = _frozen
     __delattr__ = _frozen
@@ -260,21 +271,35 @@ class Capability:
         twin.__dict__["forbidden"] = forbidden
         return twin
 
+    @property
+    def bound(self) -> bool:
+        """True when the capability names the agents or branches that may use it."""
+        return bool(self.agents or self.branches)
+
     def to_dict(self) -> dict[str, Any]:
-        """The canonical JSON form stored in the snapshot."""
+        """The canonical JSON form stored in the snapshot.
+
+        `agents`/`branches` appear only when given, so an unbound capability has exactly
+        the form (and hash) it had before binding existed.
+        """
+        res: dict[str, Any] | None = None
+        if not self.legacy:
+            res = {
+                "paths": list(self.paths),
+                "forbidden_paths": list(self.forbidden_paths),
+                "commands": list(self.commands),
+            }
+            if self.agents:
+                res["agents"] = list(self.agents)
+            if self.branches:
+                res["branches"] = list(self.branches)
         return {
             "task_id": self.task_id,
             "title": self.title,
             "description": self.description,
             "level": self.level,
             "legacy": self.legacy,
-            "allowed_resources": None
-            if self.legacy
-            else {
-                "paths": list(self.paths),
-                "forbidden_paths": list(self.forbidden_paths),
-                "commands": list(self.commands),
-            },
+            "allowed_resources": res,
             "merge_policy": self.merge_policy,
             "ttl_hours": self.ttl_hours,
         }
@@ -299,6 +324,8 @@ class Capability:
                 merge_policy=str(data["merge_policy"]),
                 ttl_hours=int(data["ttl_hours"]),
                 legacy=legacy,
+                agents=_binding_list(res, "agents"),
+                branches=_binding_list(res, "branches"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed capability in snapshot: {exc}") from exc
@@ -312,6 +339,22 @@ class Capability:
     def forbidden(self) -> GlobSet | RegexGlobSet:
         """The deny-list, matched case-insensitively and with look-alike folding."""
         return GlobSet(self.forbidden_paths, case_insensitive=True)
+
+    @cached_property
+    def branch_globs(self) -> GlobSet:
+        """The head branches the capability is bound to, matched case-sensitively, no folding."""
+        return GlobSet(self.branches, case_insensitive=False)
+
+
+def _binding_list(res: dict[str, Any], key: str) -> tuple[str, ...]:
+    """A snapshot's optional `agents`/`branches`: absent → () (unbound); present → non-empty
+    strings (an empty or odd list is malformed: it must not silently unbind the task)."""
+    if key not in res:
+        return ()
+    value = res[key]
+    if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+        raise ValueError(f"{key} must be a non-empty list of strings")
+    return tuple(value)
 
 
 class CapabilitySnapshot:

@@ -112,6 +112,10 @@ class TaskState:
                 sha256=s.sha256,
                 title=s.capability.title,
             )
+            if s.capability.agents:
+                out["agents"] = list(s.capability.agents)
+            if s.capability.branches:
+                out["branches"] = list(s.capability.branches)
         return out
 
 

@@ -1,4 +1,4 @@
-"""Pure scope checks of paths, file changes (renames, symlinks), commands and expiry.
+"""Pure scope checks of paths, file changes (renames, symlinks), commands, expiry and binding.
 
 Nothing here reads the clock or the file system: `now` is an argument, and symlinks met on
 disk are resolved by the caller (see capdaemon.capability.fspaths) before the check.
@@ -14,7 +14,7 @@ from capdaemon.capability.model import (
     Violation,
     ViolationKind,
 )
-from capdaemon.globs import PathError, fold_path, normalize_path
+from capdaemon.globs import GlobError, PathError, fold_path, normalize_path
 
 TYPE_CHECKING = False  # typing (~2 ms) and capdaemon.model (~10 ms) stay out of scope-guard
 if TYPE_CHECKING:
@@ -172,6 +172,61 @@ def check_file_changes(
             add(check_path(cap, p))
         if ch.new_mode == _MODE_SYMLINK and ch.status != _REMOVED:
             add(check_symlink(cap, ch.path, ch.head_content))
+    return out
+
+
+def _listed(items: tuple[str, ...]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def check_binding(cap: Capability, author: str | None, head_ref: str | None) -> list[Violation]:
+    """Violations when a PR's author or head branch may not use the capability.
+
+    `agents` (when given) must contain the author, compared case-insensitively (ASCII only:
+    a non-ASCII login never matches, so U+212A KELVIN SIGN is not `k`). `branches` (when given)
+    must match the head branch name, gitignore-style and case-sensitively, with no look-alike
+    folding. Fail closed: with a bound task an unknown (None/empty) author or head branch, or
+    a head branch that is not a plain relative name (`..`, `//`, leading `/`, control
+    characters), is a violation. An unbound or legacy capability binds nobody: no violations.
+    """
+    out: list[Violation] = []
+    if cap.legacy:
+        return out
+    task = cap.task_id
+    if cap.agents:
+        who = author or ""
+        known = who.isascii() and who.lower() in cap.agents
+        if not known:
+            shown = who if who else "unknown"
+            out.append(
+                Violation(
+                    ViolationKind.BINDING,
+                    task,
+                    f"task {task} is bound to agents {_listed(cap.agents)}; PR author {shown}",
+                )
+            )
+    if cap.branches:
+        ref = head_ref or ""
+        bound = f"task {task} is bound to branches {_listed(cap.branches)}"
+        reason = ""
+        if not ref:
+            reason = f"{bound}; PR head branch unknown"
+        else:
+            try:
+                plain = normalize_path(ref) == ref
+            except PathError:
+                plain = False
+            if not plain:
+                reason = f"{bound}; PR head branch {ref!r} is not a plain branch name"
+            else:
+                try:
+                    ok = cap.branch_globs.match(ref)
+                except GlobError as exc:  # a stored glob pathspec refuses: fail closed
+                    ok, bound = False, f"{bound} (unusable: {exc})"
+                if not ok:
+                    reason = f"{bound}; PR head branch {ref}"
+        if reason:
+            out.append(Violation(ViolationKind.BINDING, task, reason))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import unicodedata
 from collections.abc import Mapping
@@ -23,7 +24,12 @@ from capdaemon.capability.model import (
 from capdaemon.globs import GlobError, validate_glob
 
 TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
-RESOURCE_KEYS = ("paths", "forbidden_paths", "commands", "merge_policy", "ttl_hours")
+RESOURCE_KEYS = (
+    "paths", "forbidden_paths", "commands", "merge_policy", "ttl_hours", "agents", "branches",
+)  # fmt: skip
+# A GitHub login (ASCII letters, digits, hyphens; at most 39), or a GitHub App's `name[bot]`.
+_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
+_UNBIND_HINT = "omit the key to leave the task unbound"
 _SHELL_OPERATORS = frozenset(";&|<>()`$\n")
 
 
@@ -103,6 +109,17 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
     ttl = DEFAULT_TTL_HOURS
     if "ttl_hours" in res:
         ttl = _int(res["ttl_hours"], "allowed_resources.ttl_hours", 1, MAX_TTL_HOURS)
+    agents: tuple[str, ...] = ()
+    if "agents" in res:
+        agents = _agents(res["agents"], "allowed_resources.agents")
+    branches: tuple[str, ...] = ()
+    if "branches" in res:
+        branches = _globs(
+            res["branches"],
+            "allowed_resources.branches",
+            required=True,
+            empty=f"must not be empty ({_UNBIND_HINT})",
+        )
     return Capability(
         task_id=task_id,
         title=title,
@@ -113,6 +130,8 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
         commands=commands,
         merge_policy=merge_policy,
         ttl_hours=ttl,
+        agents=agents,
+        branches=branches,
     )
 
 
@@ -146,11 +165,17 @@ def _int(value: Any, field: str, lo: int, hi: int) -> int:
     return value
 
 
-def _globs(value: Any, field: str, *, required: bool = False) -> tuple[str, ...]:
+def _globs(
+    value: Any,
+    field: str,
+    *,
+    required: bool = False,
+    empty: str = "must not be empty (an empty allow-list allows nothing)",
+) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise TaskFileError(field, f"must be a list of globs, not {_type(value)}")
     if required and not value:
-        raise TaskFileError(field, "must not be empty (an empty allow-list allows nothing)")
+        raise TaskFileError(field, empty)
     out = []
     for i, pattern in enumerate(value):
         where = f"{field}[{i}]"
@@ -164,6 +189,27 @@ def _globs(value: Any, field: str, *, required: bool = False) -> tuple[str, ...]
         if ".." in pattern.split("/"):
             raise TaskFileError(where, f"glob {pattern!r} has a `..` segment (paths never climb)")
         out.append(pattern)
+    return tuple(sorted(set(out)))
+
+
+def _agents(value: Any, field: str) -> tuple[str, ...]:
+    """GitHub logins, lower-cased (GitHub compares logins case-insensitively), sorted, unique."""
+    if not isinstance(value, list):
+        raise TaskFileError(field, f"must be a list of GitHub logins, not {_type(value)}")
+    if not value:
+        raise TaskFileError(field, f"must not be empty ({_UNBIND_HINT})")
+    out = []
+    for i, login in enumerate(value):
+        where = f"{field}[{i}]"
+        if not isinstance(login, str):
+            raise TaskFileError(where, f"must be a string GitHub login, not {_type(login)}")
+        if not _LOGIN.fullmatch(login):
+            raise TaskFileError(
+                where,
+                f"{login!r} is not a GitHub login (ASCII letters, digits and '-', "
+                "at most 39, optionally ending in [bot])",
+            )
+        out.append(login.lower())
     return tuple(sorted(set(out)))
 
 

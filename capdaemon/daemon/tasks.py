@@ -15,7 +15,7 @@ from capdaemon.capability.model import (
     Violation,
     ViolationKind,
 )
-from capdaemon.capability.scope import check_file_changes
+from capdaemon.capability.scope import check_binding, check_file_changes
 from capdaemon.classify.rules import parse_trailers
 from capdaemon.model import PRSnapshot
 
@@ -76,11 +76,12 @@ def evaluate(
     require: bool,
     now: datetime,
 ) -> CapabilityVerdict:
-    """Check the PR's changed paths against its linked capability.
+    """Check the PR's author, head branch and changed paths against its linked capability.
 
     No task on a hard-wall repo → violation (no capability). Several different tasks →
-    violation (ambiguous). Unknown or tampered snapshot, expiry, a path out of scope →
-    violations. A legacy task (dispatched with --allow-no-scope) passes.
+    violation (ambiguous). Unknown or tampered snapshot, expiry, a path out of scope, an
+    author or head branch the task is not bound to (`agents`/`branches`; unknown ones fail
+    closed) → violations. A legacy task (dispatched with --allow-no-scope) passes.
     """
     if not tasks:
         v = Violation(
@@ -108,7 +109,10 @@ def evaluate(
     except CapabilityError as exc:
         v = Violation(ViolationKind.TAMPERED, task, f"capability snapshot unreadable: {exc}")
         return CapabilityVerdict(task, violations=(v,), enforced=require)
-    violations = tuple(check_file_changes(snap, snapshot.files, now))
+    violations = (
+        *check_binding(snap.capability, snapshot.author, snapshot.head_ref),
+        *check_file_changes(snap, snapshot.files, now),
+    )
     return CapabilityVerdict(
         task,
         snapshot_sha=snap.sha256,

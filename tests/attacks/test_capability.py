@@ -110,3 +110,48 @@ def test_expired_capability_blocks_even_an_in_scope_change(daemon) -> None:
     daemon.tick()
     _blocked(daemon, n)
     assert "expired" in daemon.check(n).output.summary
+
+
+def test_capability_bound_to_another_agent_cannot_be_borrowed(daemon) -> None:
+    """task-7 is bound to agent-2 (agents: [agent-2], branches: [agent-2/**]). agent-1 names it
+    in a Task-Id trailer to borrow its scope: L1.C3 fails with the binding reason and a
+    decision:scope-violation issue opens; agent-2 off its branches is blocked too; agent-2's
+    identical in-scope PR on agent-2/... merges."""
+    daemon.configure(repo={"require_capability": True})
+    cap = parse_task(
+        {
+            "task_id": "task-7",
+            "level": 1,
+            "allowed_resources": {
+                "paths": ["scripts/finish-task.sh"],
+                "merge_policy": "auto",
+                "agents": ["Agent-2"],  # logins compare case-insensitively
+                "branches": ["agent-2/**"],
+            },
+        }
+    )
+    dispatch(daemon.state_dir, cap, T0, source="attack-tests")
+    change = {"scripts/finish-task.sh": "#!/bin/sh\nexit 7\n"}
+    trailers = f"{SESSION}\nTask-Id: task-7"
+    borrowed = daemon.open_pr(change, user="agent-1", trailers=trailers, branch="agent-2/t7")
+    other = {"scripts/finish-task.sh": "#!/bin/sh\nexit 8\n"}  # not `own`'s commit sha
+    off_branch = daemon.open_pr(other, user="agent-2", trailers=trailers, branch="hotfix/t7")
+    own = daemon.open_pr(change, user="agent-2", trailers=trailers)  # branch agent-2/change-N
+    daemon.tick()
+    daemon.tick()
+    _blocked(daemon, borrowed)
+    reason = "task task-7 is bound to agents [agent-2]; PR author agent-1"
+    summary = daemon.check(borrowed).output.summary
+    assert reason.replace("[", "\\[").replace("]", "\\]") in summary  # Markdown-escaped
+    (entry,) = daemon.actions("scope_violation", pr=borrowed)
+    assert [(v["kind"], v["reason"]) for v in entry["violations"]] == [("binding", reason)]
+    scope = daemon.issue_for(borrowed, "scope-violation")
+    assert any(lb.name == "decision:scope-violation" for lb in scope.labels)
+    assert "PR author agent-1" in scope.body
+    _blocked(daemon, off_branch)
+    (entry,) = daemon.actions("scope_violation", pr=off_branch)
+    assert [v["reason"] for v in entry["violations"]] == [
+        "task task-7 is bound to branches [agent-2/**]; PR head branch hotfix/t7"
+    ]
+    assert daemon.pull(own).merged
+    assert daemon.actions("scope_violation", pr=own) == []
