@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 TASK = """\
 task_id: bench-1
@@ -130,7 +131,7 @@ def dispatch_pre_matchers(state: Path) -> None:
     from capdaemon.capability.snapshot import build_snapshot, content_hash
     from capdaemon.capability.taskfile import parse_task
 
-    def old_build(cap, now):
+    def old_build(cap: Any, now: datetime) -> dict[str, Any]:
         body = build_snapshot(cap, now)
         body.pop("matchers", None)
         body["sha256"] = content_hash(body)
