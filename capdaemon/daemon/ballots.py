@@ -173,6 +173,7 @@ class BallotsMixin:
                 raise
             except ForgeError as exc:
                 self._error(report, "ballot.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+                self._ballot_unread.add(rec.ref)  # no merge on an approval we could not re-read
                 status = None
             fp = fps.get(rec.ref)
             if status is not None and fp and status == self._ballot_key(rec, s.pr.head_sha):

@@ -142,7 +142,13 @@ class PRStore:
             raw = self.journal.read_bytes()
         except FileNotFoundError:
             return
-        complete, _, _torn = raw.rpartition(b"\n")
+        complete, _, torn = raw.rpartition(b"\n")
+        if torn:  # a crash mid-append: that update's action had not started (logged, not silent)
+            from capdaemon.logging import get_logger
+
+            get_logger("capdaemon.state").warning(
+                "state.journal_torn_tail", path=str(self.journal), dropped_bytes=len(torn)
+            )
         for n, line in enumerate(complete.split(b"\n") if complete else (), 1):
             try:
                 entry = json.loads(line)

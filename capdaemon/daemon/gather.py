@@ -129,7 +129,13 @@ class GatherMixin:
                 or rec.pending
             ):
                 continue
-            status = self.forge.pull_status(rec.repo, rec.number)
+            try:
+                status = self.forge.pull_status(rec.repo, rec.number)
+            except RateLimited:
+                raise
+            except ForgeError as exc:  # unknown state: ask again next tick, decide nothing
+                self._error(report, "pr.status_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+                continue
             rec.state = "merged" if status.merged else "closed"
             rec.merge_sha = status.merge_sha if status.merged else None
             self.actions_log.append(

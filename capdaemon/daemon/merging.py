@@ -18,7 +18,15 @@ from capdaemon.daemon.tickdata import (
 from capdaemon.decide.breaker import BreakerState
 from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
 from capdaemon.decide.tiers import TierDecision
-from capdaemon.forge.errors import ForgeError, HeadMoved, NotMergeable, RateLimited
+from capdaemon.forge.errors import (
+    Forbidden,
+    ForgeError,
+    HeadMoved,
+    Invalid,
+    NotFound,
+    NotMergeable,
+    RateLimited,
+)
 from capdaemon.model import CheckRun, Quadrant
 
 
@@ -32,7 +40,13 @@ class MergingMixin:
             if not rec.pending:
                 continue
             op = rec.pending.get("op")
-            status = self.forge.pull_status(rec.repo, rec.number)
+            try:
+                status = self.forge.pull_status(rec.repo, rec.number)
+            except RateLimited:
+                raise
+            except ForgeError as exc:  # outcome still unknown: keep it pending, act on nothing
+                self._error(report, "reconcile.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+                continue
             base = {
                 "action": op,
                 "pr": rec.ref,
@@ -68,6 +82,11 @@ class MergingMixin:
             rec, pr = s.rec, s.pr
             if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
                 continue
+            if rec.pending:
+                continue  # an earlier action's outcome is unknown: reconciled first (step 0)
+            if rec.ref in self._ballot_unread:
+                self.log.info("merge.waiting", pr=rec.ref, reasons=["ballot unreadable"])
+                continue  # fail closed: a newer owner /reject may be in what we could not read
             if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
                 continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
             if self.shadow and rec.would_merge_head == pr.head_sha:
@@ -185,20 +204,33 @@ class MergingMixin:
             self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
             rec.merge_blocked_head = sha
         except ForgeError as exc:
+            # no answer (5xx after retries, dropped connection, rate limit): GitHub may have
+            # merged. The outcome stays pending; step 0 of the next tick reads the PR's state
+            # and records done / not_done before anything else is tried for it.
+            unknown = not isinstance(exc, Forbidden | NotFound | Invalid)
             self.actions_log.append(
-                {**base, "status": "failed", "reason": type(exc).__name__, "error": str(exc)[:300]},
+                {
+                    **base,
+                    "status": "unknown" if unknown else "failed",
+                    "reason": type(exc).__name__,
+                    "error": str(exc)[:300],
+                },
                 now=now,
             )
-            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
+            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
+            if not unknown:
+                rec.pending = None
+            self.prs.save(rec)
             if isinstance(exc, RateLimited):
                 raise
+            return
         else:
             self._crash("act:merge")
             self.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
             rec.state, rec.merge_sha = "merged", merge_sha
             report.merged.append(rec.ref)
             self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
+        rec.pending = None
+        self.prs.save(rec)
+        if rec.state == "merged":
             self._close_issue(rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
-        finally:
-            rec.pending = None
-            self.prs.save(rec)

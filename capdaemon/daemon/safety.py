@@ -7,16 +7,24 @@ state lives in bot-state/safety.json and breaker.json (capdaemon.daemon.safety_s
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import log_paths, utc_iso
 from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
 from capdaemon.classify.rules import commit_agent_session
-from capdaemon.daemon.safety_state import BreakerFile, SafetyStore, breaker_update, new_actions
+from capdaemon.daemon.safety_state import (
+    BREAKER_FILE,
+    BreakerFile,
+    SafetyStore,
+    breaker_update,
+    new_actions,
+)
 from capdaemon.daemon.safety_state import read_breaker as _read_breaker
 from capdaemon.decide._common import Action, ActionKind
 from capdaemon.decide.ballot import BallotStatus, CommandKind, parse_command
@@ -30,6 +38,7 @@ from capdaemon.decide.breaker import (
 )
 from capdaemon.decide.burnin import (
     BurnInState,
+    BurnInStatus,
     advance,
     observe,
     record_rejection,
@@ -45,7 +54,7 @@ from capdaemon.decide.probe import (
     RevertAction,
     evaluate_probe,
     revert_decision,
-    reverts_on_day,
+    reverts_in_window,
 )
 from capdaemon.decide.review import passive_close_due, sampled
 from capdaemon.decide.tiers import (
@@ -96,14 +105,75 @@ def _error(t: Any, report: Any, event: str, message: str, **kv: Any) -> None:
     log.warning(event, error=message, **kv)
 
 
-# ============================================================================ burn-in state
+# ======================================================================= audit-log cross-checks
+def _log_records(state_dir: Any) -> list[dict[str, Any]]:
+    """Every complete record of actions.jsonl (for the rare cross-checks below)."""
+    path = log_paths(state_dir)[1]
+    out: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+_burn_in_checked: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _check_burn_in_against_log(t: Any, state: BurnInState) -> None:
+    """Refuse clocks that contradict the audit log (a deleted, reset or tampered safety.json):
+    every agent the log observed must still have a clock, every promotion must still hold,
+    and no clock may start later than the log's latest reset of it."""
+    seen: set[str] = set()
+    promoted: set[str] = set()
+    for r in _log_records(t.state_dir):
+        agent = r.get("agent")
+        if not isinstance(agent, str):
+            continue
+        if r.get("action") == "burn_in.observed":
+            seen.add(agent)
+        elif r.get("action") == "burn_in.promoted":
+            promoted.add(agent)
+    problems = [
+        f"{a}: observed in the audit log but has no clock"
+        for a in sorted(seen | promoted)
+        if state.get(a) is None
+    ]
+    problems += [
+        f"{a}: promoted in the audit log but not hard-blocked"
+        for a in sorted(promoted)
+        if (c := state.get(a)) is not None and c.status is not BurnInStatus.HARD_BLOCK
+    ]
+    if problems:
+        raise StateError(
+            "L4 burn-in clocks contradict actions.jsonl (safety.json reset or tampered?): "
+            + "; ".join(problems)
+            + ". Refusing to reset clocks silently: restore bot-state/safety.json."
+        )
+
+
 def burn_in_state(t: Any) -> BurnInState:
-    """The L4 burn-in clocks (safety.json, mirrored to tick_metrics.l4_burn_in)."""
+    """The L4 burn-in clocks (safety.json, mirrored to tick_metrics.l4_burn_in).
+
+    Checked once per Ticker against the audit log: clocks are never silently reset."""
     raw = store(t)["burn_in"] or t.metrics.data.get("l4_burn_in") or {}
     try:
-        return BurnInState.from_json(raw)
+        state = BurnInState.from_json(raw)
     except ValueError as exc:
         raise StateError(f"l4_burn_in is malformed: {exc}") from exc
+    if not _burn_in_checked.get(t):
+        _check_burn_in_against_log(t, state)
+        _burn_in_checked[t] = True
+    return state
 
 
 def agent_severities(t: Any) -> dict[str, Severity]:
@@ -391,9 +461,43 @@ def _with(action: Action, **extra: Any) -> Action:
 
 
 # ============================================================================ breaker
+_log_breaker: dict[str, tuple[int, bool]] = {}
+
+
+def _tripped_per_log(state_dir: Any) -> bool:
+    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset."""
+    path = log_paths(state_dir)[1]
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    key = str(path)
+    cached = _log_breaker.get(key)
+    if cached and cached[0] == size:
+        return cached[1]
+    tripped = False
+    for r in _log_records(state_dir):
+        if r.get("action") == "breaker.tripped":
+            tripped = True
+        elif r.get("action") == "breaker.reset":
+            tripped = False
+    _log_breaker[key] = (size, tripped)
+    return tripped
+
+
 def breaker_state(t: Any) -> BreakerState:
-    """The breaker as breaker.json says now (the CLI may have reset it)."""
-    return _read_breaker(t.state_dir).state
+    """The breaker as breaker.json says now (the CLI may have reset it).
+
+    A missing breaker.json while the audit log says the breaker is tripped (no reset since)
+    is refused: deleting the file must not close the breaker."""
+    bf = _read_breaker(t.state_dir)
+    missing = not (Path(t.state_dir) / BREAKER_FILE).exists()
+    if not bf.state.tripped and missing and _tripped_per_log(t.state_dir):
+        raise StateError(
+            f"{Path(t.state_dir) / BREAKER_FILE} is missing but actions.jsonl says the breaker "
+            "is tripped and was never reset: restore the file (never closed silently)"
+        )
+    return bf.state
 
 
 def _apply(t: Any, bf: BreakerFile, actions: Sequence[Action], now: datetime, **where: Any) -> None:
@@ -553,7 +657,8 @@ def _watch_merges(t: Any, records: Sequence[Mapping[str, Any]], now: datetime, r
                 _error(t, report, "probe.parents_failed", f"{ref}: {exc}", pr=ref)
                 parents = 2  # unknown: never auto-revert it
             merged_at = _parse(str(r.get("ts"))) if r.get("ts") else now
-            watch = ProbeWatch(repo, int(num), sha, parents, merged_at, rc.base)
+            revertible = _own_merge(t, repo, int(num), r, sha, report)
+            watch = ProbeWatch(repo, int(num), sha, parents, merged_at, rc.base, revertible)
             s["watches"].append(watch.to_json())
             watched.add(sha)
             _audit(
@@ -563,6 +668,7 @@ def _watch_merges(t: Any, records: Sequence[Mapping[str, Any]], now: datetime, r
                     "pr": ref,
                     "merge_sha": sha,
                     "parents": parents,
+                    "revertible": revertible,
                     "window_minutes": t.config.post_merge.window_minutes,
                 },
                 now,
@@ -571,6 +677,45 @@ def _watch_merges(t: Any, records: Sequence[Mapping[str, Any]], now: datetime, r
         if rec is not None and head:
             _random_review(t, rec, head, now, report)
     s.save()
+
+
+def _own_merge(t: Any, repo: str, number: int, r: Mapping[str, Any], sha: str, report: Any) -> bool:
+    """True when merge record `r` is verifiably capdaemon's own merge of the head it decided.
+
+    A merge the bot made itself carries the merge sha GitHub answered. A *reconciled* one
+    (a crash between the merge call and its record) only says the PR is merged now: a human
+    may have merged another head. It stays revertible only when GitHub's merged head is the
+    head the bot attempted; otherwise (or unknown) the probe reports, never auto-reverts."""
+    if not r.get("reconciled"):
+        return True
+    try:
+        status = t.forge.pull_status(repo, number)
+    except RateLimited:
+        raise
+    except ForgeError as exc:
+        _error(t, report, "probe.status_failed", f"{repo}#{number}: {exc}", pr=f"{repo}#{number}")
+        return False
+    return bool(status.merged and status.merge_sha == sha and status.head_sha == r.get("head_sha"))
+
+
+def _revert_times(t: Any, now: datetime) -> list[datetime]:
+    """When reverts were opened: safety.json plus actions.jsonl (attempted ones count too), so
+    a lost or reset safety.json (or a crash mid-revert) never re-opens the daily cap."""
+    times = {(str(r.get("merge_sha")), r["at"]) for r in store(t)["reverts"] if r.get("at")}
+    out = [_parse(at) for _sha, at in times]
+    seen = {sha for sha, _at in times}
+    for r in _log_records(t.state_dir):
+        if r.get("action") != "revert" or r.get("status") not in ("attempted", "done"):
+            continue
+        sha = str(r.get("merge_sha"))
+        if sha in seen or not r.get("ts"):
+            continue
+        seen.add(sha)
+        try:
+            out.append(_parse(str(r["ts"])))
+        except ValueError:
+            out.append(now)  # unreadable time: count it (fail closed)
+    return out
 
 
 def _random_review(t: Any, rec: Any, head: str, now: datetime, report: Any) -> None:
@@ -685,12 +830,11 @@ def _probe_failed(
     """Incident for a failed probe; a revert PR when allowed. False to retry next tick."""
     s = store(t)
     cfg = t.config.post_merge
-    times = [_parse(r["at"]) for r in s["reverts"]]
     decision = revert_decision(
         watch,
         True,
         auto_revert_pr=cfg.auto_revert_pr and not getattr(t, "shadow", False),
-        reverts_today=reverts_on_day(times, now),
+        reverts_today=reverts_in_window(_revert_times(t, now), now),
         cap=cfg.revert_daily_cap,
         applies_cleanly=True,
     )

@@ -131,6 +131,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         self._tick_runs: dict[tuple[str, str], list[CheckRun]] = {}
         self._activity: dict[int, IssueActivity] | None = None
         self._activity_ok = False
+        self._ballot_unread: set[str] = set()  # ballots whose read failed this tick: no merge
         self._pool: ThreadPoolExecutor | None = None
         # per tick: each repo's effective config (central + its base branch's .capdaemon.yml),
         # its policy hash, repos whose policy does not parse (no merges), and the decision
@@ -189,6 +190,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             self._tick_runs = {}
             self._activity = None
             self._activity_ok = False
+            self._ballot_unread = set()
             self._effective = {}
             self._repo_policy = {}
             self._policy_errors = {}

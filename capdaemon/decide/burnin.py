@@ -47,6 +47,14 @@ class AgentClock:
         aware(self.clock_start, "clock_start")
         if self.promoted_at is not None:
             aware(self.promoted_at, "promoted_at")
+        # Tampering tells: a promotion that was undone, a clock before the first sighting.
+        if (self.status is BurnInStatus.HARD_BLOCK) != (self.promoted_at is not None):
+            raise ValueError(
+                f"l4_burn_in[{self.agent_id!r}]: status {self.status.value} and promoted_at "
+                f"{self.promoted_at} disagree"
+            )
+        if self.clock_start < self.first_seen:
+            raise ValueError(f"l4_burn_in[{self.agent_id!r}]: clock_start before first_seen")
 
     def days_left(self, now: datetime, days: float = BURN_IN_DAYS) -> float:
         """Days until promotion (0 when promoted or due)."""

@@ -27,6 +27,7 @@ class ProbeWatch:
     parents_count: int
     merged_at: datetime
     base: str = "main"
+    revertible: bool = True  # False: not verifiably capdaemon's own merge → incident only
 
     def __post_init__(self) -> None:
         aware(self.merged_at, "merged_at")
@@ -47,6 +48,7 @@ class ProbeWatch:
             "parents_count": self.parents_count,
             "merged_at": dt_to_json(self.merged_at),
             "base": self.base,
+            "revertible": self.revertible,
         }
 
     @classmethod
@@ -60,6 +62,7 @@ class ProbeWatch:
             parents_count=r.integer("parents_count", minimum=1),
             merged_at=r.when("merged_at"),
             base=r.text("base", optional=True) or "main",
+            revertible=data.get("revertible", True) is True,
         )
 
 
@@ -87,15 +90,17 @@ class ProbeResult:
 
 
 def _latest(checks: Iterable[CheckRun]) -> list[CheckRun]:
-    """The newest run per check name (re-runs replace older ones)."""
-    best: dict[str, CheckRun] = {}
+    """The newest run per (check name, publishing App): a re-run replaces an older run of the
+    same App, but a run of another App (or a bare status) never masks an App's failure."""
+    best: dict[tuple[str, int], CheckRun] = {}
     floor = datetime.min.replace(tzinfo=UTC)
     for c in checks:
         key = (c.completed_at or c.started_at or floor, c.id or 0)
-        old = best.get(c.name)
+        slot = (c.name, c.app_id if c.app_id is not None else -1)
+        old = best.get(slot)
         if old is None or key >= (old.completed_at or old.started_at or floor, old.id or 0):
-            best[c.name] = c
-    return [best[n] for n in sorted(best)]
+            best[slot] = c
+    return [best[k] for k in sorted(best)]
 
 
 def evaluate_probe(
@@ -155,10 +160,24 @@ class RevertDecision:
     reason: str
 
 
+REVERT_CAP_WINDOW = timedelta(hours=24)
+
+
 def reverts_on_day(revert_times: Iterable[datetime], now: datetime) -> int:
-    """How many reverts were opened on `now`'s UTC calendar day."""
+    """How many reverts were opened on `now`'s UTC calendar day (reporting only; the cap
+    uses `reverts_in_window`)."""
     day = aware(now, "now").astimezone(UTC).date()
     return sum(1 for t in revert_times if aware(t, "revert time").astimezone(UTC).date() == day)
+
+
+def reverts_in_window(revert_times: Iterable[datetime], now: datetime) -> int:
+    """How many reverts count against the daily cap at `now`: those of the last 24 hours.
+
+    A rolling window, not the UTC calendar day (a cap of 3 must not allow 6 reverts around
+    midnight). A revert time after `now` (clock skew, a tampered file) counts too.
+    """
+    floor = aware(now, "now") - REVERT_CAP_WINDOW
+    return sum(1 for t in revert_times if aware(t, "revert time") > floor)
 
 
 def revert_decision(
@@ -175,13 +194,17 @@ def revert_decision(
         return RevertDecision(RevertAction.NONE, "probe did not fail")
     if not auto_revert_pr:
         return RevertDecision(RevertAction.INCIDENT_ONLY, "auto_revert_pr is off")
+    if not watch.revertible:
+        return RevertDecision(
+            RevertAction.INCIDENT_ONLY, "not verifiably capdaemon's own merge of the decided head"
+        )
     if watch.parents_count > 1:
         return RevertDecision(
             RevertAction.INCIDENT_ONLY, f"merge commit has {watch.parents_count} parents"
         )
     if reverts_today >= cap:
         return RevertDecision(
-            RevertAction.INCIDENT_ONLY, f"daily revert cap reached ({reverts_today}/{cap}, UTC day)"
+            RevertAction.INCIDENT_ONLY, f"daily revert cap reached ({reverts_today}/{cap} in 24 h)"
         )
     if not applies_cleanly:
         return RevertDecision(RevertAction.INCIDENT_ONLY, "the revert no longer applies cleanly")

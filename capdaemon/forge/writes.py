@@ -18,6 +18,7 @@ from capdaemon.forge.convert import (
     protection_ok,
 )
 from capdaemon.forge.errors import (
+    ForgeError,
     HeadMoved,
     Invalid,
     NotFound,
@@ -182,11 +183,17 @@ class WritesMixin:
             cur = self._ours_by_number(repo, number, marker)
         if cur is None:
             self._ensure_repo_labels(repo, labels)
-            _, it = self._req(
-                "POST",
-                f"/repos/{repo}/issues",
-                body={"title": title, "body": text, "labels": labels},
-            )
+            try:
+                _, it = self._req(
+                    "POST",
+                    f"/repos/{repo}/issues",
+                    body={"title": title, "body": text, "labels": labels},
+                )
+            except ForgeError:
+                # the reply was lost or refused: GitHub may still have created the issue, so the
+                # marker index is no longer complete — rescan before the next create (no duplicate)
+                self._indexed.discard(repo)
+                raise
             mi = self._marked(repo, it)
             assert mi is not None
             self._issue_index[(repo, marker_key(marker))] = mi.number
