@@ -240,7 +240,8 @@ class TierConfig:
     )  # fmt: skip
     protected_globs: tuple[str, ...] = (
         "**/CLAUDE.md", "**/AGENTS.md", "**/.cursorrules", "**/GEMINI.md", ".github/**",
-        "config/**", "memory/**", "**/.env*",
+        "**/copilot-instructions.md", "**/.claude/**", "**/.cursor/**", "**/.codex/**",
+        "**/.gemini/**", "config/**", "memory/**", "**/.env*",
     )  # fmt: skip
     production_globs: tuple[str, ...] = ("deploy/**", "infra/**", "k8s/**", "**/production*")
 

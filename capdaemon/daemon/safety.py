@@ -794,7 +794,7 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
     for raw in s["watches"]:
         watch = ProbeWatch.from_json(raw)
         try:
-            checks = t.forge.commit_checks(watch.repo, watch.merge_sha)
+            checks = t.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
         except RateLimited:
             raise
         except ForgeError as exc:

@@ -91,16 +91,23 @@ class ProbeResult:
 
 def _latest(checks: Iterable[CheckRun]) -> list[CheckRun]:
     """The newest run per (check name, publishing App): a re-run replaces an older run of the
-    same App, but a run of another App (or a bare status) never masks an App's failure."""
+    same App, but a run of another App (or a bare status) never masks an App's failure.
+
+    A failed commit status (no App) is never replaced: anyone with write access can post a
+    green status of the same name over it, so every red status counts.
+    """
     best: dict[tuple[str, int], CheckRun] = {}
+    sticky: list[CheckRun] = []
     floor = datetime.min.replace(tzinfo=UTC)
     for c in checks:
+        if c.app_id is None and c.status == "completed" and c.conclusion in FAILED_CONCLUSIONS:
+            sticky.append(c)
         key = (c.completed_at or c.started_at or floor, c.id or 0)
         slot = (c.name, c.app_id if c.app_id is not None else -1)
         old = best.get(slot)
         if old is None or key >= (old.completed_at or old.started_at or floor, old.id or 0):
             best[slot] = c
-    return [best[k] for k in sorted(best)]
+    return [best[k] for k in sorted(best)] + sticky
 
 
 def evaluate_probe(
@@ -115,7 +122,9 @@ def evaluate_probe(
     aware(now, "now")
     latest = _latest(checks)
     failed = tuple(
-        c.name for c in latest if c.status == "completed" and c.conclusion in FAILED_CONCLUSIONS
+        dict.fromkeys(
+            c.name for c in latest if c.status == "completed" and c.conclusion in FAILED_CONCLUSIONS
+        )
     )
     running = tuple(c.name for c in latest if c.status != "completed")
     if failed:

@@ -218,9 +218,19 @@ class ReadsMixin:
             author=_login(it.get("user")),
         )
 
-    def commit_checks(self, repo: str, sha: str) -> list[CheckRun]:
-        """Check runs and (latest per context) commit statuses on `sha`; statuses have no App."""
-        return self._check_runs(repo, sha) + self.commit_statuses(repo, sha)
+    def commit_checks(self, repo: str, sha: str, *, status_history: bool = False) -> list[CheckRun]:
+        """Check runs and commit statuses on `sha`; statuses have no App.
+
+        Statuses are the latest per context (GitHub's merge semantics), or with
+        `status_history` every status ever posted (the post-merge probe: anyone with write
+        access can post a green status over a red one, so a red one must stay visible).
+        """
+        statuses = (
+            self.commit_status_history(repo, sha)
+            if status_history
+            else self.commit_statuses(repo, sha)
+        )
+        return self._check_runs(repo, sha) + statuses
 
     def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
         """The check runs on `sha` only (what a PRSnapshot carries; no statuses)."""
@@ -228,24 +238,12 @@ class ReadsMixin:
 
     def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
         """The latest commit status per context on `sha`, as CheckRuns without an App."""
-        runs: list[CheckRun] = []
         data = self._get(f"/repos/{repo}/commits/{sha}/status", {"per_page": 100})
-        for s in data.get("statuses") or ():
-            state = s.get("state")
-            runs.append(
-                CheckRun(
-                    name=s.get("context", ""),
-                    status="in_progress" if state == "pending" else "completed",
-                    conclusion=None
-                    if state == "pending"
-                    else ("success" if state == "success" else "failure"),
-                    output_summary=s.get("description") or "",
-                    started_at=_dt(s.get("created_at")),
-                    completed_at=_dt(s.get("updated_at")),
-                    id=s.get("id"),
-                )
-            )
-        return runs
+        return [_status_run(s) for s in data.get("statuses") or ()]
+
+    def commit_status_history(self, repo: str, sha: str) -> list[CheckRun]:
+        """Every commit status ever posted on `sha` (all pages), as CheckRuns without an App."""
+        return [_status_run(s) for s in self._pages(f"/repos/{repo}/commits/{sha}/statuses")]
 
     def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
         """The parent shas of a commit (immutable: served from the sha cache after one read)."""
@@ -264,3 +262,17 @@ class ReadsMixin:
             return self._get(f"/repos/{repo}/branches/{quote(branch, safe='')}/protection")
         except NotFound:
             return None
+
+
+def _status_run(s: dict[str, Any]) -> CheckRun:
+    """A commit status as a CheckRun without an App (pending → in progress)."""
+    state = s.get("state")
+    return CheckRun(
+        name=s.get("context", ""),
+        status="in_progress" if state == "pending" else "completed",
+        conclusion=None if state == "pending" else ("success" if state == "success" else "failure"),
+        output_summary=s.get("description") or "",
+        started_at=_dt(s.get("created_at")),
+        completed_at=_dt(s.get("updated_at")),
+        id=s.get("id"),
+    )

@@ -397,7 +397,6 @@ def test_removing_only_the_app_pin_is_drift(safe: SafetyHarness) -> None:
     assert [i.kind.value for i in safe.breaker().incidents] == ["protection_drift"]
 
 
-@pytest.mark.xfail(strict=True, reason="review2 H1: forge reads the combined status (latest only)")
 def test_agent_green_status_after_ci_failure_does_not_hide_the_probe_failure(
     safe: SafetyHarness,
 ) -> None:

@@ -26,8 +26,13 @@ WATCH = ProbeWatch("o/r", 5, "m" * 40, 1, at(0))
 def run(
     name: str, conclusion: str | None, status: str = "completed", minute: float = 5, id_: int = 1
 ) -> CheckRun:
-    """A check run on the merge commit."""
-    return CheckRun(name, status, conclusion, completed_at=at(minute), id=id_)
+    """A check run on the merge commit, published by the CI App (id 7)."""
+    return CheckRun(name, status, conclusion, completed_at=at(minute), id=id_, app_id=7)
+
+
+def status(name: str, state: str, minute: float = 5, id_: int = 1) -> CheckRun:
+    """A commit status on the merge commit (no App: anyone with write access can post one)."""
+    return CheckRun(name, "completed", state, completed_at=at(minute), id=id_)
 
 
 PROBE_CASES = [
@@ -52,6 +57,12 @@ PROBE_CASES = [
         [run("ci", "failure", minute=5, id_=1), run("ci", "success", minute=9, id_=2)],
         31,
         ProbeStatus.HEALTHY,
+    ),
+    (
+        "green-status-never-hides-a-red-status",
+        [status("ci", "failure", minute=5, id_=1), status("ci", "success", minute=9, id_=2)],
+        31,
+        ProbeStatus.FAILED,
     ),
     (
         "rerun-failure-replaces-green",
