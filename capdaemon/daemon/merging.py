@@ -53,7 +53,20 @@ class MergingMixin:
                 "head_sha": rec.pending.get("head_sha"),
                 "reconciled": True,
             }
-            if op == "merge" and status.merged:
+            if op == "merge" and status.merged and status.head_sha != base["head_sha"]:
+                # Merged, but not the head capdaemon attempted: someone else merged it. It is
+                # not capdaemon's merge (no probe, no auto-revert, no auto-merge count).
+                self.actions_log.append(
+                    {
+                        **base,
+                        "status": "merged_by_other",
+                        "merged_head": status.head_sha,
+                        "merge_sha": status.merge_sha,
+                    },
+                    now=now,
+                )
+                rec.state, rec.merge_sha = "merged", status.merge_sha
+            elif op == "merge" and status.merged:
                 self.actions_log.append(
                     {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
                 )

@@ -157,3 +157,21 @@ def test_kill_9_after_the_merge_call_records_the_outcome_once(daemon: Harness) -
     done = daemon.actions("merge", a)[-1]
     assert done["status"] == "done" and done["reconciled"] is True and done["merge_sha"]
     assert "PUT /repos/{owner}/{repo}/pulls/{number}/merge" not in daemon.writes()
+
+
+def test_crash_then_a_human_merges_another_head_is_not_recorded_as_ours(daemon: Harness) -> None:
+    """Killed after "attempted"; a human pushes and merges: recorded as merged by someone else."""
+    a = daemon.open_pr({"README.md": "# widgets (crash 3)\n"})
+    proc = _capdaemon(
+        "tick", "--once", *_dirs(daemon), env={"CAPDAEMON_CRASH_AFTER": "audit:merge"}
+    )
+    assert proc.returncode == 137
+    attempted = daemon.actions("merge", a)[-1]
+    new_head = daemon.push(a, {"README.md": "# widgets (human)\n"}, user="alice")
+    daemon.pull(a).merge(merge_method="squash")
+    report = daemon.tick()
+    assert report.reconciled == [f"acme/widgets#{a}:merge"] and report.merged == []
+    last = daemon.actions("merge", a)[-1]
+    assert last["status"] == "merged_by_other" and last["merged_head"] == new_head
+    assert last["head_sha"] == attempted["head_sha"] != new_head
+    assert not [r for r in daemon.actions("merge", a) if r["status"] == "done"]
