@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from capdaemon.capability.model import Record
+
 _PUNCT = ";&|<>()\n"
 # Longest first: a run of punctuation from shlex is split greedily into these.
 _OPERATORS = (
@@ -35,15 +37,15 @@ class CommandParseError(ValueError):
     """A command line that cannot be checked safely (refused as a whole)."""
 
 
-class ParsedLine:
+class ParsedLine(Record):
     """The simple commands of a line (argv without assignments) and the files it writes.
 
-    Immutable; equality, hash and repr as the frozen dataclass it was (a plain class keeps
-    dataclasses and inspect, ~7 ms, out of `scope-guard --command`).
+    Immutable; equality, hash and repr by its fields (a plain Record keeps dataclasses and
+    inspect, ~7 ms, out of `scope-guard --command`).
     """
 
     __slots__ = ("assignments", "commands", "reads", "writes")
-    __match_args__ = ("commands", "assignments", "writes", "reads")
+    __match_args__ = _fields = ("commands", "assignments", "writes", "reads")
 
     commands: tuple[tuple[str, ...], ...]
     assignments: tuple[str, ...]
@@ -62,29 +64,6 @@ class ParsedLine:
         init(self, "assignments", assignments)
         init(self, "writes", writes)
         init(self, "reads", reads)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r} (ParsedLine is immutable)")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r} (ParsedLine is immutable)")
-
-    def _key(self) -> tuple[tuple[object, ...], ...]:
-        return (self.commands, self.assignments, self.writes, self.reads)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"ParsedLine(commands={self.commands!r}, assignments={self.assignments!r}, "
-            f"writes={self.writes!r}, reads={self.reads!r})"
-        )
 
 
 def _split_punct(token: str) -> list[str]:

@@ -114,11 +114,41 @@ def _frozen(self: object, name: str, *_: object) -> None:
     raise AttributeError(f"cannot assign to field {name!r} ({type(self).__name__} is immutable)")
 
 
-class Violation:
+class Record:
+    """The shared behaviour of the hand-written immutable records (no dataclasses, to keep
+    scope-guard's imports cheap): no assignment; equality, hash, repr and pickling by the
+    `_fields` in constructor order."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    __setattr__ = _frozen
+    __delattr__ = _frozen
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__qualname__}({inner})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self._key())
+
+
+class Violation(Record):
     """One out-of-scope finding: what (`subject`), why (`kind`, `reason`), and the matching glob."""
 
     __slots__ = ("kind", "pattern", "reason", "subject")
-    __match_args__ = ("kind", "subject", "reason", "pattern")
+    __match_args__ = _fields = ("kind", "subject", "reason", "pattern")
 
     kind: ViolationKind
     subject: str
@@ -133,29 +163,6 @@ class Violation:
         init(self, "subject", subject)
         init(self, "reason", reason)
         init(self, "pattern", pattern)
-
-    __setattr__ = _frozen
-    __delattr__ = _frozen
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.kind, self.subject, self.reason, self.pattern)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(kind={self.kind!r}, subject={self.subject!r}, "
-            f"reason={self.reason!r}, pattern={self.pattern!r})"
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), self._key())
 
     def line(self) -> str:
         """A one-line human report."""
@@ -179,7 +186,7 @@ _CAPABILITY_FIELDS = (
 )  # fmt: skip
 
 
-class Capability:
+class Capability(Record):
     """A task's normalised capability. `legacy` tasks were admitted with `--allow-no-scope`.
 
     Glob and command lists are sorted and de-duplicated, so two task files that say the
@@ -190,7 +197,7 @@ class Capability:
     these fields existed), and a task file can never give an empty list.
     """
 
-    __match_args__ = _CAPABILITY_FIELDS
+    __match_args__ = _fields = _CAPABILITY_FIELDS
 
     task_id: str
     title: str
@@ -233,28 +240,6 @@ class Capability:
         d["description"] = description
         d["agents"] = agents
         d["branches"] = branches
-
-    __setattr__ = _frozen
-    __delattr__ = _frozen
-
-    def _key(self) -> tuple[Any, ...]:
-        d = self.__dict__
-        return tuple(d[f] for f in _CAPABILITY_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{f}={self.__dict__[f]!r}" for f in _CAPABILITY_FIELDS)
-        return f"{type(self).__qualname__}({inner})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), self._key())
 
     def with_matchers(self, allowed: RegexGlobSet, forbidden: RegexGlobSet) -> Capability:
         """An equal capability whose `allowed`/`forbidden` are the given (stored-regex) matchers.
@@ -357,7 +342,7 @@ def _binding_list(res: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-class CapabilitySnapshot:
+class CapabilitySnapshot(Record):
     """The immutable record written at dispatch: capability, times and the hash of it all.
 
     `path` is where it was read from and `raw` the JSON body; neither is hashed, and `raw`
@@ -366,6 +351,7 @@ class CapabilitySnapshot:
 
     __slots__ = ("capability", "dispatched_at", "expires_at", "path", "raw", "sha256")
     __match_args__ = ("capability", "dispatched_at", "expires_at", "sha256", "path", "raw")
+    _fields = ("capability", "dispatched_at", "expires_at", "sha256", "path")  # not `raw`
 
     capability: Capability
     dispatched_at: datetime
@@ -390,27 +376,6 @@ class CapabilitySnapshot:
         init(self, "sha256", sha256)
         init(self, "path", path)
         init(self, "raw", {} if raw is None else raw)
-
-    __setattr__ = _frozen
-    __delattr__ = _frozen
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.capability, self.dispatched_at, self.expires_at, self.sha256, self.path)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(capability={self.capability!r}, "
-            f"dispatched_at={self.dispatched_at!r}, expires_at={self.expires_at!r}, "
-            f"sha256={self.sha256!r}, path={self.path!r})"
-        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (*self._key(), self.raw))
