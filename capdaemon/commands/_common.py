@@ -116,6 +116,11 @@ def parse_now(text: str | None) -> Any:
     return dt
 
 
+def command_inputs(args: argparse.Namespace) -> tuple[Config, Any, Path]:
+    """(config, now, state dir) of a command with --config, --now and --state."""
+    return load_config_from_args(args), parse_now(args.now), state_dir(args)
+
+
 def printable(text: str) -> str:
     """Control characters (a newline in a path) shown escaped, so one item stays on one line."""
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))

@@ -21,18 +21,14 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.audit import utc_iso
     from capdaemon.commands._common import (
         CLIError,
+        command_inputs,
         error,
-        load_config_from_args,
-        parse_now,
-        state_dir,
     )
     from capdaemon.decide.burnin import BurnInState, BurnInStatus
     from capdaemon.state import StateError, read_json
 
     try:
-        config = load_config_from_args(args)
-        now = parse_now(args.now)
-        sdir = state_dir(args)
+        config, now, sdir = command_inputs(args)
         safety = read_json(sdir / "safety.json", None) or {}
         metrics = read_json(sdir / "tick_metrics.json", None) or {}
         raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}

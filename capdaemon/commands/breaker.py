@@ -29,10 +29,8 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.audit import AuditLog, log_paths, utc_iso
     from capdaemon.commands._common import (
         CLIError,
+        command_inputs,
         error,
-        load_config_from_args,
-        parse_now,
-        state_dir,
     )
     from capdaemon.daemon.safety import owners_reset
     from capdaemon.daemon.safety_state import read_breaker
@@ -40,9 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     prog = f"breaker {args.action}"
     try:
-        config = load_config_from_args(args)
-        now = parse_now(args.now)
-        sdir = state_dir(args)
+        config, now, sdir = command_inputs(args)
         if args.action == "status":
             bf = read_breaker(sdir)
             st = bf.state

@@ -30,10 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     from capdaemon.commands._common import (
         CLIError,
+        command_inputs,
         error,
-        load_config_from_args,
-        parse_now,
-        state_dir,
     )
     from capdaemon.daemon import digest_job
     from capdaemon.decide.digest import digest_period
@@ -41,9 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.state import StateError
 
     try:
-        config = load_config_from_args(args)
-        now = parse_now(args.now)
-        sdir = state_dir(args)
+        config, now, sdir = command_inputs(args)
         if not sdir.is_dir():
             raise CLIError(f"state directory {sdir} does not exist")
         tz = config.schedule.timezone
