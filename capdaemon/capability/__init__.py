@@ -1,6 +1,6 @@
 """The capability system: task scopes, immutable snapshots, scope checks and escalation records.
 
-Public API (see /work/notes/capability.md): load_snapshot, check_paths, check_file_changes,
+Public API: load_snapshot, check_paths, check_file_changes,
 check_command, list_escalations, mark_notified, and the typed errors in `model`. Names are
 imported lazily so that `scope-guard` loads only the submodules it uses.
 """

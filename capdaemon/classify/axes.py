@@ -26,7 +26,7 @@ from capdaemon.model import (
     Quadrant,
 )
 
-# Carve-out locations that are not (yet) config fields; see /work/notes/classifier.md.
+# Carve-out locations that are not config fields (SPEC 2.3 names them exactly).
 TYPO_FIX_DIRS: tuple[str, ...] = ("docs/concepts/",)
 TEST_DIRS: tuple[str, ...] = ("tests/",)
 MAX_CONFIG_BYTES = 1_000_000

@@ -34,7 +34,7 @@ class PRRecord:
     is D by votes no check run can lift (None: not known, recorded before this field);
     `ballot_seen` is {"fp", "at"}: the ballot issue's activity (issue list) when its comments
     and reactions were last read, and when. Together they let a steady tick skip reads
-    (see /work/notes/daemon.md, "Steady-state reads").
+    (the skip rules are in capdaemon/daemon/gather.py).
     `auto_revert_head` / `auto_revert_floor`: the head at which the newest `labeled
     decision:auto-revert` event already present was recorded (ISO time, "" when none): only
     a label event newer than that floor can verify the label for that head (R2).

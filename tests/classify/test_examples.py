@@ -1,4 +1,4 @@
-"""Every worked example of /work/shared/examples/classification.md, as a table."""
+"""Every worked example of the specification's classification table (SPEC section 2), as a table."""
 
 from __future__ import annotations
 
