@@ -8,7 +8,15 @@ from . import render
 from .api_repos import full_name
 from .auth import app_allows, repo_permission
 from .clock import parse_iso
-from .core import PERMISSION_RANK, REACTIONS, SandboxApiError, not_found, validation
+from .core import (
+    PERMISSION_RANK,
+    REACTIONS,
+    SandboxApiError,
+    filter_state,
+    not_found,
+    sort_items,
+    validation,
+)
 from .routing import Ctx, Paged, Result, field_of, route
 
 
@@ -54,12 +62,9 @@ def list_issues(ctx: Ctx, owner: str, repo: str) -> Paged:
     """GET /repos/{owner}/{repo}/issues (PRs included, with a ``pull_request`` key)."""
     full = full_name(ctx, owner, repo)
     args = ctx.req.args
-    state = args.get("state", "open")
-    if state not in ("open", "closed", "all"):
-        raise validation("Issue", "state", "invalid")
-    items = list(ctx.b.repo(full)["issues"].values())
-    if state != "all":
-        items = [i for i in items if i["state"] == state]
+    items = filter_state(
+        list(ctx.b.repo(full)["issues"].values()), args.get("state", "open"), "Issue"
+    )
     if args.get("labels"):
         wanted = {w.strip().lower() for w in args["labels"].split(",") if w.strip()}
         items = [i for i in items if wanted <= {n.lower() for n in i["labels"]}]
@@ -76,15 +81,13 @@ def list_issues(ctx: Ctx, owner: str, repo: str) -> Paged:
         except ValueError as exc:
             raise validation("Issue", "since", "invalid") from exc
         items = [i for i in items if parse_iso(i["updated_at"]) >= since]
-    sort = args.get("sort", "created")
-    key = {
+    keys = {
         "created": lambda i: (i["created_at"], i["number"]),
         "updated": lambda i: (i["updated_at"], i["number"]),
         "comments": lambda i: (len(i["comment_ids"]), i["number"]),
-    }.get(sort)
-    if key is None:
-        raise validation("Issue", "sort", "invalid")
-    items.sort(key=key, reverse=args.get("direction", "desc") != "asc")
+    }
+    reverse = args.get("direction", "desc") != "asc"
+    sort_items(items, keys, args.get("sort", "created"), reverse, "Issue")
     return Paged(items, lambda i: render.issue(ctx.b, ctx.urls, full, i, ctx.cache))
 
 

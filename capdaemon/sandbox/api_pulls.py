@@ -7,7 +7,14 @@ from typing import Any
 from . import render
 from .api_repos import full_name
 from .auth import app_allows, repo_permission
-from .core import PERMISSION_RANK, SandboxApiError, not_found, validation
+from .core import (
+    PERMISSION_RANK,
+    SandboxApiError,
+    filter_state,
+    not_found,
+    sort_items,
+    validation,
+)
 from .routing import Ctx, Paged, Result, field_of, route
 
 MAX_FILES = 3000
@@ -34,12 +41,11 @@ def list_pulls(ctx: Ctx, owner: str, repo: str) -> Paged:
     """GET /repos/{owner}/{repo}/pulls (state, head=owner:branch, base, sort, direction)."""
     full = full_name(ctx, owner, repo)
     args = ctx.req.args
-    state = args.get("state", "open")
-    if state not in ("open", "closed", "all"):
-        raise validation("PullRequest", "state", "invalid")
-    items = [i for i in ctx.b.repo(full)["issues"].values() if i["pull"] is not None]
-    if state != "all":
-        items = [i for i in items if i["state"] == state]
+    items = filter_state(
+        [i for i in ctx.b.repo(full)["issues"].values() if i["pull"] is not None],
+        args.get("state", "open"),
+        "PullRequest",
+    )
     if args.get("head"):
         head = args["head"]
         h_owner, _, h_ref = head.partition(":")
@@ -59,10 +65,8 @@ def list_pulls(ctx: Ctx, owner: str, repo: str) -> Paged:
         "popularity": lambda i: (len(i["comment_ids"]), i["number"]),
         "long-running": lambda i: (i["created_at"], i["number"]),
     }
-    if sort not in keys:
-        raise validation("PullRequest", "sort", "invalid")
     direction = args.get("direction", "desc" if sort == "created" else "asc")
-    items.sort(key=keys[sort], reverse=direction == "desc")
+    sort_items(items, keys, sort, direction == "desc", "PullRequest")
     return Paged(items, lambda i: render.pull(ctx.b, ctx.urls, full, i, ctx.cache, detail=False))
 
 

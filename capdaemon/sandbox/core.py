@@ -47,6 +47,26 @@ def validation(
     return SandboxApiError(422, "Validation Failed", errors=[err])
 
 
+def filter_state(items: list[dict[str, Any]], state: str, resource: str) -> list[dict[str, Any]]:
+    """The `state` filter of GitHub's issue and pull lists (open, closed, all; else 422)."""
+    if state not in ("open", "closed", "all"):
+        raise validation(resource, "state", "invalid")
+    return items if state == "all" else [i for i in items if i["state"] == state]
+
+
+def sort_items(
+    items: list[dict[str, Any]],
+    keys: dict[str, Any],
+    sort: str,
+    reverse: bool,
+    resource: str,
+) -> None:
+    """Sort a list in place by one of GitHub's named sort keys (an unknown one is a 422)."""
+    if sort not in keys:
+        raise validation(resource, "sort", "invalid")
+    items.sort(key=keys[sort], reverse=reverse)
+
+
 class Backend:
     """All sandbox state and behaviour; thread-safe through the store's lock."""
 
