@@ -19,12 +19,13 @@ from capdaemon.daemon.tickdata import (
     _parse,
     _Seen,
 )
-from capdaemon.decide.ballot import BallotOutcome, BallotRound, BallotStatus, Vote, resolve_ballot
+from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote, resolve_ballot
 from capdaemon.decide.checks import (
     ballot_issue_body,
     reject_comment,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot, Quadrant, Verdict
@@ -52,8 +53,9 @@ class BallotsMixin:
         now: datetime,
         report: TickReport,
     ) -> int | None:
-        """Open the ballot (round 1) or start a new round in the same issue: when the head
-        changed, or when someone else edited the ballot's text (restored: R5).
+        """Open the ballot (round 1) or start a new round in the same issue (capdaemon.decide.
+        rounds.next_round): when the head or the base changed, when the PR was reopened after a
+        rejection capdaemon acted on, or when someone else edited the ballot's text (restored: R5).
 
         A new round ignores every comment and reaction already on the issue when it starts
         (their ids, read after the new-round comment: clock-free, R3), as well as anything
@@ -63,17 +65,17 @@ class BallotsMixin:
         # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
         # round's start belongs to it (votes already on the issue are excluded by id)
         start = now.replace(microsecond=0)
-        tampered = self._tampered.get(rec.ref, {}).get(BALLOT)
-        reason = ""
-        if prior is None:
-            rnd = BallotRound(rec.repo, rec.number, snap.head_sha, start)
-        elif prior.head_sha != snap.head_sha:
-            rnd, reason = prior.for_head(snap.head_sha, start), "head_changed"
-        elif tampered:
-            rnd, reason = prior.restart(start), "issue_restored"
-        else:
-            rnd = prior
-        new_round = prior is not None and rnd.round != prior.round
+        rnd, why = next_round(
+            prior,
+            repo=rec.repo,
+            pr=rec.number,
+            head_sha=snap.head_sha,
+            base_ref=snap.base_ref,
+            now=start,
+            issue_restored=bool(self._tampered.get(rec.ref, {}).get(BALLOT)),
+        )
+        reason = why.value if why else ""
+        new_round = prior is not None and why is not None
         voided = None
         if (
             prior is not None
@@ -82,14 +84,14 @@ class BallotsMixin:
             and BallotStatus(rec.ballot.get("status", "pending")).mergeable
         ):
             voided = prior.head_sha
-            if reason == "issue_restored":
+            if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
                 self.actions_log.append(
                     {
                         "action": "approval_voided",
                         "pr": rec.ref,
                         "head_sha": prior.head_sha,
                         "new_head_sha": snap.head_sha,
-                        "reason": "the ballot was edited by someone else",
+                        "reason": texts.round_reason(why, prior.base_ref, snap.base_ref),
                     },
                     now=now,
                 )
@@ -107,18 +109,31 @@ class BallotsMixin:
             labels,
             now,
             report,
-            round_no=rnd.round if reason == "issue_restored" else None,
+            round_no=rnd.round if why is RoundReason.ISSUE_RESTORED else None,
         )
         if number is None:
             return None
         if new_round and prior is not None:
             assert self.decision_repo is not None
-            if reason == "head_changed":
+            if why is RoundReason.HEAD_CHANGED:
                 self.forge.comment_once(
                     self.decision_repo,
                     number,
                     {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
                     texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided),
+                )
+            elif why is not RoundReason.ISSUE_RESTORED:
+                self.forge.comment_once(
+                    self.decision_repo,
+                    number,
+                    {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
+                    texts.rebound_round_comment(
+                        texts.round_reason(why, prior.base_ref, snap.base_ref),
+                        snap.head_sha,
+                        snap.base_ref,
+                        rnd.round,
+                        voided,
+                    ),
                 )
             # every vote already on the issue belongs to an earlier round, whatever its time
             stale = [f"comment:{c.id}" for c in self.forge.comments(self.decision_repo, number)]
@@ -149,6 +164,8 @@ class BallotsMixin:
                 continue
             if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
                 continue  # not rebound yet (the snapshot failed this tick)
+            if rec.ballot_round.get("rejected_at"):
+                continue  # a rejection closed it: over until a new round starts (step 2)
             todo.append(s)
         fps: dict[str, str | None] = {}
         wanted: dict[str, int] = {}
@@ -370,6 +387,9 @@ class BallotsMixin:
             closed = self._close_pr(rec, reject_comment(outcome), now, report)
             if not closed:
                 return  # the close failed or was only attempted: retried next tick
+            if rec.state == "closed":  # acted on (not shadow): this round is over for good
+                rnd = rnd.rejected(now)
+                rec.ballot_round = {**rnd.to_json(), "issue": issue}
             self._close_issue(rec, BALLOT, "Rejected: the PR is closed.", now)
         rec.ballot = {
             "status": status.value,

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from capdaemon.decide.ballot import BallotRound
+from capdaemon.decide.rounds import BallotRound
 from capdaemon.decide.breaker import BreakerState, Incident, IncidentKind
 from capdaemon.decide.burnin import BurnInState, advance, observe, record_rejection
 from capdaemon.decide.probe import ProbeWatch
