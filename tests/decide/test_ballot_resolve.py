@@ -7,8 +7,8 @@ from datetime import datetime
 import pytest
 
 from capdaemon.decide.ballot import BallotFacts, BallotStatus, resolve_ballot
-from capdaemon.decide.rounds import BallotRound
 from capdaemon.decide.labels import Label
+from capdaemon.decide.rounds import BallotRound
 
 from .factories import at, comment, reaction
 
