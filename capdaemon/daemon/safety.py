@@ -825,9 +825,15 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
 
 
 def _probe_failed(
-    t: Any, watch: ProbeWatch, why: str, failed: list[str], now: datetime, report: Any
+    t: Any,
+    watch: ProbeWatch,
+    why: str,
+    failed: list[str],
+    now: datetime,
+    report: Any,
+    kind: IncidentKind | None = None,
 ) -> bool:
-    """Incident for a failed probe; a revert PR when allowed. False to retry next tick."""
+    """Incident for a failed probe (or `kind`); a revert PR when allowed. False to retry."""
     s = store(t)
     cfg = t.config.post_merge
     decision = revert_decision(
@@ -907,7 +913,7 @@ def _probe_failed(
             raise
         except ForgeError as exc:
             _error(t, report, "incident.failed", f"{watch.ref}: {exc}", pr=watch.ref)
-    kind = IncidentKind.REVERT if revert_pr else IncidentKind.PROBE_FAILED
+    kind = kind or (IncidentKind.REVERT if revert_pr else IncidentKind.PROBE_FAILED)
     record(t, Incident(now, kind, detail[:300], watch.ref), now)
     log.warning("probe.failed", pr=watch.ref, merge_sha=watch.merge_sha[:12], revert=action.value)
     return True

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 def _d_pr(daemon: Harness) -> int:
     """A quadrant-D PR (a CI workflow change) by agent-1."""
     return daemon.open_pr(
-        {".github/workflows/ci.yml": "name: ci\non: [pull_request]\n"}, title="change ci"
+        {".github/workflows/agent.yml": "name: agent\non: [pull_request]\n"}, title="add a workflow"
     )
 
 
@@ -82,3 +82,125 @@ def test_reopened_after_rejection_stays_pending_without_any_deletion(daemon: Har
     assert report.ballots[f"{daemon.sb.repo}#{n}"] == "pending"
     assert [r["status"] for r in daemon.actions("close", n)] == ["attempted", "done"]
     assert [r["reason"] for r in daemon.actions("ballot_round", n)] == ["reopened_after_rejection"]
+
+
+def _release(daemon: Harness) -> None:
+    """A `release` branch (unprotected) next to main."""
+    daemon.sb.commit_files(
+        daemon.sb.repo, "release", {"RELEASE": "1\n"}, "release branch", parent_branch="main"
+    )
+
+
+def _retarget(daemon: Harness, number: int, base: str) -> None:
+    """The PR's author moves it to another base (PATCH pulls/{n} {"base": ...})."""
+    daemon.gh("agent-1").get_repo(daemon.sb.repo).get_pull(number).edit(base=base)
+
+
+def _on_branch(daemon: Harness, branch: str, path: str) -> bool:
+    repo = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.repo)
+    return any(f.path == path for f in repo.get_git_tree(branch, recursive=True).tree)
+
+
+def test_retarget_between_ticks_is_a_new_round(daemon: Harness) -> None:
+    """An approved D PR waits for a required check; the agent retargets it to `release`, then
+    back to main once the check is green → the approval is void, a new round, no merge; an
+    owner's answer in the new round merges it."""
+    _release(daemon)
+    daemon.sb.set_protection(
+        daemon.sb.repo, "main", {"required_status_checks": {"strict": False, "contexts": ["ci/t"]}}
+    )
+    n = _d_pr(daemon)
+    daemon.tick()
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "bob").create_comment("/approve A")
+    daemon.tick()
+    assert [r["status"] for r in daemon.actions("ballot", n)] == ["approved"]
+    assert not daemon.pull(n).merged  # waits for ci/t
+
+    _retarget(daemon, n, "release")
+    daemon.advance(minutes=1)
+    daemon.tick()
+    assert not daemon.pull(n).merged
+
+    _retarget(daemon, n, "main")
+    repo = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.repo)
+    repo.get_commit(daemon.pull(n).head.sha).create_status(state="success", context="ci/t")
+    daemon.advance(minutes=1)
+    report = daemon.tick()
+    assert not daemon.pull(n).merged and report.merged == []
+    assert daemon.actions("merge", n) == []
+    (moved,) = daemon.actions("base_changed", n)
+    assert (moved["from"], moved["to"]) == ("main", "release")
+    assert daemon.actions("approval_voided", n)
+    (new_round,) = daemon.actions("ballot_round", n)
+    assert new_round["reason"] == "base_changed" and new_round["round"] == 2
+    assert report.ballots[f"{daemon.sb.repo}#{n}"] == "pending"
+    assert any("base changed from release to main" in b for b in _ballot_comments(daemon, n))
+
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "bob").create_comment("/approve A")
+    daemon.tick()
+    assert daemon.pull(n).merged and daemon.pull(n).base.ref == "main"
+
+
+def test_retarget_while_reading_checks_before_the_merge_is_refused(daemon: Harness) -> None:
+    """The agent retargets the approved PR to `release` while the tick reads the head's checks
+    right before merging → the base is read again with the merge's head check: no merge
+    anywhere, the failed attempt names the base, and the approval is void."""
+    _release(daemon)
+    n = _d_pr(daemon)
+    daemon.tick()
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "bob").create_comment("/approve A")
+    path = rf"/commits/{daemon.pull(n).head.sha}/check-runs$"
+    # check-run reads in this tick: gather, the republish after the approval, then step 4's
+    # read right before the merge: the retarget lands there
+    daemon.sb.faults("GET", path, kind="delay", delay=0.0, count=2)
+    daemon.sb.faults("GET", path, kind="call", action=lambda: _retarget(daemon, n, "release"))
+    report = daemon.tick()
+    daemon.sb.clear_faults()
+    assert daemon.pull(n).base.ref == "release", "the race did not happen where planned"
+    assert not daemon.pull(n).merged and report.merged == []
+    assert not _on_branch(daemon, "release", ".github/workflows/agent.yml")
+    attempts = daemon.actions("merge", n)
+    assert [(r["status"], r.get("reason")) for r in attempts] == [
+        ("attempted", None),
+        ("failed", "base_moved"),
+    ]
+    assert attempts[0]["base_ref"] == "main"
+    assert daemon.actions("base_changed", n) and daemon.actions("approval_voided", n)
+    daemon.tick()
+    assert not daemon.pull(n).merged
+
+
+def test_retarget_during_the_merge_call_trips_the_breaker_and_reverts(daemon: Harness) -> None:
+    """The retarget lands between the base re-read and the merge call itself, so GitHub merges
+    into `release` → capdaemon sees the merge commit is not on main: incident, breaker tripped
+    at once (no further merges), a revert PR on `release` (auto-revert is on)."""
+    daemon.configure(post_merge={"auto_revert_pr": True})
+    _release(daemon)
+    n = _d_pr(daemon)
+    daemon.tick()
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "bob").create_comment("/approve A")
+    daemon.sb.faults(
+        "PUT", rf"/pulls/{n}/merge$", kind="call", action=lambda: _retarget(daemon, n, "release")
+    )
+    daemon.tick()
+    daemon.sb.clear_faults()
+    pull = daemon.pull(n)
+    assert pull.merged and pull.base.ref == "release"
+    assert not _on_branch(daemon, "main", ".github/workflows/agent.yml")
+    (wrong,) = daemon.actions("merge_wrong_base")
+    assert (wrong["approved_base"], wrong["merged_into"]) == ("main", "release")
+    assert daemon.actions("breaker.tripped")
+    (incident,) = [r for r in daemon.actions("breaker.incident") if r["ref"].endswith(f"#{n}")]
+    assert incident["incident_kind"] == "wrong_base"
+    (revert,) = [r for r in daemon.actions("revert") if r["status"] == "done"]
+    revert_pr = daemon.pull(revert["revert_pr"])
+    assert revert_pr.base.ref == "release" and revert_pr.state == "open"
+
+    # the breaker holds every merge until an owner resets it
+    other = daemon.open_pr({"README.md": "# widgets, better\n"})
+    daemon.tick()
+    assert not daemon.pull(other).merged
