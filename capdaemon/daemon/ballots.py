@@ -162,10 +162,11 @@ class BallotsMixin:
             needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
             if not needs or not rec.ballot_round or rec.state != "open":
                 continue
+            if rec.ballot_round.get("rejected_at"):  # over until reopened (a new round, step 2)
+                self._retry_rejection(s, now, report)
+                continue
             if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
                 continue  # not rebound yet (the snapshot failed this tick)
-            if rec.ballot_round.get("rejected_at"):
-                continue  # a rejection closed it: over until a new round starts (step 2)
             todo.append(s)
         fps: dict[str, str | None] = {}
         wanted: dict[str, int] = {}
@@ -384,15 +385,25 @@ class BallotsMixin:
                 },
                 now=now,
             )
-            closed = self._close_pr(rec, reject_comment(outcome), now, report)
-            if not closed:
-                return  # the close failed or was only attempted: retried next tick
-            if rec.state == "closed":  # acted on (not shadow): this round is over for good
-                rnd = rnd.rejected(now)
-                rec.ballot_round = {**rnd.to_json(), "issue": issue}
+            if not self.shadow:  # the round is over, whatever happens to the votes later
+                rec.ballot_round = {**rnd.rejected(now).to_json(), "issue": issue}
+        self._record_ballot(rec, rnd, outcome, now)  # record before act
+        rejected = status is BallotStatus.REJECTED
+        if rejected and self._close_pr(rec, reject_comment(outcome), now, report):
             self._close_issue(rec, BALLOT, "Rejected: the PR is closed.", now)
+        if rec.state == "open" and not (rec.ballot_round or {}).get("rejected_at"):
+            # republish the check and the ballot body for the new state (same code path as step 2)
+            policy_hash = self._repo_policy.get(rec.repo)
+            if policy_hash is None:
+                policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
+                policy_hash = _digest(self.policy_hash, policy)
+            self._process_pr(s.rc, s.pr, policy_hash, now, report)
+
+    def _record_ballot(
+        self, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome, now: datetime
+    ) -> None:
         rec.ballot = {
-            "status": status.value,
+            "status": outcome.status.value,
             "head_sha": outcome.head_sha,
             "round": rnd.round,
             "by": outcome.decided_by,
@@ -400,13 +411,21 @@ class BallotsMixin:
             "at": _iso(now),
         }
         self.prs.save(rec)
-        if rec.state == "open":
-            # republish the check and the ballot body for the new state (same code path as step 2)
-            policy_hash = self._repo_policy.get(rec.repo)
-            if policy_hash is None:
-                policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
-                policy_hash = _digest(self.policy_hash, policy)
-            self._process_pr(s.rc, s.pr, policy_hash, now, report)
+
+    def _note_reopened(self, rec: PRRecord) -> None:
+        """The PR was closed and is open again: a rejected round ends (a new one starts)."""
+        if rec.ballot_round:
+            rnd = BallotRound.from_json(rec.ballot_round)
+            rec.ballot_round = {**rnd.seen_reopened().to_json(), "issue": rnd.issue}
+
+    def _retry_rejection(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        """A rejection recorded on the round whose close did not happen (failed, or lost to a
+        crash): close the PR now. Votes are not read again: the round is over."""
+        rec = s.rec
+        report.ballots[rec.ref] = BallotStatus.REJECTED.value
+        outcome = self._outcome(rec, str(rec.ballot.get("head_sha") or s.pr.head_sha), now)
+        if self._close_pr(rec, reject_comment(outcome), now, report):
+            self._close_issue(rec, BALLOT, "Rejected: the PR is closed.", now)
 
     def _close_pr(self, rec: PRRecord, comment: str, now: datetime, report: TickReport) -> bool:
         """Close a rejected PR (record before act). Shadow mode only audits "would_close"."""

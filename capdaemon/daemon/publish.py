@@ -55,6 +55,7 @@ class PublishMixin:
         rec = self.prs.setdefault(pr.repo, pr.number, _iso(now))
         if rec.state != "open":
             rec.state = "open"  # reopened
+            self._note_reopened(rec)
         if g.settled is not None:
             self.log.debug("pr.settled", pr=pr.ref, why=g.settled)
             return rec  # nothing changed that could matter: no read, no classification, no write

@@ -57,6 +57,7 @@ from capdaemon.decide.probe import (
     reverts_in_window,
 )
 from capdaemon.decide.review import passive_close_due, sampled
+from capdaemon.decide.rounds import after_rejection_tier
 from capdaemon.decide.tiers import (
     OneTapResult,
     OneTapState,
@@ -234,7 +235,13 @@ def save(t: Any) -> None:
 
 
 def tier_decision(t: Any, rec: Any) -> TierDecision:
-    """The PR's tier for its current head; unknown under `tiered` → tier 3 (fail closed)."""
+    """The PR's tier for its current head; unknown under `tiered` → tier 3 (fail closed); a PR
+    an owner rejected once → at least a full ballot (capdaemon.decide.rounds)."""
+    after_rejection = bool((rec.ballot_round or {}).get("after_rejection"))
+    return after_rejection_tier(_tier_decision(t, rec), after_rejection)
+
+
+def _tier_decision(t: Any, rec: Any) -> TierDecision:
     policy = rec.merge_policy or "auto"
     entry = store(t)["tiers"].get(rec.ref)
     if entry and entry.get("head_sha") == rec.head_sha and entry.get("merge_policy") == policy:

@@ -12,6 +12,7 @@ from typing import Any
 
 from capdaemon.decide._common import aware, dt_to_json, reader
 from capdaemon.decide.ballot import BallotFacts, CommentLike, ReactionLike
+from capdaemon.decide.tiers import Requirement, TierDecision
 
 
 class RoundReason(enum.StrEnum):
@@ -26,12 +27,16 @@ class RoundReason(enum.StrEnum):
 @dataclass(frozen=True)
 class BallotRound:
     """Persisted ballot binding: which (head sha, base ref) the ballot issue currently decides,
-    since when, and whether capdaemon acted on a rejection in this round (closed the PR).
+    since when, and whether a rejection ended it.
 
     `base_ref` is "" in rounds recorded before the base was bound: such a round adopts the
     base it is next seen on (capdaemon only ever ballots PRs into the supervised base).
-    `rejected_at` is set once a rejection closed the PR: the round is over for good, and the
-    PR, if reopened, starts a new round (see `next_round`).
+    `rejected_at` is recorded when capdaemon acts on a rejection (before it closes the PR):
+    the round is over for good, whatever happens to the votes on the issue afterwards.
+    `reopened` is set when the PR is seen open again after it was closed: it then starts a
+    new round (see `next_round`); until then the close is retried. `after_rejection` stays
+    set in every later round: an owner rejected this PR once, so only an owner's approval
+    merges it again, whatever the quadrant of a later head.
     """
 
     repo: str
@@ -43,6 +48,8 @@ class BallotRound:
     stale_vote_ids: frozenset[str] = frozenset()
     base_ref: str = ""
     rejected_at: datetime | None = None
+    reopened: bool = False
+    after_rejection: bool = False
 
     def __post_init__(self) -> None:
         aware(self.started_at, "started_at")
@@ -60,6 +67,7 @@ class BallotRound:
             round=self.round + 1,
             stale_vote_ids=frozenset(),
             rejected_at=None,
+            reopened=False,
             **changes,
         )
 
@@ -84,8 +92,12 @@ class BallotRound:
         return replace(self, stale_vote_ids=self.stale_vote_ids | frozenset(ids))
 
     def rejected(self, now: datetime) -> BallotRound:
-        """This round, marked as ended by a rejection capdaemon acted on (the PR was closed)."""
-        return replace(self, rejected_at=aware(now, "now"))
+        """This round, ended by a rejection capdaemon acts on (recorded before the close)."""
+        return replace(self, rejected_at=aware(now, "now"), after_rejection=True)
+
+    def seen_reopened(self) -> BallotRound:
+        """This round, noting its PR was closed and is open again (only after a rejection)."""
+        return replace(self, reopened=True) if self.rejected_at is not None else self
 
     def left_for(self, base_ref: str) -> BallotRound:
         """This round, noting that its PR now targets `base_ref` (seen outside the supervised
@@ -129,6 +141,10 @@ class BallotRound:
             out["base_ref"] = self.base_ref
         if self.rejected_at is not None:
             out["rejected_at"] = dt_to_json(self.rejected_at)
+        if self.reopened:
+            out["reopened"] = True
+        if self.after_rejection:
+            out["after_rejection"] = True
         if self.stale_vote_ids:
             out["stale_vote_ids"] = sorted(self.stale_vote_ids)
         return out
@@ -147,6 +163,8 @@ class BallotRound:
             stale_vote_ids=frozenset(_stale_ids(data)),
             base_ref=r.text("base_ref", optional=True) or "",
             rejected_at=r.when("rejected_at", optional=True),
+            reopened=bool(r.flag("reopened", optional=True)),
+            after_rejection=bool(r.flag("after_rejection", optional=True)),
         )
 
 
@@ -173,22 +191,36 @@ def next_round(
     first). Facts come from bot-state (`prior`) and the PR as listed now.
 
     A ballot is bound to (head sha, base ref): a push or a retargeted base starts a new round.
-    A round whose rejection capdaemon acted on is over: the PR, reopened, starts a new round
-    whatever its head, and no vote cast before it counts again (`BallotFacts.stale_vote_ids`
+    A round whose rejection capdaemon acted on is over: the PR, closed and reopened, starts a
+    new round whatever its head (still open: the same, rejected round while the close is
+    retried), and no vote cast before it counts again (`BallotFacts.stale_vote_ids`
     takes every vote on the issue when the round starts). A ballot someone else edited and
     capdaemon restored starts a new round too (R5).
     """
     aware(now, "now")
     if prior is None:
         return BallotRound(repo, pr, head_sha, now, base_ref=base_ref), None
+    if prior.rejected_at is not None and not prior.reopened:
+        return prior, None  # rejected, the PR not closed yet: nothing rebinds it (close retried)
     if prior.head_sha != head_sha:
         return prior._next(now, head_sha=head_sha, base_ref=base_ref), RoundReason.HEAD_CHANGED
     if prior.base_ref and prior.base_ref != base_ref:
         return prior._next(now, base_ref=base_ref), RoundReason.BASE_CHANGED
-    if prior.rejected_at is not None:
+    if prior.rejected_at is not None:  # and reopened
         return prior._next(now, base_ref=base_ref), RoundReason.REOPENED_AFTER_REJECTION
     if issue_restored:
         return prior._next(now, base_ref=base_ref), RoundReason.ISSUE_RESTORED
     if not prior.base_ref:
         return replace(prior, base_ref=base_ref), None  # a round from before the base was bound
     return prior, None
+
+
+REJECTED_BEFORE = "an owner rejected this PR before: only an owner's approval merges it"
+
+
+def after_rejection_tier(tier: TierDecision, after_rejection: bool) -> TierDecision:
+    """The tier of a PR an owner rejected once: at least a full ballot, whatever the quadrant
+    of its head now (a `manual` policy stays manual)."""
+    if not after_rejection or tier.requirement in (Requirement.BALLOT, Requirement.NEVER):
+        return tier
+    return TierDecision(3, (*tier.reasons, REJECTED_BEFORE), "tiered")

@@ -84,6 +84,65 @@ def test_reopened_after_rejection_stays_pending_without_any_deletion(daemon: Har
     assert [r["reason"] for r in daemon.actions("ballot_round", n)] == ["reopened_after_rejection"]
 
 
+def test_a_rejection_whose_close_failed_still_closes_after_the_reject_is_deleted(
+    daemon: Harness,
+) -> None:
+    """bob `/approve A`, alice `/reject`, and closing the PR fails (502). Before the next tick
+    the agent deletes alice's comment → the recorded rejection stands: the close is retried,
+    nothing merges, and the votes are not counted again."""
+    sb = daemon.sb
+    gh = {
+        "base_url": sb.base_url,
+        "app_id": sb.app_id,
+        "private_key_file": str(sb.app_key_path),
+        "installation_id": sb.installation_id,
+        "per_tick_wait_seconds": 0,
+    }
+    daemon.configure(github=gh)
+    n = _d_pr(daemon)
+    daemon.tick()
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "bob").create_comment("/approve A")
+    daemon.advance(minutes=1)
+    reject = daemon.ballot(n, "alice").create_comment("/reject")
+    sb.faults("PATCH", rf"^/repos/{sb.repo}/pulls/{n}$", status=502, count=4)
+    report = daemon.tick()
+    sb.clear_faults()
+    assert daemon.pull(n).state == "open" and report.errors
+    daemon.ballot(n, "agent-1").get_comment(reject.id).delete()
+    daemon.advance(minutes=1)
+    daemon.tick()
+    pull = daemon.pull(n)
+    assert pull.state == "closed" and not pull.merged
+    assert daemon.actions("merge", n) == []
+    assert [r["status"] for r in daemon.actions("ballot", n)] == ["rejected"]
+    assert [r["status"] for r in daemon.actions("close", n)][-1] == "done"
+
+
+def test_a_rejected_pr_reopened_with_a_harmless_head_still_needs_an_owner(
+    daemon: Harness,
+) -> None:
+    """alice rejects the D PR; the agent drops the workflow, pushes a README edit (quadrant A on
+    its own) and reopens → no auto-merge: a PR an owner rejected needs an owner's approval."""
+    n = _d_pr(daemon)
+    daemon.tick()
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "alice").create_comment("/reject")
+    daemon.tick()
+    assert daemon.pull(n).state == "closed"
+    daemon.push(n, {".github/workflows/agent.yml": None, "README.md": "# widgets, better\n"})
+    daemon.gh("agent-1").get_repo(daemon.sb.repo).get_pull(n).edit(state="open")
+    daemon.advance(minutes=1)
+    report = daemon.tick()
+    assert not daemon.pull(n).merged and report.merged == []
+    assert daemon.check(n).conclusion == "failure"
+    assert daemon.issue_for(n, "ballot").state == "open"
+    daemon.advance(minutes=1)
+    daemon.ballot(n, "bob").create_comment("/approve A")
+    daemon.tick()
+    assert daemon.pull(n).merged
+
+
 def _release(daemon: Harness) -> None:
     """A `release` branch (unprotected) next to main."""
     daemon.sb.commit_files(

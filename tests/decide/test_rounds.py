@@ -9,7 +9,14 @@ import pytest
 from capdaemon.config import BreakerConfig
 from capdaemon.decide.ballot import BallotStatus, resolve_ballot
 from capdaemon.decide.breaker import BreakerState, Incident, IncidentKind, record_incident
-from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
+from capdaemon.decide.rounds import (
+    REJECTED_BEFORE,
+    BallotRound,
+    RoundReason,
+    after_rejection_tier,
+    next_round,
+)
+from capdaemon.decide.tiers import Requirement, TierDecision
 
 from .factories import at, comment
 
@@ -56,19 +63,31 @@ def test_retargeted_away_and_back_is_a_new_round() -> None:
 
 
 def test_a_rejected_round_is_over_whatever_the_head() -> None:
-    """A rejection capdaemon acted on → the PR, reopened at the same head, is round 2."""
+    """A rejection capdaemon acted on, the PR closed and reopened → round 2 (same head or a
+    new one), and every later round remembers the rejection."""
+    prior = _first().rejected(at(5)).seen_reopened()
+    for head in (HEAD, OTHER):
+        rnd, why = _next(prior, head=head)
+        assert why is RoundReason.REOPENED_AFTER_REJECTION if head == HEAD else why
+        assert rnd.round == 2 and rnd.rejected_at is None and not rnd.reopened
+        assert rnd.after_rejection
+        assert _next(rnd, head=head) == (rnd, None)  # one new round, not one per tick
+        assert _next(rnd, head=head, base="release")[0].after_rejection
+
+
+def test_a_rejection_not_yet_closed_holds_the_round() -> None:
+    """Rejected, but the PR never seen closed (the close failed): nothing rebinds the round, not
+    a push, not a retarget, not a restored issue (the close is retried instead)."""
     prior = _first().rejected(at(5))
-    rnd, why = _next(prior)
-    assert why is RoundReason.REOPENED_AFTER_REJECTION and rnd.round == 2
-    assert rnd.rejected_at is None
-    again, same = _next(rnd)
-    assert (again, same) == (rnd, None)  # one new round, not one per tick
+    for change in ({"head": OTHER}, {"base": "release"}, {"issue_restored": True}):
+        assert _next(prior, **change) == (prior, None)  # type: ignore[arg-type]
+    assert _first().seen_reopened() == _first()  # only a rejected round notes a reopen
 
 
 def test_votes_before_a_rejected_round_never_count_again() -> None:
     """bob's approval (on the issue when round 2 starts) is stale in round 2, even with the
     rejecting comment gone."""
-    prior = _first().rejected(at(5))
+    prior = _first().rejected(at(5)).seen_reopened()
     rnd, _ = _next(prior)
     approval = comment("bob", "/approve A", at(1))
     rnd = rnd.with_stale_votes({f"comment:{approval.id}"})
@@ -100,7 +119,7 @@ def test_json_round_trip(base: str, rejected: bool, stale: set[str]) -> None:
     """Every round survives bot-state's JSON."""
     rnd = BallotRound("o/r", 7, HEAD, at(0), 2, 17, frozenset(stale), base)
     if rejected:
-        rnd = rnd.rejected(at(3))
+        rnd = rnd.rejected(at(3)).seen_reopened()
     assert BallotRound.from_json(json.loads(json.dumps(rnd.to_json()))) == rnd
 
 
@@ -121,3 +140,21 @@ def test_a_wrong_base_merge_trips_the_breaker_at_once() -> None:
     )
     assert s.tripped
     assert any(a.payload.get("action") == "breaker.tripped" for a in actions)
+
+
+@pytest.mark.parametrize(
+    ("tier", "after", "want"),
+    [
+        (TierDecision(1, (), "auto"), False, Requirement.NONE),
+        (TierDecision(1, (), "auto"), True, Requirement.BALLOT),
+        (TierDecision(2, ("x",), "tiered"), True, Requirement.BALLOT),
+        (TierDecision(1, (), "manual"), True, Requirement.NEVER),
+    ],
+)
+def test_a_pr_rejected_once_needs_a_ballot(tier: TierDecision, after: bool, want: Requirement):
+    """After a rejection, whatever the head's quadrant or tier: an owner's approval (manual stays
+    manual: a human merges)."""
+    got = after_rejection_tier(tier, after)
+    assert got.requirement is want
+    if after and want is Requirement.BALLOT:
+        assert REJECTED_BEFORE in got.reasons
