@@ -72,6 +72,9 @@ class MergingMixin:
                     {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
                 )
                 rec.state, rec.merge_sha = "merged", status.merge_sha
+                if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
+                    approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
+                    basebind.verify_merge(self, rec, approved, head, status.merge_sha, now, report)
             elif op == "close" and status.state == "closed":
                 self.actions_log.append({**base, "status": "done"}, now=now)
                 rec.state = "merged" if status.merged else "closed"
@@ -193,7 +196,7 @@ class MergingMixin:
         rec, pr, rc = s.rec, s.pr, s.rc
         sha = pr.head_sha
         base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
-        rec.pending = {"op": "merge", "head_sha": sha, "at": _iso(now)}
+        rec.pending = {"op": "merge", "head_sha": sha, "base_ref": rc.base, "at": _iso(now)}
         self.prs.save(rec)
         self.actions_log.append(
             {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},

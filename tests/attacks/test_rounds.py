@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests.daemon.conftest import Harness
@@ -143,6 +147,10 @@ def test_a_rejected_pr_reopened_with_a_harmless_head_still_needs_an_owner(
     assert daemon.pull(n).merged
 
 
+def _dirs(daemon: Harness) -> list[str]:
+    return ["--config", str(daemon.config_dir), "--state", str(daemon.state_dir)]
+
+
 def _release(daemon: Harness) -> None:
     """A `release` branch (unprotected) next to main."""
     daemon.sb.commit_files(
@@ -263,3 +271,29 @@ def test_retarget_during_the_merge_call_trips_the_breaker_and_reverts(daemon: Ha
     other = daemon.open_pr({"README.md": "# widgets, better\n"})
     daemon.tick()
     assert not daemon.pull(other).merged
+
+
+def test_a_wrong_base_merge_found_after_a_crash_still_trips_the_breaker(daemon: Harness) -> None:
+    """The retarget lands during the merge call and the daemon is killed before recording the
+    outcome → the next tick reconciles the merge and finds it on `release`: incident, breaker."""
+    _release(daemon)
+    a = daemon.open_pr({"README.md": "# widgets, retargeted\n"})
+    daemon.configure()
+    daemon.sb.faults(
+        "PUT", rf"/pulls/{a}/merge$", kind="call", action=lambda: _retarget(daemon, a, "release")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "capdaemon.cli", "tick", "--once", *_dirs(daemon)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CAPDAEMON_CRASH_AFTER": "act:merge"},
+    )
+    daemon.sb.clear_faults()
+    assert proc.returncode == 137, proc.stderr
+    assert daemon.pull(a).merged and daemon.pull(a).base.ref == "release"
+    report = daemon.tick()
+    assert report.reconciled == [f"{daemon.sb.repo}#{a}:merge"]
+    (wrong,) = daemon.actions("merge_wrong_base", a)
+    assert (wrong["approved_base"], wrong["merged_into"]) == ("main", "release")
+    assert daemon.actions("breaker.tripped")
