@@ -317,10 +317,8 @@ class Sandbox:
 
         The regex is searched in the path (no ``/api/v3``, no query). Kinds: ``status`` (answer
         ``status``), ``drop`` (close the connection), ``delay`` (sleep ``delay`` s, then answer),
-        ``secondary`` (403/429 secondary rate limit with ``Retry-After: retry_after``), ``call``
-        (run ``action`` — e.g. another user's API request — then answer normally: a race
-        placed deterministically between two of the daemon's requests). Faults are taken in
-        the order queued: a ``delay`` of 0 s with ``count=N`` first lets N requests pass.
+        ``secondary`` (403/429 with ``Retry-After``), ``call`` (run ``action``, then answer:
+        a race placed between two requests). A 0 s ``delay`` with ``count=N`` lets N pass first.
         """
         self.app.faults.add(
             Fault(
