@@ -162,8 +162,9 @@ class BallotsMixin:
             needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
             if not needs or not rec.ballot_round or rec.state != "open":
                 continue
-            if rec.ballot_round.get("rejected_at"):  # over until reopened (a new round, step 2)
-                self._retry_rejection(s, now, report)
+            if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
+                if not rec.ballot_round.get("reopened"):
+                    self._retry_rejection(s, now, report)
                 continue
             if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
                 continue  # not rebound yet (the snapshot failed this tick)
