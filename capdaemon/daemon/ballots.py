@@ -19,12 +19,13 @@ from capdaemon.daemon.tickdata import (
     _parse,
     _Seen,
 )
-from capdaemon.decide.ballot import BallotOutcome, BallotRound, BallotStatus, Vote, resolve_ballot
+from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote, resolve_ballot
 from capdaemon.decide.checks import (
     ballot_issue_body,
     reject_comment,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot, Quadrant, Verdict
@@ -52,8 +53,9 @@ class BallotsMixin:
         now: datetime,
         report: TickReport,
     ) -> int | None:
-        """Open the ballot (round 1) or start a new round in the same issue: when the head
-        changed, or when someone else edited the ballot's text (restored: R5).
+        """Open the ballot (round 1) or start a new round in the same issue (capdaemon.decide.
+        rounds.next_round): when the head or the base changed, when the PR was reopened after a
+        rejection capdaemon acted on, or when someone else edited the ballot's text (restored: R5).
 
         A new round ignores every comment and reaction already on the issue when it starts
         (their ids, read after the new-round comment: clock-free, R3), as well as anything
@@ -63,17 +65,17 @@ class BallotsMixin:
         # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
         # round's start belongs to it (votes already on the issue are excluded by id)
         start = now.replace(microsecond=0)
-        tampered = self._tampered.get(rec.ref, {}).get(BALLOT)
-        reason = ""
-        if prior is None:
-            rnd = BallotRound(rec.repo, rec.number, snap.head_sha, start)
-        elif prior.head_sha != snap.head_sha:
-            rnd, reason = prior.for_head(snap.head_sha, start), "head_changed"
-        elif tampered:
-            rnd, reason = prior.restart(start), "issue_restored"
-        else:
-            rnd = prior
-        new_round = prior is not None and rnd.round != prior.round
+        rnd, why = next_round(
+            prior,
+            repo=rec.repo,
+            pr=rec.number,
+            head_sha=snap.head_sha,
+            base_ref=snap.base_ref,
+            now=start,
+            issue_restored=bool(self._tampered.get(rec.ref, {}).get(BALLOT)),
+        )
+        reason = why.value if why else ""
+        new_round = prior is not None and why is not None
         voided = None
         if (
             prior is not None
@@ -82,14 +84,14 @@ class BallotsMixin:
             and BallotStatus(rec.ballot.get("status", "pending")).mergeable
         ):
             voided = prior.head_sha
-            if reason == "issue_restored":
+            if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
                 self.actions_log.append(
                     {
                         "action": "approval_voided",
                         "pr": rec.ref,
                         "head_sha": prior.head_sha,
                         "new_head_sha": snap.head_sha,
-                        "reason": "the ballot was edited by someone else",
+                        "reason": texts.round_reason(why, prior.base_ref, snap.base_ref),
                     },
                     now=now,
                 )
@@ -107,18 +109,31 @@ class BallotsMixin:
             labels,
             now,
             report,
-            round_no=rnd.round if reason == "issue_restored" else None,
+            round_no=rnd.round if why is RoundReason.ISSUE_RESTORED else None,
         )
         if number is None:
             return None
         if new_round and prior is not None:
             assert self.decision_repo is not None
-            if reason == "head_changed":
+            if why is RoundReason.HEAD_CHANGED:
                 self.forge.comment_once(
                     self.decision_repo,
                     number,
                     {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
                     texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided),
+                )
+            elif why is not RoundReason.ISSUE_RESTORED:
+                self.forge.comment_once(
+                    self.decision_repo,
+                    number,
+                    {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
+                    texts.rebound_round_comment(
+                        texts.round_reason(why, prior.base_ref, snap.base_ref),
+                        snap.head_sha,
+                        snap.base_ref,
+                        rnd.round,
+                        voided,
+                    ),
                 )
             # every vote already on the issue belongs to an earlier round, whatever its time
             stale = [f"comment:{c.id}" for c in self.forge.comments(self.decision_repo, number)]
@@ -146,6 +161,10 @@ class BallotsMixin:
             rec = s.rec
             needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
             if not needs or not rec.ballot_round or rec.state != "open":
+                continue
+            if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
+                if not rec.ballot_round.get("reopened"):
+                    self._retry_rejection(s, now, report)
                 continue
             if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
                 continue  # not rebound yet (the snapshot failed this tick)
@@ -367,12 +386,25 @@ class BallotsMixin:
                 },
                 now=now,
             )
-            closed = self._close_pr(rec, reject_comment(outcome), now, report)
-            if not closed:
-                return  # the close failed or was only attempted: retried next tick
+            if not self.shadow:  # the round is over, whatever happens to the votes later
+                rec.ballot_round = {**rnd.rejected(now).to_json(), "issue": issue}
+        self._record_ballot(rec, rnd, outcome, now)  # record before act
+        rejected = status is BallotStatus.REJECTED
+        if rejected and self._close_pr(rec, reject_comment(outcome), now, report):
             self._close_issue(rec, BALLOT, "Rejected: the PR is closed.", now)
+        if rec.state == "open" and not (rec.ballot_round or {}).get("rejected_at"):
+            # republish the check and the ballot body for the new state (same code path as step 2)
+            policy_hash = self._repo_policy.get(rec.repo)
+            if policy_hash is None:
+                policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
+                policy_hash = _digest(self.policy_hash, policy)
+            self._process_pr(s.rc, s.pr, policy_hash, now, report)
+
+    def _record_ballot(
+        self, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome, now: datetime
+    ) -> None:
         rec.ballot = {
-            "status": status.value,
+            "status": outcome.status.value,
             "head_sha": outcome.head_sha,
             "round": rnd.round,
             "by": outcome.decided_by,
@@ -380,13 +412,21 @@ class BallotsMixin:
             "at": _iso(now),
         }
         self.prs.save(rec)
-        if rec.state == "open":
-            # republish the check and the ballot body for the new state (same code path as step 2)
-            policy_hash = self._repo_policy.get(rec.repo)
-            if policy_hash is None:
-                policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
-                policy_hash = _digest(self.policy_hash, policy)
-            self._process_pr(s.rc, s.pr, policy_hash, now, report)
+
+    def _note_reopened(self, rec: PRRecord) -> None:
+        """The PR was closed and is open again: a rejected round ends (a new one starts)."""
+        if rec.ballot_round:
+            rnd = BallotRound.from_json(rec.ballot_round)
+            rec.ballot_round = {**rnd.seen_reopened().to_json(), "issue": rnd.issue}
+
+    def _retry_rejection(self, s: _Seen, now: datetime, report: TickReport) -> None:
+        """A rejection recorded on the round whose close did not happen (failed, or lost to a
+        crash): close the PR now. Votes are not read again: the round is over."""
+        rec = s.rec
+        report.ballots[rec.ref] = BallotStatus.REJECTED.value
+        outcome = self._outcome(rec, str(rec.ballot.get("head_sha") or s.pr.head_sha), now)
+        if self._close_pr(rec, reject_comment(outcome), now, report):
+            self._close_issue(rec, BALLOT, "Rejected: the PR is closed.", now)
 
     def _close_pr(self, rec: PRRecord, comment: str, now: datetime, report: TickReport) -> bool:
         """Close a rejected PR (record before act). Shadow mode only audits "would_close"."""

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from capdaemon.config import Config, ConfigError, RepoConfig, parse_repo_policy
-from capdaemon.daemon import safety, texts
+from capdaemon.daemon import basebind, safety, texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tasks import capability_state
 from capdaemon.daemon.tickdata import (
@@ -52,6 +52,7 @@ class GatherMixin:
             self._repo_policy[rc.name] = policy_hash
             rc = self._apply_repo_policy(rc, policy, policy_hash, now, report)
             self._forget_closed(rc, {p.number for p in prs}, now, report)
+            basebind.note_retargeted(self, rc.base, prs, now)  # a ballot is bound to its base
             prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
             for start in range(0, len(prs), GATHER_CHUNK):
                 chunk = prs[start : start + GATHER_CHUNK]

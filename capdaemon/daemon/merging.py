@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import safety
+from capdaemon.daemon import basebind, safety
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -19,6 +19,7 @@ from capdaemon.decide.breaker import BreakerState
 from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
 from capdaemon.decide.tiers import TierDecision
 from capdaemon.forge.errors import (
+    BaseMoved,
     Forbidden,
     ForgeError,
     HeadMoved,
@@ -71,6 +72,9 @@ class MergingMixin:
                     {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
                 )
                 rec.state, rec.merge_sha = "merged", status.merge_sha
+                if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
+                    approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
+                    basebind.verify_merge(self, rec, approved, head, status.merge_sha, now, report)
             elif op == "close" and status.state == "closed":
                 self.actions_log.append({**base, "status": "done"}, now=now)
                 rec.state = "merged" if status.merged else "closed"
@@ -191,8 +195,8 @@ class MergingMixin:
         """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
         rec, pr, rc = s.rec, s.pr, s.rc
         sha = pr.head_sha
-        base = {"action": "merge", "pr": rec.ref, "head_sha": sha}
-        rec.pending = {"op": "merge", "head_sha": sha, "at": _iso(now)}
+        base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
+        rec.pending = {"op": "merge", "head_sha": sha, "base_ref": rc.base, "at": _iso(now)}
         self.prs.save(rec)
         self.actions_log.append(
             {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},
@@ -201,7 +205,14 @@ class MergingMixin:
         self.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
         self._crash("audit:merge")
         try:
-            merge_sha = self.forge.merge(rec.repo, rec.number, sha, rc.merge_method)
+            merge_sha = self.forge.merge(rec.repo, rec.number, sha, rc.merge_method, base=rc.base)
+        except BaseMoved as exc:  # retargeted since the decision: no merge; a new round
+            self.actions_log.append(
+                {**base, "status": "failed", "reason": "base_moved", "error": str(exc)[:300]},
+                now=now,
+            )
+            self.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
+            basebind.note_left(self, rec, exc.found, now)
         except HeadMoved as exc:
             self.actions_log.append(
                 {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
@@ -243,6 +254,7 @@ class MergingMixin:
             rec.state, rec.merge_sha = "merged", merge_sha
             report.merged.append(rec.ref)
             self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
+            basebind.verify_merge(self, rec, rc.base, sha, merge_sha, now, report)
         rec.pending = None
         self.prs.save(rec)
         if rec.state == "merged":

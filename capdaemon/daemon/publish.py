@@ -55,6 +55,7 @@ class PublishMixin:
         rec = self.prs.setdefault(pr.repo, pr.number, _iso(now))
         if rec.state != "open":
             rec.state = "open"  # reopened
+            self._note_reopened(rec)
         if g.settled is not None:
             self.log.debug("pr.settled", pr=pr.ref, why=g.settled)
             return rec  # nothing changed that could matter: no read, no classification, no write
@@ -75,9 +76,9 @@ class PublishMixin:
                 contents_for=self._contents_for,
                 known_runs=(pr.head_sha, checks),
             )
-        if snap.head_sha != pr.head_sha:
-            self.log.info("pr.head_moved_during_gather", pr=pr.ref)
-            return rec  # the list is stale; the next tick sees the new head
+        if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
+            self.log.info("pr.moved_during_gather", pr=pr.ref)
+            return rec  # the list is stale; the next tick sees the new head or base
         tasks = linked_tasks(snap, rc.task_branch_pattern)
         capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
         cap = capability_state(capv.task_id, self._load_cap, now)
@@ -140,6 +141,7 @@ class PublishMixin:
         entry = {
             "pr": rec.ref,
             "head_sha": snap.head_sha,
+            "base_ref": snap.base_ref,
             "base_sha": snap.base_sha,
             **verdict.to_dict(),
             "capability": capv.to_dict(),

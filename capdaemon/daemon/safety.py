@@ -57,6 +57,7 @@ from capdaemon.decide.probe import (
     reverts_in_window,
 )
 from capdaemon.decide.review import passive_close_due, sampled
+from capdaemon.decide.rounds import after_rejection_tier
 from capdaemon.decide.tiers import (
     OneTapResult,
     OneTapState,
@@ -234,7 +235,13 @@ def save(t: Any) -> None:
 
 
 def tier_decision(t: Any, rec: Any) -> TierDecision:
-    """The PR's tier for its current head; unknown under `tiered` → tier 3 (fail closed)."""
+    """The PR's tier for its current head; unknown under `tiered` → tier 3 (fail closed); a PR
+    an owner rejected once → at least a full ballot (capdaemon.decide.rounds)."""
+    after_rejection = bool((rec.ballot_round or {}).get("after_rejection"))
+    return after_rejection_tier(_tier_decision(t, rec), after_rejection)
+
+
+def _tier_decision(t: Any, rec: Any) -> TierDecision:
     policy = rec.merge_policy or "auto"
     entry = store(t)["tiers"].get(rec.ref)
     if entry and entry.get("head_sha") == rec.head_sha and entry.get("merge_policy") == policy:
@@ -825,9 +832,15 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
 
 
 def _probe_failed(
-    t: Any, watch: ProbeWatch, why: str, failed: list[str], now: datetime, report: Any
+    t: Any,
+    watch: ProbeWatch,
+    why: str,
+    failed: list[str],
+    now: datetime,
+    report: Any,
+    kind: IncidentKind | None = None,
 ) -> bool:
-    """Incident for a failed probe; a revert PR when allowed. False to retry next tick."""
+    """Incident for a failed probe (or `kind`); a revert PR when allowed. False to retry."""
     s = store(t)
     cfg = t.config.post_merge
     decision = revert_decision(
@@ -907,7 +920,7 @@ def _probe_failed(
             raise
         except ForgeError as exc:
             _error(t, report, "incident.failed", f"{watch.ref}: {exc}", pr=watch.ref)
-    kind = IncidentKind.REVERT if revert_pr else IncidentKind.PROBE_FAILED
+    kind = kind or (IncidentKind.REVERT if revert_pr else IncidentKind.PROBE_FAILED)
     record(t, Incident(now, kind, detail[:300], watch.ref), now)
     log.warning("probe.failed", pr=watch.ref, merge_sha=watch.merge_sha[:12], revert=action.value)
     return True

@@ -8,6 +8,7 @@ from typing import Any
 from capdaemon.decide import checks
 from capdaemon.decide._text import md, ref, short_sha
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus
+from capdaemon.decide.rounds import RoundReason
 
 
 def ballot_title(repo: str, number: int, title: str) -> str:
@@ -70,6 +71,33 @@ def new_round_comment(old_sha: str, new_sha: str, round_no: int, voided: str | N
     """Posted on the ballot issue when the PR head moved and a new round starts."""
     text = f"New round for head {new_sha}.\n\n" + checks.new_round_comment(
         old_sha, new_sha, round_no
+    )
+    if voided:
+        text += f"\n\nThe approval given for {short_sha(voided)} is void."
+    return text
+
+
+def round_reason(why: RoundReason | None, old_base: str, new_base: str) -> str:
+    """Why a ballot round ended, in words (audit records and the new-round comment)."""
+    if why is RoundReason.BASE_CHANGED:
+        return f"the PR's base changed from {old_base or '?'} to {new_base}"
+    if why is RoundReason.REOPENED_AFTER_REJECTION:
+        return "the PR was reopened after an owner's rejection closed it"
+    if why is RoundReason.ISSUE_RESTORED:
+        return "the ballot was edited by someone else"
+    return "the PR's head moved"
+
+
+def rebound_round_comment(
+    why: str, head_sha: str, base_ref: str, round_no: int, voided: str | None
+) -> str:
+    """Posted on the ballot issue when a new round starts for the same head (base retargeted,
+    PR reopened after a rejection)."""
+    text = (
+        f"New round for head {head_sha} into `{md(base_ref)}`: {md(why)}.\n\n"
+        f"This is round {round_no}: earlier votes and reactions no longer count, whatever "
+        "happens to them now. Owners, please answer again (remove and re-add a reaction to "
+        "re-vote with it)."
     )
     if voided:
         text += f"\n\nThe approval given for {short_sha(voided)} is void."

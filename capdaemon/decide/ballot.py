@@ -5,11 +5,11 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from capdaemon.decide._common import aware, dt_to_json, reader
+from capdaemon.decide._common import aware, dt_to_json
 from capdaemon.decide.labels import Label
 
 # ----------------------------------------------------------------------------- parsing
@@ -413,112 +413,3 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
     return outcome(
         deciding.choice, f"{how} by {deciding.user} at {dt_to_json(deciding.at)}", deciding
     )
-
-
-# ----------------------------------------------------------------------------- round state
-
-
-@dataclass(frozen=True)
-class BallotRound:
-    """Persisted ballot binding: which head sha the ballot issue currently decides, since when."""
-
-    repo: str
-    pr: int
-    head_sha: str
-    started_at: datetime
-    round: int = 1
-    issue: int | None = None
-    stale_vote_ids: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        aware(self.started_at, "started_at")
-        if self.round < 1:
-            raise ValueError(f"round must be >= 1, got {self.round}")
-        object.__setattr__(self, "stale_vote_ids", frozenset(self.stale_vote_ids))
-
-    def for_head(self, head_sha: str, now: datetime) -> BallotRound:
-        """The same round for the same head; a new round (votes reset) when the head changed.
-
-        The new round starts with no stale votes: record them with `with_stale_votes` once
-        the issue has been read after the rebind.
-        """
-        aware(now, "now")
-        if head_sha == self.head_sha:
-            return self
-        return replace(
-            self,
-            head_sha=head_sha,
-            started_at=now,
-            round=self.round + 1,
-            stale_vote_ids=frozenset(),
-        )
-
-    def restart(self, now: datetime) -> BallotRound:
-        """A new round for the same head (e.g. the ballot body was edited by someone else and
-        restored: votes cast on the edited text must not count)."""
-        aware(now, "now")
-        return replace(self, started_at=now, round=self.round + 1, stale_vote_ids=frozenset())
-
-    def with_stale_votes(self, ids: Iterable[str]) -> BallotRound:
-        """This round with more votes that were cast before it (see BallotFacts)."""
-        return replace(self, stale_vote_ids=self.stale_vote_ids | frozenset(ids))
-
-    def facts(
-        self,
-        *,
-        owners: Iterable[str],
-        pr_author: str,
-        bot_login: str,
-        comments: Iterable[CommentLike] = (),
-        reactions: Iterable[ReactionLike] = (),
-        answered_comment_ids: Iterable[int] = (),
-    ) -> BallotFacts:
-        """BallotFacts bound to this round."""
-        return BallotFacts(
-            owners=frozenset(o.lower() for o in owners),
-            pr_author=pr_author,
-            bot_login=bot_login,
-            head_sha=self.head_sha,
-            round_started_at=self.started_at,
-            comments=tuple(comments),
-            reactions=tuple(reactions),
-            answered_comment_ids=frozenset(answered_comment_ids),
-            stale_vote_ids=self.stale_vote_ids,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON form for bot-state (`stale_vote_ids` only when there are any)."""
-        out: dict[str, Any] = {
-            "repo": self.repo,
-            "pr": self.pr,
-            "issue": self.issue,
-            "head_sha": self.head_sha,
-            "round": self.round,
-            "started_at": dt_to_json(self.started_at),
-        }
-        if self.stale_vote_ids:
-            out["stale_vote_ids"] = sorted(self.stale_vote_ids)
-        return out
-
-    @classmethod
-    def from_json(cls, data: Any) -> BallotRound:
-        """Parse the JSON form; a malformed dict raises ValueError naming the field."""
-        r = reader(data, "ballot_round")
-        return cls(
-            repo=r.text("repo"),
-            pr=r.integer("pr", minimum=1),
-            issue=r.integer("issue", optional=True, minimum=1),
-            head_sha=r.text("head_sha"),
-            round=r.integer("round", minimum=1),
-            started_at=r.when("started_at"),
-            stale_vote_ids=frozenset(_stale_ids(data)),
-        )
-
-
-def _stale_ids(data: Any) -> list[str]:
-    raw = data.get("stale_vote_ids", []) if isinstance(data, dict) else []
-    if not isinstance(raw, list) or not all(
-        isinstance(x, str) and re.fullmatch(r"(?:comment|reaction):\d+", x) for x in raw
-    ):
-        raise ValueError("ballot_round.stale_vote_ids: expected a list of 'comment:N'/'reaction:N'")
-    return raw

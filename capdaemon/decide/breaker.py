@@ -23,7 +23,12 @@ class IncidentKind(enum.StrEnum):
     API_FAILURES = "api_failures"
     AUDIT_INTEGRITY = "audit_integrity"
     PROTECTION_DRIFT = "protection_drift"
+    WRONG_BASE = "wrong_base"  # a merge landed on another branch than the approved base
     OTHER = "other"
+
+
+# incidents that trip the breaker at once, whatever the threshold
+TRIPS_AT_ONCE = frozenset({IncidentKind.WRONG_BASE})
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ def record_incident(
             )
         )
         return kept, actions
-    if count < cfg.threshold:
+    if count < cfg.threshold and incident.kind not in TRIPS_AT_ONCE:
         return kept, actions
     tripped = replace(kept, tripped=True, tripped_at=now)
     actions.append(

@@ -21,6 +21,15 @@ class HeadMoved(ForgeError):
     """A conflict: the PR head (or a ref) is not at the expected sha: HTTP 409."""
 
 
+class BaseMoved(ForgeError):
+    """The PR's base branch is not the one the merge was decided for (retargeted): `found` is
+    the branch it targets now."""
+
+    def __init__(self, message: str, *, found: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.found = found
+
+
 class NotMergeable(ForgeError):
     """GitHub refuses to merge (checks, conflicts, already merged): HTTP 405."""
 

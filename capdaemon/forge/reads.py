@@ -66,7 +66,13 @@ class ReadsMixin:
             merge_sha=p.get("merge_commit_sha") if merged else None,
             head_sha=p["head"]["sha"],
             mergeable=p.get("mergeable"),
+            base_ref=str((p.get("base") or {}).get("ref") or ""),
         )
+
+    def branch_contains(self, repo: str, branch: str, sha: str) -> bool:
+        """True when commit `sha` is on `branch` (its head or an ancestor of it): one compare."""
+        cmp = self._get(f"/repos/{repo}/compare/{quote(branch, safe='/')}...{sha}")
+        return cmp.get("status") in ("identical", "behind")
 
     def read_file(self, repo: str, path: str, ref: str, *, strict: bool = False) -> str | None:
         """A file's text at `ref` (None when absent or binary; strict: absence raises NotFound)."""

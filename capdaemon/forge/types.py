@@ -39,6 +39,7 @@ class PRStatus:
     merge_sha: str | None
     head_sha: str
     mergeable: bool | None
+    base_ref: str = ""  # the branch it merges (or merged) into
 
 
 @dataclass(frozen=True, slots=True)

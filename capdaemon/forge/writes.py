@@ -18,6 +18,7 @@ from capdaemon.forge.convert import (
     protection_ok,
 )
 from capdaemon.forge.errors import (
+    BaseMoved,
     ForgeError,
     HeadMoved,
     Invalid,
@@ -322,12 +323,23 @@ class WritesMixin:
             wrote = True
         return wrote
 
-    def merge(self, repo: str, number: int, sha: str, method: str) -> str:
-        """Merge at exactly `sha` with `method`; the merge commit's sha. HeadMoved if head moved.
+    def merge(
+        self, repo: str, number: int, sha: str, method: str, *, base: str | None = None
+    ) -> str:
+        """Merge at exactly `sha` with `method`; the merge commit's sha. HeadMoved if head moved;
+        BaseMoved if `base` is given and the PR targets another branch (read right before the
+        merge call; GitHub's merge call guards the head sha only).
 
         Idempotent: a PR already merged at `sha` returns its merge commit without a second merge.
         """
         pr = self._get(f"/repos/{repo}/pulls/{number}")
+        found = str((pr.get("base") or {}).get("ref") or "")
+        if base is not None and found != base:
+            raise BaseMoved(
+                f"{repo}#{number} targets {found or '?'}, not the approved base {base}",
+                found=found,
+                status=409,
+            )
         if pr.get("merged"):
             if pr["head"]["sha"] != sha:
                 raise HeadMoved(

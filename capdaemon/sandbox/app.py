@@ -97,6 +97,10 @@ class SandboxApp:
         if fault.kind == "delay":
             time.sleep(fault.delay)
             return None
+        if fault.kind == "call":  # act (e.g. retarget a PR), then answer the request normally
+            assert fault.action is not None
+            fault.action()
+            return None
         if fault.kind == "drop":
             raise DroppedConnection("sandbox fault: connection dropped")
         if fault.kind == "secondary":

@@ -243,13 +243,16 @@ class Fault:
     count: int = 1
     delay: float = 0.0
     retry_after: int = 60
+    action: Callable[[], object] | None = field(default=None, repr=False)
     regex: re.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("status", "drop", "delay", "secondary"):
+        if self.kind not in ("status", "drop", "delay", "secondary", "call"):
             raise ValueError(
-                f"fault kind must be status, drop, delay or secondary, not {self.kind!r}"
+                f"fault kind must be status, drop, delay, secondary or call, not {self.kind!r}"
             )
+        if (self.kind == "call") != (self.action is not None):
+            raise ValueError("fault kind call needs an action (and only call takes one)")
         self.regex = re.compile(self.path)
         self.method = self.method.upper()
 

@@ -9,7 +9,7 @@ import socket
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -311,12 +311,14 @@ class Sandbox:
         kind: str = "status",
         retry_after: int = 60,
         delay: float = 0.0,
+        action: Callable[[], object] | None = None,
     ) -> None:
         """Script the next ``count`` requests matching ``method`` (or ``*``) and ``path_regex``.
 
         The regex is searched in the path (no ``/api/v3``, no query). Kinds: ``status`` (answer
         ``status``), ``drop`` (close the connection), ``delay`` (sleep ``delay`` s, then answer),
-        ``secondary`` (403/429 secondary rate limit with ``Retry-After: retry_after``).
+        ``secondary`` (403/429 with ``Retry-After``), ``call`` (run ``action``, then answer:
+        a race placed between two requests). A 0 s ``delay`` with ``count=N`` lets N pass first.
         """
         self.app.faults.add(
             Fault(
@@ -327,6 +329,7 @@ class Sandbox:
                 count=count,
                 delay=delay,
                 retry_after=retry_after,
+                action=action,
             )
         )
 

@@ -6,8 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from capdaemon.decide.ballot import BallotFacts, BallotRound, BallotStatus, resolve_ballot
+from capdaemon.decide.ballot import BallotFacts, BallotStatus, resolve_ballot
 from capdaemon.decide.labels import Label
+from capdaemon.decide.rounds import BallotRound
 
 from .factories import at, comment, reaction
 

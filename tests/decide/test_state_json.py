@@ -7,10 +7,10 @@ from datetime import datetime
 
 import pytest
 
-from capdaemon.decide.ballot import BallotRound
 from capdaemon.decide.breaker import BreakerState, Incident, IncidentKind
 from capdaemon.decide.burnin import BurnInState, advance, observe, record_rejection
 from capdaemon.decide.probe import ProbeWatch
+from capdaemon.decide.rounds import BallotRound
 from capdaemon.decide.tiers import OneTapRequest
 
 from .factories import at

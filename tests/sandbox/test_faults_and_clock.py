@@ -161,3 +161,45 @@ def test_parallel_requests_are_all_answered(sandbox: Any) -> None:
         numbers = list(pool.map(work, range(16)))
     assert sorted(numbers) == list(range(1, 17))
     assert sum(len(i["comment_ids"]) for i in sandbox.backend.repo(repo)["issues"].values()) == 16
+
+
+def test_call_fault_acts_between_two_requests(sandbox: Any) -> None:
+    """A 'call' fault runs its action (another user's API request) before the Nth matching
+    request is answered: a retarget lands exactly between two reads of a PR."""
+    sandbox.commit_files("acme/widgets", "release", {"R": "1\n"}, "release", parent_branch="main")
+    sandbox.commit_files("acme/widgets", "topic", {"T": "1\n"}, "topic", parent_branch="main")
+    number = sandbox.open_pr("acme/widgets", "topic", "main", "t", "b", "agent-1")
+    url = f"{sandbox.base_url}/repos/acme/widgets/pulls/{number}"
+
+    def retarget() -> None:
+        r = requests.patch(url, json={"base": "release"}, headers=_auth(sandbox, "agent-1"))
+        assert r.status_code == 200
+
+    sandbox.faults("GET", rf"/pulls/{number}$", kind="delay", delay=0.0, count=1)
+    sandbox.faults("GET", rf"/pulls/{number}$", kind="call", action=retarget)
+    bases = [
+        requests.get(url, headers=_auth(sandbox), timeout=5).json()["base"]["ref"] for _ in range(2)
+    ]
+    assert bases == ["main", "release"]
+    assert sandbox.pending_faults() == []
+    with pytest.raises(ValueError, match="needs an action"):
+        sandbox.faults("GET", r"/x$", kind="call")
+
+
+def test_reopen_and_delete_comment_like_github(sandbox: Any) -> None:
+    """PATCH pulls/{n} {"state": "open"} reopens a closed PR (200); DELETE issues/comments/{id}
+    answers 204 and the comment is gone from the issue."""
+    sandbox.commit_files("acme/widgets", "topic", {"T": "1\n"}, "topic", parent_branch="main")
+    number = sandbox.open_pr("acme/widgets", "topic", "main", "t", "b", "agent-1")
+    api = f"{sandbox.base_url}/repos/acme/widgets"
+    agent = _auth(sandbox, "agent-1")
+    assert requests.patch(f"{api}/pulls/{number}", json={"state": "closed"}, headers=agent).ok
+    r = requests.patch(f"{api}/pulls/{number}", json={"state": "open"}, headers=agent)
+    assert r.status_code == 200 and r.json()["state"] == "open"
+    c = requests.post(
+        f"{api}/issues/{number}/comments", json={"body": "/reject"}, headers=_auth(sandbox)
+    ).json()
+    r = requests.delete(f"{api}/issues/comments/{c['id']}", headers=_auth(sandbox))
+    assert r.status_code == 204
+    listed = requests.get(f"{api}/issues/{number}/comments", headers=_auth(sandbox)).json()
+    assert all(x["id"] != c["id"] for x in listed)
