@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.model import Severity
+from capdaemon.yamlread import LDict, LList
 
 # ----------------------------------------------------------------------------- classifier
 DEFAULT_SOURCE_ROOT = "src/multiagent_protocol"
@@ -456,81 +457,14 @@ def with_repo_policy(config: Config, policy: RepoPolicy, repo: str | None = None
 
 
 # ----------------------------------------------------------------------------- YAML with lines
-class _LDict(dict):
-    """A mapping from YAML that remembers the line of each key (1-based)."""
-
-    line: int = 0
-    lines: dict
-
-
-class _LList(list):
-    """A sequence from YAML that remembers the line of each item (1-based)."""
-
-    line: int = 0
-    lines: list
-
-
-def _yaml_loader() -> type:
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc, valid-type]
-        pass
-
-    def mapping(loader: Any, node: Any) -> _LDict:
-        loader.flatten_mapping(node)
-        out = _LDict()
-        out.line = node.start_mark.line + 1
-        out.lines = {}
-        for k_node, v_node in node.value:
-            key = loader.construct_object(k_node, deep=True)
-            line = k_node.start_mark.line + 1
-            if not isinstance(key, str):
-                raise _YamlKeyError(line, f"key {key!r} is not a string")
-            if key in out:
-                raise _YamlKeyError(line, f"duplicate key '{key}'")
-            out[key] = loader.construct_object(v_node, deep=True)
-            out.lines[key] = line
-        return out
-
-    def sequence(loader: Any, node: Any) -> _LList:
-        out = _LList(loader.construct_object(c, deep=True) for c in node.value)
-        out.line = node.start_mark.line + 1
-        out.lines = [c.start_mark.line + 1 for c in node.value]
-        return out
-
-    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
-    Loader.add_constructor("tag:yaml.org,2002:seq", sequence)
-    return Loader
-
-
-class _YamlKeyError(Exception):
-    def __init__(self, line: int, reason: str) -> None:
-        super().__init__(reason)
-        self.line = line
-        self.reason = reason
-
-
-_LOADER: type | None = None
-
-
 def _parse_yaml(text: str, file: str) -> Any:
-    """Parse YAML into _LDict/_LList; ConfigError (with line) on bad YAML."""
-    import yaml
+    """Parse YAML into LDict/LList (capdaemon.yamlread); ConfigError naming line and key."""
+    from capdaemon.yamlread import YamlInputError, read_yaml
 
-    global _LOADER
-    if _LOADER is None:
-        _LOADER = _yaml_loader()
     try:
-        return yaml.load(text, Loader=_LOADER)  # a SafeLoader subclass
-    except _YamlKeyError as exc:
-        raise ConfigError(file, None, exc.reason, exc.line) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(file, None, f"not valid YAML: {problem}", line) from None
+        return read_yaml(text)
+    except YamlInputError as exc:
+        raise ConfigError(file, exc.key or None, exc.reason, exc.line) from None
 
 
 # ----------------------------------------------------------------------------- validation
@@ -552,7 +486,7 @@ class _Section:
         self.file = file
         self.path = path
         if data is None:
-            data = _LDict()
+            data = LDict()
             data.lines = {}
         if not isinstance(data, dict):
             raise ConfigError(file, path or None, f"expected a mapping, got {_kind(data)}", line)
@@ -902,7 +836,7 @@ def _load_registry(file: str, data: Any) -> AgentRegistry:
     agents: list[AgentEntry] = []
     seen: set[str] = set()
     for i, item in enumerate(items):
-        line = items.lines[i] if isinstance(items, _LList) else None
+        line = items.lines[i] if isinstance(items, LList) else None
         sub = _Section(file, item, f"agents[{i}]", AGENT_KEYS, line)
         if not sub.has("tool"):
             raise ConfigError(file, sub.path, "missing required key 'tool'", sub.line)
@@ -1033,7 +967,7 @@ def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
     names: set[str] = set()
     rd = RepoConfig(name="x/y")
     for i, item in enumerate(items):
-        line = items.lines[i] if isinstance(items, _LList) else None
+        line = items.lines[i] if isinstance(items, LList) else None
         r = _Section(file, item, f"repos[{i}]", REPO_KEYS, line)
         if not r.has("name"):
             raise ConfigError(file, r.path, "missing required key 'name'", r.line)
