@@ -18,6 +18,8 @@ def quote_value(value: object, limit: int = QUOTE_LIMIT) -> str:
     Strings are cut before `repr` and containers are shown a few items and levels deep, so
     a huge or deeply shared value (a YAML alias tree) costs no more than a short one.
     """
+    if isinstance(value, str):
+        return printable_short(repr(value[:limit]) + ("…" if len(value) > limit else ""), limit)
     import reprlib
 
     r = reprlib.Repr()

@@ -141,6 +141,8 @@ def read_yaml(text: str, *, aliases: bool = True, max_depth: int = MAX_DEPTH) ->
     import yaml
 
     try:
+        if not aliases:
+            _refuse_aliases(text)
         return yaml.load(text, Loader=_loader(aliases, max_depth))  # a SafeLoader subclass
     except YamlInputError:
         raise
@@ -151,6 +153,22 @@ def read_yaml(text: str, *, aliases: bool = True, max_depth: int = MAX_DEPTH) ->
         raise YamlInputError(f"not valid YAML: {problem}", line) from None
     except RecursionError:  # the pure-Python parser (no libyaml) recurses while composing
         raise YamlInputError(f"nested more than {max_depth} levels deep") from None
+
+
+def _refuse_aliases(text: str) -> None:
+    """Raise at the first alias event (`*name`, also in `<<: *name`), with its own position."""
+    import yaml
+
+    from capdaemon.quoting import printable_short
+
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        if isinstance(event, yaml.AliasEvent):
+            mark = event.start_mark
+            raise YamlInputError(
+                f"YAML alias *{printable_short(event.anchor, 40)} at column "
+                f"{mark.column + 1} is not allowed here; write the value out",
+                mark.line + 1,
+            )
 
 
 def key_line(data: Any, key: str) -> int | None:

@@ -119,6 +119,11 @@ BAD = [
     ("ttl too long", _with(allowed_resources__ttl_hours=721), "allowed_resources.ttl_hours"),
     ("ttl wrong type", _with(allowed_resources__ttl_hours="48"), "allowed_resources.ttl_hours"),
     ("ttl float", _with(allowed_resources__ttl_hours=1.5), "allowed_resources.ttl_hours"),
+    (
+        "too many globs",
+        _with(allowed_resources__paths=[f"d{i}/**" for i in range(1001)]),
+        "allowed_resources.paths",
+    ),
 ]
 
 
