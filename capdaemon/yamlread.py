@@ -87,8 +87,8 @@ def _loader(aliases: bool, max_depth: int) -> type:
 
                 tag = str(node.tag).rsplit(":", 1)[-1]
                 value = quote_value(node.value) if isinstance(node.value, str) else "value"
-                detail = quote_value(str(exc), 60)
-                raise YamlInputError(f"{value} is not a valid {tag} ({detail})", line) from None
+                detail = "" if isinstance(exc, KeyError) else f" ({quote_value(str(exc), 60)})"
+                raise YamlInputError(f"{value} is not a valid {tag}{detail}", line) from None
             finally:
                 self.depth -= 1
 
