@@ -2,7 +2,8 @@
 
 Every failure, including scalars the loader cannot build (`!!bool maybe`, a 5,000-digit
 integer, `2020-13-45`), nesting past a depth bound and, where refused, aliases, is a
-YamlInputError carrying the line and the key path; nothing raw escapes.
+YamlInputError carrying the line and the key path; nothing raw escapes (docs/threat-model.md,
+Y1, Y2 and TF1).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ an allowed program run another one. So nothing is interpreted: a line is accepte
 it is simple commands of plain words, each word made of letters, digits and `_-./,:+=@%`,
 optionally wrapped in '…' or "…" (which then change nothing), the commands joined by `;`,
 `&&`, `||` or `|`. Anything else is refused with the character or word that was refused.
-See docs/threat-model.md (scope-guard command bypasses).
+See docs/threat-model.md, SG1.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def load_task_file(path: Path, *, allow_no_scope: bool = False) -> Capability:
 def parse_task_text(text: str, *, allow_no_scope: bool = False) -> Capability:
     """Parse and validate a task file's text; errors carry the field and its line.
 
-    YAML aliases, duplicate keys and values the loader cannot build are refused.
+    YAML aliases, duplicate keys, oversize text and values the loader cannot build are
+    refused (docs/threat-model.md, TF1-TF3).
     """
     from capdaemon.yamlread import YamlInputError, key_line, read_yaml
 
