@@ -139,3 +139,12 @@ def test_arbitrary_text_in_central_config_raises_only_config_error(
         load_config(d)
     except ConfigError as exc:
         assert exc.file.endswith(name)
+
+
+def test_long_bad_value_is_quoted_on_one_short_line(tmp_path: Path) -> None:
+    """A 100,000-character bad value is quoted cut to one line with an ellipsis."""
+    err = _config_error(tmp_path, "capdaemon.yml", f"mode: {'m' * 100_000}\n")
+    assert err.key == "mode" and "…" in str(err) and len(err.reason) < 200
+    with pytest.raises(ConfigError) as info:
+        parse_repo_policy(f"owners: [{'o' * 100_000}]\n", ".capdaemon.yml")
+    assert "…" in str(info.value) and len(str(info.value)) < 250
