@@ -16,6 +16,7 @@ from capdaemon.canon import ACTIONS_LOG as ACTIONS_LOG
 from capdaemon.canon import CLASSIFIER_LOG as CLASSIFIER_LOG
 from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.canon import utc_iso as utc_iso
+from capdaemon.quoting import printable_short as printable_short
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
 
 GENESIS = "0" * 64
@@ -340,12 +341,6 @@ def parse_anchor(text: str, source: str = "") -> Anchor:
     if not _HEX64.fullmatch(hex_t):
         raise AnchorError(f"expected hash=<64 hex digits>, got {hash_t[:80]!r}")
     return Anchor(log, int(seq_t[4:]), hex_t, source)
-
-
-def printable_short(text: str, limit: int = 80) -> str:
-    """One line of at most `limit` characters, for quoting bad input in a message."""
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def find_anchors(text: str, source: str = "") -> list[Anchor]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.model import Severity
+from capdaemon.quoting import quote_value
+from capdaemon.yamlread import LDict, LList
 
 # ----------------------------------------------------------------------------- classifier
 DEFAULT_SOURCE_ROOT = "src/multiagent_protocol"
@@ -456,81 +458,14 @@ def with_repo_policy(config: Config, policy: RepoPolicy, repo: str | None = None
 
 
 # ----------------------------------------------------------------------------- YAML with lines
-class _LDict(dict):
-    """A mapping from YAML that remembers the line of each key (1-based)."""
-
-    line: int = 0
-    lines: dict
-
-
-class _LList(list):
-    """A sequence from YAML that remembers the line of each item (1-based)."""
-
-    line: int = 0
-    lines: list
-
-
-def _yaml_loader() -> type:
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc, valid-type]
-        pass
-
-    def mapping(loader: Any, node: Any) -> _LDict:
-        loader.flatten_mapping(node)
-        out = _LDict()
-        out.line = node.start_mark.line + 1
-        out.lines = {}
-        for k_node, v_node in node.value:
-            key = loader.construct_object(k_node, deep=True)
-            line = k_node.start_mark.line + 1
-            if not isinstance(key, str):
-                raise _YamlKeyError(line, f"key {key!r} is not a string")
-            if key in out:
-                raise _YamlKeyError(line, f"duplicate key '{key}'")
-            out[key] = loader.construct_object(v_node, deep=True)
-            out.lines[key] = line
-        return out
-
-    def sequence(loader: Any, node: Any) -> _LList:
-        out = _LList(loader.construct_object(c, deep=True) for c in node.value)
-        out.line = node.start_mark.line + 1
-        out.lines = [c.start_mark.line + 1 for c in node.value]
-        return out
-
-    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
-    Loader.add_constructor("tag:yaml.org,2002:seq", sequence)
-    return Loader
-
-
-class _YamlKeyError(Exception):
-    def __init__(self, line: int, reason: str) -> None:
-        super().__init__(reason)
-        self.line = line
-        self.reason = reason
-
-
-_LOADER: type | None = None
-
-
 def _parse_yaml(text: str, file: str) -> Any:
-    """Parse YAML into _LDict/_LList; ConfigError (with line) on bad YAML."""
-    import yaml
+    """Parse YAML into LDict/LList (capdaemon.yamlread); ConfigError naming line and key."""
+    from capdaemon.yamlread import YamlInputError, read_yaml
 
-    global _LOADER
-    if _LOADER is None:
-        _LOADER = _yaml_loader()
     try:
-        return yaml.load(text, Loader=_LOADER)  # a SafeLoader subclass
-    except _YamlKeyError as exc:
-        raise ConfigError(file, None, exc.reason, exc.line) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(file, None, f"not valid YAML: {problem}", line) from None
+        return read_yaml(text)
+    except YamlInputError as exc:
+        raise ConfigError(file, exc.key or None, exc.reason, exc.line) from None
 
 
 # ----------------------------------------------------------------------------- validation
@@ -552,7 +487,7 @@ class _Section:
         self.file = file
         self.path = path
         if data is None:
-            data = _LDict()
+            data = LDict()
             data.lines = {}
         if not isinstance(data, dict):
             raise ConfigError(file, path or None, f"expected a mapping, got {_kind(data)}", line)
@@ -612,9 +547,11 @@ class _Section:
         if choices is not None:
             choices = tuple(choices)
             if value not in choices:
-                raise self.error(name, f"expected one of {', '.join(choices)}, got {value!r}")
+                raise self.error(
+                    name, f"expected one of {', '.join(choices)}, got {quote_value(value)}"
+                )
         if pattern is not None and not re.match(pattern, value):
-            raise self.error(name, f"{value!r} is not {what or 'valid'}")
+            raise self.error(name, f"{quote_value(value)} is not {what or 'valid'}")
         return value
 
     def int(self, name: str, default: Any = None, *, minimum: int | None = None) -> Any:
@@ -680,14 +617,14 @@ class _Section:
             if not isinstance(item, str):
                 raise self.error(name, f"expected a string, got {_kind(item)}", i)
             if pattern is not None and not re.match(pattern, item):
-                raise self.error(name, f"{item!r} is not {what or 'valid'}", i)
+                raise self.error(name, f"{quote_value(item)} is not {what or 'valid'}", i)
             if check is not None:
                 try:
                     check(item)
                 except ValueError as exc:
                     raise self.error(name, str(exc), i) from None
             if unique and item in out:
-                raise self.error(name, f"duplicate entry {item!r}", i)
+                raise self.error(name, f"duplicate entry {quote_value(item)}", i)
             out.append(item)
         return tuple(out)
 
@@ -721,7 +658,7 @@ def _extra_checks(sec: _Section, name: str = "extra_checks") -> tuple[CheckSpec,
                 name, f"expected a check name or {{context, app_id}}, got {_kind(item)}", i
             )
         if spec in out:
-            raise sec.error(name, f"duplicate entry {spec.context!r}", i)
+            raise sec.error(name, f"duplicate entry {quote_value(spec.context)}", i)
         out.append(spec)
     return tuple(out)
 
@@ -737,7 +674,11 @@ def _kind(value: Any) -> str:
         return "a list"
     for t, label in _TYPE_NAMES.items():
         if isinstance(value, t):
-            return f"{label} ({value!r})" if t is not str else f"a string ({value!r})"
+            return (
+                f"{label} ({quote_value(value)})"
+                if t is not str
+                else f"a string ({quote_value(value)})"
+            )
     return type(value).__name__
 
 
@@ -756,7 +697,7 @@ def _check_glob(item: str) -> None:
     try:
         validate_glob(item)
     except GlobError as exc:
-        raise ValueError(f"bad glob {item!r}: {exc}") from None
+        raise ValueError(f"bad glob {quote_value(item)}: {exc}") from None
 
 
 def _check_regex(item: str) -> None:
@@ -765,7 +706,7 @@ def _check_regex(item: str) -> None:
     try:
         re.compile(item)
     except re.error as exc:
-        raise ValueError(f"bad regular expression {item!r}: {exc}") from None
+        raise ValueError(f"bad regular expression {quote_value(item)}: {exc}") from None
 
 
 def _restrictive(sec: _Section, name: str, default: tuple[str, ...], check: Any) -> tuple[str, ...]:
@@ -782,7 +723,7 @@ def _restrictive(sec: _Section, name: str, default: tuple[str, ...], check: Any)
         if missing:
             raise sec.error(
                 name,
-                f"would drop the default {missing[0]!r}; this list can only grow "
+                f"would drop the default {quote_value(missing[0])}; this list can only grow "
                 f"(list only the additions under 'extra_{name}')",
             )
         base = full
@@ -801,7 +742,7 @@ def _carve_out(sec: _Section, name: str, default: tuple[str, ...]) -> tuple[str,
         if item not in default:
             raise sec.error(
                 name,
-                f"{item!r} is not a built-in carve-out; this list can only be narrowed "
+                f"{quote_value(item)} is not a built-in carve-out; this list can only be narrowed "
                 f"(allowed: {', '.join(default)})",
                 i,
             )
@@ -846,7 +787,9 @@ def _load_classifier(file: str, data: Any) -> ClassifierConfig:
     for i, item in enumerate(safe):
         if not item.endswith("/") or not item.isascii() or "*" in item or item.startswith("/"):
             raise sec.error(
-                "known_safe_dirs", f"{item!r} must be a plain ASCII folder ending in '/'", i
+                "known_safe_dirs",
+                f"{quote_value(item)} must be a plain ASCII folder ending in '/'",
+                i,
             )
     values["noncritical_dirs"] = _union(values["noncritical_dirs"], tuple(safe))
     values["user_rule_timeout_seconds"] = sec.num(
@@ -869,9 +812,9 @@ def _load_skills(file: str, data: Any) -> SkillsConfig:
         if name in DISABLEABLE_RULES:
             return
         if name in BUILTIN_RULES:
-            raise ValueError(f"rule {name!r} can vote D and cannot be disabled")
+            raise ValueError(f"rule {quote_value(name)} can vote D and cannot be disabled")
         raise ValueError(
-            f"unknown rule {name!r} (rules that may be disabled: "
+            f"unknown rule {quote_value(name)} (rules that may be disabled: "
             f"{', '.join(sorted(DISABLEABLE_RULES))})"
         )
 
@@ -902,13 +845,13 @@ def _load_registry(file: str, data: Any) -> AgentRegistry:
     agents: list[AgentEntry] = []
     seen: set[str] = set()
     for i, item in enumerate(items):
-        line = items.lines[i] if isinstance(items, _LList) else None
+        line = items.lines[i] if isinstance(items, LList) else None
         sub = _Section(file, item, f"agents[{i}]", AGENT_KEYS, line)
         if not sub.has("tool"):
             raise ConfigError(file, sub.path, "missing required key 'tool'", sub.line)
         tool = sub.str("tool", pattern=_TOOL_RE, what="a valid tool name ([a-z0-9][a-z0-9._-]*)")
         if tool in seen:
-            raise sub.error("tool", f"agent {tool!r} is listed twice")
+            raise sub.error("tool", f"agent {quote_value(tool)} is listed twice")
         seen.add(tool)
         models = sub.strs("models", pattern=_MODEL_RE, what="a valid model name") or ()
         trust = sub.str("trust", "trusted", choices=("trusted", "probation"))
@@ -974,9 +917,9 @@ def _check_branch_pattern(pattern: str) -> None:
     try:
         rx = re.compile(pattern)
     except re.error as exc:
-        raise ValueError(f"bad regular expression {pattern!r}: {exc}") from None
+        raise ValueError(f"bad regular expression {quote_value(pattern)}: {exc}") from None
     if "task_id" not in rx.groupindex:
-        raise ValueError(f"pattern {pattern!r} has no named group (?P<task_id>...)")
+        raise ValueError(f"pattern {quote_value(pattern)} has no named group (?P<task_id>...)")
 
 
 def _check_ref_name(name: str) -> None:
@@ -986,7 +929,7 @@ def _check_ref_name(name: str) -> None:
         or any(c in name for c in " ~^:?*[\\\x00\n")
         or ".." in name
     ):
-        raise ValueError(f"{name!r} is not a valid branch name")
+        raise ValueError(f"{quote_value(name)} is not a valid branch name")
 
 
 def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
@@ -1033,13 +976,13 @@ def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
     names: set[str] = set()
     rd = RepoConfig(name="x/y")
     for i, item in enumerate(items):
-        line = items.lines[i] if isinstance(items, _LList) else None
+        line = items.lines[i] if isinstance(items, LList) else None
         r = _Section(file, item, f"repos[{i}]", REPO_KEYS, line)
         if not r.has("name"):
             raise ConfigError(file, r.path, "missing required key 'name'", r.line)
         name = r.str("name", pattern=_REPO_RE, what="owner/name")
         if name.lower() in names:
-            raise r.error("name", f"repo {name!r} is listed twice")
+            raise r.error("name", f"repo {quote_value(name)} is listed twice")
         names.add(name.lower())
         base = r.str("base", rd.base)
         try:
@@ -1080,7 +1023,7 @@ def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
         try:
             ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
-            raise sc.error("timezone", f"unknown time zone {tz!r}") from None
+            raise sc.error("timezone", f"unknown time zone {quote_value(tz)}") from None
     out["schedule"] = ScheduleConfig(
         tick_seconds=sc.int("tick_seconds", sd.tick_seconds, minimum=1),
         digest_time=sc.str("digest_time", sd.digest_time, pattern=_HHMM_RE, what="a time HH:MM"),

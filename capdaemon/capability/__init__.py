@@ -30,7 +30,7 @@ _EXPORTS = {
     ),
     "capdaemon.capability.registry": ("DispatchResult", "TaskState", "dispatch", "list_tasks"),
     "capdaemon.capability.snapshot": ("find_dispatch_records", "guard_capability", "load_snapshot"),
-    "capdaemon.capability.taskfile": ("load_task_file", "parse_task"),
+    "capdaemon.capability.taskfile": ("load_task_file", "parse_task", "parse_task_text"),
 }  # fmt: skip
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

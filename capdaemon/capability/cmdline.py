@@ -1,159 +1,156 @@
-"""Split a shell command line into simple commands and redirection targets, failing closed.
+"""Read a command line as plain words only, refusing every shell feature it would have to follow.
 
-The parse is deliberately stricter than a shell: anything it cannot follow (command
-substitution, here-documents, unbalanced quotes, odd operators) is an error, and a
-quoted operator is treated as a real one (which can only refuse more, never less).
+A shell rewrites a line in many ways before a program runs (expansions, quoting, escapes,
+line continuations, assignments, redirections, aliases of words), and any of them can make
+an allowed program run another one. So nothing is interpreted: a line is accepted only when
+it is simple commands of plain words, each word made of letters, digits and `_-./,:+=@%`,
+optionally wrapped in '…' or "…" (which then change nothing), the commands joined by `;`,
+`&&`, `||` or `|`. Anything else is refused with the character or word that was refused.
+See docs/threat-model.md, SG1.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-
-from capdaemon.capability.model import Record
-
-_PUNCT = ";&|<>()\n"
-# Longest first: a run of punctuation from shlex is split greedily into these.
-_OPERATORS = (
-    "&>>", "<<<", "&&", "||", "|&", ";;", ">>", ">|", ">&", "<&", "&>", "<<", "<>",
-    ";", "&", "|", "<", ">", "(", ")", "\n",
+PLAIN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./,:+=@%")
+PLAIN_DESCRIPTION = "letters, digits and _-./,:+=@%"
+SEPARATORS = frozenset({";", "&&", "||", "|"})
+_OPERATOR_CHARS = frozenset(";&|")
+_BLANKS = frozenset(" \t")
+_QUOTES = frozenset("'\"")
+# Words the shell reads as syntax, not as a program, at the start of a command.
+RESERVED_WORDS = frozenset(
+    {
+        "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac",
+        "fi", "for", "function", "if", "in", "select", "then", "time", "until", "while",
+    }
 )  # fmt: skip
-_SEPARATORS = frozenset({"&&", "||", "|&", ";;", ";", "&", "|", "(", ")", "\n"})
-_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
-_DUP_REDIRECTS = frozenset({">&", "<&"})
-_ASSIGNMENT = r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?="
-# Variables that change which program runs or what it loads: never settable in a checked line.
-# (Patterns are compiled on first use through re's cache: nothing is compiled at import.)
-_DANGEROUS_VARS = (
-    r"^(PATH|CDPATH|IFS|ENV|BASH_ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|"
-    r"LD_.*|DYLD_.*|PYTHON.*|PERL.*|RUBY.*|NODE_.*|NPM_.*|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|"
-    r"GIT_.*|GCONV_PATH|HOSTALIASES|LOCPATH|NLSPATH|MALLOC_.*|EDITOR|VISUAL|PAGER|BROWSER|"
-    r"HOME|XDG_CONFIG_HOME|ZDOTDIR|TMPDIR|LUA_.*|TCL.*|PHPRC|SSH_.*)$"
-)
-DEV_NULL = "/dev/null"
+_WHY = {
+    "$": "expansion",
+    "`": "command substitution",
+    "\\": "escape or line continuation",
+    "\n": "a second line",
+    "\r": "a carriage return",
+    "<": "redirection",
+    ">": "redirection",
+    "(": "subshell or substitution",
+    ")": "subshell or substitution",
+    "{": "brace expansion or group",
+    "}": "brace expansion or group",
+    "*": "pathname expansion",
+    "?": "pathname expansion",
+    "[": "pathname expansion",
+    "]": "pathname expansion",
+    "~": "tilde expansion",
+    "#": "comment",
+    "!": "history expansion or negation",
+    "^": "history substitution",
+    "&": "background job",
+}
 
 
 class CommandParseError(ValueError):
-    """A command line that cannot be checked safely (refused as a whole)."""
+    """A command line refused as a whole: it uses something other than plain words."""
 
 
-class ParsedLine(Record):
-    """The simple commands of a line (argv without assignments) and the files it writes.
+def _shown(ch: str) -> str:
+    if ch == "\n":
+        return "newline"
+    if ch.isprintable() and ch.isascii():
+        return repr(ch)
+    return f"U+{ord(ch):04X}"
 
-    Immutable; equality, hash and repr by its fields (a plain Record keeps dataclasses and
-    inspect, ~7 ms, out of `scope-guard --command`).
+
+def _refuse_char(ch: str, at: int, where: str = "") -> CommandParseError:
+    why = _WHY.get(ch, "not a plain-word character")
+    return CommandParseError(
+        f"character {_shown(ch)} at column {at + 1}{where} ({why}); "
+        f"only plain words ({PLAIN_DESCRIPTION}) are accepted"
+    )
+
+
+def _is_assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    name = name.removesuffix("+")
+    return (
+        bool(eq)
+        and bool(name)
+        and not name[0].isdigit()
+        and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
+    )
+
+
+def split_line(line: str) -> tuple[tuple[str, ...], ...]:
+    """The simple commands of `line` (words after quote removal); CommandParseError otherwise.
+
+    The words are exactly the argv a POSIX shell would pass: plain characters need no
+    quoting, and quotes around plain characters are only removed.
     """
-
-    __slots__ = ("assignments", "commands", "reads", "writes")
-    __match_args__ = _fields = ("commands", "assignments", "writes", "reads")
-
-    commands: tuple[tuple[str, ...], ...]
-    assignments: tuple[str, ...]
-    writes: tuple[str, ...]
-    reads: tuple[str, ...]
-
-    def __init__(
-        self,
-        commands: tuple[tuple[str, ...], ...],
-        assignments: tuple[str, ...],
-        writes: tuple[str, ...],
-        reads: tuple[str, ...],
-    ) -> None:
-        init = object.__setattr__
-        init(self, "commands", commands)
-        init(self, "assignments", assignments)
-        init(self, "writes", writes)
-        init(self, "reads", reads)
-
-
-def _split_punct(token: str) -> list[str]:
-    out = []
-    i = 0
-    while i < len(token):
-        for op in _OPERATORS:
-            if token.startswith(op, i):
-                out.append(op)
-                i += len(op)
-                break
-        else:  # pragma: no cover - shlex only groups characters of _PUNCT
-            raise CommandParseError(f"unknown operator {token!r}")
-    return out
-
-
-def _tokens(line: str) -> list[str]:
-    lex = shlex.shlex(line, posix=True, punctuation_chars=_PUNCT)
-    lex.whitespace = " \t\r"
-    lex.commenters = ""  # a shell `#` only starts a comment at a word start; never drop text
-    lex.whitespace_split = True
-    try:
-        raw = list(lex)
-    except ValueError as exc:
-        raise CommandParseError(f"cannot parse: {exc}") from None
-    out: list[str] = []
-    for tok in raw:
-        if tok and all(ch in _PUNCT for ch in tok):
-            out.extend(_split_punct(tok))
-        else:
-            out.append(tok)
-    return out
-
-
-def parse_line(line: str) -> ParsedLine:
-    """Split `line` into simple commands; raise CommandParseError when it cannot be followed."""
-    if not line.strip():
-        raise CommandParseError("empty command")
-    if "\x00" in line:
-        raise CommandParseError("NUL byte in command")
-    if "`" in line or "$(" in line:
-        raise CommandParseError("command substitution (`$(…)` or backticks) cannot be checked")
-    if "<(" in line.replace(" ", "") or ">(" in line.replace(" ", ""):
-        raise CommandParseError("process substitution cannot be checked")
-    tokens = _tokens(line)
     commands: list[tuple[str, ...]] = []
-    assignments: list[str] = []
-    writes: list[str] = []
-    reads: list[str] = []
-    current: list[str] = []
-    in_assignments = True
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok in _SEPARATORS:
-            if current:
-                commands.append(tuple(current))
-            current, in_assignments = [], True
+    words: list[str] = []
+    word: list[str] = []
+    in_word = False
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch in PLAIN_CHARS:
+            word.append(ch)
+            in_word = True
             i += 1
-            continue
-        if tok in ("<<", "<<<"):
-            raise CommandParseError("here-documents and here-strings cannot be checked")
-        if tok in _WRITE_REDIRECTS or tok in _DUP_REDIRECTS or tok == "<":
-            if i + 1 >= len(tokens) or tokens[i + 1] in _OPERATORS:
-                raise CommandParseError(f"redirection {tok!r} without a target")
-            target = tokens[i + 1]
-            if tok in _DUP_REDIRECTS and (target.isdigit() or target == "-"):
-                pass  # 2>&1, >&2, <&0, >&-: file descriptors, no file
-            elif tok == "<" or tok == "<&":
-                reads.append(target)
-            else:
-                writes.append(target)
-            i += 2
-            continue
-        if in_assignments and re.match(_ASSIGNMENT, tok):
-            assignments.append(tok)
+        elif ch in _BLANKS:
+            if in_word:
+                words.append("".join(word))
+                word, in_word = [], False
             i += 1
-            continue
-        in_assignments = False
-        current.append(tok)
-        i += 1
-    if current:
-        commands.append(tuple(current))
-    return ParsedLine(tuple(commands), tuple(assignments), tuple(writes), tuple(reads))
-
-
-def dangerous_assignment(assignment: str) -> bool:
-    """True when an env-var assignment could change which program runs or what it loads."""
-    name = re.split(r"[\[+=]", assignment, maxsplit=1)[0]
-    return bool(re.match(_DANGEROUS_VARS, name, re.IGNORECASE))
+        elif ch in _QUOTES:
+            end = line.find(ch, i + 1)
+            if end < 0:
+                raise CommandParseError(f"unterminated {_shown(ch)} quote at column {i + 1}")
+            for j in range(i + 1, end):
+                if line[j] not in PLAIN_CHARS:
+                    raise _refuse_char(line[j], j, " inside quotes")
+            word.append(line[i + 1 : end])
+            in_word = True
+            i = end + 1
+        elif ch in _OPERATOR_CHARS:
+            j = i
+            while j < n and line[j] in _OPERATOR_CHARS:
+                j += 1
+            op = line[i:j]
+            if op not in SEPARATORS:
+                what = "background job" if op == "&" else "operator"
+                raise CommandParseError(
+                    f"{what} {op!r} at column {i + 1}; only ; && || | join commands"
+                )
+            if in_word:
+                words.append("".join(word))
+                word, in_word = [], False
+            if not words:
+                raise CommandParseError(
+                    f"operator {op!r} at column {i + 1} has no command before it"
+                )
+            commands.append(tuple(words))
+            words = []
+            i = j
+        else:
+            raise _refuse_char(ch, i)
+    if in_word:
+        words.append("".join(word))
+    if words:
+        commands.append(tuple(words))
+    elif commands:
+        raise CommandParseError("the line ends with an operator and no command after it")
+    if not commands:
+        raise CommandParseError("empty command")
+    for argv in commands:
+        if argv[0] in RESERVED_WORDS:
+            raise CommandParseError(f"shell keyword {argv[0]!r} where a program is expected")
+        for w in argv:
+            if _is_assignment(w):
+                raise CommandParseError(
+                    f"assignment {w.split('=', 1)[0]}= (variables and environment "
+                    "assignments are refused)"
+                )
+    return tuple(commands)
 
 
 def prefix_allows(allowed: tuple[str, ...], argv: tuple[str, ...]) -> str | None:
@@ -161,10 +158,19 @@ def prefix_allows(allowed: tuple[str, ...], argv: tuple[str, ...]) -> str | None
 
     `pytest` allows `pytest -q tests/` but not `pytestx`; `python3 -m py_compile` allows
     `python3 -m py_compile a.py` but not `python3 -c ...`. Programs compare literally
-    (`/usr/bin/pytest` is not `pytest`).
+    (`/usr/bin/pytest` is not `pytest`). An entry that is not plain words itself can only
+    be matched verbatim (see `verbatim_allows`).
     """
     for entry in allowed:
-        want = tuple(shlex.split(entry))
-        if want and argv[: len(want)] == want:
+        try:
+            (want,) = split_line(entry)
+        except (CommandParseError, ValueError):
+            continue
+        if argv[: len(want)] == want:
             return entry
     return None
+
+
+def verbatim_allows(allowed: tuple[str, ...], line: str) -> bool:
+    """True when `line`, without surrounding blanks, is exactly one allow-list entry."""
+    return line.strip(" \t") in allowed

@@ -28,6 +28,8 @@ DEFAULT_MERGE_POLICY = "manual"  # decision: an unstated merge policy fails clos
 DEFAULT_TTL_HOURS = 48
 MAX_TTL_HOURS = 720  # 30 days
 DEFAULT_LEVEL = 3  # decision: an unstated level is the most cautious one
+MAX_TASK_FILE_BYTES = 256 * 1024  # a task file is a few hundred bytes; far larger is an attack
+MAX_LIST_ITEMS = 1000  # globs, commands or agents in one list of a task file
 SNAPSHOT_FORMAT = 1
 
 
@@ -38,10 +40,20 @@ class CapabilityError(RuntimeError):
 class TaskFileError(CapabilityError):
     """A task file is malformed; `field` names the offending key (dotted), or "" for the file."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, line: int | None = None) -> None:
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+        self.line = line
+        text = f"{field}: {message}" if field else message
+        super().__init__(f"line {line}: {text}" if line else text)
+
+    def at_line(self, line: int | None) -> TaskFileError:
+        """This error (same type) with the task file's line number, when known and not set."""
+        if self.line or not line:
+            return self
+        out = type(self)(self.field, self.message, line)
+        out.__cause__ = None
+        return out
 
 
 class NoCapabilityError(TaskFileError):

@@ -13,6 +13,8 @@ from capdaemon.capability.model import (
     DEFAULT_LEVEL,
     DEFAULT_MERGE_POLICY,
     DEFAULT_TTL_HOURS,
+    MAX_LIST_ITEMS,
+    MAX_TASK_FILE_BYTES,
     MAX_TTL_HOURS,
     MERGE_POLICIES,
     BadTaskIdError,
@@ -22,6 +24,7 @@ from capdaemon.capability.model import (
     validate_task_id,
 )
 from capdaemon.globs import GlobError, validate_glob
+from capdaemon.quoting import quote_value
 
 TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
 RESOURCE_KEYS = (
@@ -35,25 +38,45 @@ _SHELL_OPERATORS = frozenset(";&|<>()`$\n")
 
 def load_task_file(path: Path, *, allow_no_scope: bool = False) -> Capability:
     """Read and validate a task file. Raises TaskFileError (NoCapabilityError for no scope)."""
-    import yaml  # here, not at module level: scope-guard never parses YAML
-
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_TASK_FILE_BYTES + 1)
     except FileNotFoundError:
         raise TaskFileError("", "no such task file") from None
-    except UnicodeDecodeError:
-        raise TaskFileError("", "not UTF-8 text") from None
     except OSError as exc:
         raise TaskFileError("", f"cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_TASK_FILE_BYTES:
+        raise TaskFileError(
+            "", f"larger than the limit of {MAX_TASK_FILE_BYTES // 1024} KiB for a task file"
+        )
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise TaskFileError("", f"YAML error{where}: {problem}") from None
-    return parse_task(data, allow_no_scope=allow_no_scope)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TaskFileError("", "not UTF-8 text") from None
+    return parse_task_text(text, allow_no_scope=allow_no_scope)
+
+
+def parse_task_text(text: str, *, allow_no_scope: bool = False) -> Capability:
+    """Parse and validate a task file's text; errors carry the field and its line.
+
+    YAML aliases, duplicate keys, oversize text and values the loader cannot build are
+    refused (docs/threat-model.md, TF1-TF3).
+    """
+    from capdaemon.yamlread import YamlInputError, key_line, read_yaml
+
+    if len(text) > MAX_TASK_FILE_BYTES:
+        raise TaskFileError(
+            "", f"larger than the limit of {MAX_TASK_FILE_BYTES // 1024} KiB for a task file"
+        )
+    try:
+        data = read_yaml(text, aliases=False)
+    except YamlInputError as exc:
+        raise TaskFileError(exc.key, exc.reason, exc.line) from None
+    try:
+        return parse_task(data, allow_no_scope=allow_no_scope)
+    except TaskFileError as exc:
+        raise exc.at_line(key_line(data, exc.field)) from None
 
 
 def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
@@ -104,7 +127,7 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
         if merge_policy not in MERGE_POLICIES:
             raise TaskFileError(
                 "allowed_resources.merge_policy",
-                f"must be one of {', '.join(MERGE_POLICIES)}, not {merge_policy!r}",
+                f"must be one of {', '.join(MERGE_POLICIES)}, not {quote_value(merge_policy)}",
             )
     ttl = DEFAULT_TTL_HOURS
     if "ttl_hours" in res:
@@ -174,6 +197,7 @@ def _globs(
 ) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise TaskFileError(field, f"must be a list of globs, not {_type(value)}")
+    _bounded(value, field)
     if required and not value:
         raise TaskFileError(field, empty)
     out = []
@@ -187,15 +211,25 @@ def _globs(
         except GlobError as exc:
             raise TaskFileError(where, str(exc)) from None
         if ".." in pattern.split("/"):
-            raise TaskFileError(where, f"glob {pattern!r} has a `..` segment (paths never climb)")
+            raise TaskFileError(
+                where, f"glob {quote_value(pattern)} has a `..` segment (paths never climb)"
+            )
         out.append(pattern)
     return tuple(sorted(set(out)))
+
+
+def _bounded(value: list[Any], field: str) -> None:
+    if len(value) > MAX_LIST_ITEMS:
+        raise TaskFileError(
+            field, f"has {len(value)} items; the limit is {MAX_LIST_ITEMS} per list"
+        )
 
 
 def _agents(value: Any, field: str) -> tuple[str, ...]:
     """GitHub logins, lower-cased (GitHub compares logins case-insensitively), sorted, unique."""
     if not isinstance(value, list):
         raise TaskFileError(field, f"must be a list of GitHub logins, not {_type(value)}")
+    _bounded(value, field)
     if not value:
         raise TaskFileError(field, f"must not be empty ({_UNBIND_HINT})")
     out = []
@@ -206,7 +240,7 @@ def _agents(value: Any, field: str) -> tuple[str, ...]:
         if not _LOGIN.fullmatch(login):
             raise TaskFileError(
                 where,
-                f"{login!r} is not a GitHub login (ASCII letters, digits and '-', "
+                f"{quote_value(login)} is not a GitHub login (ASCII letters, digits and '-', "
                 "at most 39, optionally ending in [bot])",
             )
         out.append(login.lower())
@@ -216,6 +250,7 @@ def _agents(value: Any, field: str) -> tuple[str, ...]:
 def _commands(value: Any, field: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise TaskFileError(field, f"must be a list of command prefixes, not {_type(value)}")
+    _bounded(value, field)
     out = []
     for i, cmd in enumerate(value):
         where = f"{field}[{i}]"
@@ -223,15 +258,18 @@ def _commands(value: Any, field: str) -> tuple[str, ...]:
             raise TaskFileError(where, f"must be a string, not {_type(cmd)}")
         if any(ch in _SHELL_OPERATORS for ch in cmd):
             raise TaskFileError(
-                where, f"{cmd!r} has shell operators; list a program and its leading arguments"
+                where,
+                f"{quote_value(cmd)} has shell operators; list a program and its leading arguments",
             )
         try:
             tokens = shlex.split(cmd)
         except ValueError as exc:
-            raise TaskFileError(where, f"cannot parse {cmd!r}: {exc}") from None
+            raise TaskFileError(where, f"cannot parse {quote_value(cmd)}: {exc}") from None
         if not tokens:
             raise TaskFileError(where, "empty command")
         if "=" in tokens[0]:
-            raise TaskFileError(where, f"{cmd!r} starts with an assignment, not a program")
+            raise TaskFileError(
+                where, f"{quote_value(cmd)} starts with an assignment, not a program"
+            )
         out.append(shlex.join(tokens))
     return tuple(sorted(set(out)))

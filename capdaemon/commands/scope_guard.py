@@ -88,15 +88,7 @@ def run(args: argparse.Namespace) -> int:
     for p in args.paths:
         violations.extend(check_disk_path(cap, repo, p))
     for line in args.commands:
-        found, writes = check_command(snap, line, now)
-        violations.extend(found)
-        for w in writes:
-            for v in check_disk_path(cap, repo, str(Path(w).expanduser())):
-                violations.append(
-                    Violation(
-                        v.kind, v.subject, f"redirected into by {line!r}: {v.reason}", v.pattern
-                    )
-                )
+        violations.extend(check_command(snap, line, now))
     unique: dict[tuple[str, str, str], Violation] = {}
     for v in violations:
         unique.setdefault((v.kind.value, v.subject, v.reason), v)

@@ -195,8 +195,8 @@ def test_guard_symlink_in_scope(repo, cli, state: Path, docs: str) -> None:
 
 
 def test_guard_commands(repo, cli, state: Path, docs: str) -> None:
-    """Allowed commands pass; pytestx, compound smuggling and redirects out of scope fail."""
-    ok = guard(cli, state, repo, docs, "--command", "pytest -q tests/", "--command", "pytest 2>&1")
+    """Allowed plain-word commands pass; pytestx, smuggling, expansions and redirects fail."""
+    ok = guard(cli, state, repo, docs, "--command", "pytest -q tests/", "--command", "pytest -x")
     assert ok.code == 0, ok.err
     for line in (
         "pytestx",
@@ -204,12 +204,13 @@ def test_guard_commands(repo, cli, state: Path, docs: str) -> None:
         "python3 -c 'print(1)'",
         "pytest $(touch x)",
         "pytest > cron_settings.json",
+        "pytest > docs/report.txt",  # redirections are refused, even into allowed paths
+        "pytest 2>&1",
         "FOO=1 curl x",
     ):
         res = guard(cli, state, repo, docs, "--command", line)
         assert res.code == 1, line
-    res = guard(cli, state, repo, docs, "--command", "pytest > docs/report.txt")
-    assert res.code == 0, res.err
+        assert len([ln for ln in res.err.splitlines() if "OUT OF SCOPE" in ln]) == 1, line
 
 
 def test_guard_expired(repo, cli, taskfile, state: Path) -> None:

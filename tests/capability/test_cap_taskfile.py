@@ -119,6 +119,11 @@ BAD = [
     ("ttl too long", _with(allowed_resources__ttl_hours=721), "allowed_resources.ttl_hours"),
     ("ttl wrong type", _with(allowed_resources__ttl_hours="48"), "allowed_resources.ttl_hours"),
     ("ttl float", _with(allowed_resources__ttl_hours=1.5), "allowed_resources.ttl_hours"),
+    (
+        "too many globs",
+        _with(allowed_resources__paths=[f"d{i}/**" for i in range(1001)]),
+        "allowed_resources.paths",
+    ),
 ]
 
 
@@ -182,7 +187,7 @@ def test_malformed_task_cli_one_line_nothing_written(
 def test_yaml_syntax_error_is_one_line(taskfile, cli, state: Path) -> None:
     """Broken YAML is reported with its line number and nothing is written."""
     res = cli("dispatch", taskfile("task_id: [x\n"), "--state", state)
-    assert res.code == 1 and "YAML error at line" in res.err
+    assert res.code == 1 and "line 2: not valid YAML" in res.err
     assert len(res.err.strip().splitlines()) == 1
     assert not state.exists()
 
