@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 DEFAULT_TOKEN = "123456:sandbox-bot-token"
@@ -56,6 +56,13 @@ class _Message:
     reply_markup: dict[str, Any] | None = None
     edit_date: int | None = None
     history: list[str] = field(default_factory=list)
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log (request lines would carry the bot token)."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        return None
 
 
 class TelegramState:
@@ -338,7 +345,9 @@ class TelegramSandbox:
         port: int = 0,
     ) -> None:
         self.state = TelegramState(token, bot_id, bot_username)
-        self._server: BaseWSGIServer = make_server(host, port, self._wsgi, threaded=True)
+        self._server: BaseWSGIServer = make_server(
+            host, port, self._wsgi, threaded=True, request_handler=_QuietHandler
+        )
         self._server.daemon_threads = True
         self.port = self._server.server_port
         self.api_url = f"http://{host}:{self.port}"
