@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ class TelegramConfig:
     """Where the bot posts one-tap requests, who may tap, and how long a request lives."""
 
     chat_id: int
-    users: MappingProxyType[int, str]  # Telegram user id → owner login (lower case)
+    users: tuple[tuple[int, str], ...]  # (Telegram user id, owner login in lower case)
     api_url: str = "https://api.telegram.org"
     token_env: str = "CAPDAEMON_TELEGRAM_TOKEN"
     token_file: str | None = None
@@ -45,6 +44,10 @@ class TelegramConfig:
     hmac_key_file: str | None = None
     ttl_minutes: float = 5.0
     poll_seconds: int = 5  # getUpdates long-poll timeout while a request is live
+
+    def login_of(self, user_id: int) -> str | None:
+        """The owner login a Telegram user id is mapped to (None: not mapped)."""
+        return next((login for uid, login in self.users if uid == user_id), None)
 
 
 @dataclass(frozen=True)
@@ -63,24 +66,23 @@ class ChannelsConfig:
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
 
 
-def _users(sec: _Section, owners: frozenset[str]) -> MappingProxyType[int, str]:
+def _users(sec: _Section, owners: frozenset[str]) -> tuple[tuple[int, str], ...]:
+    """`users: {login: telegram_user_id}` → {user id: login}; each login an owner."""
     raw = sec.data.get("users")
     if not isinstance(raw, dict) or not raw:
-        raise sec.error("users", "expected a non-empty mapping of Telegram user id → owner login")
+        raise sec.error("users", "expected a non-empty mapping of owner login → Telegram user id")
     out: dict[int, str] = {}
-    for key, login in raw.items():
-        try:
-            uid = int(str(key))
-        except ValueError:
-            raise sec.error("users", f"{key!r} is not a numeric Telegram user id") from None
-        if uid <= 0:
-            raise sec.error("users", f"{key!r} is not a positive Telegram user id")
-        if not isinstance(login, str) or not _LOGIN_RE.match(login):
-            raise sec.error("users", f"user {uid}: {login!r} is not a GitHub login")
+    for login, uid in raw.items():
+        if not _LOGIN_RE.match(login):
+            raise sec.error("users", f"{login!r} is not a GitHub login")
         if login.lower() not in owners:
-            raise sec.error("users", f"user {uid}: {login!r} is not one of the owners")
+            raise sec.error("users", f"{login!r} is not one of the owners")
+        if isinstance(uid, bool) or not isinstance(uid, int) or uid <= 0:
+            raise sec.error("users", f"{login}: expected a positive Telegram user id, got {uid!r}")
+        if uid in out:
+            raise sec.error("users", f"Telegram user id {uid} is given twice")
         out[uid] = login.lower()
-    return MappingProxyType(out)
+    return tuple(sorted(out.items()))
 
 
 def parse_channels(sec: _Section, owners: frozenset[str]) -> ChannelsConfig:
@@ -88,7 +90,7 @@ def parse_channels(sec: _Section, owners: frozenset[str]) -> ChannelsConfig:
     telegram = None
     if sec.has("telegram"):
         ts = sec.section("telegram", TELEGRAM_KEYS)
-        td = TelegramConfig(0, MappingProxyType({}))
+        td = TelegramConfig(0, ())
         chat = ts.data.get("chat_id")
         if isinstance(chat, bool) or not isinstance(chat, int):
             raise ts.error("chat_id", "expected the numeric Telegram chat id of the owners' chat")
