@@ -294,6 +294,14 @@ class TelegramDesk:
         entry = s["one_tap"].get(ref)
         if rec is None or rec.state != "open":
             return refuse("the PR is not open")
+        try:  # the head right now, not as of the last tick: a push voids the tap at once
+            status = t.forge.pull_status(rec.repo, rec.number)
+        except Exception as exc:
+            return refuse(f"could not read the PR to check its head ({type(exc).__name__})")
+        if status.state != "open":
+            return refuse("the PR is not open")
+        if status.head_sha != req["head_sha"]:
+            return refuse(f"the PR head moved from {str(req['head_sha'])[:7]}; the tap is void")
         if rec.head_sha != req["head_sha"] or not entry or entry["head_sha"] != req["head_sha"]:
             return refuse(f"the PR head moved from {str(req['head_sha'])[:7]}; the tap is void")
         if entry.get("state") != "pending":

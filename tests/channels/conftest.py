@@ -45,6 +45,15 @@ class TgHarness(SafetyHarness):
         self.configure(telegram=section)
         return self
 
+    def configure_telegram_without(self, key: str) -> None:
+        """Drop one key of the telegram section."""
+        import yaml
+
+        path = self.config_dir / "capdaemon.yml"
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        del data["telegram"][key]
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
     def tier2_pr(self, task: str = "t-2") -> int:
         """A level-2 task's small PR (tier 2: one tap)."""
         self.task(task, level=2)
@@ -60,7 +69,9 @@ class TgHarness(SafetyHarness):
     def messages(self) -> list[dict[str, Any]]:
         return self.tg.state.list_messages(CHAT)
 
-    def press(self, user: int, button: str | int = 0, message: int | None = None, **kw: Any) -> None:
+    def press(
+        self, user: int, button: str | int = 0, message: int | None = None, **kw: Any
+    ) -> None:
         msgs = self.messages()
         mid = message if message is not None else msgs[-1]["message_id"]
         self.tg.state.press(CHAT, mid, user, button=button, **kw)
