@@ -2,8 +2,9 @@
 
 telebot is sync (the daemon is a BlockingScheduler, no event loop) and lets the API base URL
 point elsewhere (the sandbox, a self-hosted Bot API server). Its URL setting is process-wide
-(`telebot.apihelper.API_URL`), so one process talks to one Bot API. Every failure becomes a
-one-line TelegramError (bad token, unreachable API, chat not found, 429 with retry_after).
+(`telebot.apihelper.API_URL`): each call sets it, so one process talks to one Bot API at a
+time (the daemon has one client). Every failure becomes a one-line TelegramError (bad token,
+unreachable API, chat not found, 429 with retry_after).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class TelegramClient:
 
         if not token or ":" not in token:
             raise TelegramError("telegram: the bot token is not of the form <id>:<secret>")
-        apihelper.API_URL = api_url.rstrip("/") + "/bot{0}/{1}"
+        self._url = api_url.rstrip("/") + "/bot{0}/{1}"
         apihelper.RETRY_ON_ERROR = False
         self._bot = telebot.TeleBot(token, threaded=False, parse_mode=None)
         self._token = token
@@ -54,10 +55,12 @@ class TelegramClient:
 
     def _call(self, method: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         import requests
+        from telebot import apihelper
         from telebot.apihelper import ApiHTTPException, ApiTelegramException
 
         self.requests += 1
         try:
+            apihelper.API_URL = self._url  # no lock: a long poll must not hold up a send
             return fn(*args, **kwargs)
         except ApiTelegramException as exc:
             params = (exc.result_json or {}).get("parameters") or {}
