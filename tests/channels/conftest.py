@@ -11,6 +11,7 @@ import pytest
 from capdaemon.channels import onetap
 from capdaemon.sandbox import Sandbox
 from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
+from tests.daemon.conftest import daemon  # noqa: F401 (the plain daemon Harness fixture)
 from tests.safety.conftest import SESSION, SafetyHarness
 
 CHAT = -1001234
