@@ -87,3 +87,31 @@ def test_corrupt_outbox_is_never_overwritten(tmp_path) -> None:
     with pytest.raises(StateError, match=r"notifications\.json"):
         Outbox(tmp_path).enqueue([Notice("a1", "t", "b")], ["c"], NOW)
     assert path.read_text() == "{not json"
+
+
+@pytest.mark.parametrize(
+    ("record", "title"),
+    [
+        ({"action": "issue_opened", "kind": "ballot", "pr": "o/r#1", "issue": "o/b#2"},
+         "Owner ballot opened: o/r#1"),
+        ({"action": "issue_opened", "kind": "scope", "pr": "o/r#1", "issue": "o/b#3"},
+         "Scope violation: o/r#1"),
+        ({"action": "escalation_notified", "escalation": "e1", "task_id": "t", "issue": "o/b#4"},
+         "Escalation: task t"),
+        ({"action": "breaker.incident", "incident_kind": "revert", "detail": "d", "in_window": 1},
+         "Incident: revert"),
+        ({"action": "breaker.tripped", "incidents": 3, "window_hours": 24},
+         "Circuit breaker tripped: merges stopped"),
+        ({"action": "breaker.reset", "actor": "alice"}, "Circuit breaker reset: merges resume"),
+        ({"action": "digest", "date": "2026-05-25", "issue": "o/b#9"},
+         "capdaemon digest 2026-05-25"),
+    ],
+)  # fmt: skip
+def test_events_owners_must_not_miss(record, title) -> None:
+    """Each event kind of the issue gets a notice; routine records get none."""
+    from capdaemon.channels.notify import notice_for
+
+    notice = notice_for({"seq": 7, **record})
+    assert notice is not None and notice.title == title
+    assert notice_for({"seq": 8, "action": "merge", "pr": "o/r#1"}) is None
+    assert notice_for({"seq": 9, "action": "issue_opened", "kind": "review"}) is None

@@ -60,3 +60,21 @@ def test_reject_tap_turns_the_request_into_a_full_ballot(tgd: TgHarness) -> None
     assert not tgd.pull(number).merged
     ballot = tgd.issue_for(number, "ballot")
     assert "decision:pending-owner" in [lb.name for lb in ballot.labels]
+
+
+def test_why_shows_counted_and_refused_taps(tgd: TgHarness, capsys) -> None:
+    """`capdaemon why` tells the Telegram request, the refused tap and the counted one."""
+    from capdaemon.cli import main
+
+    tgd.configure_telegram()
+    number = tgd.tier2_pr()
+    tgd.tick()
+    tgd.press(MALLORY_TG, "✅ Approve")
+    tgd.press(ALICE_TG, "✅ Approve")
+    assert tgd.poll() == 1
+    capsys.readouterr()
+    assert main(["why", f"{tgd.sb.repo}#{number}", "--state", str(tgd.state_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "telegram request" in out
+    assert f"telegram tap — by: None; user: {MALLORY_TG}; counted: False" in out
+    assert f"telegram tap — by: alice; user: {ALICE_TG}; counted: True" in out
