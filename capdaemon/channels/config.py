@@ -43,7 +43,7 @@ class TelegramConfig:
     hmac_key_env: str = "CAPDAEMON_TELEGRAM_HMAC_KEY"
     hmac_key_file: str | None = None
     ttl_minutes: float = 5.0
-    poll_seconds: int = 5  # getUpdates long-poll timeout while a request is live
+    poll_seconds: int = 5  # the poll job's interval while a request is live (long poll: 1 s less)
 
     def login_of(self, user_id: int) -> str | None:
         """The owner login a Telegram user id is mapped to (None: not mapped)."""
@@ -107,7 +107,7 @@ def parse_channels(sec: _Section, owners: frozenset[str]) -> ChannelsConfig:
             ),
             hmac_key_file=ts.str("hmac_key_file", None),
             ttl_minutes=ts.num("ttl_minutes", td.ttl_minutes, minimum=0, exclusive_min=True),
-            poll_seconds=ts.int("poll_seconds", td.poll_seconds, minimum=1),
+            poll_seconds=ts.int("poll_seconds", td.poll_seconds, minimum=2),
         )
         if telegram.poll_seconds > 50:
             raise ts.error("poll_seconds", "must be at most 50 (the Bot API's long-poll cap)")

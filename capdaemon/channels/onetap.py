@@ -213,8 +213,8 @@ class TelegramDesk:
         if not self.store.live():
             return 0
         with self._lock:
-            try:
-                taps = self.client.updates(self.store.offset, self.config.poll_seconds)
+            try:  # 1 s shorter than the job's interval: the job never overruns it
+                taps = self.client.updates(self.store.offset, max(1, self.config.poll_seconds - 1))
             except TelegramError as exc:
                 self._failed(None, exc)
                 return 0
@@ -399,9 +399,10 @@ def sync_tick(t: Any, now: datetime, report: Any = None) -> None:
         desk.sync(t, now, report)
 
 
-def add_poll_job(sched: Any, ticker: Any, *, interval_seconds: float = 1.0) -> None:
-    """Schedule the getUpdates job on its own executor: idle (0 requests) when nothing is
-    live; a counted tap runs a tick at once so the merge happens within seconds."""
+def add_poll_job(sched: Any, ticker: Any, *, interval_seconds: float | None = None) -> None:
+    """Schedule the getUpdates job on its own executor, every `telegram.poll_seconds`: idle
+    (0 requests) when nothing is live, else one long poll 1 s shorter than the interval (so
+    runs never overlap); a counted tap runs a tick at once so the merge follows in seconds."""
     desk = _desks.get(ticker)
     if desk is None:
         return
@@ -418,13 +419,14 @@ def add_poll_job(sched: Any, ticker: Any, *, interval_seconds: float = 1.0) -> N
         except Exception as exc:  # a dead channel never stops the daemon
             log.exception("telegram.poll_failed", error=f"{type(exc).__name__}: {exc}")
 
+    interval = interval_seconds or float(desk.config.poll_seconds)
     sched.add_job(
         job,
         "interval",
-        seconds=interval_seconds,
+        seconds=interval,
         id="telegram",
         executor="telegram",
         max_instances=1,
         coalesce=True,
-        next_run_time=datetime.now(UTC) + timedelta(seconds=interval_seconds),
+        next_run_time=datetime.now(UTC) + timedelta(seconds=interval),
     )

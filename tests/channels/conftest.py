@@ -40,7 +40,7 @@ class TgHarness(SafetyHarness):
             "hmac_key_file": str(creds / "tg-hmac"),
             "chat_id": CHAT,
             "users": {"alice": ALICE_TG, "bob": BOB_TG},
-            "poll_seconds": 1,
+            "poll_seconds": 2,
             **telegram,
         }
         self.configure(telegram=section)

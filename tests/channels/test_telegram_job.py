@@ -19,7 +19,7 @@ def test_scheduled_poll_job_merges_a_tap_within_ten_seconds(tgd: TgHarness) -> N
     ticker = tgd.start()
     ticker.tick()
     sched = BackgroundScheduler(timezone="UTC")
-    add_poll_job(sched, ticker, interval_seconds=0.2)
+    add_poll_job(sched, ticker)  # every poll_seconds (2), long polls of 1 s
     sched.start()
     try:
         tapped = time.monotonic()
