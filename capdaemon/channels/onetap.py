@@ -13,6 +13,7 @@ and a tick never write at the same time.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -107,6 +108,7 @@ class TelegramDesk:
         self.store = TelegramStore(state_dir)
         self.errors = 0  # Telegram calls that failed (retried next tick)
         self._lock = threading.Lock()
+        self._quiet_until = 0.0  # monotonic time before which a 429's retry_after holds calls
 
     # ------------------------------------------------------------------ from the tick
     def sync(self, t: Any, now: datetime, report: Any = None) -> None:
@@ -114,6 +116,8 @@ class TelegramDesk:
         for every pending one-tap head that has none. Runs inside the tick (busy lock held)."""
         from capdaemon.daemon import safety
 
+        if self._quiet():
+            return  # the Bot API asked for a pause (429): the next tick catches up
         one_tap = safety.store(t)["one_tap"]
         for _rid, req in self.store.live():
             rec = t.prs.records.get(req["pr"])
@@ -200,8 +204,14 @@ class TelegramDesk:
         req.update(state=CLOSED, outcome=outcome)
         self.store.save()
 
+    def _quiet(self) -> bool:
+        """True while the Bot API asked us (429 retry_after) to wait."""
+        return time.monotonic() < self._quiet_until
+
     def _failed(self, report: Any, exc: TelegramError, **kv: Any) -> None:
         self.errors += 1
+        if exc.retry_after:
+            self._quiet_until = time.monotonic() + exc.retry_after
         if report is not None:
             report.errors.append(str(exc))
         log.warning("telegram.failed", error=str(exc), **kv)
@@ -210,7 +220,7 @@ class TelegramDesk:
     def poll(self, t: Any, now: Callable[[], datetime] | None = None) -> int:
         """Long-poll getUpdates while a request is live (none live → no request at all) and
         handle each tap under the Ticker's busy lock; the number of taps that counted."""
-        if not self.store.live():
+        if not self.store.live() or self._quiet():
             return 0
         with self._lock:
             try:  # 1 s shorter than the job's interval: the job never overruns it

@@ -352,6 +352,7 @@ class TelegramSandbox:
         self.port = self._server.server_port
         self.api_url = f"http://{host}:{self.port}"
         self._thread: threading.Thread | None = None
+        self._stopped = False
 
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
@@ -401,7 +402,10 @@ class TelegramSandbox:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving and close the socket (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
         with self.state._cond:
             self.state._cond.notify_all()
         self._server.shutdown()

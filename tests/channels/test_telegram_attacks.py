@@ -143,3 +143,23 @@ def test_bad_token_and_missing_key_refuse_start(tgd: TgHarness) -> None:
     with pytest.raises(CredentialsError, match="CAPDAEMON_TELEGRAM_HMAC_KEY"):
         tgd.start()
     assert len(HMAC_KEY) >= callback.MIN_KEY_BYTES
+
+
+def test_unreachable_api_and_429_never_stop_a_tick(tgd: TgHarness) -> None:
+    """A 429 (retry_after honoured: no call until it passes) and then an unreachable Bot API:
+    ticks finish and report it, nothing merges without a tap, the GitHub record stands."""
+    tgd.configure_telegram()
+    number = tgd.tier2_pr()
+    tgd.tg.state.queue_rate_limit("sendMessage", 30)
+    report = tgd.tick()
+    assert any("429" in e and "retry after 30" in e for e in report.errors)
+    calls = dict(tgd.tg.state.counters)
+    tgd.tick()
+    assert dict(tgd.tg.state.counters) == calls  # quiet while retry_after runs
+    tgd.desk._quiet_until = 0.0  # the 30 s have passed
+    tgd.tg.stop()
+    report = tgd.tick()
+    assert any("API unreachable" in e for e in report.errors)
+    assert tgd.poll() == 0
+    assert not tgd.pull(number).merged
+    assert tgd.issues("one-tap")[0].state == "open"
