@@ -118,46 +118,51 @@ class Outbox:
         data["sent"] = data["sent"][-KEEP_SENT:]
         atomic_write_json(self.path, data)
 
+    def _add(
+        self, data: dict[str, Any], notices: Iterable[Notice], chans: list[str], now: datetime
+    ) -> int:
+        known = set(data["pending"]) | set(data["sent"])
+        added = 0
+        for n in notices:
+            if n.id in known:
+                continue
+            data["pending"][n.id] = {
+                "title": n.title,
+                "body": n.body,
+                "created_at": utc_iso(now),
+                "channels": chans,
+                "attempts": 0,
+            }
+            known.add(n.id)
+            added += 1
+        return added
+
     def enqueue(self, notices: Iterable[Notice], channels: Iterable[str], now: datetime) -> int:
         """Add notices not seen before (by id); the number added."""
-        chans = sorted(channels)
-        added = 0
         with file_lock(self.lock_path):
             data = self._read()
-            known = set(data["pending"]) | set(data["sent"])
-            for n in notices:
-                if n.id in known:
-                    continue
-                data["pending"][n.id] = {
-                    "title": n.title,
-                    "body": n.body,
-                    "created_at": utc_iso(now),
-                    "channels": chans,
-                    "attempts": 0,
-                }
-                known.add(n.id)
-                added += 1
+            added = self._add(data, notices, sorted(channels), now)
             if added:
                 self._write(data)
         return added
 
     def pull_actions(self, state_dir: Path, channels: Iterable[str], now: datetime) -> int:
-        """Turn new actions.jsonl records into notices (the first call only sets the cursor,
-        so turning notifications on does not replay history)."""
+        """Turn new actions.jsonl records into notices, and move the cursor past them, in one
+        write (a crash loses nothing and repeats nothing). The first call only sets the
+        cursor, so turning notifications on does not replay history."""
         from capdaemon.daemon.safety_state import new_actions
 
         with file_lock(self.lock_path):
             data = self._read()
             cursor = data.get("cursor")
-            first = cursor is None
-            records, new_cursor = new_actions(state_dir, cursor or {"seq": 0, "offset": 0})
-            data["cursor"] = new_cursor
-            self._write(data)
-        if first:
-            return 0
-        return self.enqueue(
-            (n for n in (notice_for(r) for r in records) if n is not None), channels, now
-        )
+            records, data["cursor"] = new_actions(state_dir, cursor or {"seq": 0, "offset": 0})
+            added = 0
+            if cursor is not None:
+                notices = (n for n in (notice_for(r) for r in records) if n is not None)
+                added = self._add(data, notices, sorted(channels), now)
+            if added or data["cursor"] != cursor:
+                self._write(data)
+        return added
 
     def pending(self) -> dict[str, dict[str, Any]]:
         """The notices still owed to some channel."""
@@ -209,14 +214,20 @@ class Notifier:
                 setattr(plugin, attr, min(timeout, getattr(plugin, attr) or timeout))
         return bool(plugin.notify(body=body, title=title))
 
-    def flush(self, budget_seconds: float | None = None) -> list[str]:
-        """Send what is pending, channel by channel, within the budget; ids fully delivered."""
+    def flush(
+        self, budget_seconds: float | None = None, only: Iterable[str] | None = None
+    ) -> list[str]:
+        """Send what is pending (or only the ids given), channel by channel, within the
+        budget; the ids fully delivered."""
         if not self.enabled:
             return []
         budget = budget_seconds if budget_seconds is not None else 3 * self.config.timeout_seconds
         started = time.monotonic()
         done: list[str] = []
+        wanted = set(only) if only is not None else None
         for nid, item in sorted(self.outbox.pending().items()):
+            if wanted is not None and nid not in wanted:
+                continue
             if time.monotonic() - started > budget:
                 break  # the rest goes next tick
             delivered, errors = [], []
@@ -256,7 +267,7 @@ class Notifier:
         if not self.enabled:
             return [], []
         self.outbox.enqueue([notice], self._channels, now)
-        self.flush()
+        self.flush(only=[notice.id])
         left = self.outbox.pending().get(notice.id, {}).get("channels", [])
         told = [c for c in self._channels if c not in left]
         return told, list(left)

@@ -31,6 +31,7 @@ STATE_FILE = "telegram.json"
 VERSION = 1
 LIVE = "live"
 CLOSED = "closed"
+KEEP_CLOSED = timedelta(days=7)
 
 log = get_logger("capdaemon.telegram")
 _desks: weakref.WeakKeyDictionary[Any, TelegramDesk] = weakref.WeakKeyDictionary()
@@ -66,7 +67,8 @@ class TelegramStore:
 
     def live(self) -> list[tuple[str, dict[str, Any]]]:
         """Requests whose buttons still count (sorted by id)."""
-        return sorted((k, r) for k, r in self.requests.items() if r.get("state") == LIVE)
+        snapshot = self.requests.copy()  # one C-level copy: safe against the tick's writes
+        return sorted((k, r) for k, r in snapshot.items() if r.get("state") == LIVE)
 
     def for_head(self, pr: str, head_sha: str) -> dict[str, Any] | None:
         """The request (live or not) opened for one PR head."""
@@ -133,6 +135,7 @@ class TelegramDesk:
             else:
                 continue
             self._close(t, req, outcome, report)
+        self._prune(now)
         for ref, entry in sorted(one_tap.items()):
             rec = t.prs.records.get(ref)
             if (
@@ -144,6 +147,18 @@ class TelegramDesk:
             ):
                 continue
             self._open(t, ref, rec, entry, now, report)
+
+    def _prune(self, now: datetime) -> None:
+        """Forget closed requests a week past their deadline (their taps are long refused)."""
+        old = [
+            rid
+            for rid, r in self.store.requests.items()
+            if r.get("state") == CLOSED and _parse(str(r["expires_at"])) < now - KEEP_CLOSED
+        ]
+        for rid in old:
+            del self.store.requests[rid]
+        if old:
+            self.store.save()
 
     def _open(
         self, t: Any, ref: str, rec: Any, entry: Mapping[str, Any], now: datetime, report: Any
