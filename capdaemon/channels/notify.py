@@ -47,12 +47,34 @@ def channel_id(url: str) -> str:
     return hashlib.sha256(url.encode("utf-8")).hexdigest()[:12]
 
 
-def notice_for(rec: Mapping[str, Any]) -> Notice | None:
+def issue_link(ref: str, api_base: str) -> str:
+    """A web link for `owner/repo#N` on github.com; the ref itself elsewhere."""
+    if api_base.rstrip("/") != "https://api.github.com" or "#" not in ref:
+        return ref
+    repo, number = ref.rsplit("#", 1)
+    return f"https://github.com/{repo}/issues/{number}"
+
+
+def _digest_summary(state_dir: Path | None, name: object) -> str:
+    """The digest's section headings ("Merges (3)", ...), read from bot-state/digests/."""
+    if state_dir is None or not isinstance(name, str) or "/" in name or name.startswith("."):
+        return ""
+    try:
+        text = (Path(state_dir) / "digests" / name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    heads = [ln[3:].strip() for ln in text.splitlines() if ln.startswith("## ")]
+    return "; ".join(h for h in heads if h != "Quadrants")
+
+
+def notice_for(
+    rec: Mapping[str, Any], state_dir: Path | None = None, api_base: str = ""
+) -> Notice | None:
     """The notification an actions.jsonl record calls for (None: not one owners need)."""
     action = rec.get("action")
     seq = rec.get("seq")
     pr = rec.get("pr") or ""
-    issue = rec.get("issue") or ""
+    issue = issue_link(str(rec.get("issue") or ""), api_base)
     if action == "issue_opened" and rec.get("kind") == "ballot":
         return Notice(f"a{seq}", f"Owner ballot opened: {pr}", f"{pr} waits for an owner: {issue}")
     if action == "issue_opened" and rec.get("kind") == "scope":
@@ -83,8 +105,11 @@ def notice_for(rec: Mapping[str, Any]) -> Notice | None:
         who = rec.get("actor") or "an owner"
         return Notice(f"a{seq}", "Circuit breaker reset: merges resume", f"Reset by {who}")
     if action == "digest" and issue:
+        summary = _digest_summary(state_dir, rec.get("file"))
         return Notice(
-            f"a{seq}", f"capdaemon digest {rec.get('date')}", f"The daily digest: {issue}"
+            f"a{seq}",
+            f"capdaemon digest {rec.get('date')}",
+            f"The daily digest: {issue}" + (f"\n{summary}" if summary else ""),
         )
     return None
 
@@ -146,7 +171,9 @@ class Outbox:
                 self._write(data)
         return added
 
-    def pull_actions(self, state_dir: Path, channels: Iterable[str], now: datetime) -> int:
+    def pull_actions(
+        self, state_dir: Path, channels: Iterable[str], now: datetime, api_base: str = ""
+    ) -> int:
         """Turn new actions.jsonl records into notices, and move the cursor past them, in one
         write (a crash loses nothing and repeats nothing). The first call only sets the
         cursor, so turning notifications on does not replay history."""
@@ -158,7 +185,8 @@ class Outbox:
             records, data["cursor"] = new_actions(state_dir, cursor or {"seq": 0, "offset": 0})
             added = 0
             if cursor is not None:
-                notices = (n for n in (notice_for(r) for r in records) if n is not None)
+                found = (notice_for(r, state_dir, api_base) for r in records)
+                notices = (n for n in found if n is not None)
                 added = self._add(data, notices, sorted(channels), now)
             if added or data["cursor"] != cursor:
                 self._write(data)
@@ -189,8 +217,9 @@ class Outbox:
 class Notifier:
     """Sends the outbox through apprise; counts failures (retried next time)."""
 
-    def __init__(self, config: NotificationsConfig, state_dir: Path) -> None:
+    def __init__(self, config: NotificationsConfig, state_dir: Path, api_base: str = "") -> None:
         self.config = config
+        self.api_base = api_base
         self.outbox = Outbox(state_dir)
         self.state_dir = Path(state_dir)
         self.failures = 0
@@ -258,7 +287,7 @@ class Notifier:
         """The daemon's per-tick step: pull new events from the audit log, then flush."""
         if not self.enabled:
             return []
-        self.outbox.pull_actions(self.state_dir, self._channels, now)
+        self.outbox.pull_actions(self.state_dir, self._channels, now, self.api_base)
         return self.flush()
 
     def alert(self, notice: Notice, now: datetime) -> tuple[list[str], list[str]]:
@@ -295,7 +324,7 @@ def notify_tick(t: Any, now: datetime, report: Any = None) -> None:
         return
     notifier = _notifiers.get(t)
     if notifier is None:
-        notifier = _notifiers[t] = Notifier(cfg, t.state_dir)
+        notifier = _notifiers[t] = Notifier(cfg, t.state_dir, t.config.github.base_url)
     before = notifier.failures
     try:
         notifier.tick(now)

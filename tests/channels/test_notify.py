@@ -114,4 +114,22 @@ def test_events_owners_must_not_miss(record, title) -> None:
     notice = notice_for({"seq": 7, **record})
     assert notice is not None and notice.title == title
     assert notice_for({"seq": 8, "action": "merge", "pr": "o/r#1"}) is None
+    linked = notice_for({"seq": 7, **record}, api_base="https://api.github.com")
+    if "issue" in record:
+        assert linked is not None and "https://github.com/o/b/issues/" in linked.body
     assert notice_for({"seq": 9, "action": "issue_opened", "kind": "review"}) is None
+
+
+def test_digest_notice_carries_a_summary(tmp_path) -> None:
+    """The digest notice links the issue and lists the digest's sections with their counts."""
+    from capdaemon.channels.notify import notice_for
+
+    (tmp_path / "digests").mkdir()
+    (tmp_path / "digests" / "2026-05-25.md").write_text(
+        "# capdaemon digest\n\n## Quadrants\n\n## Merges (3)\n\n## Pending ballots (1)\n"
+    )
+    rec = {"seq": 3, "action": "digest", "date": "2026-05-25", "issue": "o/b#9",
+           "file": "2026-05-25.md"}  # fmt: skip
+    notice = notice_for(rec, tmp_path)
+    assert notice is not None
+    assert notice.body == "The daily digest: o/b#9\nMerges (3); Pending ballots (1)"
