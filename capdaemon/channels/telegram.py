@@ -18,7 +18,9 @@ DEFAULT_TIMEOUT = 10  # seconds per request (long polls add their own timeout)
 class TelegramError(RuntimeError):
     """A Bot API call failed; the message is one line and never holds the token."""
 
-    def __init__(self, message: str, *, code: int | None = None, retry_after: int | None = None):
+    def __init__(
+        self, message: str, *, code: int | None = None, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.retry_after = retry_after
