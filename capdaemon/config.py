@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capdaemon.channels.config import ChannelsConfig, parse_channels
 from capdaemon.model import Severity
 from capdaemon.quoting import quote_value
 from capdaemon.yamlread import LDict, LList
@@ -290,6 +291,7 @@ class Config:
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     registry: AgentRegistry = field(default_factory=AgentRegistry)
     config_dir: str | None = None
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # telegram, notifications
 
     @property
     def ballot_repo(self) -> str | None:
@@ -907,6 +909,8 @@ CAPDAEMON_KEYS = frozenset(
         "passive_review_days",
         "random_review_share",
         "burn_in_days",
+        "telegram",
+        "notifications",
     }
 )
 
@@ -1063,6 +1067,9 @@ def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
         "random_review_share", Config.random_review_share, minimum=0, maximum=1
     )
     out["burn_in_days"] = sec.num("burn_in_days", Config.burn_in_days, minimum=0)
+    owners = frozenset(o.lower() for o in out.get("owners", ()))
+    owners |= {o.lower() for r in out.get("repos", ()) for o in r.owners}
+    out["channels"] = parse_channels(sec, owners)
     return out
 
 

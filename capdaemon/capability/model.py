@@ -120,6 +120,7 @@ class ViolationKind(enum.StrEnum):
     TAMPERED = "tampered"
     NO_CAPABILITY = "no_capability"
     BINDING = "binding"  # the PR's author or head branch is not one the task is bound to
+    QC_FAILED = "qc_failed"  # a finish-task QC command exited non-zero (or could not run)
 
 
 def _frozen(self: object, name: str, *_: object) -> None:
@@ -194,7 +195,7 @@ class Violation(Record):
 
 _CAPABILITY_FIELDS = (
     "task_id", "title", "level", "paths", "forbidden_paths", "commands", "merge_policy",
-    "ttl_hours", "legacy", "description", "agents", "branches",
+    "ttl_hours", "legacy", "description", "agents", "branches", "qc",
 )  # fmt: skip
 
 
@@ -223,6 +224,7 @@ class Capability(Record):
     description: str
     agents: tuple[str, ...]
     branches: tuple[str, ...]
+    qc: tuple[str, ...]  # finish-task's QC commands, in order (each within `commands`)
 
     def __init__(
         self,
@@ -238,6 +240,7 @@ class Capability(Record):
         description: str = "",
         agents: tuple[str, ...] = (),
         branches: tuple[str, ...] = (),
+        qc: tuple[str, ...] = (),
     ) -> None:
         d = self.__dict__
         d["task_id"] = task_id
@@ -252,6 +255,7 @@ class Capability(Record):
         d["description"] = description
         d["agents"] = agents
         d["branches"] = branches
+        d["qc"] = qc
 
     def with_matchers(self, allowed: RegexGlobSet, forbidden: RegexGlobSet) -> Capability:
         """An equal capability whose `allowed`/`forbidden` are the given (stored-regex) matchers.
@@ -276,8 +280,8 @@ class Capability(Record):
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form stored in the snapshot.
 
-        `agents`/`branches` appear only when given, so an unbound capability has exactly
-        the form (and hash) it had before binding existed.
+        `agents`/`branches`/`qc` appear only when given, so a capability without them has
+        exactly the form (and hash) it had before they existed.
         """
         res: dict[str, Any] | None = None
         if not self.legacy:
@@ -290,6 +294,8 @@ class Capability(Record):
                 res["agents"] = list(self.agents)
             if self.branches:
                 res["branches"] = list(self.branches)
+            if self.qc:
+                res["qc"] = list(self.qc)
         return {
             "task_id": self.task_id,
             "title": self.title,
@@ -323,6 +329,7 @@ class Capability(Record):
                 legacy=legacy,
                 agents=_binding_list(res, "agents"),
                 branches=_binding_list(res, "branches"),
+                qc=tuple(str(c) for c in res.get("qc", ())),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed capability in snapshot: {exc}") from exc

@@ -29,6 +29,7 @@ from capdaemon.quoting import quote_value
 TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
 RESOURCE_KEYS = (
     "paths", "forbidden_paths", "commands", "merge_policy", "ttl_hours", "agents", "branches",
+    "qc",
 )  # fmt: skip
 # A GitHub login (ASCII letters, digits, hyphens; at most 39), or a GitHub App's `name[bot]`.
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
@@ -121,6 +122,7 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
     paths = _globs(res["paths"], "allowed_resources.paths", required=True)
     forbidden = _globs(res.get("forbidden_paths", []), "allowed_resources.forbidden_paths")
     commands = _commands(res.get("commands", []), "allowed_resources.commands")
+    qc = _commands(res.get("qc", []), "allowed_resources.qc", ordered=True)
     merge_policy = DEFAULT_MERGE_POLICY
     if "merge_policy" in res:
         merge_policy = res["merge_policy"]
@@ -155,6 +157,7 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
         ttl_hours=ttl,
         agents=agents,
         branches=branches,
+        qc=qc,
     )
 
 
@@ -247,7 +250,9 @@ def _agents(value: Any, field: str) -> tuple[str, ...]:
     return tuple(sorted(set(out)))
 
 
-def _commands(value: Any, field: str) -> tuple[str, ...]:
+def _commands(value: Any, field: str, *, ordered: bool = False) -> tuple[str, ...]:
+    """Command prefixes (sorted, de-duplicated), or with `ordered` a command list kept in its
+    order (finish-task's QC)."""
     if not isinstance(value, list):
         raise TaskFileError(field, f"must be a list of command prefixes, not {_type(value)}")
     _bounded(value, field)
@@ -272,4 +277,4 @@ def _commands(value: Any, field: str) -> tuple[str, ...]:
                 where, f"{quote_value(cmd)} starts with an assignment, not a program"
             )
         out.append(shlex.join(tokens))
-    return tuple(sorted(set(out)))
+    return tuple(out) if ordered else tuple(sorted(set(out)))

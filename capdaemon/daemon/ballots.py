@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from capdaemon.channels.onetap import sync_tick
 from capdaemon.daemon import safety, texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import (
@@ -202,6 +203,7 @@ class BallotsMixin:
             self.prs.save(rec)
             self._heartbeat()
         safety.poll_one_taps(self, seen, now, report)
+        sync_tick(self, now, report)  # mirror one-taps into Telegram (when configured)
 
     def _ballot_fp(self, rec: PRRecord, act: IssueActivity | None) -> str | None:
         """What the issue list says about a ballot, bound to its round (None: unknown → read).

@@ -491,6 +491,13 @@ def run_demo(
                 f"  a third tick changes nothing: classified {len(third['classified'])}, "
                 f"merged {len(third['merged'])}, {third['api_requests']} API requests"
             )
+            say("")
+            say(
+                "5. Telegram one-tap: a tier-2 PR approved from the owners' chat (Bot API sandbox):"
+            )
+            from capdaemon.daemon.demo_telegram import run_telegram_step
+
+            run_telegram_step(sb, root, config_dir, state_dir, say, result.failures, now)
         check_outcomes(sb, state_dir, result)
         say("")
         for line in _table(
@@ -498,7 +505,7 @@ def run_demo(
         ):
             say(line)
         say("")
-        say(f"5. the story of {d_ref} (`capdaemon why {d_ref} --state {state_dir}`):")
+        say(f"6. the story of {d_ref} (`capdaemon why {d_ref} --state {state_dir}`):")
         with contextlib.redirect_stdout(stream or sys.stdout):
             cli_main(["why", d_ref, "--state", str(state_dir)])
         result.seconds = round(time.monotonic() - started, 1)

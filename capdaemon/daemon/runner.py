@@ -116,7 +116,14 @@ def open_ticker(
                 key_pem=key_pem,
                 write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
             )
-        yield Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
+        ticker = Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
+        from capdaemon.channels import onetap
+
+        try:
+            onetap.attach(ticker, onetap.build_desk(config, state_dir, env))
+        except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
+            raise CredentialsError(str(exc)) from None
+        yield ticker
 
 
 def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None) -> int:
@@ -169,6 +176,9 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
         next_run_time=datetime.now(UTC),
     )
     add_digest_job(sched, ticker)  # 09:00 local CronTrigger, generous misfire grace, coalesced
+    from capdaemon.channels.onetap import add_poll_job
+
+    add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         notifier.ready(status=f"ticking every {tick_seconds:g} s")

@@ -17,6 +17,7 @@ from typing import Any
 from capdaemon.audit import log_paths, utc_iso
 from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
+from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.rules import commit_agent_session
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
@@ -206,7 +207,8 @@ def on_classified(t: Any, rec: Any, snap: PRSnapshot, now: datetime) -> None:
     td = tier_for(
         level, snap.files, t.config.tiers, policy, secret_globs=t.config.classifier.secret_globs
     )
-    entry = {"head_sha": snap.head_sha, "level": level, **td.to_dict()}
+    size = {"files": len(snap.files), "lines": sum(f.additions + f.deletions for f in snap.files)}
+    entry = {"head_sha": snap.head_sha, "level": level, **td.to_dict(), **size}
     if s["tiers"].get(rec.ref) != entry:
         s["tiers"][rec.ref] = entry
         if td.tier > 1:
@@ -293,7 +295,7 @@ def tier_gate(t: Any, rec: Any, snap: PRSnapshot, now: datetime, report: Any = N
             log.warning("one_tap.no_decision_repo", pr=rec.ref)
             return False
         old = s["one_tap"].get(rec.ref)
-        ttl = timedelta(hours=t.config.tiers.one_tap_ttl_hours)
+        ttl = one_tap_ttl(t.config)
         issue = t.forge.ensure_issue(
             repo,
             {"kind": ONE_TAP, "key": f"{rec.ref}@{snap.head_sha}", "pr": rec.ref},
@@ -352,7 +354,7 @@ def poll_one_taps(t: Any, seen: Sequence[Any], now: datetime, report: Any = None
     repo = t.decision_repo
     if repo is None:
         return
-    ttl = timedelta(hours=t.config.tiers.one_tap_ttl_hours)
+    ttl = one_tap_ttl(t.config)
     activity_of = getattr(t, "issue_activity", None)
     for item in seen:
         rec = item.rec

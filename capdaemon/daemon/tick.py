@@ -27,6 +27,7 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
+from capdaemon.channels.notify import notify_tick
 from capdaemon.config import Config
 from capdaemon.daemon import safety
 from capdaemon.daemon.ballots import BallotsMixin
@@ -233,6 +234,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
                 self._step_metrics(report, before, now)  # step 8
+                notify_tick(self, now, report)  # owners' channels, after the GitHub writes
             self.log.info(
                 "tick.done",
                 seconds=report.seconds,

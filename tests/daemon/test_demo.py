@@ -24,6 +24,7 @@ def test_demo_runs_to_completion(tmp_path: Path) -> None:
     for line in (
         "agents push their work with git over HTTP",
         "owner alice answers ballot",
+        "alice taps Approve → counted",
         "PR    files",
         "ballot approved by alice → merged",
         "blocked: L1.C3 failed (scope violation)",

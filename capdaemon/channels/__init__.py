@@ -1,0 +1,1 @@
+"""Channels owners watch outside GitHub: Telegram one-tap approvals and apprise notifications."""
