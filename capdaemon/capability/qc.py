@@ -53,11 +53,9 @@ def admit(snapshot: CapabilitySnapshot, line: str, now: datetime) -> str | None:
     cap = snapshot.capability
     if cap.legacy or not cap.commands:
         return "the capability lists no commands (allowed_resources.commands), so no QC may run"
-    violations, writes = check_command(snapshot, line, now)
+    violations = check_command(snapshot, line, now)
     if violations:
         return "; ".join(v.reason for v in violations)
-    if writes:
-        return f"refused: QC may not redirect output into files ({', '.join(writes)})"
     return None
 
 
