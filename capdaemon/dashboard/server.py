@@ -1,0 +1,150 @@
+"""The read-only dashboard server: GET/HEAD only, strict CSP, loopback by default.
+
+The read model is built at start-up and rebuilt when a state file changes (checked on each
+request with `stat` only). Any other method gets 405; a Host header that is not the loopback
+name the server was bound to gets 421 (a DNS-rebinding page cannot read it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from capdaemon.config import Config
+from capdaemon.dashboard.html import csp
+from capdaemon.dashboard.readmodel import ReadModel, build
+from capdaemon.dashboard.site import render, story_index
+
+WATCHED = (
+    "classifier_audit.jsonl",
+    "actions.jsonl",
+    "prs.json",
+    "prs.journal",
+    "safety.json",
+    "breaker.json",
+    "tick_metrics.json",
+    "capabilities",
+    "escalations",
+    "digests",
+)
+HEADERS = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+    ("Cache-Control", "no-store"),
+)
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class ModelCache:
+    """The current read model, rebuilt when the state files' sizes or times change."""
+
+    def __init__(self, state_dir: Path, config: Config, clock: Callable[[], datetime]) -> None:
+        self.state_dir, self.config, self.clock = Path(state_dir), config, clock
+        self._lock = threading.Lock()
+        self._sig = self._signature()
+        self.model = build(self.state_dir, config, clock())
+        self.slugs = story_index(self.model)
+
+    def _signature(self) -> tuple[tuple[int, int], ...]:
+        out = []
+        for name in WATCHED:
+            try:
+                st = (self.state_dir / name).stat()
+                out.append((st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append((-1, -1))
+        return tuple(out)
+
+    def current(self) -> tuple[ReadModel, dict[str, str]]:
+        """The model (rebuilt first when the state changed)."""
+        with self._lock:
+            sig = self._signature()
+            if sig != self._sig:
+                self.model = build(self.state_dir, self.config, self.clock())
+                self.slugs = story_index(self.model)
+                self._sig = sig
+            return self.model, self.slugs
+
+
+def make_server(
+    cache: ModelCache, host: str = "127.0.0.1", port: int = 8080
+) -> ThreadingHTTPServer:
+    """A server bound to (host, port); serve_forever() it (port 0 picks a free port)."""
+    loopback = is_loopback(host)
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "capdaemon-dashboard"
+        sys_version = ""
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+            return  # quiet: the page is the interface
+
+        def _send(self, status: int, ctype: str, body: bytes, head_only: bool = False) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Security-Policy", csp())
+            for k, v in HEADERS:
+                self.send_header(k, v)
+            self.end_headers()
+            if not head_only:
+                self.wfile.write(body)
+
+        def _host_ok(self) -> bool:
+            if not loopback:
+                return True
+            name = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+            return is_loopback(name)
+
+        def do_GET(self) -> None:
+            self._get(head_only=False)
+
+        def do_HEAD(self) -> None:
+            self._get(head_only=True)
+
+        def _get(self, head_only: bool) -> None:
+            if not self._host_ok():
+                self._send(421, "text/plain; charset=utf-8", b"misdirected request\n", head_only)
+                return
+            url = urlsplit(self.path)
+            qs = parse_qs(url.query)
+            query = (qs.get("q") or [""])[0][:200]
+            try:
+                page_no = int((qs.get("page") or ["1"])[0])
+            except ValueError:
+                page_no = 1
+            model, slugs = cache.current()
+            path = url.path.lstrip("/") or "index.html"
+            result = render(model, path, query=query, page_no=page_no, slugs=slugs)
+            self._send(result.status, result.content_type, result.body.encode(), head_only)
+
+        def _refuse(self) -> None:
+            self.send_response(405)
+            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
+
+    return ThreadingHTTPServer((host, port), Handler)
+
+
+def utc_now() -> datetime:
+    """The current UTC time (the server's clock)."""
+    return datetime.now(UTC)
