@@ -1,4 +1,4 @@
-"""The Overview page: quadrants per day, merges, ballots, breaker, incidents, audit chain, last tick."""
+"""The Overview page: quadrants per day, merges, ballots, breaker, incidents, audit, last tick."""
 
 from __future__ import annotations
 
@@ -90,7 +90,10 @@ def _cards(model: ReadModel) -> str:
 def _breaker(model: ReadModel) -> str:
     bf = model.breaker
     if bf is None:
-        return '<p class="bad" id="breaker">breaker state unreadable (see banner): treat as tripped</p>'
+        return (
+            '<p class="bad" id="breaker">breaker state unreadable (see banner): '
+            "treat it as tripped</p>"
+        )
     st = bf.state
     window = st.in_window(model.now, timedelta(hours=model.config.breaker.window_hours))
     if st.tripped:

@@ -92,7 +92,7 @@ def make_server(
         server_version = "capdaemon-dashboard"
         sys_version = ""
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+        def log_message(self, format: str, *args: object) -> None:
             return  # quiet: the page is the interface
 
         def _send(self, status: int, ctype: str, body: bytes, head_only: bool = False) -> None:
