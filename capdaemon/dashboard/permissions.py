@@ -87,11 +87,29 @@ def render_agents(model: ReadModel) -> str:
         rows,
         id_="tasks",
     )
+    escalations = table(
+        ("when", "task", "layer", "what was out of scope", "why", "state"),
+        (
+            [
+                esc(e.when),
+                esc(e.task),
+                esc(e.layer),
+                _list(e.what),
+                "<br>".join(esc(w) for w in e.why),
+                "resolved" if e.resolved else ("owners notified" if e.notified else "open"),
+            ]
+            for t in model.tasks
+            for e in t.escalations
+        ),
+        id_="escalations",
+    )
     return (
         f"<h2>Agent identities (burn-in {days:g} days)</h2>"
         + agents
         + "<h2>Task capabilities</h2>"
         + tasks
+        + "<h2>Escalations (scope violations refused by the local guard)</h2>"
+        + escalations
     )
 
 

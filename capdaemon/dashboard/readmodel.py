@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,12 +27,13 @@ from capdaemon.audit import (
     story_order,
     verify,
 )
-from capdaemon.capability.escalation import EscalationRecord, list_escalations
+from capdaemon.capability.escalation import ESCALATIONS_DIR, EscalationRecord, list_escalations
 from capdaemon.capability.registry import TaskState, list_tasks
+from capdaemon.capability.snapshot import CAPABILITIES_DIR
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.botstate import METRICS_FILE, PRS_FILE
 from capdaemon.daemon.digest_job import DIGEST_DIR, pr_records
-from capdaemon.daemon.safety_state import SAFETY_FILE, BreakerFile, read_breaker
+from capdaemon.daemon.safety_state import BREAKER_FILE, SAFETY_FILE, BreakerFile, read_breaker
 from capdaemon.decide.burnin import AgentClock, BurnInState
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, read_json
@@ -93,7 +95,7 @@ class AuditStatus:
 
 @dataclass(frozen=True)
 class TaskRow:
-    """A dispatched task's capability with its scope violations and escalations."""
+    """A dispatched task's capability, its PR heads found out of scope, and its escalations."""
 
     task: TaskState
     violations: int
@@ -131,6 +133,7 @@ class ReadModel:
     agents: list[AgentClock] = field(default_factory=list)
     tasks: list[TaskRow] = field(default_factory=list)
     repos: list[RepoRow] = field(default_factory=list)
+    violations: dict[str, int] = field(default_factory=dict)  # task → PR heads out of scope
     build_seconds: float = 0.0
 
     def story(self, ref: str) -> list[dict[str, Any]]:
@@ -185,7 +188,9 @@ def _row(model: ReadModel, ref: str) -> PRRow:
     return row
 
 
-def _read_log(model: ReadModel, index: int, path: Path, visit: Callable[[dict], None]) -> None:
+def _read_log(
+    model: ReadModel, index: int, path: Path, visit: Callable[[dict[str, Any]], None]
+) -> None:
     try:
         for offset, rec in read_indexed(path):
             if not isinstance(rec, dict):
@@ -198,7 +203,7 @@ def _read_log(model: ReadModel, index: int, path: Path, visit: Callable[[dict], 
         model.problems.append(Problem(str(path), _one_line(exc) + " (records after it not shown)"))
 
 
-def _classifications(model: ReadModel) -> Callable[[dict], None]:
+def _classifications(model: ReadModel) -> Callable[[dict[str, Any]], None]:
     start = model.now.date() - timedelta(days=CHART_DAYS - 1)
     counts: dict[date, dict[str, int]] = {
         start + timedelta(days=i): dict.fromkeys(QUADRANTS, 0) for i in range(CHART_DAYS)
@@ -207,7 +212,7 @@ def _classifications(model: ReadModel) -> Callable[[dict], None]:
     totals = model.totals = dict.fromkeys(QUADRANTS, 0)
     seen: set[tuple[str, str]] = set()
 
-    def visit(rec: dict) -> None:
+    def visit(rec: dict[str, Any]) -> None:
         ref, q, ts = rec.get("pr"), rec.get("quadrant"), rec.get("ts")
         if not isinstance(ref, str) or q not in totals or not isinstance(ts, str):
             return
@@ -220,6 +225,10 @@ def _classifications(model: ReadModel) -> Callable[[dict], None]:
             return
         seen.add(key)
         totals[q] += 1
+        cap = rec.get("capability")
+        if isinstance(cap, dict) and cap.get("task_id") and cap.get("violations"):
+            task = str(cap["task_id"])
+            model.violations[task] = model.violations.get(task, 0) + 1
         day = counts.get(_day(ts))
         if day is not None:
             day[q] += 1
@@ -234,45 +243,56 @@ def _day(ts: str) -> date | None:
         return None
 
 
-def _actions(model: ReadModel) -> Callable[[dict], None]:
-    quadrant_of: dict[str, str] = {}
+# actions that say where a PR stands (the PRs table's "action" column shows the newest)
+_PR_ACTIONS = frozenset(
+    {
+        "merge",
+        "close",
+        "revert",
+        "ballot",
+        "ballot_round",
+        "issue_opened",
+        "scope_violation",
+        "one_tap_opened",
+        "one_tap",
+        "pr_left",
+        "rejection",
+        "approval_voided",
+        "finish_task",
+    }
+)
 
-    def visit(rec: dict) -> None:
-        action, ref = rec.get("action"), rec.get("pr")
-        if isinstance(ref, str) and ref in model.by_ref:
-            model.by_ref[ref].action = _action_text(rec)
+
+class _Actions:
+    """Visits actions.jsonl once: merges, decided ballots, breaker history, per-repo/task facts."""
+
+    def __init__(self, model: ReadModel) -> None:
+        self.model = model
+        self.quadrant_of: dict[str, str] = {}
+        self.policy_errors: dict[str, list[str]] = {}
+
+    def __call__(self, rec: dict[str, Any]) -> None:
+        model, action, ref = self.model, rec.get("action"), rec.get("pr")
         if not isinstance(action, str):
             return
-        if action == "merge" and rec.get("status") == "attempted" and isinstance(ref, str):
-            quadrant_of[ref] = str(rec.get("quadrant") or "")
-        elif action == "merge" and rec.get("status") in ("done", "would_merge"):
-            q = rec.get("quadrant") or quadrant_of.get(str(ref), "")
-            model.merges.append((str(rec.get("ts", "")), str(ref), str(q)))
-        elif action == "ballot" and rec.get("status") not in (None, "pending"):
+        ts, status = str(rec.get("ts", "")), rec.get("status")
+        if isinstance(ref, str) and ref in model.by_ref and action in _PR_ACTIONS:
+            model.by_ref[ref].action = _action_text(rec)
+        if action == "merge" and status == "attempted":
+            self.quadrant_of[str(ref)] = str(rec.get("quadrant") or "")
+        elif action == "merge" and status in ("done", "would_merge"):
+            q = rec.get("quadrant") or self.quadrant_of.get(str(ref), "")
+            model.merges.append((ts, str(ref), str(q)))
+        elif action == "ballot" and status not in (None, "pending"):
+            by = str(rec.get("decided_by") or "")
             model.decided.append(
-                Ballot(
-                    str(ref),
-                    str(rec.get("issue", "")),
-                    str(rec.get("ts", "")),
-                    status=str(rec.get("status")),
-                    by=str(rec.get("decided_by") or ""),
-                )
+                Ballot(str(ref), str(rec.get("issue", "")), ts, status=str(status), by=by)
             )
         elif action.startswith("breaker."):
             model.breaker_history.append(rec)
         elif action == "repo_policy_error":
-            policy_errors.setdefault(str(rec.get("repo", "")), []).append(
-                f"{rec.get('ts', '')} {rec.get('error', '')}"
-            )
-        elif action == "scope_violation":
-            task = str(rec.get("task_id", ""))
-            violations[task] = violations.get(task, 0) + 1
-
-    policy_errors: dict[str, list[str]] = {}
-    violations: dict[str, int] = {}
-    visit.policy_errors = policy_errors  # type: ignore[attr-defined]
-    visit.violations = violations  # type: ignore[attr-defined]
-    return visit
+            repo = str(rec.get("repo", ""))
+            self.policy_errors.setdefault(repo, []).append(f"{ts} {rec.get('error', '')}")
 
 
 def _pending(model: ReadModel, prs: Mapping[str, Any], safety: Mapping[str, Any]) -> None:
@@ -316,7 +336,7 @@ def _audit(model: ReadModel) -> None:
             [],
         )
     for path in log_paths(model.state_dir):
-        report = _guard(model, path, lambda p=path: verify(p), None)  # type: ignore[misc]
+        report: VerifyReport | None = _guard(model, path, partial(verify, path), None)
         if report is None:
             report = VerifyReport(path, False, 0, reason="cannot be verified (see banner)")
         elif not report.ok:
@@ -335,11 +355,14 @@ def _burn_in(raw: Any) -> list[AgentClock]:
 
 def _tasks(model: ReadModel, violations: Mapping[str, int]) -> None:
     tasks = _guard(
-        model, model.state_dir / "capabilities", lambda: list_tasks(model.state_dir, model.now), []
+        model,
+        model.state_dir / CAPABILITIES_DIR,
+        lambda: list_tasks(model.state_dir, model.now),
+        [],
     )
     escalations = _guard(
         model,
-        model.state_dir / "escalations",
+        model.state_dir / ESCALATIONS_DIR,
         lambda: list_escalations(model.state_dir, include_resolved=True),
         [],
     )
@@ -348,7 +371,8 @@ def _tasks(model: ReadModel, violations: Mapping[str, int]) -> None:
         per_task.setdefault(e.task, []).append(e)
     for t in tasks:
         if t.state == "tampered":
-            model.problems.append(Problem(str(model.state_dir / "capabilities"), t.reason))
+            path = model.state_dir / CAPABILITIES_DIR / f"{t.task_id}.json"  # a file's stem
+            model.problems.append(Problem(str(path), t.reason))
         model.tasks.append(
             TaskRow(t, violations.get(t.task_id, 0), tuple(per_task.get(t.task_id, ())))
         )
@@ -363,7 +387,7 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
         model.problems.append(Problem(str(state_dir), "state directory does not exist"))
     classifier, actions = log_paths(state_dir)
     _read_log(model, 0, classifier, _classifications(model))
-    visit = _actions(model)
+    visit = _Actions(model)
     _read_log(model, 1, actions, visit)
 
     prs = _guard(model, state_dir / PRS_FILE, lambda: pr_records(state_dir), {})
@@ -381,12 +405,12 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     )
     _pending(model, prs, safety)
     model.pending.sort(key=lambda b: b.at)
-    model.breaker = _guard(model, state_dir / "breaker.json", lambda: read_breaker(state_dir), None)
+    model.breaker = _guard(model, state_dir / BREAKER_FILE, lambda: read_breaker(state_dir), None)
     burn_raw = safety.get("burn_in") or model.metrics.get("l4_burn_in") or {}
     model.agents = _guard(model, state_dir / SAFETY_FILE, lambda: _burn_in(burn_raw), [])
-    _tasks(model, visit.violations)  # type: ignore[attr-defined]
+    _tasks(model, model.violations)
     protection = safety.get("protection") if isinstance(safety.get("protection"), dict) else {}
-    errors: Mapping[str, list[str]] = visit.policy_errors  # type: ignore[attr-defined]
+    errors = visit.policy_errors
     for rc in config.repos:
         seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
         model.repos.append(

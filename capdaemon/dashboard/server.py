@@ -15,22 +15,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from capdaemon.audit import ACTIONS_LOG, CLASSIFIER_LOG
+from capdaemon.capability.escalation import ESCALATIONS_DIR
+from capdaemon.capability.snapshot import CAPABILITIES_DIR
 from capdaemon.config import Config
+from capdaemon.daemon.botstate import JOURNAL_FILE, METRICS_FILE, PRS_FILE
+from capdaemon.daemon.digest_job import DIGEST_DIR
+from capdaemon.daemon.safety_state import BREAKER_FILE, SAFETY_FILE
 from capdaemon.dashboard.html import csp
 from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.site import render, story_index
 
+# the files (and folders: a new file changes their mtime) the read model is built from
 WATCHED = (
-    "classifier_audit.jsonl",
-    "actions.jsonl",
-    "prs.json",
-    "prs.journal",
-    "safety.json",
-    "breaker.json",
-    "tick_metrics.json",
-    "capabilities",
-    "escalations",
-    "digests",
+    CLASSIFIER_LOG,
+    ACTIONS_LOG,
+    PRS_FILE,
+    JOURNAL_FILE,
+    SAFETY_FILE,
+    BREAKER_FILE,
+    METRICS_FILE,
+    CAPABILITIES_DIR,
+    ESCALATIONS_DIR,
+    DIGEST_DIR,
 )
 HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
