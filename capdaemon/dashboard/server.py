@@ -1,14 +1,15 @@
 """The read-only dashboard server: GET/HEAD only, strict CSP, loopback by default.
 
-The read model is built at start-up and rebuilt when a state file changes (checked on each
-request with `stat` only). Any other method gets 405; a Host header that is not the loopback
-name the server was bound to gets 421 (a DNS-rebinding page cannot read it).
+The read model is built at start-up and rebuilt in the background when a state file changes
+(checked on each request with `stat` only). Any other method gets 405; when bound to loopback,
+a Host header that is not a loopback name gets 421 (a DNS-rebinding page cannot read it).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -59,12 +60,27 @@ def is_loopback(host: str) -> bool:
 
 
 class ModelCache:
-    """The current read model, rebuilt when the state files' sizes or times change."""
+    """The current read model; rebuilt in the background when the state files change.
 
-    def __init__(self, state_dir: Path, config: Config, clock: Callable[[], datetime]) -> None:
+    Requests never wait for a rebuild after start-up: they get the model built last (the page
+    header says when it was built) while a new one is built from the changed files, at most
+    once per `min_interval` seconds.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        config: Config,
+        clock: Callable[[], datetime],
+        *,
+        min_interval: float = 5.0,
+    ) -> None:
         self.state_dir, self.config, self.clock = Path(state_dir), config, clock
+        self.min_interval = min_interval
         self._lock = threading.Lock()
+        self._building = False
         self._sig = self._signature()
+        self._built_at = time.monotonic()
         self.model = build(self.state_dir, config, clock())
         self.slugs = story_index(self.model)
 
@@ -78,14 +94,25 @@ class ModelCache:
                 out.append((-1, -1))
         return tuple(out)
 
+    def _rebuild(self, sig: tuple[tuple[int, int], ...]) -> None:
+        try:
+            model = build(self.state_dir, self.config, self.clock())
+            slugs = story_index(model)
+            with self._lock:
+                self.model, self.slugs, self._sig = model, slugs, sig
+        finally:
+            with self._lock:
+                self._building = False
+                self._built_at = time.monotonic()
+
     def current(self) -> tuple[ReadModel, dict[str, str]]:
-        """The model (rebuilt first when the state changed)."""
+        """The newest model built (starting a rebuild when the state changed since)."""
+        sig = self._signature()
         with self._lock:
-            sig = self._signature()
-            if sig != self._sig:
-                self.model = build(self.state_dir, self.config, self.clock())
-                self.slugs = story_index(self.model)
-                self._sig = sig
+            due = time.monotonic() - self._built_at >= self.min_interval
+            if sig != self._sig and due and not self._building:
+                self._building = True
+                threading.Thread(target=self._rebuild, args=(sig,), daemon=True).start()
             return self.model, self.slugs
 
 
