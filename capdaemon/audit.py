@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -223,9 +223,14 @@ def story_order(rec: Mapping[str, Any]) -> tuple[str, int]:
     return (str(rec.get("ts", "")), seq if isinstance(seq, int) else 0)
 
 
-def verify(path: Path) -> VerifyReport:
-    """Check a log's chain: JSON, seq order, prev links, hashes, and the head pointer (tail)."""
+def verify(path: Path, visit: Callable[[int, dict[str, Any]], None] | None = None) -> VerifyReport:
+    """Check a log's chain: JSON, seq order, prev links, hashes, and the head pointer (tail).
+
+    `visit(offset, record)` is called with each entry that checked out, in order (readers that
+    need every record and the verdict read the file once).
+    """
     path = Path(path)
+    offset = 0
     prev = GENESIS
     count = 0
     expected_seq = 1
@@ -254,6 +259,9 @@ def verify(path: Path) -> VerifyReport:
                 return VerifyReport(path, False, count, n, "prev does not link to the entry before")
             if entry_hash(rec) != rec["hash"]:
                 return VerifyReport(path, False, count, n, "hash does not match the content")
+            if visit is not None:
+                visit(offset, rec)
+            offset += len(raw)
             prev = rec["hash"]
             if rec["seq"] == head_seq:
                 head_seen = rec["hash"]

@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from capdaemon.audit import (
-    AuditCorruptError,
     VerifyReport,
     check_anchors,
     find_anchors,
     log_paths,
-    read_indexed,
     read_record_at,
     story_order,
     verify,
@@ -190,17 +188,26 @@ def _row(model: ReadModel, ref: str) -> PRRow:
 
 def _read_log(
     model: ReadModel, index: int, path: Path, visit: Callable[[dict[str, Any]], None]
-) -> None:
-    try:
-        for offset, rec in read_indexed(path):
-            if not isinstance(rec, dict):
-                continue
-            ref = rec.get("pr")
-            if isinstance(ref, str) and "#" in ref:
-                _row(model, ref).spots.append((index, offset))
-            visit(rec)
-    except (AuditCorruptError, OSError) as exc:
-        model.problems.append(Problem(str(path), _one_line(exc) + " (records after it not shown)"))
+) -> VerifyReport:
+    """Verify one log's chain and visit each entry that checked out (one read of the file)."""
+
+    def each(offset: int, rec: dict[str, Any]) -> None:
+        ref = rec.get("pr")
+        if isinstance(ref, str) and "#" in ref:
+            _row(model, ref).spots.append((index, offset))
+        visit(rec)
+
+    report = _guard(model, path, partial(verify, path, each), None)
+    if report is None:
+        return VerifyReport(path, False, 0, reason="cannot be verified (see banner)")
+    if not report.ok:
+        model.problems.append(
+            Problem(
+                str(path),
+                f"line {report.line}: {report.reason} (entries from there on are not shown)",
+            )
+        )
+    return report
 
 
 def _classifications(model: ReadModel) -> Callable[[dict[str, Any]], None]:
@@ -323,7 +330,8 @@ def _pending(model: ReadModel, prs: Mapping[str, Any], safety: Mapping[str, Any]
             )
 
 
-def _audit(model: ReadModel) -> None:
+def _audit(model: ReadModel, reports: Iterable[VerifyReport]) -> None:
+    """Each log's chain verdict, and whether the newest digest's anchors still hold."""
     anchors: list[Any] = []
     source = ""
     digests = sorted((model.state_dir / DIGEST_DIR).glob("*.md"))
@@ -335,12 +343,8 @@ def _audit(model: ReadModel) -> None:
             lambda: find_anchors(digests[-1].read_text(encoding="utf-8"), source),
             [],
         )
-    for path in log_paths(model.state_dir):
-        report: VerifyReport | None = _guard(model, path, partial(verify, path), None)
-        if report is None:
-            report = VerifyReport(path, False, 0, reason="cannot be verified (see banner)")
-        elif not report.ok:
-            model.problems.append(Problem(str(path), f"line {report.line}: {report.reason}"))
+    for report in reports:
+        path = report.path
         mine = [a for a in anchors if a.log == path.name]
         problems = tuple(check_anchors(path, mine)) if mine else ()
         model.problems.extend(Problem(str(path), p) for p in problems)
@@ -386,9 +390,9 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     if not state_dir.is_dir():
         model.problems.append(Problem(str(state_dir), "state directory does not exist"))
     classifier, actions = log_paths(state_dir)
-    _read_log(model, 0, classifier, _classifications(model))
+    reports = [_read_log(model, 0, classifier, _classifications(model))]
     visit = _Actions(model)
-    _read_log(model, 1, actions, visit)
+    reports.append(_read_log(model, 1, actions, visit))
 
     prs = _guard(model, state_dir / PRS_FILE, lambda: pr_records(state_dir), {})
     for ref, p in prs.items():
@@ -416,7 +420,7 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
         model.repos.append(
             RepoRow(rc, seen if isinstance(seen, dict) else {}, tuple(errors.get(rc.name, ())))
         )
-    _audit(model)
+    _audit(model, reports)
     model.build_seconds = time.perf_counter() - started
     return model
 
