@@ -69,12 +69,14 @@ def pr_link(model: ReadModel, ref: str, root: str = "") -> str:
 def _cards(model: ReadModel) -> str:
     today = model.now.date().isoformat()
     merged_today = sum(1 for ts, _, _ in model.merges if ts.startswith(today))
+    open_escalations = sum(1 for t in model.tasks for e in t.escalations if e.open)
     cards = [
         ("classified PRs", str(len(model.prs)), "prs"),
         ("merges today (UTC)", str(merged_today), "merges-today"),
         ("merges in all", str(len(model.merges)), "merges"),
         ("ballots pending", str(len(model.pending)), "pending"),
         ("ballots decided", str(len(model.decided)), "decided"),
+        ("open escalations", str(open_escalations), "escalations"),
     ]
     cards += [(f"quadrant {q}", str(model.totals.get(q, 0)), f"total-{q}") for q in QUADRANTS]
     return (

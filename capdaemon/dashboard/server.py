@@ -26,6 +26,7 @@ from capdaemon.daemon.safety_state import BREAKER_FILE, SAFETY_FILE
 from capdaemon.dashboard.html import csp
 from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.site import render, story_index
+from capdaemon.logging import get_logger
 
 # the files (and folders: a new file changes their mtime) the read model is built from
 WATCHED = (
@@ -40,6 +41,7 @@ WATCHED = (
     ESCALATIONS_DIR,
     DIGEST_DIR,
 )
+log = get_logger("capdaemon.dashboard")
 HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "no-referrer"),
@@ -100,6 +102,8 @@ class ModelCache:
             slugs = story_index(model)
             with self._lock:
                 self.model, self.slugs, self._sig = model, slugs, sig
+        except Exception:  # keep serving the last model; the log says why
+            log.exception("dashboard.rebuild_failed", state=str(self.state_dir))
         finally:
             with self._lock:
                 self._building = False
@@ -165,7 +169,13 @@ def make_server(
                 page_no = 1
             model, slugs = cache.current()
             path = url.path.lstrip("/") or "index.html"
-            result = render(model, path, query=query, page_no=page_no, slugs=slugs)
+            try:
+                result = render(model, path, query=query, page_no=page_no, slugs=slugs)
+            except Exception as exc:  # a bug must show as an error, never a dropped connection
+                log.exception("dashboard.render_failed", path=path)
+                text = f"capdaemon dashboard: cannot render {path}: {type(exc).__name__}: {exc}"
+                self._send(500, "text/plain; charset=utf-8", text.encode(), head_only)
+                return
             self._send(result.status, result.content_type, result.body.encode(), head_only)
 
         def _refuse(self) -> None:

@@ -47,6 +47,8 @@ def test_numbers_match_the_logs(dash_state: DashState) -> None:
     for q, n in expected.items():
         assert f'data-card="total-{q}"><b>{n}</b>' in page
     assert 'data-card="pending"><b>1</b>' in page
+    assert 'data-card="escalations"><b>1</b>' in page  # scope-guard's, notified, not resolved
+    assert model.violations == {"task-7": 1}  # the task PR's head touched a forbidden path
 
 
 def test_audit_chain_and_digest_anchor_are_shown_verified(dash_state: DashState) -> None:
