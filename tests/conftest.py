@@ -52,3 +52,12 @@ def sandbox(tmp_path: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Ite
         yield sb
     finally:
         sb.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say where the browser tests left their screenshots (CI keeps the folder)."""
+    from tests.dashboard.browser import ARTIFACTS
+
+    shots = sorted(ARTIFACTS.glob("*.png")) if ARTIFACTS.is_dir() else []
+    if shots:
+        terminalreporter.write_line(f"dashboard screenshots ({len(shots)}): {ARTIFACTS}/")

@@ -101,12 +101,3 @@ def dash_state(
         h.stop()
         sb.stop()
     return DashState(root, h.config_dir, h.state_dir, now, prs)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say where the browser tests left their screenshots (CI keeps the folder)."""
-    from .browser import ARTIFACTS
-
-    shots = sorted(ARTIFACTS.glob("*.png")) if ARTIFACTS.is_dir() else []
-    if shots:
-        terminalreporter.write_line(f"dashboard screenshots ({len(shots)}): {ARTIFACTS}/")
