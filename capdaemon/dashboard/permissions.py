@@ -135,7 +135,8 @@ def render_repos(model: ReadModel) -> str:
         policy = (
             f"base <code>{esc(rc.base)}</code>, merge method {esc(rc.merge_method)}, "
             f"capability required: {'yes' if rc.require_capability else 'no'}<br>"
-            f"owners: {_list(rc.owners or cfg.owners)}<br>"
+            f"owners: {_list(cfg.owners)}<br>"
+            f"this repo's extra owners: {_list(rc.owners)}<br>"
             f"blocking labels: {_list(rc.blocking_labels)}<br>"
             "base branch <code>.capdaemon.yml</code>: additions are applied by the daemon at "
             "each tick (not recorded in state)"

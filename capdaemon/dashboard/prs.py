@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from capdaemon.commands._common import printable
 from capdaemon.commands.why import describe
 from capdaemon.dashboard.html import esc, quadrant, table
 from capdaemon.dashboard.readmodel import ReadModel, search
@@ -74,7 +75,7 @@ def render_story(model: ReadModel, ref: str) -> str:
         records = model.story(ref)
     except Exception as exc:  # a log rewritten since start-up: say so, never a blank page
         return f'<div class="banner" role="alert">{esc(exc)}</div>'
-    lines = [line for rec in records for line in describe(rec)]
+    lines = [printable(line) for rec in records for line in describe(rec)]
     facts = table(
         ("title", "author", "quadrant", "head", "state"),
         [
