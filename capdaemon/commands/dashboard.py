@@ -70,13 +70,17 @@ def _serve(args: argparse.Namespace, config: Config, sdir: Path, fixed: datetime
     except OSError as exc:
         error("dashboard", f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
         return 2
-    host, port = server.server_address[:2]
+    port = server.server_address[1]
+    shown = f"[{args.host}]" if ":" in args.host else args.host
     where = (
         "loopback only: this machine"
         if is_loopback(args.host)
         else "WARNING: reachable from other machines, and the dashboard has no login"
     )
-    print(f"capdaemon dashboard: serving read-only on http://{host}:{port}/ ({where})", flush=True)
+    print(
+        f"capdaemon dashboard: serving read-only on http://{shown}:{port}/ ({where})",
+        flush=True,
+    )
     print(f"read model: {cache.model.build_seconds:.2f} s from {sdir}", flush=True)
     try:
         server.serve_forever()

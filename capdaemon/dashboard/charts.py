@@ -28,7 +28,7 @@ def quadrant_bars(days: Sequence[tuple[date, dict[str, int]]], *, height: int = 
     ]
     for i, (day, counts) in enumerate(days):
         x = left + i * (bar + gap)
-        y = height - bottom
+        y: float = height - bottom
         total = sum(counts.values())
         tip = f"{day.isoformat()}: " + ", ".join(f"{q} {counts.get(q, 0)}" for q in COLOURS)
         parts.append(

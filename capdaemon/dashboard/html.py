@@ -12,7 +12,6 @@ import hashlib
 import html
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
 
 NAV = (
     ("index.html", "Overview"),
@@ -54,7 +53,7 @@ q.addEventListener('input',apply);apply();})();
 """
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """Text or attribute value, escaped (`&<>"'` all replaced)."""
     return html.escape("" if value is None else str(value), quote=True)
 

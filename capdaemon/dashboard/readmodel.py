@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from capdaemon.audit import (
+    Anchor,
     VerifyReport,
     check_anchors,
     find_anchors,
@@ -246,7 +247,8 @@ def _classifications(model: ReadModel) -> Callable[[dict[str, Any]], None]:
         if isinstance(cap, dict) and cap.get("task_id") and cap.get("violations"):
             task = str(cap["task_id"])
             model.violations[task] = model.violations.get(task, 0) + 1
-        day = counts.get(_day(ts))
+        when = _day(ts)
+        day = counts.get(when) if when is not None else None
         if day is not None:
             day[q] += 1
 
@@ -331,8 +333,8 @@ def _pending(model: ReadModel, prs: Mapping[str, Any], safety: Mapping[str, Any]
                 title=str(p.get("title", "")),
             )
         )
-    one_tap = safety.get("one_tap") if isinstance(safety.get("one_tap"), dict) else {}
-    for ref, ot in sorted(one_tap.items()):
+    one_tap = safety.get("one_tap")
+    for ref, ot in sorted(one_tap.items() if isinstance(one_tap, dict) else ()):
         p = prs.get(ref) or {}
         if isinstance(ot, dict) and ot.get("state") == "pending" and p.get("state") == "open":
             model.pending.append(
@@ -342,7 +344,7 @@ def _pending(model: ReadModel, prs: Mapping[str, Any], safety: Mapping[str, Any]
 
 def _audit(model: ReadModel, reports: Iterable[VerifyReport]) -> None:
     """Each log's chain verdict, and whether the newest digest's anchors still hold."""
-    anchors: list[Any] = []
+    anchors: list[Anchor] = []
     source = ""
     digests = sorted((model.state_dir / DIGEST_DIR).glob("*.md"))
     if digests:
@@ -368,13 +370,13 @@ def _burn_in(raw: Any) -> list[AgentClock]:
 
 
 def _tasks(model: ReadModel, violations: Mapping[str, int]) -> None:
-    tasks = _guard(
+    tasks: list[TaskState] = _guard(
         model,
         model.state_dir / CAPABILITIES_DIR,
         lambda: list_tasks(model.state_dir, model.now),
         [],
     )
-    escalations = _guard(
+    escalations: list[EscalationRecord] = _guard(
         model,
         model.state_dir / ESCALATIONS_DIR,
         lambda: list_escalations(model.state_dir, include_resolved=True),
@@ -404,7 +406,7 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     visit = _Actions(model)
     reports.append(_read_log(model, 1, actions, visit))
 
-    prs = _guard(model, state_dir / PRS_FILE, lambda: pr_records(state_dir), {})
+    prs: dict[str, Any] = _guard(model, state_dir / PRS_FILE, lambda: pr_records(state_dir), {})
     for ref, p in prs.items():
         row = model.by_ref.get(ref)
         if row is not None and isinstance(p, dict):
@@ -413,7 +415,9 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     model.prs = sorted(
         (r for r in model.by_ref.values() if r.quadrant), key=lambda r: r.ts, reverse=True
     )
-    safety = _guard(model, state_dir / SAFETY_FILE, lambda: _object(state_dir / SAFETY_FILE), {})
+    safety: dict[str, Any] = _guard(
+        model, state_dir / SAFETY_FILE, lambda: _object(state_dir / SAFETY_FILE), {}
+    )
     model.metrics = _guard(
         model, state_dir / METRICS_FILE, lambda: _object(state_dir / METRICS_FILE), {}
     )
@@ -423,7 +427,8 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     burn_raw = safety.get("burn_in") or model.metrics.get("l4_burn_in") or {}
     model.agents = _guard(model, state_dir / SAFETY_FILE, lambda: _burn_in(burn_raw), [])
     _tasks(model, model.violations)
-    protection = safety.get("protection") if isinstance(safety.get("protection"), dict) else {}
+    raw_protection = safety.get("protection")
+    protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
     errors = visit.policy_errors
     for rc in config.repos:
         seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
