@@ -28,21 +28,28 @@ FLAGS = (
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 
 
+def _missing(msg: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(msg + " (.ci/run installs them)")
+    pytest.skip(msg)
+
+
 def driver_path() -> str:
     """chromedriver's path, or fail (CI) / skip (locally) when the browser is missing."""
     driver = shutil.which("chromedriver") or "/usr/bin/chromedriver"
     missing = [p for p in (str(CHROMIUM), driver) if not Path(p).exists()]
     if missing:
-        msg = f"browser tests need Debian's chromium and chromium-driver: missing {missing}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg + " (.ci/run installs them)")
-        pytest.skip(msg)
+        _missing(f"browser tests need Debian's chromium and chromium-driver: missing {missing}")
+    try:
+        import selenium  # noqa: F401 - the test extra installs it
+    except ImportError:
+        _missing("browser tests need selenium (pip install -e '.[test]')")
     return driver
 
 
 def start(profile: Path) -> Any:
     """A fresh headless Chromium (its own --user-data-dir) with the console log captured."""
-    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
