@@ -103,9 +103,19 @@ def render_agents(model: ReadModel) -> str:
         ),
         id_="escalations",
     )
+    registry = table(
+        ("tool", "models", "trust"),
+        (
+            [esc(a.tool), _list(a.models) if a.models else "any", esc(a.trust)]
+            for a in model.config.registry.agents
+        ),
+        id_="registry",
+    )
     return (
-        f"<h2>Agent identities (burn-in {days:g} days)</h2>"
+        f"<h2>Agent identities seen (burn-in {days:g} days)</h2>"
         + agents
+        + "<h2>Agent registry (config)</h2>"
+        + registry
         + "<h2>Task capabilities</h2>"
         + tasks
         + "<h2>Escalations (scope violations refused by the local guard)</h2>"
