@@ -8,6 +8,7 @@ on every page), never an exception out of `build`.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from capdaemon.capability.escalation import ESCALATIONS_DIR, EscalationRecord, l
 from capdaemon.capability.registry import TaskState, list_tasks
 from capdaemon.capability.snapshot import CAPABILITIES_DIR
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.botstate import METRICS_FILE, PRS_FILE
+from capdaemon.daemon.botstate import JOURNAL_FILE, METRICS_FILE, PRS_FILE
 from capdaemon.daemon.digest_job import DIGEST_DIR, pr_records
 from capdaemon.daemon.safety_state import BREAKER_FILE, SAFETY_FILE, BreakerFile, read_breaker
 from capdaemon.decide.burnin import AgentClock, BurnInState
@@ -406,6 +407,7 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     visit = _Actions(model)
     reports.append(_read_log(model, 1, actions, visit))
 
+    _journal(model, state_dir / JOURNAL_FILE)
     prs: dict[str, Any] = _guard(model, state_dir / PRS_FILE, lambda: pr_records(state_dir), {})
     for ref, p in prs.items():
         row = model.by_ref.get(ref)
@@ -438,6 +440,29 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     _audit(model, reports)
     model.build_seconds = time.perf_counter() - started
     return model
+
+
+def _journal(model: ReadModel, path: Path) -> None:
+    """A malformed complete line of prs.journal is a banner (the daemon refuses to start on
+    it; `pr_records` skips it, so the pages would show that PR's older state)."""
+    try:
+        complete = path.read_bytes().rpartition(b"\n")[0]
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        model.problems.append(Problem(str(path), _one_line(exc)))
+        return
+    for n, line in enumerate(complete.split(b"\n") if complete else (), 1):
+        try:
+            entry = json.loads(line)
+            ok = isinstance(entry, dict) and isinstance(entry["ref"], str)
+            ok = ok and isinstance(entry["record"], dict)
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            msg = f"line {n}: malformed journal line; pages show the PR's state before it"
+            model.problems.append(Problem(str(path), msg))
+            return
 
 
 def _object(path: Path) -> dict[str, Any]:

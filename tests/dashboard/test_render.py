@@ -111,6 +111,9 @@ def test_no_secret_reaches_a_page(
 
 CORRUPTIONS = {
     "prs.json": lambda p: p.write_text('{"version": 1, "prs": {"acme/widgets#1": [}'),
+    "prs.journal": lambda p: p.write_text(
+        '{"ref": "acme/widgets#1", "record": {"title": "x"}}\n{"ref": 1, "rec\n'
+    ),
     "safety.json": lambda p: p.write_text('{"version": 1, "burn_in'),
     "breaker.json": lambda p: p.write_text("[1, 2"),
     "tick_metrics.json": lambda p: p.write_text('"just a string"'),
