@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,25 +179,59 @@ class AuditLog:
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete record of a log, read-only (no lock, no repair); missing file: none."""
+    for _, rec in read_indexed(path):
+        yield rec
+
+
+def read_indexed(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, record) of every complete record, read-only; see `read_record_at`."""
     path = Path(path)
     try:
-        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
         return
+    offset = 0
     with fh:
         for n, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
+            if not line.endswith(b"\n"):
                 break  # torn tail (a crash mid-write, or a writer right now)
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AuditCorruptError(f"{path}:{n}: not JSON: {exc.msg}") from exc
-            yield rec
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise AuditCorruptError(f"{path}:{n}: not JSON: {msg}") from exc
+            yield offset, rec
+            offset += len(line)
 
 
-def verify(path: Path) -> VerifyReport:
-    """Check a log's chain: JSON, seq order, prev links, hashes, and the head pointer (tail)."""
+def read_record_at(path: Path, offset: int) -> dict[str, Any]:
+    """The record starting at a byte offset `read_indexed` gave (the log is append-only)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        line = fh.readline()
+    try:
+        rec = json.loads(line) if line.endswith(b"\n") else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        rec = None
+    if not isinstance(rec, dict):
+        raise AuditCorruptError(f"{path}: no record at byte {offset} (was the log rewritten?)")
+    return rec
+
+
+def story_order(rec: Mapping[str, Any]) -> tuple[str, int]:
+    """The order of a PR's story: by time, then by sequence number."""
+    seq = rec.get("seq")
+    return (str(rec.get("ts", "")), seq if isinstance(seq, int) else 0)
+
+
+def verify(path: Path, visit: Callable[[int, dict[str, Any]], None] | None = None) -> VerifyReport:
+    """Check a log's chain: JSON, seq order, prev links, hashes, and the head pointer (tail).
+
+    `visit(offset, record)` is called with each entry that checked out, in order (readers that
+    need every record and the verdict read the file once).
+    """
     path = Path(path)
+    offset = 0
     prev = GENESIS
     count = 0
     expected_seq = 1
@@ -226,6 +260,9 @@ def verify(path: Path) -> VerifyReport:
                 return VerifyReport(path, False, count, n, "prev does not link to the entry before")
             if entry_hash(rec) != rec["hash"]:
                 return VerifyReport(path, False, count, n, "hash does not match the content")
+            if visit is not None:
+                visit(offset, rec)
+            offset += len(raw)
             prev = rec["hash"]
             if rec["seq"] == head_seq:
                 head_seen = rec["hash"]
@@ -280,7 +317,7 @@ def story(state_dir: Path, pr: str) -> list[dict[str, Any]]:
         for rec in read_records(p):
             if rec.get("pr") == pr:
                 out.append(rec)
-    out.sort(key=lambda r: (r.get("ts", ""), r.get("seq", 0)))
+    out.sort(key=story_order)
     return out
 
 

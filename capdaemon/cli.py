@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agents": ("capdaemon.commands.agents", "agent identities and their burn-in clocks"),
     "protect": ("capdaemon.commands.protect", "set branch protection on a supervised repo"),
     "digest": ("capdaemon.commands.digest", "render the daily digest"),
+    "dashboard": ("capdaemon.commands.dashboard", "read-only web dashboard (serve or --out)"),
 }
 
 

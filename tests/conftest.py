@@ -19,19 +19,10 @@ def sandbox_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[std.AppKeys,
     return keys, app_key, evil_key
 
 
-@pytest.fixture
-def sandbox(tmp_path: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Iterator[Sandbox]:
-    """A running sandbox with the standard seed (capdaemon/sandbox/testing.py).
-
-    Extra attributes: ``tokens`` (login → token), ``owner``, ``second_owner``, ``agents``,
-    ``outsider``, ``org``, ``repo`` ("acme/widgets"), ``bot_repo`` ("acme/capdaemon-bot"),
-    ``app_id`` (1001), ``app_slug``, ``app_key_path``, ``app_private_key``, ``installation_id``
-    (5001), ``evil_app_id`` (2002), ``evil_key_path``, ``evil_private_key``,
-    ``evil_installation_id`` (6002), ``seed``, ``state_dir``.
-    """
+def start_sandbox(state: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Sandbox:
+    """Start a sandbox with the standard seed in `state`, with the attributes `sandbox` lists."""
     keys, app_key, evil_key = sandbox_keys
     seed = std.standard_seed(keys)
-    state = tmp_path / "sandbox"
     sb = Sandbox.start(state, seed)
     sb.seed = seed  # type: ignore[attr-defined]
     sb.state_dir = state  # type: ignore[attr-defined]
@@ -43,7 +34,30 @@ def sandbox(tmp_path: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Ite
     sb.app_key_path, sb.app_private_key = app_key, keys.private_pem  # type: ignore[attr-defined]
     sb.evil_app_id, sb.evil_installation_id = std.EVIL_APP_ID, std.EVIL_INSTALLATION_ID  # type: ignore[attr-defined]
     sb.evil_key_path, sb.evil_private_key = evil_key, keys.evil_private_pem  # type: ignore[attr-defined]
+    return sb
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Iterator[Sandbox]:
+    """A running sandbox with the standard seed (capdaemon/sandbox/testing.py).
+
+    Extra attributes: ``tokens`` (login → token), ``owner``, ``second_owner``, ``agents``,
+    ``outsider``, ``org``, ``repo`` ("acme/widgets"), ``bot_repo`` ("acme/capdaemon-bot"),
+    ``app_id`` (1001), ``app_slug``, ``app_key_path``, ``app_private_key``, ``installation_id``
+    (5001), ``evil_app_id`` (2002), ``evil_key_path``, ``evil_private_key``,
+    ``evil_installation_id`` (6002), ``seed``, ``state_dir``.
+    """
+    sb = start_sandbox(tmp_path / "sandbox", sandbox_keys)
     try:
         yield sb
     finally:
         sb.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say where the browser tests left their screenshots (CI keeps the folder)."""
+    from tests.dashboard.browser import ARTIFACTS
+
+    shots = sorted(ARTIFACTS.glob("*.png")) if ARTIFACTS.is_dir() else []
+    if shots:
+        terminalreporter.write_line(f"dashboard screenshots ({len(shots)}): {ARTIFACTS}/")

@@ -1,0 +1,161 @@
+"""The Agents-and-permissions page and the Repos page (capabilities, burn-in, protection)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from capdaemon.audit import utc_iso
+from capdaemon.dashboard.html import esc, table
+from capdaemon.dashboard.readmodel import ReadModel
+from capdaemon.decide.burnin import BurnInStatus
+
+
+def _list(items: Iterable[str]) -> str:
+    items = list(items)
+    if not items:
+        return '<span class="muted">none</span>'
+    return "<br>".join(f"<code>{esc(i)}</code>" for i in items)
+
+
+def render_agents(model: ReadModel) -> str:
+    """Agent identities with their burn-in clocks, then each task's capability."""
+    days = model.config.burn_in_days
+    agents = table(
+        ("agent", "in registry", "status", "first seen", "clock start", "days left", "rejections"),
+        (
+            [
+                esc(a.agent_id),
+                "yes" if model.config.registry.knows(*a.agent_id.split("/", 1)) else "no",
+                "hard-block (promoted)" if a.status is BurnInStatus.HARD_BLOCK else "burn-in",
+                esc(utc_iso(a.first_seen)),
+                esc(utc_iso(a.clock_start)),
+                f"{a.days_left(model.now, days):.1f}",
+                str(a.rejections),
+            ]
+            for a in model.agents
+        ),
+        id_="agents",
+    )
+    rows = []
+    for t in model.tasks:
+        s = t.task.snapshot
+        esc_open = sum(1 for e in t.escalations if e.open)
+        escal = f"{len(t.escalations)} ({esc_open} open)" if t.escalations else "0"
+        if s is None:
+            rows.append(
+                [esc(t.task.task_id), f'<span class="bad">{esc(t.task.state)}</span>']
+                + [esc(t.task.reason)]
+                + [""] * 6
+                + [str(t.violations), escal]
+            )
+            continue
+        c = s.capability
+        binding = (
+            f"agents: {_list(c.agents)}<br>branches: {_list(c.branches)}"
+            if c.bound
+            else '<span class="muted">unbound</span>'
+        )
+        rows.append(
+            [
+                esc(t.task.task_id) + (f"<br>{esc(c.title)}" if c.title else ""),
+                esc(t.task.state),
+                "legacy (no scope)" if c.legacy else _list(c.paths),
+                "" if c.legacy else _list(c.forbidden_paths),
+                "" if c.legacy else _list(c.commands),
+                esc(f"{c.merge_policy} (level {c.level})"),
+                esc(f"{c.ttl_hours} h, expires {utc_iso(s.expires_at)}"),
+                binding,
+                f"<code>{esc(s.sha256[:16])}…</code>",
+                str(t.violations),
+                escal,
+            ]
+        )
+    tasks = table(
+        (
+            "task",
+            "state",
+            "allowed paths",
+            "forbidden paths",
+            "commands",
+            "merge policy",
+            "TTL / expiry",
+            "bound to",
+            "snapshot hash",
+            "scope violations",
+            "escalations",
+        ),
+        rows,
+        id_="tasks",
+    )
+    escalations = table(
+        ("when", "task", "layer", "what was out of scope", "why", "state"),
+        (
+            [
+                esc(e.when),
+                esc(e.task),
+                esc(e.layer),
+                _list(e.what),
+                "<br>".join(esc(w) for w in e.why),
+                "resolved" if e.resolved else ("owners notified" if e.notified else "open"),
+            ]
+            for t in model.tasks
+            for e in t.escalations
+        ),
+        id_="escalations",
+    )
+    registry = table(
+        ("tool", "models", "trust"),
+        (
+            [esc(a.tool), _list(a.models) if a.models else "any", esc(a.trust)]
+            for a in model.config.registry.agents
+        ),
+        id_="registry",
+    )
+    return (
+        f"<h2>Agent identities seen (burn-in {days:g} days)</h2>"
+        + agents
+        + "<h2>Agent registry (config)</h2>"
+        + registry
+        + "<h2>Task capabilities</h2>"
+        + tasks
+        + "<h2>Escalations (scope violations refused by the local guard)</h2>"
+        + escalations
+    )
+
+
+def render_repos(model: ReadModel) -> str:
+    """Each supervised repo: protection as last seen, required and extra checks, its policy."""
+    cfg = model.config
+    app = cfg.canonical_app or "?"
+    out = []
+    for r in model.repos:
+        rc, p = r.config, r.protection
+        if not p:
+            prot = '<span class="muted">not checked yet</span>'
+        elif p.get("missing") or p.get("drift"):
+            prot = f'<span class="bad">{esc(p.get("missing") or p.get("drift"))}</span>'
+        else:
+            prot = '<span class="ok">as required</span>'
+        checks = [f"L1.C3 (capdaemon's own check, App {esc(app)} id {esc(cfg.canonical_app_id)})"]
+        checks += [
+            f"{esc(c.context)} — "
+            + (f"App id {esc(c.app_id)}" if c.app_id else "any GitHub App (never a status)")
+            for c in rc.extra_checks
+        ]
+        policy = (
+            f"base <code>{esc(rc.base)}</code>, merge method {esc(rc.merge_method)}, "
+            f"capability required: {'yes' if rc.require_capability else 'no'}<br>"
+            f"owners: {_list(cfg.owners)}<br>"
+            f"this repo's extra owners: {_list(rc.owners)}<br>"
+            f"blocking labels: {_list(rc.blocking_labels)}<br>"
+            "base branch <code>.capdaemon.yml</code>: additions are applied by the daemon at "
+            "each tick (not recorded in state)"
+        )
+        if r.policy_errors:
+            policy += "<br>" + "<br>".join(
+                f'<span class="bad">{esc(e)}</span>' for e in r.policy_errors[-3:]
+            )
+        out.append([f"<code>{esc(rc.name)}</code>", prot, "<br>".join(checks), policy])
+    return table(
+        ("repo", "protection / rulesets", "required checks", "effective policy"), out, id_="repos"
+    )
