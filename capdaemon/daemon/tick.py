@@ -161,7 +161,10 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             raise _Stopped
 
     def _crash(self, point: str) -> None:
-        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER)."""
+        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER, read once
+        when the Ticker is built; never set in production). Points: `audit:merge` (after the
+        "attempted" record), `act:merge` (after GitHub merged), `done:merge` (after the "done"
+        record, before prs.json drops the pending merge), `audit:close`."""
         if self._crash_after == point:
             os._exit(137)
 
