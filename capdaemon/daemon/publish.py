@@ -6,7 +6,7 @@ from datetime import datetime
 
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import safety, texts
+from capdaemon.daemon import recovery, safety, texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
 from capdaemon.daemon.tickdata import (
@@ -79,7 +79,11 @@ class PublishMixin:
             self.log.info("pr.head_moved_during_gather", pr=pr.ref)
             return rec  # the list is stale; the next tick sees the new head
         tasks = linked_tasks(snap, rc.task_branch_pattern)
-        capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
+        reverts = recovery.bot_revert_of(self, snap) if rc.require_capability else None
+        if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
+            capv = recovery.revert_capability(reverts)
+        else:
+            capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
         cap = capability_state(capv.task_id, self._load_cap, now)
         fp = self._fingerprint(pr, checks, policy_hash, cap)
         verdict = classify(
