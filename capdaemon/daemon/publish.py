@@ -28,6 +28,7 @@ from capdaemon.decide.checks import (
     render_check,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.decide.tiers import Requirement
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import PRSnapshot, Quadrant, RuleResult, Verdict
 
@@ -232,8 +233,10 @@ class PublishMixin:
                 blocking=tuple(capv.blocking),
             ),
         )
-        if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking:
-            # a passive review of what capdaemon approves by itself (never of a blocked PR)
+        automatic = not is_d and self._tier(rec).requirement is Requirement.NONE
+        if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
+            # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
+            # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)
             label = (
                 Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
                 if verdict.quadrant is Quadrant.B
