@@ -10,7 +10,9 @@ from zoneinfo import ZoneInfo
 
 from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
 from capdaemon.config import Config
+from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState
 from capdaemon.decide.digest import (
     DigestBallot,
@@ -162,25 +164,40 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
             errors.append(f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300])
 
     pending: list[DigestBallot] = []
+    decision_repo = config.ballot_repo
+
+    def issue_of(number: object) -> tuple[str, str]:
+        """(`owner/repo#N`, web address or "") of a decision issue; ("", "") when unknown."""
+        if decision_repo is None or not isinstance(number, int):
+            return "", ""
+        url = issue_web_url(config.github.base_url, decision_repo, number)
+        return f"{decision_repo}#{number}", url
+
     for ref, p in sorted(prs.items()):
-        ballot = (p.get("issues") or {}).get("ballot")
+        ballot = (p.get("issues") or {}).get(BALLOT_KIND)
         if p.get("state") != "open" or not ballot or not ballot.get("open"):
             continue
         status = (p.get("ballot") or {}).get("status", "pending")
         if status not in ("pending", "deferred"):
             continue
+        issue, url = issue_of(ballot.get("number"))
         pending.append(
             DigestBallot(
                 ref,
                 _parse(ballot["opened_at"]),
+                url=url,
                 title=str(p.get("title", "")),
                 kind="deferred" if status == "deferred" else "ballot",
+                issue=issue,
             )
         )
     for ref, ot in sorted((safety.get("one_tap") or {}).items()):
         p = prs.get(ref) or {}
         if ot.get("state") == "pending" and p.get("state") == "open":
-            pending.append(DigestBallot(ref, _parse(ot["opened_at"]), kind="one-tap"))
+            issue, url = issue_of(ot.get("issue"))
+            pending.append(
+                DigestBallot(ref, _parse(ot["opened_at"]), url=url, kind="one-tap", issue=issue)
+            )
 
     burn_raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
     try:

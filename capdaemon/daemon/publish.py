@@ -263,7 +263,7 @@ class PublishMixin:
             self._ensure_issue(
                 rec,
                 SCOPE,
-                {"kind": "scope-violation", "pr": rec.ref, "head": snap.head_sha},
+                {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
                 texts.scope_title(rec.repo, rec.number),
                 texts.scope_body(
                     pr_ref=rec.ref,

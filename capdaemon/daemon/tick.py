@@ -28,7 +28,7 @@ from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.config import Config
-from capdaemon.daemon import safety
+from capdaemon.daemon import safety, texts
 from capdaemon.daemon.ballots import BallotsMixin
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.gather import GatherMixin
@@ -335,9 +335,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
 
     def _issue_url(self, number: int | None) -> str:
         """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
-        if number is None or self.config.github.base_url.rstrip("/") != "https://api.github.com":
-            return ""
-        return f"https://github.com/{self.decision_repo}/issues/{number}"
+        return texts.issue_web_url(self.config.github.base_url, self.decision_repo, number)
 
     def _error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
         report.errors.append(message)
