@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
+from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState
@@ -152,6 +153,11 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
                 DigestItem(ref, f"{rec.get('kind')} issue {rec.get('issue')} was "
                            f"{rec.get('what')} by someone else (restored)")
             )  # fmt: skip
+        elif action == UNTRUSTED_ACTION:
+            who = ", ".join(str(s) for s in rec.get("statuses") or ())
+            attention.append(
+                DigestItem(ref, f"red statuses from untrusted sources, not counted: {who}"[:300])
+            )
         elif action == "repo_policy_error":
             attention.append(DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300]))
         elif action == "scope_violation":

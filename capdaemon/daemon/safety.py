@@ -18,6 +18,7 @@ from capdaemon.audit import log_paths, utc_iso
 from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
 from capdaemon.classify.rules import commit_agent_session
+from capdaemon.daemon import probe_sources
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
     BreakerFile,
@@ -795,13 +796,15 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
         watch = ProbeWatch.from_json(raw)
         try:
             checks = t.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
+            trusted, untrusted = probe_sources.split_checks(t, watch, checks)
         except RateLimited:
             raise
         except ForgeError as exc:
             _error(t, report, "probe.failed", f"{watch.ref}: {exc}", pr=watch.ref)
             keep.append(raw)
             continue
-        res = evaluate_probe(watch, checks, now, cfg)
+        note = probe_sources.untrusted_note(t, raw, watch, untrusted, now)
+        res = evaluate_probe(watch, trusted, now, cfg)
         if res.status is ProbeStatus.PENDING:
             keep.append(raw)
             continue
@@ -818,7 +821,7 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
             )
             s["probed"][watch.merge_sha] = {"status": "healthy", "at": utc_iso(now)}
             continue
-        if not _probe_failed(t, watch, res.reason, list(res.failed_checks), now, report):
+        if not _probe_failed(t, watch, res.reason + note, list(res.failed_checks), now, report):
             keep.append(raw)  # a transient error opening the revert: retried next tick
     s["watches"] = keep
     s.save()
