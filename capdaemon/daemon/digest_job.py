@@ -12,6 +12,7 @@ from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_recor
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
+from capdaemon.daemon.protection_issue import protect_command, unprotected
 from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState
@@ -169,6 +170,13 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
             what = rec.get("error") or rec.get("reason") or rec.get("problems") or ""
             errors.append(f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300])
 
+    for repo, problems in unprotected(safety.get("protection") or {}):
+        rc = config.repo(repo)
+        base = rc.base if rc is not None else "main"
+        command = protect_command(repo, base, base)
+        attention.append(
+            DigestItem(f"{repo}:{base}", f"not protected as required ({problems}); run {command}")
+        )
     pending: list[DigestBallot] = []
     decision_repo = config.ballot_repo
 

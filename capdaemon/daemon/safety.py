@@ -18,7 +18,7 @@ from capdaemon.audit import log_paths, utc_iso
 from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
 from capdaemon.classify.rules import commit_agent_session
-from capdaemon.daemon import probe_sources
+from capdaemon.daemon import probe_sources, protection_issue
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
     BreakerFile,
@@ -966,6 +966,7 @@ def _protection(t: Any, now: datetime, report: Any) -> None:
             continue
         problems = protection_problems(prot, app_id)
         entry = s["protection"].setdefault(rc.name, {"seen_ok": False, "drift": None})
+        protection_issue.sync(t, rc.name, rc.base, problems, entry, now, report)
         where = f"{rc.name}:{rc.base}"
         if not problems:
             if entry.get("drift"):
@@ -982,7 +983,7 @@ def _protection(t: Any, now: datetime, report: Any) -> None:
                         "action": "protection.missing",
                         "repo": where,
                         "problems": problems,
-                        "hint": f"run: capdaemon protect {rc.name}",
+                        "hint": "run: " + protection_issue.protect_command(rc.name, rc.base),
                     },
                     now,
                 )
