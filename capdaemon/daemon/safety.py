@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import log_paths, utc_iso
-from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
 from capdaemon.classify.rules import commit_agent_session
 from capdaemon.daemon import probe_sources, protection_issue
@@ -72,7 +71,6 @@ from capdaemon.model import PRSnapshot, Severity
 from capdaemon.state import StateError, canonical_json
 
 API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
-AUDIT_CHECK_EVERY = timedelta(hours=1)  # re-verify the hash chains at most this often
 EDIT_TOLERANCE = timedelta(seconds=1)
 ONE_TAP = "one-tap"
 # A ballot or one-tap whose issue activity (issue list) did not change is still read in full
@@ -1009,27 +1007,9 @@ def _api_failures(t: Any, now: datetime, report: Any) -> None:
         record(t, Incident(now, IncidentKind.API_FAILURES, detail[:300]), now)
 
 
-def _audit_integrity(t: Any, now: datetime) -> None:
-    s = store(t)
-    info = s["audit_check"]
-    last = info.get("at")
-    if last and now - _parse(last) < AUDIT_CHECK_EVERY:
-        return
-    bad = [r for r in (verify_log(p) for p in log_paths(t.state_dir)) if not r.ok]
-    info["at"] = utc_iso(now)
-    sig = "; ".join(str(r) for r in bad) or None
-    if sig and sig != info.get("failed"):
-        info["failed"] = sig
-        s.save()
-        record(t, Incident(now, IncidentKind.AUDIT_INTEGRITY, sig[:300]), now)
-    elif not sig:
-        info["failed"] = None
-    s.save()
-
-
 def step_probes_and_breaker(t: Any, now: datetime, report: Any = None) -> None:
     """Step 7: new merges → probes (+ revert, incident), protection drift, API-failure streaks,
-    audit-chain checks, the incident issue and `/breaker reset` comments, random reviews."""
+    the incident issue and `/breaker reset` comments, random reviews."""
     s = store(t)
     records, cursor = new_actions(t.state_dir, s["cursor"])
     for part in (
@@ -1047,7 +1027,6 @@ def step_probes_and_breaker(t: Any, now: datetime, report: Any = None) -> None:
             _error(t, report, "safety.failed", f"safety step: {exc}")
     s["cursor"] = cursor
     s.save()
-    _audit_integrity(t, now)
     _api_failures(t, now, report)
 
 

@@ -28,7 +28,7 @@ from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.config import Config
-from capdaemon.daemon import safety, texts
+from capdaemon.daemon import integrity, safety, texts
 from capdaemon.daemon.ballots import BallotsMixin
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.gather import GatherMixin
@@ -202,6 +202,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             before = self._budget()
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
+                integrity.gate(self, now, report)  # a corrupt log: an incident, then no tick
                 self._check_stop()
                 if not self._access_checked:
                     self._access_checked = True
