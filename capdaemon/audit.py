@@ -19,12 +19,10 @@ from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.canon import utc_iso as utc_iso
 from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
 from capdaemon.chain import check_tail, entry_problem, whole_lines_size
-from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
 
 GENESIS = "0" * 64
 TORN_TAIL_REPAIRED = "audit.torn_tail_repaired"  # the chain entry recording a torn-tail repair
-log = get_logger("capdaemon.audit")
 
 
 class AuditCorruptError(StateError):
@@ -86,7 +84,9 @@ class AuditLog:
         moved = self._cut_torn_tail()
         if moved is None:
             return None
-        log.warning("audit.torn_tail_repaired", **moved)
+        from capdaemon.logging import get_logger  # lazily: scope-guard imports this module
+
+        get_logger("capdaemon.audit").warning("audit.torn_tail_repaired", **moved)
         return self._append_locked(
             {"action": TORN_TAIL_REPAIRED, **moved, "ts": utc_iso(datetime.now(UTC))}
         )

@@ -13,7 +13,7 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.logging import get_logger
 
 log = get_logger("capdaemon.protection")
-KIND = "incident"  # the marker kind of incident issues (the breaker's and the probe's too)
+KIND = "protection"  # its marker and audit kind; labelled decision:incident like incidents
 
 
 def protect_command(repo: str, branch: str, configured_base: str | None = None) -> str:
@@ -24,7 +24,7 @@ def protect_command(repo: str, branch: str, configured_base: str | None = None) 
 
 def issue_key(repo: str, branch: str) -> str:
     """The marker key of a repo's protection issue (one per repo and base branch)."""
-    return f"protection-{repo}:{branch}"
+    return f"{repo}:{branch}"
 
 
 def issue_body(repo: str, branch: str, problems: Sequence[str], command: str) -> str:

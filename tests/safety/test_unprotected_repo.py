@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from capdaemon.cli import main as cli
-from capdaemon.forge.markers import parse_marker
 
 from .conftest import SafetyHarness
 
 
 def _protection_issues(safe: SafetyHarness, state: str = "all") -> list[object]:
-    return [
-        i
-        for i in safe.issues("incident", state=state)
-        if str((parse_marker(i.body) or {}).get("key", "")).startswith("protection-")
-    ]
+    return safe.issues("protection", state=state)
 
 
 def test_unprotected_repo_gets_one_open_issue_until_protected(safe: SafetyHarness) -> None:
