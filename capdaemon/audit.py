@@ -213,6 +213,7 @@ class AuditLog:
         appended since the last check. A failure is kept in `corrupt` (appends are refused
         until a later check passes) and returned; None when the chain is whole."""
         with file_lock(self._lock_path):
+            self._repair_torn_tail()  # a writer that crashed mid-line is repaired, not corrupt
             if full or self._verified is None or self.corrupt is not None:
                 report = verify(self.path)
                 size = whole_lines_size(self.path)
