@@ -47,7 +47,7 @@ def test_malformed_middle_line_stops_the_tick_and_raises_an_incident(
     line, appends nothing to that log, counts one audit_integrity incident (once, not per
     tick) with an incident issue saying where; `why` tells another PR's story, naming the line."""
     daemon.configure()
-    first = daemon.open_pr({"examples/a.py": "print(1)\n"}, title="first")
+    daemon.open_pr({"examples/a.py": "print(1)\n"}, title="first")
     second = daemon.open_pr({"examples/b.py": "print(2)\n"}, title="second")
     third = daemon.open_pr({"examples/c.py": "print(3)\n"}, title="third")
     daemon.tick()
@@ -83,7 +83,6 @@ def test_malformed_middle_line_stops_the_tick_and_raises_an_incident(
     out = capsys.readouterr()
     assert f"{daemon.sb.repo}#{third}:" in out.out and "classified" in out.out
     assert f"classifier_audit.jsonl:{bad_no}:" in out.err
-    assert first != third
 
 
 def test_torn_tail_repair_is_recorded_in_the_chain(daemon: Harness) -> None:
