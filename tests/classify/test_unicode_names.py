@@ -74,7 +74,7 @@ _NAME = st.text(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_NAME)
 def test_property_a_printable_name_in_docs_guide_is_judged_by_its_folder(name: str) -> None:
     """Any printable name under docs/guide/ gets what the same edit gets as an ASCII name,
