@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -16,11 +17,13 @@ from capdaemon.canon import ACTIONS_LOG as ACTIONS_LOG
 from capdaemon.canon import CLASSIFIER_LOG as CLASSIFIER_LOG
 from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.canon import utc_iso as utc_iso
+from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
+from capdaemon.chain import check_tail, entry_problem, whole_lines_size
 from capdaemon.quoting import printable_short as printable_short
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
 
 GENESIS = "0" * 64
-_CHAIN_KEYS = ("seq", "prev", "hash")
+TORN_TAIL_REPAIRED = "audit.torn_tail_repaired"  # the chain entry recording a torn-tail repair
 
 
 class AuditCorruptError(StateError):
@@ -68,22 +71,38 @@ class AuditLog:
         self.path = Path(path)
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._head_path = self.path.with_name(self.path.name + ".head")
+        # the chain as far as check() verified it: (byte offset, seq, hash); None: not yet
+        self._verified: tuple[int, int, str] | None = None
+        self.corrupt: VerifyReport | None = None  # set by check(): appends are refused
         with file_lock(self._lock_path):
             self._repair_torn_tail()
             self._last = self._read_last()
 
     # -- reading -----------------------------------------------------------------
-    def _repair_torn_tail(self) -> None:
+    def _repair_torn_tail(self) -> dict[str, Any] | None:
+        """Cut a torn final line off (kept in `<log>.torn-<n>`) and record the repair: a log
+        event and a chain entry naming the removed bytes' length and SHA-256. Under the lock."""
+        moved = self._cut_torn_tail()
+        if moved is None:
+            return None
+        from capdaemon.logging import get_logger  # lazily: scope-guard imports this module
+
+        get_logger("capdaemon.audit").warning("audit.torn_tail_repaired", **moved)
+        return self._append_locked(
+            {"action": TORN_TAIL_REPAIRED, **moved, "ts": utc_iso(datetime.now(UTC))}
+        )
+
+    def _cut_torn_tail(self) -> dict[str, Any] | None:
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
-            return
+            return None
         if size == 0:
-            return
+            return None
         with open(self.path, "rb+") as fh:
             fh.seek(-1, os.SEEK_END)
             if fh.read(1) == b"\n":
-                return
+                return None
             # find the last newline
             pos = size
             chunk = 65536
@@ -107,6 +126,13 @@ class AuditLog:
             fh.truncate(cut)
             fh.flush()
             os.fsync(fh.fileno())
+        return {
+            "log": self.path.name,
+            "moved_to": keep.name,
+            "bytes": len(torn),
+            "sha256": hashlib.sha256(torn).hexdigest(),
+            "at_offset": cut,
+        }
 
     def _read_last(self) -> dict[str, Any] | None:
         """The last complete record (validated), or None for an empty log."""
@@ -160,31 +186,71 @@ class AuditLog:
         if "ts" not in body:
             body["ts"] = utc_iso(now or datetime.now(UTC))
         with file_lock(self._lock_path):
+            if self.corrupt is not None:
+                raise AuditCorruptError(f"{self.corrupt}: refusing to append to a corrupt log")
             self._repair_torn_tail()
-            last = self._read_last()
-            body["seq"] = (last["seq"] + 1) if last else 1
-            body["prev"] = last["hash"] if last else GENESIS
-            body["hash"] = entry_hash(body)
-            line = (canonical_json(body) + "\n").encode("utf-8")
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            atomic_write_json(self._head_path, {"seq": body["seq"], "hash": body["hash"]})
-            self._last = body
+            return self._append_locked(body)
+
+    def _append_locked(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Chain `body` (which has its ts) to the last entry, write, fsync, move the head."""
+        last = self._read_last()
+        body["seq"] = (last["seq"] + 1) if last else 1
+        body["prev"] = last["hash"] if last else GENESIS
+        body["hash"] = entry_hash(body)
+        line = (canonical_json(body) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        atomic_write_json(self._head_path, {"seq": body["seq"], "hash": body["hash"]})
+        self._last = body
         return body
 
+    # -- integrity ---------------------------------------------------------------
+    def check(self, *, full: bool = False) -> VerifyReport | None:
+        """Verify the chain: in full the first time (and when `full`), else only the entries
+        appended since the last check. A failure is kept in `corrupt` (appends are refused
+        until a later check passes) and returned; None when the chain is whole."""
+        with file_lock(self._lock_path):
+            self._repair_torn_tail()  # a writer that crashed mid-line is repaired, not corrupt
+            if full or self._verified is None or self.corrupt is not None:
+                report = verify(self.path)
+                size = whole_lines_size(self.path)
+                self._verified = (size, report.count, report.last_hash or GENESIS)
+            else:
+                report = self._check_tail(*self._verified)
+        self.corrupt = None if report.ok else report
+        return self.corrupt
 
-def read_records(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record of a log, read-only (no lock, no repair); missing file: none."""
-    for _, rec in read_indexed(path):
+    def _check_tail(self, offset: int, seq: int, prev: str) -> VerifyReport:
+        """Check the complete lines after byte `offset` (entry `seq`, hash `prev`)."""
+        if offset > whole_lines_size(self.path):
+            return VerifyReport(self.path, False, seq, seq, "the log is shorter than verified")
+        problem, (offset, seq, prev) = check_tail(self.path, offset, seq, prev)
+        if problem:
+            return VerifyReport(self.path, False, seq, seq + 1, problem)
+        self._verified = (offset, seq, prev)
+        return VerifyReport(self.path, True, seq, last_hash=prev)
+
+
+def read_records(
+    path: Path, on_bad: Callable[[str], None] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every complete record of a log, read-only (no lock, no repair); missing file: none.
+
+    A line that is not a JSON object raises AuditCorruptError naming it, or, with `on_bad`,
+    is skipped after `on_bad("FILE:LINE: why")` is called (to tell the rest of the story)."""
+    for _, rec in read_indexed(path, on_bad):
         yield rec
 
 
-def read_indexed(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, record) of every complete record, read-only; see `read_record_at`."""
+def read_indexed(
+    path: Path, on_bad: Callable[[str], None] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, record) of every complete record, read-only; see `read_record_at`
+    and, for `on_bad`, `read_records`."""
     path = Path(path)
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
@@ -195,13 +261,22 @@ def read_indexed(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for n, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 break  # torn tail (a crash mid-write, or a writer right now)
+            here = offset
+            offset += len(line)
             try:
                 rec = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                raise AuditCorruptError(f"{path}:{n}: not JSON: {msg}") from exc
-            yield offset, rec
-            offset += len(line)
+                rec, why = None, f"not JSON: {msg}"
+            else:
+                why = "" if isinstance(rec, dict) else "not a JSON object"
+            if why:
+                where = f"{path}:{n}: {why}"
+                if on_bad is None:
+                    raise AuditCorruptError(where)
+                on_bad(where)
+                continue
+            yield here, rec
 
 
 def read_record_at(path: Path, offset: int) -> dict[str, Any]:
@@ -250,16 +325,9 @@ def verify(path: Path, visit: Callable[[int, dict[str, Any]], None] | None = Non
                 rec = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 return VerifyReport(path, False, count, n, f"not JSON: {exc}")
-            if not isinstance(rec, dict) or any(k not in rec for k in _CHAIN_KEYS):
-                return VerifyReport(path, False, count, n, "entry lacks seq/prev/hash")
-            if rec["seq"] != expected_seq:
-                return VerifyReport(
-                    path, False, count, n, f"seq {rec['seq']} where {expected_seq} was expected"
-                )
-            if rec["prev"] != prev:
-                return VerifyReport(path, False, count, n, "prev does not link to the entry before")
-            if entry_hash(rec) != rec["hash"]:
-                return VerifyReport(path, False, count, n, "hash does not match the content")
+            reason = entry_problem(rec, expected_seq, prev)
+            if reason:
+                return VerifyReport(path, False, count, n, reason)
             if visit is not None:
                 visit(offset, rec)
             offset += len(raw)
@@ -310,11 +378,14 @@ def log_paths(state_dir: Path) -> tuple[Path, Path]:
     return state_dir / CLASSIFIER_LOG, state_dir / ACTIONS_LOG
 
 
-def story(state_dir: Path, pr: str) -> list[dict[str, Any]]:
-    """Every record from both logs that concerns one PR (`owner/repo#N`), oldest first."""
+def story(
+    state_dir: Path, pr: str, on_bad: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Every record from both logs that concerns one PR (`owner/repo#N`), oldest first
+    (`on_bad`: see read_records; without it a malformed line raises)."""
     out: list[dict[str, Any]] = []
     for p in log_paths(state_dir):
-        for rec in read_records(p):
+        for rec in read_records(p, on_bad):
             if rec.get("pr") == pr:
                 out.append(rec)
     out.sort(key=story_order)

@@ -130,6 +130,7 @@ class CheckRun:
     started_at: datetime | None = None
     completed_at: datetime | None = None
     id: int | None = None
+    creator: str | None = None  # who posted a commit status (statuses have no App)
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,7 +226,7 @@ def compile_classifier(cfg: ClassifierConfig) -> CompiledClassifier:
 
 # ----------------------------------------------------------------------------- helpers
 def _under(path: str, dirs: Iterable[str]) -> str | None:
-    """The carve-out directory a plain-ASCII path is under (exact, case-sensitive), if any."""
+    """The carve-out directory a path is under (exact, case-sensitive, no folding), if any."""
     for d in dirs:
         prefix = d if d.endswith("/") else d + "/"
         if path.startswith(prefix):
@@ -567,7 +567,7 @@ def _doctrine_typo(
     Returns (why non-critical, "") when it applies, else (None, why not — "" when the
     file is not a doctrine document at all).
     """
-    if not is_plain_ascii(path) or _under(path, TYPO_FIX_DIRS) is None:
+    if _name_refusal(path, TYPO_FIX_DIRS) or _under(path, TYPO_FIX_DIRS) is None:
         return None, ""
     if status is not FileStatus.MODIFIED or old is not None:
         return None, f"file {status.value}"
@@ -591,8 +591,9 @@ def _carve_out(
     """(why non-critical, None) or (None, why critical) for a path on no critical list."""
     paths = (path, old) if old is not None and status is FileStatus.RENAMED else (path,)
     for p in paths:
-        if not is_plain_ascii(p):
-            return None, f"{p} is not a plain ASCII path: not proven non-critical"
+        refusal = _name_refusal(p, (*cc.config.noncritical_dirs, *TEST_DIRS))
+        if refusal:
+            return None, refusal
     whys: list[str] = []
     for p in paths:
         why = _path_carve_out(p, cc)
@@ -615,6 +616,28 @@ def _carve_out(
             return "comment-only change", ""
         return None, f"{path}: not proven non-critical ({carve.why})"
     return None, f"{path}: not proven non-critical"
+
+
+def _name_refusal(path: str, dirs: Iterable[str]) -> str:
+    """Why a non-ASCII path cannot use a carve-out ("" when it is judged like an ASCII one).
+
+    The path is already NFC (normalize_path). Names with control or format characters
+    (bidi overrides, zero-width marks) are refused; so is a folder that only looks like a
+    carve-out folder once look-alikes are folded (`ｅxamples/`, Cyrillic `ехamples/`).
+    """
+    if is_plain_ascii(path):
+        return ""
+    if not path.isprintable():
+        return f"{path!r} has control or format characters: not proven non-critical"
+    folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+    if folder.isascii() or _under(path, dirs) is not None:
+        return ""
+    folded = fold_path(folder)
+    for d in dirs:
+        prefix = (d if d.endswith("/") else d + "/").casefold()
+        if folded.startswith(prefix):
+            return f"{path}: folder looks like {d} but is not: not proven non-critical"
+    return ""
 
 
 def _path_carve_out(path: str, cc: CompiledClassifier) -> str | None:

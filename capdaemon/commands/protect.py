@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     from capdaemon.audit import AuditLog, log_paths
     from capdaemon.commands._common import CLIError, error, load_config_from_args, state_dir
+    from capdaemon.daemon.protection_issue import protect_command
     from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
     from capdaemon.daemon.safety import protection_problems
     from capdaemon.decide.labels import L1C3_CHECK_NAME
@@ -56,7 +57,12 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             for p in before:
                 print(f"{args.repo}:{branch}: {p}")
-            if not before:
+            if before:
+                base = rc.base if rc else None
+                print(
+                    f"{args.repo}:{branch}: to fix, run: {protect_command(args.repo, branch, base)}"
+                )
+            else:
                 print(f"{args.repo}:{branch}: protected as required")
             return 1 if before else 0
         changed = forge.set_protection(args.repo, branch, L1C3_CHECK_NAME, app_id)

@@ -81,8 +81,9 @@ def describe(rec: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the PR's story; exit 1 when the logs know nothing of it, 2 on a bad argument."""
-    from capdaemon.audit import AuditCorruptError, story
+    """Print the PR's story; exit 1 when the logs know nothing of it, 2 on a bad argument,
+    3 when a log has a malformed line (named on stderr; the story is told without it)."""
+    from capdaemon.audit import story
 
     m = _PR_RE.match(args.pr.strip())
     if not m:
@@ -90,11 +91,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     pr = f"{m.group(1)}#{int(m.group(2))}"
     sdir = state_dir(args)
-    try:
-        records = story(sdir, pr) if sdir.is_dir() else []
-    except AuditCorruptError as exc:
-        error("why", str(exc))
-        return 2
+    bad: list[str] = []
+    records = story(sdir, pr, bad.append) if sdir.is_dir() else []
+    for where in bad:
+        error("why", f"{where} (line skipped: the log is corrupt; see `capdaemon audit verify`)")
     if not records:
         error("why", f"nothing is known of {pr} in {sdir}")
         return 1
@@ -102,4 +102,4 @@ def run(args: argparse.Namespace) -> int:
     for rec in records:
         for line in describe(rec):
             print(printable(line))
-    return 0
+    return 3 if bad else 0

@@ -15,6 +15,10 @@ PRS_FILE = "prs.json"
 JOURNAL_FILE = "prs.journal"
 METRICS_FILE = "tick_metrics.json"
 PRS_VERSION = 1
+# The kind of a PR's decision issue: its marker's "kind", its audit entries' "kind" and its
+# key in PRRecord.issues are the same word. Records written before may say "scope".
+BALLOT_KIND, REVIEW_KIND, SCOPE_KIND = "ballot", "review", "scope-violation"
+_LEGACY_ISSUE_KINDS = {"scope": SCOPE_KIND}
 
 
 @dataclass
@@ -25,7 +29,7 @@ class PRRecord:
     check runs — not statuses, which classification never sees —, policy, capability);
     `audited` the inputs whose classification is already in the audit log (a crash between
     audit and publication never audits twice); `published` adds the ballot state (the check
-    and issues as last written). `issues` maps an issue kind (ballot, review, scope) to
+    and issues as last written). `issues` maps an issue kind (ballot, review, scope-violation) to
     {"number", "open", "opened_at", "kept_open"}.
     `ballot_round` is decide's BallotRound JSON; `ballot` the last applied outcome.
     `pending` is an action recorded as attempted whose outcome is not recorded yet.
@@ -93,6 +97,10 @@ class PRRecord:
         unknown = set(data) - set(_FIELDS)
         if unknown:
             raise ValueError(f"unknown keys {sorted(unknown)}")
+        issues = data.get("issues")
+        if isinstance(issues, dict) and any(k in issues for k in _LEGACY_ISSUE_KINDS):
+            renamed = {_LEGACY_ISSUE_KINDS.get(k, k): v for k, v in issues.items()}
+            data = {**data, "issues": renamed}
         return cls(**data)
 
 

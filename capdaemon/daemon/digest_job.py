@@ -10,7 +10,11 @@ from zoneinfo import ZoneInfo
 
 from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
 from capdaemon.config import Config
+from capdaemon.daemon.botstate import BALLOT_KIND
+from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
+from capdaemon.daemon.protection_issue import protect_command, unprotected
 from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState
 from capdaemon.decide.digest import (
     DigestBallot,
@@ -150,6 +154,11 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
                 DigestItem(ref, f"{rec.get('kind')} issue {rec.get('issue')} was "
                            f"{rec.get('what')} by someone else (restored)")
             )  # fmt: skip
+        elif action == UNTRUSTED_ACTION:
+            who = ", ".join(str(s) for s in rec.get("statuses") or ())
+            attention.append(
+                DigestItem(ref, f"red statuses from untrusted sources, not counted: {who}"[:300])
+            )
         elif action == "repo_policy_error":
             attention.append(DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300]))
         elif action == "scope_violation":
@@ -161,26 +170,48 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
             what = rec.get("error") or rec.get("reason") or rec.get("problems") or ""
             errors.append(f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300])
 
+    for repo, problems in unprotected(safety.get("protection") or {}):
+        rc = config.repo(repo)
+        base = rc.base if rc is not None else "main"
+        command = protect_command(repo, base, base)
+        attention.append(
+            DigestItem(f"{repo}:{base}", f"not protected as required ({problems}); run {command}")
+        )
     pending: list[DigestBallot] = []
+    decision_repo = config.ballot_repo
+
+    def issue_of(number: object) -> tuple[str, str]:
+        """(`owner/repo#N`, web address or "") of a decision issue; ("", "") when unknown."""
+        if decision_repo is None or not isinstance(number, int):
+            return "", ""
+        url = issue_web_url(config.github.base_url, decision_repo, number)
+        return f"{decision_repo}#{number}", url
+
     for ref, p in sorted(prs.items()):
-        ballot = (p.get("issues") or {}).get("ballot")
+        ballot = (p.get("issues") or {}).get(BALLOT_KIND)
         if p.get("state") != "open" or not ballot or not ballot.get("open"):
             continue
         status = (p.get("ballot") or {}).get("status", "pending")
         if status not in ("pending", "deferred"):
             continue
+        issue, url = issue_of(ballot.get("number"))
         pending.append(
             DigestBallot(
                 ref,
                 _parse(ballot["opened_at"]),
+                url=url,
                 title=str(p.get("title", "")),
                 kind="deferred" if status == "deferred" else "ballot",
+                issue=issue,
             )
         )
     for ref, ot in sorted((safety.get("one_tap") or {}).items()):
         p = prs.get(ref) or {}
         if ot.get("state") == "pending" and p.get("state") == "open":
-            pending.append(DigestBallot(ref, _parse(ot["opened_at"]), kind="one-tap"))
+            issue, url = issue_of(ot.get("issue"))
+            pending.append(
+                DigestBallot(ref, _parse(ot["opened_at"]), url=url, kind="one-tap", issue=issue)
+            )
 
     burn_raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
     try:

@@ -258,6 +258,8 @@ class IssuesMixin:
             info = rec.issues.get(REVIEW)
             if not info or not info.get("open") or info.get("kept_open"):
                 continue
+            if rec.state == "open":
+                continue  # the PR still waits (checks, an owner, a label): never closed under it
             opened = _parse(info["opened_at"])
             if now - opened < timedelta(days=days):
                 continue

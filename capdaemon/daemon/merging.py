@@ -8,6 +8,7 @@ from datetime import datetime
 from capdaemon.config import RepoConfig
 from capdaemon.daemon import basebind, safety
 from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.reconcile import recorded_outcome
 from capdaemon.daemon.tickdata import (
     BALLOT,
     TickReport,
@@ -41,6 +42,8 @@ class MergingMixin:
             if not rec.pending:
                 continue
             op = rec.pending.get("op")
+            if self._outcome_recorded(rec, str(op), now, report):
+                continue
             try:
                 status = self.forge.pull_status(rec.repo, rec.number)
             except RateLimited:
@@ -86,6 +89,25 @@ class MergingMixin:
             report.reconciled.append(f"{rec.ref}:{op}")
             rec.pending = None
             self.prs.save(rec)
+
+    def _outcome_recorded(self, rec: PRRecord, op: str, now: datetime, report: TickReport) -> bool:
+        """A crash after the outcome record but before the state save: the log already says
+        it, once. Take the state from that record; write nothing more to the log."""
+        assert rec.pending is not None
+        done = recorded_outcome(self.actions_log.path, rec.ref, op, rec.pending.get("head_sha"))
+        if done is None:
+            return False
+        status = done.get("status")
+        if op == "merge" and status in ("done", "merged_by_other"):
+            rec.state, rec.merge_sha = "merged", str(done.get("merge_sha") or "")
+            self._close_issue(rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).", now)
+        elif op == "close" and status == "done":
+            rec.state = "closed"
+        self.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
+        report.reconciled.append(f"{rec.ref}:{op}")
+        rec.pending = None
+        self.prs.save(rec)
+        return True
 
     # ------------------------------------------------------------------ step 4
     def _required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
@@ -251,6 +273,7 @@ class MergingMixin:
         else:
             self._crash("act:merge")
             self.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
+            self._crash("done:merge")
             rec.state, rec.merge_sha = "merged", merge_sha
             report.merged.append(rec.ref)
             self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])

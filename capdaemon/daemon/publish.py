@@ -6,7 +6,7 @@ from datetime import datetime
 
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import safety, texts
+from capdaemon.daemon import recovery, safety, texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
 from capdaemon.daemon.tickdata import (
@@ -28,6 +28,7 @@ from capdaemon.decide.checks import (
     render_check,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.decide.tiers import Requirement
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import PRSnapshot, Quadrant, RuleResult, Verdict
 
@@ -80,7 +81,11 @@ class PublishMixin:
             self.log.info("pr.moved_during_gather", pr=pr.ref)
             return rec  # the list is stale; the next tick sees the new head or base
         tasks = linked_tasks(snap, rc.task_branch_pattern)
-        capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
+        reverts = recovery.bot_revert_of(self, snap) if rc.require_capability else None
+        if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
+            capv = recovery.revert_capability(reverts)
+        else:
+            capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
         cap = capability_state(capv.task_id, self._load_cap, now)
         fp = self._fingerprint(pr, checks, policy_hash, cap)
         verdict = classify(
@@ -230,8 +235,10 @@ class PublishMixin:
                 blocking=tuple(capv.blocking),
             ),
         )
-        if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking:
-            # a passive review of what capdaemon approves by itself (never of a blocked PR)
+        automatic = not is_d and self._tier(rec).requirement is Requirement.NONE
+        if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
+            # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
+            # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)
             label = (
                 Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
                 if verdict.quadrant is Quadrant.B
@@ -258,7 +265,7 @@ class PublishMixin:
             self._ensure_issue(
                 rec,
                 SCOPE,
-                {"kind": "scope-violation", "pr": rec.ref, "head": snap.head_sha},
+                {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
                 texts.scope_title(rec.repo, rec.number),
                 texts.scope_body(
                     pr_ref=rec.ref,

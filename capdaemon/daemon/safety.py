@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import log_paths, utc_iso
-from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.rules import commit_agent_session
+from capdaemon.daemon import probe_sources, protection_issue
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
     BreakerFile,
@@ -73,7 +73,6 @@ from capdaemon.model import PRSnapshot, Severity
 from capdaemon.state import StateError, canonical_json
 
 API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
-AUDIT_CHECK_EVERY = timedelta(hours=1)  # re-verify the hash chains at most this often
 EDIT_TOLERANCE = timedelta(seconds=1)
 ONE_TAP = "one-tap"
 # A ballot or one-tap whose issue activity (issue list) did not change is still read in full
@@ -804,13 +803,15 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
         watch = ProbeWatch.from_json(raw)
         try:
             checks = t.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
+            trusted, untrusted = probe_sources.split_checks(t, watch, checks)
         except RateLimited:
             raise
         except ForgeError as exc:
             _error(t, report, "probe.failed", f"{watch.ref}: {exc}", pr=watch.ref)
             keep.append(raw)
             continue
-        res = evaluate_probe(watch, checks, now, cfg)
+        note = probe_sources.untrusted_note(t, raw, watch, untrusted, now)
+        res = evaluate_probe(watch, trusted, now, cfg)
         if res.status is ProbeStatus.PENDING:
             keep.append(raw)
             continue
@@ -827,7 +828,7 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
             )
             s["probed"][watch.merge_sha] = {"status": "healthy", "at": utc_iso(now)}
             continue
-        if not _probe_failed(t, watch, res.reason, list(res.failed_checks), now, report):
+        if not _probe_failed(t, watch, res.reason + note, list(res.failed_checks), now, report):
             keep.append(raw)  # a transient error opening the revert: retried next tick
     s["watches"] = keep
     s.save()
@@ -978,6 +979,7 @@ def _protection(t: Any, now: datetime, report: Any) -> None:
             continue
         problems = protection_problems(prot, app_id)
         entry = s["protection"].setdefault(rc.name, {"seen_ok": False, "drift": None})
+        protection_issue.sync(t, rc.name, rc.base, problems, entry, now, report)
         where = f"{rc.name}:{rc.base}"
         if not problems:
             if entry.get("drift"):
@@ -994,7 +996,7 @@ def _protection(t: Any, now: datetime, report: Any) -> None:
                         "action": "protection.missing",
                         "repo": where,
                         "problems": problems,
-                        "hint": f"run: capdaemon protect {rc.name}",
+                        "hint": "run: " + protection_issue.protect_command(rc.name, rc.base),
                     },
                     now,
                 )
@@ -1020,27 +1022,9 @@ def _api_failures(t: Any, now: datetime, report: Any) -> None:
         record(t, Incident(now, IncidentKind.API_FAILURES, detail[:300]), now)
 
 
-def _audit_integrity(t: Any, now: datetime) -> None:
-    s = store(t)
-    info = s["audit_check"]
-    last = info.get("at")
-    if last and now - _parse(last) < AUDIT_CHECK_EVERY:
-        return
-    bad = [r for r in (verify_log(p) for p in log_paths(t.state_dir)) if not r.ok]
-    info["at"] = utc_iso(now)
-    sig = "; ".join(str(r) for r in bad) or None
-    if sig and sig != info.get("failed"):
-        info["failed"] = sig
-        s.save()
-        record(t, Incident(now, IncidentKind.AUDIT_INTEGRITY, sig[:300]), now)
-    elif not sig:
-        info["failed"] = None
-    s.save()
-
-
 def step_probes_and_breaker(t: Any, now: datetime, report: Any = None) -> None:
     """Step 7: new merges → probes (+ revert, incident), protection drift, API-failure streaks,
-    audit-chain checks, the incident issue and `/breaker reset` comments, random reviews."""
+    the incident issue and `/breaker reset` comments, random reviews."""
     s = store(t)
     records, cursor = new_actions(t.state_dir, s["cursor"])
     for part in (
@@ -1058,7 +1042,6 @@ def step_probes_and_breaker(t: Any, now: datetime, report: Any = None) -> None:
             _error(t, report, "safety.failed", f"safety step: {exc}")
     s["cursor"] = cursor
     s.save()
-    _audit_integrity(t, now)
     _api_failures(t, now, report)
 
 

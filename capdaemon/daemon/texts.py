@@ -11,6 +11,13 @@ from capdaemon.decide.ballot import BallotOutcome, BallotStatus
 from capdaemon.decide.rounds import RoundReason
 
 
+def issue_web_url(api_base_url: str, repo: str | None, number: int | None) -> str:
+    """An issue's web address when the API is github.com's, else "" (a raw ref is shown)."""
+    if number is None or not repo or api_base_url.rstrip("/") != "https://api.github.com":
+        return ""
+    return f"https://github.com/{repo}/issues/{number}"
+
+
 def ballot_title(repo: str, number: int, title: str) -> str:
     """Title of a quadrant-D ballot issue."""
     return f"[D] owner decision needed: {repo}#{number} {title}"[:240]

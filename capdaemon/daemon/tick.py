@@ -29,7 +29,7 @@ from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.channels.notify import notify_tick
 from capdaemon.config import Config
-from capdaemon.daemon import safety
+from capdaemon.daemon import integrity, safety, texts
 from capdaemon.daemon.ballots import BallotsMixin
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.gather import GatherMixin
@@ -162,7 +162,10 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             raise _Stopped
 
     def _crash(self, point: str) -> None:
-        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER)."""
+        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER, read once
+        when the Ticker is built; never set in production). Points: `audit:merge` (after the
+        "attempted" record), `act:merge` (after GitHub merged), `done:merge` (after the "done"
+        record, before prs.json drops the pending merge), `audit:close`."""
         if self._crash_after == point:
             os._exit(137)
 
@@ -200,6 +203,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             before = self._budget()
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
+                integrity.gate(self, now, report)  # a corrupt log: an incident, then no tick
                 self._check_stop()
                 if not self._access_checked:
                     self._access_checked = True
@@ -334,9 +338,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
 
     def _issue_url(self, number: int | None) -> str:
         """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
-        if number is None or self.config.github.base_url.rstrip("/") != "https://api.github.com":
-            return ""
-        return f"https://github.com/{self.decision_repo}/issues/{number}"
+        return texts.issue_web_url(self.config.github.base_url, self.decision_repo, number)
 
     def _error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
         report.errors.append(message)

@@ -14,7 +14,7 @@ from capdaemon.audit import utc_iso
 from capdaemon.classify.rules import BUILTIN_RULES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import safety
-from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
 from capdaemon.decide.labels import Label
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import Comment, PRSummary, Reaction
@@ -23,7 +23,7 @@ from capdaemon.state import canonical_json
 
 CRASH_ENV = "CAPDAEMON_CRASH_AFTER"
 POLICY_FILE = ".capdaemon.yml"
-BALLOT, REVIEW, SCOPE = "ballot", "review", "scope"
+BALLOT, REVIEW, SCOPE = BALLOT_KIND, REVIEW_KIND, SCOPE_KIND
 # Gather phase only (reads): how many requests run at once, and how many PRs are gathered
 # before they are decided, recorded and acted on (bounds the snapshots held in memory).
 GATHER_WORKERS = 8

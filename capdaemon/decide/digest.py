@@ -87,6 +87,7 @@ class DigestBallot:
     url: str = ""
     title: str = ""
     kind: str = "ballot"  # ballot | one-tap | deferred
+    issue: str = ""  # the ballot (or one-tap) issue, `owner/repo#N`
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         out += ["| PR | kind | age | ballot |", "|---|---|---|---|"]
         for b in ballots:
             age = format_age(now - aware(b.opened_at, "opened_at"))
-            issue = link("issue", b.url) if b.url else ""
+            issue = link(b.issue or "issue", b.url) if b.url else ref(b.issue) if b.issue else "?"
             title = f" {md(b.title)}" if b.title else ""
             out.append(f"| {ref(b.ref)}{title} | {md(b.kind)} | {age} | {issue} |")
     else:

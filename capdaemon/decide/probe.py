@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from capdaemon.config import PostMergeConfig
 from capdaemon.decide._common import aware, dt_to_json, reader
+from capdaemon.decide.merge import RequiredCheck
 from capdaemon.model import CheckRun
 
 FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure", "error"})
@@ -108,6 +109,39 @@ def _latest(checks: Iterable[CheckRun]) -> list[CheckRun]:
         if old is None or key >= (old.completed_at or old.started_at or floor, old.id or 0):
             best[slot] = c
     return [best[k] for k in sorted(best)] + sticky
+
+
+def trusted_probe_checks(
+    checks: Iterable[CheckRun],
+    required: Iterable[RequiredCheck],
+    trusted_creators: Collection[str],
+) -> tuple[list[CheckRun], list[CheckRun]]:
+    """(counted, not counted) for the probe: the sources the merge gate trusts count.
+
+    A check run from a GitHub App counts, unless its name is a required or extra check
+    pinned to another App. A commit status (no App) counts only when a trusted login (an
+    owner, the bot) posted it: anyone with write access can post one, so a red status from
+    anyone else is reported, never counted toward the breaker.
+    """
+    pins: dict[str, set[int]] = {}
+    for req in required:
+        if req.app_id is not None:
+            pins.setdefault(req.context, set()).add(req.app_id)
+    trusted = {c.lower() for c in trusted_creators}
+    counted: list[CheckRun] = []
+    other: list[CheckRun] = []
+    for c in checks:
+        if c.app_id is not None:
+            ok = c.name not in pins or c.app_id in pins[c.name]
+        else:
+            ok = bool(c.creator) and str(c.creator).lower() in trusted
+        (counted if ok else other).append(c)
+    return counted, other
+
+
+def red(checks: Iterable[CheckRun]) -> list[CheckRun]:
+    """The completed checks among `checks` that failed."""
+    return [c for c in checks if c.status == "completed" and c.conclusion in FAILED_CONCLUSIONS]
 
 
 def evaluate_probe(

@@ -118,6 +118,9 @@ class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
         # marker index: (repo, marker_key) → issue number, built by one full scan per repo
         self._issue_index: dict[tuple[str, str], int] = {}
         self._indexed: set[str] = set()
+        # markers whose create reply was lost: GitHub may create the issue later, so an index
+        # scanned meanwhile cannot vouch that it does not exist (rescanned until found)
+        self._unsure: set[tuple[str, str]] = set()
         self._labels: dict[str, set[str]] = {}
         # .capdaemon.yml per (repo, base ref), remembered for one tick (a minute at most)
         self._policy_seen: dict[tuple[str, str], tuple[str | None, datetime]] = {}

@@ -281,4 +281,5 @@ def _status_run(s: dict[str, Any]) -> CheckRun:
         started_at=_dt(s.get("created_at")),
         completed_at=_dt(s.get("updated_at")),
         id=s.get("id"),
+        creator=_login(s.get("creator")) or None,
     )

@@ -179,10 +179,14 @@ class WritesMixin:
         """
         labels = list(dict.fromkeys(labels))
         text = with_marker(body, marker)
+        if (repo, marker_key(marker)) in self._unsure:
+            self._indexed.discard(repo)  # a lost create may have landed since the last scan
         cur = self.find_issue(repo, marker)
         if cur is None and number is not None:
             cur = self._ours_by_number(repo, number, marker)
-        if cur is None:
+        if cur is not None:
+            self._unsure.discard((repo, marker_key(marker)))
+        else:
             self._ensure_repo_labels(repo, labels)
             try:
                 _, it = self._req(
@@ -194,9 +198,11 @@ class WritesMixin:
                 # the reply was lost or refused: GitHub may still have created the issue, so the
                 # marker index is no longer complete — rescan before the next create (no duplicate)
                 self._indexed.discard(repo)
+                self._unsure.add((repo, marker_key(marker)))
                 raise
             mi = self._marked(repo, it)
             assert mi is not None
+            self._unsure.discard((repo, marker_key(marker)))
             self._issue_index[(repo, marker_key(marker))] = mi.number
             log.info(
                 "forge.write",

@@ -111,5 +111,6 @@ def test_torn_tail_is_repaired_on_open_and_kept_aside(tmp_path: Path) -> None:
     log = AuditLog(path)
     assert verify(path).ok
     assert (path.with_name(path.name + ".torn-1")).read_text().startswith('{"action": "merge"')
+    assert log.last is not None and log.last["action"] == "audit.torn_tail_repaired"
     rec = log.append({"action": "after"}, now=T)
-    assert rec["seq"] == 4 and verify(path).ok
+    assert rec["seq"] == 5 and verify(path).ok

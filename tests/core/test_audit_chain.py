@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,16 +90,22 @@ def test_truncated_tail_is_detected_by_head_file(tmp_path):
 
 
 def test_torn_final_line_is_repaired_and_kept(tmp_path):
-    """A partial last line (crash mid-write) is moved to .torn-1 when the log is opened."""
+    """A partial last line (crash mid-write) is moved to .torn-1 when the log is opened, and
+    the repair is itself a chain entry naming the removed bytes' length and SHA-256."""
     path = _log(tmp_path, 2)
     with open(path, "ab") as fh:
         fh.write(b'{"action":"merge","pr":"acme/wid')
     assert not verify(path).ok  # torn before repair
     log = AuditLog(path)
     assert (tmp_path / "actions.jsonl.torn-1").read_bytes() == b'{"action":"merge","pr":"acme/wid'
-    assert verify(path).ok and log.last["seq"] == 2
+    assert verify(path).ok and log.last["seq"] == 3
+    torn = b'{"action":"merge","pr":"acme/wid'
+    repair = log.last
+    assert repair["action"] == "audit.torn_tail_repaired" and repair["bytes"] == len(torn)
+    assert repair["sha256"] == hashlib.sha256(torn).hexdigest()
+    assert repair["moved_to"] == "actions.jsonl.torn-1"
     log.append({"action": "close", "pr": "acme/widgets#9"}, now=T0)
-    assert verify(path).count == 3
+    assert verify(path).count == 4
 
 
 def test_malformed_complete_line_refuses_to_open(tmp_path):

@@ -159,6 +159,10 @@ class Harness:
                 out.append(issue)
         return out
 
+    def issues_about_prs(self, state: str = "all") -> list[Any]:
+        """Decision issues about a PR (not the repo-level ones: protection, incidents)."""
+        return [i for i in self.issues(state=state) if (parse_marker(i.body) or {}).get("pr")]
+
     def issue_for(self, number: int, kind: str) -> Any:
         """The one decision issue of a kind for a PR (asserts there is exactly one)."""
         ref = f"{self.sb.repo}#{number}"

@@ -27,7 +27,7 @@ def test_quadrant_a_merges_without_an_issue(daemon: Harness) -> None:
     assert report.merged == [f"acme/widgets#{n}"]
     assert daemon.pull(n).merged
     assert daemon.check(n).conclusion == "success"
-    assert daemon.issues() == []
+    assert daemon.issues_about_prs() == []
     attempted, done = daemon.actions("merge", n)
     assert attempted["status"] == "attempted" and attempted["head_sha"] == head
     assert done["status"] == "done" and done["merge_sha"] and done["seq"] > attempted["seq"]
@@ -41,7 +41,7 @@ def test_random_review_share_one_always_opens_the_random_review_issue(daemon: Ha
     n = daemon.open_pr({"README.md": "# widgets\n\nSupervised by capdaemon, sampled.\n"})
     daemon.tick()
     assert daemon.pull(n).merged
-    (issue,) = daemon.issues()
+    (issue,) = daemon.issues_about_prs()
     assert [lb.name for lb in issue.labels] == ["decision:random-review"]
     assert f"acme/widgets#{n}" in issue.body
 
