@@ -9,7 +9,8 @@ from datetime import datetime
 
 from capdaemon.classify.axes import compile_classifier
 from capdaemon.classify.budget import DEFAULT_BUDGET, Budget, classify_files
-from capdaemon.classify.rules import BUILTIN_RULES, RuleContext, commit_agent_session
+from capdaemon.classify.rules import BUILTIN_RULES, RuleContext
+from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.classify.user_rules import UserRule, run_user_rule
 from capdaemon.config import Config
 from capdaemon.model import (

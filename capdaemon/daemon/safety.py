@@ -17,7 +17,7 @@ from typing import Any
 from capdaemon.audit import log_paths, utc_iso
 from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
-from capdaemon.classify.rules import commit_agent_session
+from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
     BreakerFile,
