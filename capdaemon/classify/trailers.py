@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 COMMENT_CHAR = "#"
 AGENT_SESSION_KEY = "agent-session"
@@ -33,38 +34,33 @@ _SEPARATOR = re.compile(r"[A-Za-z0-9-]*(?:(?<=[A-Za-z0-9-])[ \t]+)?:")
 _FOLD = re.compile(r"\n[ \t\n\r]*")
 
 
-def _separator(buf: str, bol: int) -> int:
-    """Offset of the `:` ending a trailer token at `bol`, or -1 (git's find_separator)."""
-    m = _SEPARATOR.match(buf, bol)
-    return -1 if m is None else m.end() - 1 - bol
+_DIVIDER = re.compile(r"^---[ \t\r\n]", re.MULTILINE)
+_LEADING_BLANKS = re.compile(r"(?:[ \t\r]*\n)*")
+MAX_MESSAGE_CHARS = 65_536  # larger messages are not read for an identity (fail closed)
 
 
-def _next_line(buf: str, pos: int) -> int:
-    nl = buf.find("\n", pos)
-    return len(buf) if nl < 0 else nl + 1
+def _separator(line: str) -> int:
+    """Offset of the `:` ending a trailer token at the start of `line`, or -1 (find_separator)."""
+    m = _SEPARATOR.match(line)
+    return -1 if m is None else m.end() - 1
 
 
-def _is_blank(buf: str, pos: int) -> bool:
-    end = buf.find("\n", pos)
-    line = buf[pos:] if end < 0 else buf[pos:end]
-    return not line.strip(_SPACE)
+def _blank(line: str) -> bool:
+    return not line.strip(" \t\r")
 
 
-def _last_line(buf: str, length: int) -> int:
-    if length == 0:
-        return -1
-    if length == 1:
-        return 0
-    return buf.rfind("\n", 0, length - 1) + 1
+def _lines_of(buf: str) -> list[str]:
+    """The lines of `buf` without their `\\n` (split on `\\n` only, as git does)."""
+    lines = buf.split("\n")
+    if not lines[-1]:
+        lines.pop()  # "" after a final newline is not a line
+    return lines
 
 
 def _patch_start(buf: str) -> int:
-    pos = 0
-    while pos < len(buf):
-        if buf.startswith("---", pos) and buf[pos + 3 : pos + 4] in tuple(_SPACE):
-            return pos
-        pos = _next_line(buf, pos)
-    return len(buf)
+    """Offset of the first `---` divider line, or len(buf)."""
+    m = _DIVIDER.search(buf)
+    return len(buf) if m is None else m.start()
 
 
 def _scissors(buf: str, length: int) -> int:
@@ -83,82 +79,79 @@ def divider_before_scissors(message: str) -> bool:
     return start < len(buf) and _scissors(buf, len(buf)) > start
 
 
-def _trailer_end(buf: str, length: int) -> int:
-    """Where the trailer-bearing text ends: before the scissors and a final comment run."""
-    cutoff = _scissors(buf, length)
-    boc = 0
-    bol = 0
+def _trailer_end(lines: list[str], cutoff: int, *, last_ends: bool) -> int:
+    """Index after the trailer-bearing lines: a final run of comment lines, empty lines and
+    `Conflicts:` blocks before the scissors is not read (commit.c's ignore_non_trailer)."""
+    boc = 0  # 0 doubles as "no run yet", as in git (a run starting at line 0 is not one)
     in_conflicts = False
-    while bol < cutoff:
-        ch = buf[bol : bol + 1]
-        if ch in (COMMENT_CHAR, "\n"):
+    for i in range(min(cutoff, len(lines))):
+        line = lines[i]
+        if not line or line[0] == COMMENT_CHAR:
             if not boc:
-                boc = bol
-        elif buf.startswith("Conflicts:\n", bol):
+                boc = i
+        elif line == "Conflicts:" and (i + 1 < len(lines) or last_ends):
             in_conflicts = True
             if not boc:
-                boc = bol
-        elif in_conflicts and ch == "\t":
+                boc = i
+        elif in_conflicts and line[0] == "\t":
             pass
         elif boc:
             boc = 0
             in_conflicts = False
-        bol = _next_line(buf, bol)
     return boc if boc else cutoff
 
 
-def _trailer_start(buf: str, length: int) -> int:
-    """Where the trailer block starts, or `length` when there is none."""
+def _trailer_start(lines: list[str], end: int) -> int:
+    """Index of the first line of the trailer block, or `end` when there is none."""
     s = 0
-    while s < length:
-        if buf[s] != COMMENT_CHAR and _is_blank(buf, s):
-            break
-        s = _next_line(buf, s)
+    while s < end and (lines[s].startswith(COMMENT_CHAR) or not _blank(lines[s])):
+        s += 1
     end_of_title = s
     only_spaces = True
     recognized = False
     trailers = others = continuations = 0
-    line = _last_line(buf, length)
-    while line >= end_of_title:
-        bol, line = line, _last_line(buf, line)
-        first = buf[bol : bol + 1]
+    for i in range(end - 1, end_of_title - 1, -1):
+        line = lines[i]
+        first = line[:1]
         if first == COMMENT_CHAR:
             others += continuations
             continuations = 0
             continue
-        if _is_blank(buf, bol):
+        spaced = first in _SPACE  # "" (an empty line) is in any string
+        if spaced and not line.strip(" \t\r"):  # a blank line
             if only_spaces:
                 continue
             others += continuations
             if (recognized and trailers * 3 >= others) or (trailers and not others):
-                return _next_line(buf, bol)
-            return length
+                return i + 1
+            return end
         only_spaces = False
-        if buf.startswith(_GIT_GENERATED, bol):
+        if spaced:
+            continuations += 1
+        elif line.startswith(_GIT_GENERATED):
             trailers += 1
             continuations = 0
             recognized = True
-        elif _separator(buf, bol) >= 1 and first not in _SPACE:
+        elif _SEPARATOR.match(line) is not None and line[0] != ":":
             trailers += 1
             continuations = 0
-        elif first in _SPACE:
-            continuations += 1
         else:
-            others += 1
+            others += 1 + continuations  # the lines below it were not continuations after all
             continuations = 0
-    return length
+    return end
 
 
-_LEADING_BLANKS = re.compile(r"(?:[ \t\r]*\n)*")
-
-
-def _block(message: str, *, stored: bool) -> str:
+def _region(message: str, *, stored: bool) -> tuple[list[str], int, int]:
+    """(lines, start, end): the message's lines and the trailer block's line range."""
     buf = message.split("\0", 1)[0]  # git reads the message as a C string
     if stored:
         buf = buf[_LEADING_BLANKS.match(buf).end() :]  # type: ignore[union-attr]
     length = len(buf) if stored else _patch_start(buf)
-    end = _trailer_end(buf, length)
-    return buf[_trailer_start(buf, end) : end]
+    cutoff = _scissors(buf, length)
+    lines = _lines_of(buf)
+    cut = len(lines) if cutoff >= len(buf) else buf.count("\n", 0, cutoff)
+    end = _trailer_end(lines, cut, last_ends=buf.endswith("\n"))
+    return lines, _trailer_start(lines, end), end
 
 
 def parse_trailers(message: str, *, stored: bool = False) -> list[tuple[str, str]]:
@@ -168,36 +161,26 @@ def parse_trailers(message: str, *, stored: bool = False) -> list[tuple[str, str
     is ordinary text and leading blank lines are skipped. Continuation lines are folded into
     one space.
     """
-    block = _block(message, stored=stored)
-    if not block:
-        return []
+    lines, start, end = _region(message, stored=stored)
     entries: list[list[str]] = []
     last: list[str] | None = None
-    for piece in _lines(block):
-        if last is not None and piece[:1] in tuple(_SPACE):
-            last.append(piece)
+    for line in lines[start:end]:
+        if last is not None and line[:1] in _SPACE:  # "" (an empty line) included
+            last.append(line)
             continue
-        entry = [piece]
+        entry = [line]
         entries.append(entry)
-        last = entry if _separator(piece, 0) >= 1 else None
+        last = entry if _separator(line) >= 1 else None
     out: list[tuple[str, str]] = []
     for entry in entries:
-        text = "".join(entry)
-        if text.startswith(COMMENT_CHAR):
+        head = entry[0]
+        sep = _separator(head)
+        if head.startswith(COMMENT_CHAR) or sep < 1:
             continue
-        sep = _separator(text, 0)
-        if sep < 1:
-            continue
+        text = "\n".join(entry)
         value = _FOLD.sub(" ", text[sep + 1 :].strip(_SPACE)).strip(_SPACE)
-        out.append((text[:sep].strip(_SPACE), value))
+        out.append((head[:sep].strip(_SPACE), value))
     return out
-
-
-def _lines(block: str) -> list[str]:
-    """Split on `\\n` only, keeping it (str.splitlines also splits on `\\r`, `\\v`, `\\x1c` …)."""
-    pieces = [p + "\n" for p in block.split("\n")]
-    pieces[-1] = pieces[-1][:-1]
-    return pieces if pieces[-1] else pieces[:-1]
 
 
 # ----------------------------------------------------------------------------- Agent-Session
@@ -235,31 +218,31 @@ def _sessions(trailers: list[tuple[str, str]]) -> list[str]:
 
 def _hidden_session_line(message: str) -> bool:
     """True when the last paragraph git reads has an `Agent-Session:` line git did not take."""
-    buf = message.split("\0", 1)[0]
-    end = _trailer_end(buf, _patch_start(buf))
+    lines, _start, end = _region(message, stored=False)
     start = end
-    while start > 0:
-        prev = _last_line(buf, start)
-        if prev < 0 or (_is_blank(buf, prev) and buf[prev : prev + 1] != COMMENT_CHAR):
-            break
-        start = prev
-    for piece in _lines(buf[start:end]):
-        sep = _separator(piece, 0)
-        if sep >= 1 and piece[:sep].strip(_SPACE).casefold() == AGENT_SESSION_KEY:
+    while start > 0 and not _blank(lines[start - 1]):
+        start -= 1
+    for line in lines[start:end]:
+        sep = _separator(line)
+        if sep >= 1 and line[:sep].strip(_SPACE).casefold() == AGENT_SESSION_KEY:
             return True
     return False
 
 
+@lru_cache(maxsize=64)
 def commit_agent_session(message: str) -> tuple[AgentSession | None, str | None]:
     """(session, None) for an agent commit, (None, None) for a human one, (None, why) if malformed.
 
     Malformed (fail closed): an Agent-Session value that does not parse; more than one such
-    trailer; a message whose Agent-Session trailers `git interpret-trailers` and `git log`
-    read differently (a `---` divider, leading blank lines), or git cannot read at all (a divider
-    before a scissors line); a NUL byte; or an `Agent-Session:`
+    trailer; a message over MAX_MESSAGE_CHARS or with a NUL byte; a message whose
+    Agent-Session trailers `git interpret-trailers` and `git log` read differently (a `---`
+    divider, leading blank lines), or git cannot read at all (a divider before a scissors
+    line); or an `Agent-Session:`
     line in the last paragraph that git would not read as a trailer (an agent must not be
     able to hide its identity by breaking the trailer block).
     """
+    if len(message) > MAX_MESSAGE_CHARS:
+        return None, f"commit message over {MAX_MESSAGE_CHARS} characters is not read"
     if "\0" in message:
         return None, "commit message contains a NUL byte (git and GitHub read it differently)"
     if divider_before_scissors(message):

@@ -35,8 +35,8 @@ def _marker_spans(text: str) -> Iterator[tuple[int, int, str]]:
         # an unclosed `<!--` earlier in a body must not hide the marker the bot appended
         start = text.rfind(_OPEN, start, end)
         m = _PREFIX.match(text, start + len(_OPEN), end)
-        if m is None:
-            continue
+        if m is None or end - m.end() > MAX_MARKER_CHARS:
+            continue  # not a marker, or one too long to be ours (never copied, never parsed)
         inner = text[m.end() : end].rstrip()
         if inner.startswith("{") and inner.endswith("}"):
             yield start, pos, inner
@@ -58,8 +58,6 @@ def parse_marker(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
     for _start, _end, inner in _marker_spans(text):
-        if len(inner) > MAX_MARKER_CHARS:
-            continue
         try:
             obj = json.loads(inner)
         except (ValueError, RecursionError):
