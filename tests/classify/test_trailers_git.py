@@ -204,3 +204,12 @@ def test_a_long_continuation_chain_is_linear() -> None:
     msg = "s\n\nKey: v\n" + " x\n" * 200_000
     ((key, value),) = parse_trailers(msg)
     assert key == "Key" and value == "v" + " x" * 200_000
+
+
+def test_an_oversized_message_is_refused_unread() -> None:
+    """A message over the size cap is not read for an identity: malformed, the PR is D."""
+    from capdaemon.classify.trailers import MAX_MESSAGE_CHARS
+
+    msg = f"subject\n\n{'x' * MAX_MESSAGE_CHARS}\n\n{SESSION}\n"
+    session, why = commit_agent_session(msg)
+    assert session is None and why is not None and str(MAX_MESSAGE_CHARS) in why
