@@ -64,7 +64,7 @@ class AuditLog:
 
     Opening repairs a torn final line (a crash mid-write: the bytes after the last newline
     are moved to `<log>.torn-<n>` and the file is cut back) and refuses a malformed
-    complete line with AuditCorruptError naming the line.
+    complete line with AuditCorruptError naming the line, and an unreadable head pointer.
     """
 
     def __init__(self, path: Path) -> None:
@@ -75,6 +75,11 @@ class AuditLog:
         self._verified: tuple[int, int, str] | None = None
         self.corrupt: VerifyReport | None = None  # set by check(): appends are refused
         with file_lock(self._lock_path):
+            _head, problem = _read_head(self._head_path)
+            if problem is not None:  # appending would overwrite the evidence
+                raise AuditCorruptError(
+                    f"{self.path}: {problem}; run `capdaemon audit verify` and repair by hand"
+                )
             self._repair_torn_tail()
             self._last = self._read_last()
 
@@ -279,6 +284,36 @@ def read_indexed(
             yield here, rec
 
 
+def _read_head(head_path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(head pointer, None), (None, None) when there is none, or (None, why it is unreadable).
+
+    An unreadable head is corruption, never "no head": a damaged key (`"seg"` for `"seq"`)
+    must not switch off the cut-tail check.
+    """
+    try:
+        head = read_json(head_path, None)
+    except StateError as exc:
+        return None, f"head pointer unreadable ({exc}): the tail cannot be vouched for"
+    if head is None and not head_path.exists():
+        return None, None
+    seq = head.get("seq") if isinstance(head, dict) else None
+    digest = head.get("hash") if isinstance(head, dict) else None
+    if (
+        not isinstance(head, dict)
+        or set(head) != {"seq", "hash"}
+        or not isinstance(seq, int)
+        or isinstance(seq, bool)
+        or seq < 1
+        or not isinstance(digest, str)
+        or _HEX64.fullmatch(digest) is None
+    ):
+        return None, (
+            f"head pointer {head_path} unreadable: expected "
+            '{"seq": <n >= 1>, "hash": <64 hex>}: the tail cannot be vouched for'
+        )
+    return head, None
+
+
 def read_record_at(path: Path, offset: int) -> dict[str, Any]:
     """The record starting at a byte offset `read_indexed` gave (the log is append-only)."""
     with open(path, "rb") as fh:
@@ -310,7 +345,10 @@ def verify(path: Path, visit: Callable[[int, dict[str, Any]], None] | None = Non
     prev = GENESIS
     count = 0
     expected_seq = 1
-    head = read_json(path.with_name(path.name + ".head"), None)
+    head_path = path.with_name(path.name + ".head")
+    head, head_problem = _read_head(head_path)
+    if head_problem is not None:
+        return VerifyReport(path, False, 0, 0, head_problem)
     head_seq = head.get("seq") if isinstance(head, dict) else None
     head_seen = None  # the hash of the entry the head pointer names, once reached
     try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from capdaemon.classify.axes import classify_file, compile_classifier, config_change
 from capdaemon.classify.engine import classify, file_phrase, validate_agent_registry
-from capdaemon.classify.rules import (
+from capdaemon.classify.rules import is_canonical
+from capdaemon.classify.trailers import (
     AgentSession,
     commit_agent_session,
-    is_canonical,
     parse_agent_session,
     parse_trailers,
 )

@@ -11,6 +11,7 @@ from capdaemon.classify.hunks import Hunk
 
 MAX_LINE_EDITS = 3
 MAX_FILE_EDITS = 10
+MAX_TYPO_WORD = 64  # longer "words" are not natural-language spelling; never a typo fix
 
 # Words whose addition, removal or change alters a rule's meaning (compared case-folded).
 _ENGLISH_GUARD_TEXT = """
@@ -44,32 +45,57 @@ class Carve:
 
 
 # ----------------------------------------------------------------------------- typo fix
-def osa_distance(a: str, b: str, limit: int = 1 << 30) -> int:
-    """Optimal-string-alignment edit distance (adjacent swaps count 1); > limit may be cut short."""
+def osa_distance(a: str, b: str, limit: int = MAX_LINE_EDITS) -> int:
+    """Optimal-string-alignment edit distance (adjacent swaps count 1), capped at `limit + 1`.
+
+    Banded: only cells within `limit` of the diagonal can hold a distance <= limit, so the
+    work is O(len × limit) after the common prefix and suffix are cut, never O(len²).
+    """
     if a == b:
         return 0
+    if limit < 0:
+        return 0 if a == b else limit + 1
     start = 0
     while start < len(a) and start < len(b) and a[start] == b[start]:
         start += 1
-    a, b = a[start:], b[start:]
-    while a and b and a[-1] == b[-1]:
-        a, b = a[:-1], b[:-1]
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                v = min(v, prev2[j - 2] + 1)
-            cur[j] = v
-        if min(cur) > limit:
-            return limit + 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    a, b = a[start:end_a], b[start:end_b]
+    n, m = len(a), len(b)
+    over = limit + 1
+    if abs(n - m) > limit:
+        return over
+    if not n or not m:
+        return max(n, m)
+    k = limit
+    width = 2 * k + 1
+    # row i holds columns j = i - k .. i + k at index d = j - i + k
+    prev = [d - k if 0 <= d - k <= m else over for d in range(width)]
+    prev2 = [over] * width
+    for i in range(1, n + 1):
+        cur = [over] * width
+        ai = a[i - 1]
+        for d in range(width):
+            j = i + d - k
+            if j < 0 or j > m:
+                continue
+            if j == 0:
+                cur[d] = min(i, over)
+                continue
+            v = prev[d] + (ai != b[j - 1])
+            if d + 1 < width and prev[d + 1] + 1 < v:
+                v = prev[d + 1] + 1
+            if d and cur[d - 1] + 1 < v:
+                v = cur[d - 1] + 1
+            if i > 1 and j > 1 and ai == b[j - 2] and a[i - 2] == b[j - 1] and prev2[d] + 1 < v:
+                v = prev2[d] + 1
+            cur[d] = min(v, over)
+        if min(cur) >= over:
+            return over
         prev2, prev = prev, cur
-    return prev[-1]
+    return prev[m - n + k]
 
 
 def _guard_words(line: str) -> Counter[str]:
@@ -108,9 +134,11 @@ def typo_pair(old: str, new: str, line_limit: int = MAX_LINE_EDITS) -> tuple[int
     for wa, wb in zip(_WORD.findall(old), _WORD.findall(new), strict=True):
         if wa == wb:
             continue
-        bound = _word_bound(wa, wb)
-        d = osa_distance(wa, wb, bound)
-        if d > bound:
+        if max(len(wa), len(wb)) > MAX_TYPO_WORD:
+            return -1, f"a word over {MAX_TYPO_WORD} characters changed"
+        word_bound = _word_bound(wa, wb)
+        d = osa_distance(wa, wb, min(word_bound, line_limit - total))
+        if d > word_bound:
             return -1, "a word was replaced, not corrected"
         total += d
         if total > line_limit:

@@ -7,8 +7,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from capdaemon.classify.axes import classify_file, compile_classifier
-from capdaemon.classify.rules import BUILTIN_RULES, RuleContext, commit_agent_session
+from capdaemon.classify.axes import compile_classifier
+from capdaemon.classify.budget import DEFAULT_BUDGET, Budget, classify_files
+from capdaemon.classify.rules import BUILTIN_RULES, RuleContext
+from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.classify.user_rules import UserRule, run_user_rule
 from capdaemon.config import Config
 from capdaemon.model import (
@@ -36,6 +38,7 @@ def classify(
     now: datetime,
     user_rules: Sequence[UserRule] = (),
     agent_severity: Mapping[str, Severity] | None = None,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> Verdict:
     """Classify one PR snapshot (pure apart from user rules' worker threads).
 
@@ -43,12 +46,13 @@ def classify(
     D. `skills.disabled_rules` can switch off only built-ins that never vote D.
     `agent_severity` maps an agent id `tool/model` to a severity floor for the registry check
     (the daemon's burn-in promotion); the more severe of it and skills.yml applies.
+    Files past the size or time `budget` are critical and irreversible (never a stall).
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
     config, policy_error = apply_base_policy(snapshot, config)
     compiled = compile_classifier(config.classifier)
-    files = tuple(classify_file(f, compiled) for f in snapshot.files)
+    files = classify_files(snapshot.files, compiled, budget)
     ctx = RuleContext(now=now, files=files, compiled=compiled)
     disabled = {n.strip() for n in config.skills.disabled_rules}
     outcomes: list[RuleOutcome] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_MAX_NUMBER_DIGITS = 18  # far past any real file; int() of thousands of digits raises ValueError
 _HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?([^\n]*)(?=\n|$)")
 
 _FILE_HEADER = re.compile(
@@ -168,6 +169,8 @@ def parse_patch(patch: str) -> tuple[Hunk, ...]:
             raise PatchError(f"a line after hunk {k + 1}'s header is outside any hunk")
         context += empty
         g_old, g_old_len, g_new, g_new_len, header = m.groups()
+        if any(g is not None and len(g) > _MAX_NUMBER_DIGITS for g in m.groups()[:4]):
+            raise PatchError(f"hunk {k + 1}'s header has a number over {_MAX_NUMBER_DIGITS} digits")
         old_start, new_start = int(g_old), int(g_new)
         old_len = int(g_old_len) if g_old_len is not None else 1
         new_len = int(g_new_len) if g_new_len is not None else 1

@@ -1,4 +1,4 @@
-"""Built-in classifier rules of SPEC 2.5, and the Agent-Session trailer helpers of SPEC 2.6."""
+"""Built-in classifier rules of SPEC 2.5 (the trailer helpers of SPEC 2.6 live in trailers)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from capdaemon.classify.axes import CompiledClassifier
+from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.model import (
     CheckRun,
@@ -20,7 +21,6 @@ from capdaemon.model import (
 
 JUDGMENT_CHECK = "classifier-judgment"
 AUTO_REVERT_LABEL = "decision:auto-revert"
-AGENT_SESSION_KEY = "agent-session"
 
 
 @dataclass(frozen=True)
@@ -41,110 +41,6 @@ def _vote(rule: str, q: Quadrant, reason: str, **detail: object) -> RuleOutcome:
 
 def _abstain(rule: str, reason: str = "", **detail: object) -> RuleOutcome:
     return RuleOutcome(rule, RuleResult.ABSTAIN, None, reason, detail)
-
-
-# ----------------------------------------------------------------------------- trailers
-_TRAILER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
-_GIT_GENERATED = ("signed-off-by: ", "(cherry picked from commit ")
-
-
-def _last_paragraph(message: str) -> list[str]:
-    lines = message.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    # the first paragraph (the subject) is never a trailer block
-    first_blank = next((i for i, ln in enumerate(lines) if not ln.strip()), None)
-    if first_blank is None:
-        return []
-    start = len(lines)
-    while start > first_blank and lines[start - 1].strip():
-        start -= 1
-    return lines[start:]
-
-
-def parse_trailers(message: str) -> list[tuple[str, str]]:
-    """The trailers of a commit message as (key, value) pairs, per git's trailer rules.
-
-    Trailers live in the last paragraph (never the subject paragraph). The paragraph counts
-    as a trailer block when every line is a trailer or a continuation (leading whitespace),
-    or when at least 25 % are trailers and one is git-generated (Signed-off-by, cherry-pick).
-    Continuation lines are folded into the previous value with one space.
-    """
-    para = _last_paragraph(message)
-    if not para:
-        return []
-    trailers: list[list[str]] = []
-    trailer_lines = 0
-    other_lines = 0
-    git_generated = False
-    for line in para:
-        if line[:1] in (" ", "\t") and trailers:
-            trailers[-1][1] = f"{trailers[-1][1]} {line.strip()}".strip()
-            continue
-        m = _TRAILER.match(line)
-        if m is None:
-            other_lines += 1
-            if line.casefold().startswith(_GIT_GENERATED[1]):
-                git_generated = True
-            continue
-        trailer_lines += 1
-        if line.casefold().startswith(_GIT_GENERATED[0]):
-            git_generated = True
-        trailers.append([m.group(1), m.group(2).strip()])
-    if other_lines and not (git_generated and trailer_lines * 4 >= trailer_lines + other_lines):
-        return []
-    return [(k, v) for k, v in trailers]
-
-
-_TOOL = r"[a-z0-9][a-z0-9._-]{0,63}"
-_MODEL = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
-_SESSION = r"[A-Za-z0-9][A-Za-z0-9._-]{7,63}"
-_AGENT_SESSION = re.compile(rf"({_TOOL})/({_MODEL})/({_SESSION})")
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSession:
-    """A parsed `Agent-Session: <tool>/<model>/<session-id>` value."""
-
-    tool: str
-    model: str
-    session_id: str
-
-    @property
-    def agent_id(self) -> str:
-        """`tool/model`, the key of the agent registry and of burn-in."""
-        return f"{self.tool}/{self.model}"
-
-
-def parse_agent_session(value: str) -> AgentSession | None:
-    """Parse an Agent-Session trailer value; None when it does not follow the grammar."""
-    m = _AGENT_SESSION.fullmatch(value.strip())
-    if m is None:
-        return None
-    return AgentSession(m.group(1), m.group(2), m.group(3))
-
-
-def commit_agent_session(message: str) -> tuple[AgentSession | None, str | None]:
-    """(session, None) for an agent commit, (None, None) for a human one, (None, why) if malformed.
-
-    Malformed: an Agent-Session trailer whose value does not parse, more than one such
-    trailer, or an `Agent-Session:` line in the last paragraph that git would not read as a
-    trailer (an agent must not be able to hide its identity by breaking the trailer block).
-    """
-    trailers = parse_trailers(message)
-    values = [v for k, v in trailers if k.casefold() == AGENT_SESSION_KEY]
-    if len(values) > 1:
-        return None, f"{len(values)} Agent-Session trailers"
-    if len(values) == 1:
-        session = parse_agent_session(values[0])
-        if session is None:
-            return None, "Agent-Session value is not <tool>/<model>/<session-id>"
-        return session, None
-    for line in _last_paragraph(message):
-        m = _TRAILER.match(line)
-        if m is not None and m.group(1).casefold() == AGENT_SESSION_KEY:
-            return None, "Agent-Session line outside a valid trailer block"
-    return None, None
 
 
 # ----------------------------------------------------------------------------- rules

@@ -17,7 +17,7 @@ from typing import Any
 from capdaemon.audit import log_paths, utc_iso
 from capdaemon.capability.model import CapabilityError
 from capdaemon.channels.config import one_tap_ttl
-from capdaemon.classify.rules import commit_agent_session
+from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.daemon import probe_sources, protection_issue
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,

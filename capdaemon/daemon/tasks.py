@@ -16,7 +16,7 @@ from capdaemon.capability.model import (
     ViolationKind,
 )
 from capdaemon.capability.scope import check_binding, check_file_changes
-from capdaemon.classify.rules import parse_trailers
+from capdaemon.classify.trailers import parse_trailers
 from capdaemon.model import PRSnapshot
 
 TASK_TRAILER = "task-id"

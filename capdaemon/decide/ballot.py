@@ -1,144 +1,15 @@
-"""Ballot commands (`/approve A|B|C`, `/reject`, `/breaker reset`) and owner votes (SPEC 3)."""
+"""Owner votes on ballots (SPEC 3); the commands themselves are read by decide.commands."""
 
 from __future__ import annotations
 
 import enum
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from capdaemon.decide._common import aware, dt_to_json
+from capdaemon.decide.commands import Command, CommandKind, parse_command, unknown_command_reply
 from capdaemon.decide.labels import Label
-
-# ----------------------------------------------------------------------------- parsing
-
-
-class CommandKind(enum.StrEnum):
-    """A parsed comment command."""
-
-    APPROVE_A = "approve_a"
-    APPROVE_B = "approve_b"
-    APPROVE_C = "approve_c"
-    REJECT = "reject"
-    BREAKER_RESET = "breaker_reset"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Command:
-    """A command found in a comment: its kind, the line as written and, when unknown, why."""
-
-    kind: CommandKind
-    line: str
-    reason: str = ""
-
-
-VALID_COMMANDS = ("/approve A", "/approve B", "/approve C", "/reject", "/breaker reset")
-
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_COMMAND_LIKE = re.compile(r"^/[A-Za-z][A-Za-z0-9_-]*(?:\s|$)")
-_MAX_LINE = 200
-
-
-def _visible_lines(body: str) -> Iterable[str]:
-    """The lines of a Markdown body outside fenced code blocks and HTML comments."""
-    text = body.replace("\r\n", "\n").replace("\r", "\n")
-    fence: str | None = None  # the opening fence run while inside a fenced block
-    in_comment = False
-    for raw in text.split("\n"):
-        line = raw
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
-                fence = None
-            continue
-        out = []
-        while line:
-            if in_comment:
-                end = line.find("-->")
-                if end < 0:
-                    line = ""
-                    break
-                line = line[end + 3 :]
-                in_comment = False
-                continue
-            start = line.find("<!--")
-            if start < 0:
-                out.append(line)
-                break
-            out.append(line[:start])
-            line = line[start + 4 :]
-            in_comment = True
-        line = "".join(out)
-        m = _FENCE_OPEN.match(line)
-        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-            fence = m.group(1)
-            continue
-        yield line
-
-
-def _command_of(line: str) -> Command:
-    tokens = line.split()
-    word = tokens[0].lower()
-    args = tokens[1:]
-    shown = line.strip()[:_MAX_LINE]
-    if word == "/approve" and len(args) == 1 and args[0] in ("A", "B", "C", "a", "b", "c"):
-        return Command(CommandKind(f"approve_{args[0].lower()}"), shown)
-    if word == "/reject" and not args:
-        return Command(CommandKind.REJECT, shown)
-    if word == "/breaker" and [a.lower() for a in args] == ["reset"]:
-        return Command(CommandKind.BREAKER_RESET, shown)
-    if word in ("/approve", "/reject", "/breaker"):
-        reason = "a command must stand alone on its line, exactly as listed"
-    else:
-        reason = f"unknown command {tokens[0][:40]}"
-    return Command(CommandKind.UNKNOWN, shown, reason)
-
-
-def parse_command(body: str) -> Command | None:
-    """The command in a comment body, or None for plain text.
-
-    A command is a line that starts (column 0) with `/word`; lines inside fenced code
-    blocks, HTML comments, quotes (`>`) or indented blocks never count. The command must
-    be alone on its line (extra words → UNKNOWN, so a typo is answered, never guessed).
-    Command words and the A/B/C letter are case-insensitive. One distinct valid command
-    per comment: two different ones (e.g. `/approve A` and `/reject`) → UNKNOWN
-    (ambiguous); a valid command wins over unknown `/word` lines beside it.
-    """
-    found = [_command_of(line) for line in _visible_lines(body) if _COMMAND_LIKE.match(line)]
-    if not found:
-        return None
-    valid = [c for c in found if c.kind is not CommandKind.UNKNOWN]
-    kinds = {c.kind for c in valid}
-    if len(kinds) == 1:
-        return valid[0]
-    if len(kinds) > 1:
-        shown = "; ".join(c.line for c in valid)[:_MAX_LINE]
-        return Command(CommandKind.UNKNOWN, shown, "more than one different command in one comment")
-    return found[0]
-
-
-def unknown_command_reply(command: Command) -> str:
-    """The bot's answer to an unknown command (commands shown as code, so they never parse)."""
-    listed = "\n".join(
-        [
-            "- `/approve A` (or a 👍 reaction on this issue): approve as proposed",
-            "- `/approve B`: approve with the alternate in the PR description",
-            "- `/approve C`: defer, needs more information (not mergeable)",
-            "- `/reject` (or a 👎 reaction): reject, the PR is closed",
-            "- `/breaker reset`: reset a tripped circuit breaker (on its incident issue)",
-        ]
-    )
-    why = command.reason or "unknown command"
-    return (
-        f"This comment was not counted: {why}.\n\n"
-        "Write one of these alone on its own line, in a new comment "
-        "(edited comments do not count):\n\n"
-        f"{listed}\n"
-    )
-
 
 # ----------------------------------------------------------------------------- resolution
 

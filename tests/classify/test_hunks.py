@@ -72,3 +72,15 @@ def test_blocks_pair_removed_and_added_runs() -> None:
     (hunk,) = parse_patch(make_patch(["a", "b", "c", "d", "e"], ["a", "B", "c", "D", "E", "e"]))
     shapes = [(len(r), len(a)) for r, a in hunk.blocks()]
     assert shapes == [(1, 1), (1, 2)]
+
+
+def test_a_5000_digit_line_number_is_an_unreadable_patch_not_a_crash() -> None:
+    """int() of 5,000 digits raises ValueError; the parser reports a PatchError instead."""
+    import pytest
+
+    from capdaemon.classify.hunks import PatchError, parse_patch, try_parse_patch
+
+    patch = "@@ -" + "9" * 5000 + ",1 +1,1 @@\n-a\n+b\n"
+    assert try_parse_patch(patch) is None
+    with pytest.raises(PatchError, match="over 18 digits"):
+        parse_patch(patch)

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from capdaemon.classify import classify, parse_agent_session, parse_trailers
-from capdaemon.classify.rules import commit_agent_session
+from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.model import CheckRun, LabelEvent, PRSnapshot, RuleResult, Verdict
 

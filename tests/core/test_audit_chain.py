@@ -123,3 +123,44 @@ def test_entries_are_iterable_in_order(tmp_path):
     """Iterating a log yields the records in order."""
     path = _log(tmp_path, 3)
     assert [r["n"] for r in AuditLog(path)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "head_text",
+    [
+        '{"seg": 4, "hash": "%s"}',
+        '{"seq": "4", "hash": "%s"}',
+        '{"seq": true, "hash": "%s"}',
+        '{"seq": 4, "hash": "%s", "extra": 1}',
+        '{"seq": 4}',
+        "[4]",
+        '{"seq": 4, "hash": "%s"',
+    ],
+)
+def test_damaged_head_pointer_is_corruption_not_absence(tmp_path, head_text):
+    """A `.head` whose key is damaged used to read as "no head" and switch off the cut-tail
+    check: two cut entries then verified clean. Now verify fails naming the head file, and
+    opening the log refuses instead of overwriting the evidence on the next append."""
+    path = _log(tmp_path)
+    head = tmp_path / "actions.jsonl.head"
+    real = json.loads(head.read_text(encoding="utf-8"))
+    head.write_text(head_text.replace("%s", real["hash"]), encoding="utf-8")
+    path.write_text("".join(_lines(path)[:2]), encoding="utf-8")  # cut two entries
+    report = verify(path)
+    assert not report.ok
+    assert "head pointer" in report.reason and "actions.jsonl.head" in report.reason
+    with pytest.raises(AuditCorruptError, match=r"actions\.jsonl\.head"):
+        AuditLog(path)
+    assert head.read_text(encoding="utf-8") == head_text.replace("%s", real["hash"])
+
+
+def test_cli_verify_fails_on_a_damaged_head(tmp_path, capsys):
+    """`capdaemon audit verify` exits 1 and names the head file."""
+    from capdaemon.cli import main
+
+    path = _log(tmp_path)
+    head = tmp_path / "actions.jsonl.head"
+    head.write_text(head.read_text(encoding="utf-8").replace('"seq"', '"seg"'), encoding="utf-8")
+    assert main(["audit", "verify", "--state", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}:0: head pointer {head} unreadable" in out
