@@ -1,0 +1,134 @@
+"""First-deploy failures of `tick --once`: one line naming what and where, the right exit status,
+no traceback, and nothing written to the state directory."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import Harness
+
+pytestmark = pytest.mark.slow
+
+
+def _tick(daemon: Harness, *extra: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capdaemon.cli",
+            "tick",
+            "--once",
+            "--config",
+            str(daemon.config_dir),
+            "--state",
+            str(daemon.state_dir),
+            "--log-format",
+            "console",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.stdout == "", proc.stdout
+    return proc.returncode, proc.stderr
+
+
+def _one_line(stderr: str) -> str:
+    """The one failure line (progress at info level may come before it)."""
+    lines = [ln for ln in stderr.strip().splitlines() if "[info     ]" not in ln]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def _edit(daemon: Harness, **github: object) -> None:
+    daemon.configure()
+    path = daemon.config_dir / "capdaemon.yml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["github"].update(github)
+    data["github"] = {k: v for k, v in data["github"].items() if v is not None}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_wrong_token_exits_2_in_one_line_and_writes_no_state(daemon: Harness) -> None:
+    """A bad token: exit 2, the host named, no prs.json/tick_metrics.json, no tick counted."""
+    _edit(daemon, app_id=None, private_key_file=None, installation_id=None, token_env="GH_T")
+    code, err = _tick(daemon, env={"GH_T": "ghp_" + "x" * 36})
+    line = _one_line(err)
+    assert code == 2
+    assert "rejected the credentials" in line and "127.0.0.1:" in line
+    assert "ghp_" not in err
+    assert not daemon.state_dir.exists()
+
+
+def test_garbage_app_key_names_the_key_file(daemon: Harness, tmp_path: Path) -> None:
+    """A key file that is not a PEM private key: exit 2, the file named, nothing written."""
+    bad = tmp_path / "garbage.pem"
+    bad.write_text("-----BEGIN RSA PRIVATE KEY-----\nnot a key\n-----END RSA PRIVATE KEY-----\n")
+    _edit(daemon, private_key_file=str(bad))
+    code, err = _tick(daemon)
+    line = _one_line(err)
+    assert code == 2 and str(bad) in line and "private key" in line
+    assert "BEGIN" not in err
+    assert not daemon.state_dir.exists()
+
+
+def test_unreachable_host_names_host_and_port_quickly(daemon: Harness) -> None:
+    """A closed port: exit 1 at once (no 25 s of retries), naming host:port; nothing written."""
+    port = _closed_port()
+    _edit(daemon, base_url=f"http://127.0.0.1:{port}/api/v3")
+    code, err = _tick(daemon)
+    line = _one_line(err)
+    assert code == 1 and f"127.0.0.1:{port}" in line and "cannot reach GitHub" in line
+    assert not daemon.state_dir.exists()
+
+
+def test_unwritable_state_directory_names_the_path(daemon: Harness, tmp_path: Path) -> None:
+    """A state directory that cannot be created (under a file): exit 3, the path named."""
+    daemon.configure()
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    daemon.state_dir = blocker / "bot-state"
+    code, err = _tick(daemon)
+    line = _one_line(err)
+    assert code == 3 and str(blocker) in line
+    assert blocker.read_text() == "x"
+
+
+def test_config_error_is_printed_once(daemon: Harness) -> None:
+    """A config error: exit 2 and exactly one line (it used to be printed twice)."""
+    daemon.configure()
+    (daemon.config_dir / "capdaemon.yml").write_text("mode: sometimes\n", encoding="utf-8")
+    code, err = _tick(daemon)
+    line = _one_line(err)
+    assert code == 2 and "mode" in line
+    assert not daemon.state_dir.exists()
+
+
+def test_corrupt_state_exits_3_so_systemd_does_not_restart(daemon: Harness) -> None:
+    """A corrupt state file: exit 3 (RestartPreventExitStatus), the file named and kept."""
+    daemon.configure()
+    daemon.state_dir.mkdir(parents=True)
+    metrics = daemon.state_dir / "tick_metrics.json"
+    metrics.write_text("[1, 2]", encoding="utf-8")
+    code, err = _tick(daemon)
+    line = _one_line(err)
+    assert code == 3 and str(metrics) in line and "corrupt" in line
+    assert metrics.read_text(encoding="utf-8") == "[1, 2]"
+    unit = (Path(__file__).parents[2] / "systemd" / "capdaemon.service").read_text()
+    assert "RestartPreventExitStatus=2 3" in unit
