@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agents": ("capdaemon.commands.agents", "agent identities and their burn-in clocks"),
     "protect": ("capdaemon.commands.protect", "set branch protection on a supervised repo"),
     "digest": ("capdaemon.commands.digest", "render the daily digest"),
+    "init": ("capdaemon.commands.init", "write a starter config from the packaged sample"),
+    "doctor": ("capdaemon.commands.doctor", "check a deployment without changing anything"),
 }
 
 

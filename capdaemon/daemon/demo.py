@@ -213,8 +213,10 @@ def user_github(base_url: str, token: str) -> Any:
 
 
 def _sample_config_dir() -> Path | None:
-    """The repository's sample config/ (the demo copies it), if this is a source checkout."""
-    here = Path(__file__).resolve().parents[2] / "config"
+    """The sample config (packaged, or the source checkout's config/) that the demo copies."""
+    from capdaemon.resources import sample_config_dir
+
+    here = sample_config_dir()
     return here if (here / "capdaemon.yml").is_file() else None
 
 
