@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -422,16 +423,56 @@ def check_outcomes(sb: Any, state_dir: Path, result: DemoResult) -> None:
                 result.failures.append(f"{ref} ({pr.key}): the self-applied label was not ignored")
 
 
-def _table(rows: list[list[str]], headers: list[str], widths: list[int]) -> list[str]:
-    def cut(text: str, width: int) -> str:
-        text = " ".join(str(text).split())
-        return text if len(text) <= width else text[: width - 1] + "…"
+TABLE_WIDTH = 100
 
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    for row in rows:
-        out.append("  ".join(cut(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+def _table(rows: list[list[str]], width: int = TABLE_WIDTH) -> list[str]:
+    """PR, quadrant, files, action on one line; the "why" wrapped below; no line over `width`."""
+
+    def cut(text: str, w: int) -> str:
+        text = " ".join(str(text).split())
+        return text if len(text) <= w else text[: w - 1] + "…"
+
+    widths = [4, 1, 34]
+    rest = width - sum(widths) - 2 * len(widths)
+    out = ["  ".join(("PR", "Q", "files".ljust(widths[2]), "action")), "-" * width]
+    for number, files, quadrant, why, action in rows:
+        head = [number.ljust(widths[0]), cut(quadrant, 1), cut(files, widths[2]).ljust(widths[2])]
+        actions = textwrap.wrap(" ".join(action.split()), rest) or [""]
+        indent = " " * (width - rest)
+        out.append("  ".join(head) + "  " + actions[0])
+        out += [indent + more for more in actions[1:]]
+        out += textwrap.wrap(
+            " ".join(str(why).split()),
+            width,
+            initial_indent="      why: ",
+            subsequent_indent="           ",
+            max_lines=3,
+            placeholder=" …",
+        )
     return out
+
+
+def _wrap(line: str, width: int = TABLE_WIDTH) -> list[str]:
+    """One output line cut into lines of at most `width`, continuations under its text."""
+    if len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    indent = len(line) - len(body)
+    gap = body.find("  ")  # `why` prints "<time>  <text>": continue under the text
+    hang = indent + (gap + 2 if 0 < gap < 40 else 4)
+    return textwrap.wrap(
+        line,
+        width,
+        subsequent_indent=" " * hang,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [line]
+
+
+def _ballots_line(ballots: dict[str, str]) -> str:
+    """`acme/widgets#3 approved` for each ballot read in a tick."""
+    return ", ".join(f"{ref} {state}" for ref, state in sorted(ballots.items())) or "none"
 
 
 def run_demo(
@@ -446,6 +487,7 @@ def run_demo(
 
     say = _Out(stream or sys.stdout)
     started = time.monotonic()
+    temporary = directory is None and not keep_running  # removed at the end
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="capdaemon-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
@@ -462,9 +504,11 @@ def run_demo(
         now = datetime.now(UTC)
         dispatch_tasks(state_dir, now)
         say(
-            f"sandbox GitHub at {sb.base_url}: owner {OWNER}, agents {', '.join(std.AGENTS)}, "
-            f"App {std.APP_SLUG} (id {std.APP_ID}), supervised {REPO} (require_capability: true), "
-            f"bot repo {BOT_REPO}"
+            f"sandbox GitHub at {sb.base_url}: owner {OWNER}, agents {', '.join(std.AGENTS)},"
+        )
+        say(
+            f"  App {std.APP_SLUG} (id {std.APP_ID}), supervised {REPO} "
+            f"(require_capability: true), bot repo {BOT_REPO}"
         )
         say(f"dispatched {len(TASKS)} task capabilities into {state_dir}/capabilities")
         say("")
@@ -487,7 +531,10 @@ def run_demo(
             say("")
             say("4. capdaemon tick (polls the ballot, republishes L1.C3, merges at the sha):")
             second = run_tick(config_dir, state_dir)
-            say(f"  merged {', '.join(second['merged']) or 'nothing'}; ballots {second['ballots']}")
+            say(
+                f"  merged {', '.join(second['merged']) or 'nothing'}; "
+                f"ballots: {_ballots_line(second['ballots'])}"
+            )
             third = run_tick(config_dir, state_dir)
             say(
                 f"  a third tick changes nothing: classified {len(third['classified'])}, "
@@ -495,17 +542,19 @@ def run_demo(
             )
         check_outcomes(sb, state_dir, result)
         say("")
-        for line in _table(
-            result.rows, ["PR", "files", "quadrant", "why", "action"], [4, 44, 8, 52, 60]
-        ):
+        for line in _table(result.rows):
             say(line)
         say("")
         say(f"5. the story of {d_ref} (`capdaemon why {d_ref} --state {state_dir}`):")
-        with contextlib.redirect_stdout(stream or sys.stdout):
+        story = io.StringIO()
+        with contextlib.redirect_stdout(story):
             cli_main(["why", d_ref, "--state", str(state_dir)])
+        for line in story.getvalue().splitlines():
+            for part in _wrap(line):
+                say(part)
         result.seconds = round(time.monotonic() - started, 1)
         say("")
-        _explain(say, result, sb, config_dir, state_dir, keep_running)
+        _explain(say, result, sb, config_dir, state_dir, keep_running, temporary)
         if result.failures:
             say("")
             say("DEMO FAILED — unexpected outcomes:")
@@ -521,6 +570,8 @@ def run_demo(
                     time.sleep(3600)
     finally:
         sb.stop()
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
     return result
 
 
@@ -531,10 +582,21 @@ def _explain(
     config_dir: Path,
     state_dir: Path,
     keep_running: bool,
+    temporary: bool,
 ) -> None:
+    """Where things are and what to try — only what still works after the demo returns."""
+    if temporary:
+        say("the demo's temporary folder is removed on exit; `--dir DIR` keeps its files")
+        say("and `--keep-running` keeps the sandbox up to explore")
+        return
     alice = std.token_for(OWNER)
     say(f"sandbox folder: {result.root}")
     say(f"  config {config_dir}, state {state_dir}, daemon log {result.root / 'capdaemon.log'}")
+    say(f"  try: capdaemon audit verify --state {state_dir}")
+    say(f"  try: capdaemon digest --print --config {config_dir} --state {state_dir}")
+    if not keep_running:
+        say("  (the sandbox stopped with the demo; `capdaemon demo --keep-running` keeps it up)")
+        return
     say(
         f"  base URL {sb.base_url}; tokens: {OWNER}={alice}, "
         + ", ".join(f"{a}={std.token_for(a)}" for a in std.AGENTS)
@@ -544,9 +606,6 @@ def _explain(
         f"{sb.base_url}/repos/{BOT_REPO}/issues | head"
     )
     say(f"  try: capdaemon tick --once --config {config_dir} --state {state_dir}")
-    say(f"  try: capdaemon audit verify --state {state_dir}")
-    if not keep_running:
-        say("  (the sandbox stops with the demo; `capdaemon demo --keep-running` keeps it up)")
 
 
 def summary_json(result: DemoResult) -> str:

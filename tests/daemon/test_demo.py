@@ -24,7 +24,7 @@ def test_demo_runs_to_completion(tmp_path: Path) -> None:
     for line in (
         "agents push their work with git over HTTP",
         "owner alice answers ballot",
-        "PR    files",
+        "PR  Q  files",
         "ballot approved by alice → merged",
         "blocked: L1.C3 failed (scope violation)",
         "record(s)",
@@ -34,3 +34,6 @@ def test_demo_runs_to_completion(tmp_path: Path) -> None:
     ):
         assert line in out, line
     assert (tmp_path / "demo" / "bot-state" / "classifier_audit.jsonl").exists()
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "{'" not in out  # no raw Python dict
+    assert "tick --once" not in out  # the sandbox is gone: a suggested tick would fail
