@@ -188,7 +188,8 @@ class _Out:
         self.stream = stream
 
     def __call__(self, text: str = "") -> None:
-        print(text, file=self.stream, flush=True)
+        for line in _wrap(text):
+            print(line, file=self.stream, flush=True)
 
 
 def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
@@ -466,7 +467,7 @@ def _wrap(line: str, width: int = TABLE_WIDTH) -> list[str]:
         width,
         subsequent_indent=" " * hang,
         break_on_hyphens=False,
-        drop_whitespace=True,
+        break_long_words=False,  # a long path stays whole, to copy
     ) or [line]
 
 
@@ -550,8 +551,7 @@ def run_demo(
         with contextlib.redirect_stdout(story):
             cli_main(["why", d_ref, "--state", str(state_dir)])
         for line in story.getvalue().splitlines():
-            for part in _wrap(line):
-                say(part)
+            say(line)
         result.seconds = round(time.monotonic() - started, 1)
         say("")
         _explain(say, result, sb, config_dir, state_dir, keep_running, temporary)
