@@ -546,7 +546,7 @@ def run_demo(
         for line in _table(result.rows):
             say(line)
         say("")
-        say(f"5. the story of {d_ref} (`capdaemon why {d_ref} --state {state_dir}`):")
+        say(f"5. the story of {d_ref} (`capdaemon why {d_ref}` on the state folder):")
         story = io.StringIO()
         with contextlib.redirect_stdout(story):
             cli_main(["why", d_ref, "--state", str(state_dir)])

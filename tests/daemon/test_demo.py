@@ -34,6 +34,7 @@ def test_demo_runs_to_completion(tmp_path: Path) -> None:
     ):
         assert line in out, line
     assert (tmp_path / "demo" / "bot-state" / "classifier_audit.jsonl").exists()
-    assert max(len(line) for line in out.splitlines()) <= 100
+    # 100 columns at most, unless one path alone is longer (a path is never cut)
+    assert all(len(ln) <= 100 or "/" in max(ln.split(), key=len) for ln in out.splitlines())
     assert "{'" not in out  # no raw Python dict
     assert "tick --once" not in out  # the sandbox is gone: a suggested tick would fail
