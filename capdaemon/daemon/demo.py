@@ -504,9 +504,7 @@ def run_demo(
         write_config(config_dir, base_url=sb.base_url, key_file=key_file)
         now = datetime.now(UTC)
         dispatch_tasks(state_dir, now)
-        say(
-            f"sandbox GitHub at {sb.base_url}: owner {OWNER}, agents {', '.join(std.AGENTS)},"
-        )
+        say(f"sandbox GitHub at {sb.base_url}: owner {OWNER}, agents {', '.join(std.AGENTS)},")
         say(
             f"  App {std.APP_SLUG} (id {std.APP_ID}), supervised {REPO} "
             f"(require_capability: true), bot repo {BOT_REPO}"
