@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.daemon.safety import protection_problems
     from capdaemon.decide.labels import L1C3_CHECK_NAME
     from capdaemon.forge.errors import ForgeError
+    from capdaemon.logging import configure_logging
 
+    configure_logging("auto", "info")  # stderr: JSON off a terminal, readable on one
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+", args.repo):
         error("protect", f"{args.repo!r} is not OWNER/REPO")
         return 2

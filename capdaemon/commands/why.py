@@ -83,6 +83,7 @@ def describe(rec: dict[str, Any]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Print the PR's story; exit 1 when the logs know nothing of it, 2 on a bad argument."""
     from capdaemon.audit import AuditCorruptError, story
+    from capdaemon.capability.cli_support import state_dir_problem
 
     m = _PR_RE.match(args.pr.strip())
     if not m:
@@ -90,8 +91,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     pr = f"{m.group(1)}#{int(m.group(2))}"
     sdir = state_dir(args)
+    problem = state_dir_problem(sdir)
+    if problem:
+        error("why", problem)
+        return 2
     try:
-        records = story(sdir, pr) if sdir.is_dir() else []
+        records = story(sdir, pr)
     except AuditCorruptError as exc:
         error("why", str(exc))
         return 2
