@@ -85,3 +85,20 @@ def test_agents_table_columns_line_up(tmp_path: Path, capsys: pytest.CaptureFixt
     for row in rows:
         for start in starts:
             assert row[start - 2 : start] == "  " and row[start] != " ", (row, start)
+
+
+def test_an_unanticipated_failure_is_one_line_unless_debugging(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state folder where a log file should be: one line naming it, exit 1, no traceback;
+    CAPDAEMON_DEBUG=1 lets the exception (and so its traceback) through."""
+    (tmp_path / "classifier_audit.jsonl").mkdir()
+    argv = ["why", "acme/widgets#1", "--state", str(tmp_path)]
+    monkeypatch.delenv("CAPDAEMON_DEBUG", raising=False)
+    assert cli(argv) == 1
+    err = capsys.readouterr().err
+    [line] = err.strip().splitlines()
+    assert "classifier_audit.jsonl" in line and "Traceback" not in err
+    monkeypatch.setenv("CAPDAEMON_DEBUG", "1")
+    with pytest.raises(IsADirectoryError):
+        cli(argv)
