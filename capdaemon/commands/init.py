@@ -1,6 +1,6 @@
 """`capdaemon init [DIR]`: write a starter config from the packaged, commented sample.
 
-Asks nothing. `--repo`/`--owner` fill the obvious fields; `--detect PATH` looks at a local clone
+Asks nothing; the config starts in shadow mode. `--repo`/`--owner` fill the obvious fields; `--detect PATH` looks at a local clone
 for its source root and its docs/tests/examples folders. Never overwrites a file: when any
 file it would write exists, it writes nothing and says which.
 """
@@ -121,7 +121,9 @@ def write_starter(
 
 
 def fill_main(text: str, repos: list[str], owners: list[str], bot_repo: str | None) -> str:
-    """The sample capdaemon.yml with its repos, owners and the bot's own repo replaced."""
+    """The sample capdaemon.yml in shadow mode (a new deployment merges nothing until an
+    operator switches it to enforce), with its repos, owners and the bot's own repo replaced."""
+    text = re.sub(r"(?m)^mode: enforce( *)", r"mode: shadow \g<1>", text, count=1)
     if owners:
         text = re.sub(r"(?m)^owners: \[[^\]]*\]", f"owners: [{', '.join(owners)}]", text, count=1)
     if repos:

@@ -45,15 +45,24 @@ def test_init_writes_a_config_that_loads_and_validates(
     assert "# capdaemon.yml" in (target / "capdaemon.yml").read_text(encoding="utf-8")
 
 
-def test_init_without_arguments_writes_the_sample_as_is(tmp_path: Path) -> None:
-    """No flags: the files equal the packaged sample byte for byte, and load."""
+def test_init_without_arguments_writes_the_sample_in_shadow_mode(tmp_path: Path) -> None:
+    """No flags: the files equal the packaged sample byte for byte, except that a new
+    deployment starts in shadow mode (it merges nothing until switched to enforce)."""
     target = tmp_path / "cfg"
     assert cli(["init", str(target)]) == 0
     for src in sample_config_dir().rglob("*"):
         if src.is_file() and "__pycache__" not in src.parts:
             rel = src.relative_to(sample_config_dir())
-            assert (target / rel).read_bytes() == src.read_bytes(), rel
-    load_config(target)
+            if rel != Path("capdaemon.yml"):
+                assert (target / rel).read_bytes() == src.read_bytes(), rel
+    sample = (sample_config_dir() / "capdaemon.yml").read_text(encoding="utf-8").splitlines()
+    mine = (target / "capdaemon.yml").read_text(encoding="utf-8").splitlines()
+    assert [(a, b) for a, b in zip(sample, mine, strict=True) if a != b] == [
+        (line, line.replace("mode: enforce ", "mode: shadow  "))
+        for line in sample
+        if line.startswith("mode: enforce")
+    ]
+    assert load_config(target).mode == "shadow"
 
 
 def test_init_never_overwrites_an_existing_file(
