@@ -1,8 +1,9 @@
 """`capdaemon init [DIR]`: write a starter config from the packaged, commented sample.
 
-Asks nothing; the config starts in shadow mode. `--repo`/`--owner` fill the obvious fields; `--detect PATH` looks at a local clone
-for its source root and its docs/tests/examples folders. Never overwrites a file: when any
-file it would write exists, it writes nothing and says which.
+Asks nothing; the config starts in shadow mode. `--repo`/`--owner` fill the obvious fields;
+`--detect PATH` looks at a local clone for its source root and its docs/tests/examples
+folders. Never overwrites a file: when any file it would write exists, it writes nothing and
+says which.
 """
 
 from __future__ import annotations
