@@ -76,21 +76,37 @@ def forge_errors(gh: GitHubConfig, what: str = "") -> Iterator[None]:
         raise UnreachableError(f"cannot reach GitHub at {where} ({exc})") from None
 
 
-def authenticate(forge: Any, gh: GitHubConfig) -> str:
-    """Prove the credentials work (the App's identity and an installation token, or the token's
-    user); returns the login the daemon acts as. One attempt: a start-up check does not wait."""
+@contextmanager
+def _one_attempt(forge: Any) -> Iterator[None]:
+    """A start-up or pre-tick check does not wait out an outage, and reports it itself."""
     transport = forge.transport
     attempts, transport.attempts = transport.attempts, 1
     transport.log_transient = False
     try:
-        with forge_errors(gh):
-            login = str(forge.login)
-            if forge.installation_auth is not None:
-                _ = forge.installation_auth.token
-            return login
+        yield
     finally:
         transport.attempts = attempts
         transport.log_transient = True
+
+
+def authenticate(forge: Any, gh: GitHubConfig) -> str:
+    """Prove the credentials work (the App's identity and an installation token, or the token's
+    user); returns the login the daemon acts as. CredentialsError / UnreachableError."""
+    with _one_attempt(forge), forge_errors(gh):
+        login = str(forge.login)
+        if forge.installation_auth is not None:
+            _ = forge.installation_auth.token
+        return login
+
+
+def recheck(forge: Any, gh: GitHubConfig) -> None:
+    """Before each scheduled tick: the installation token (renewed when due), or the token
+    against the free GET /rate_limit. CredentialsError / UnreachableError."""
+    with _one_attempt(forge), forge_errors(gh):
+        if forge.installation_auth is not None:
+            _ = forge.installation_auth.token
+        else:
+            forge.rate_limit_core()
 
 
 def build_forge(

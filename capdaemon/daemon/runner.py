@@ -149,7 +149,6 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     from capdaemon.daemon.digest_job import add_digest_job
-    from capdaemon.state import StateError
 
     log = get_logger("capdaemon.daemon")
     notifier = notifier or Notifier()
@@ -163,13 +162,9 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
             sched.shutdown(wait=False)
 
     def job() -> None:
-        try:
-            ticker.tick()
-        except StateError as exc:
-            log.error("tick.fatal", error=str(exc))
-            stop(EXIT_FAILED)
-        except Exception as exc:  # a failed tick is retried next interval; the daemon stays up
-            log.error("tick.failed", error=f"{type(exc).__name__}: {exc}")
+        code = tick_job(ticker)
+        if code is not None:
+            stop(code)
         notifier.watchdog()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -200,6 +195,29 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
             signal.signal(s, handler)
     log.info("daemon.stop", exit_code=outcome["code"])
     return outcome["code"]
+
+
+def tick_job(ticker: Any) -> int | None:
+    """One scheduled tick. The credentials are proven first: a tick that cannot authenticate
+    (key or token revoked, GitHub unreachable) is skipped — nothing written, not counted.
+    Returns EXIT_FAILED when the daemon must stop (corrupt state), else None."""
+    from capdaemon.daemon.preflight import recheck
+    from capdaemon.state import StateError
+
+    log = get_logger("capdaemon.daemon")
+    try:
+        recheck(ticker.forge, ticker.config.github)
+    except (CredentialsError, UnreachableError) as exc:
+        log.error("tick.skipped", error=str(exc))
+        return None
+    try:
+        ticker.tick()
+    except StateError as exc:
+        log.error("tick.fatal", error=str(exc))
+        return EXIT_FAILED
+    except Exception as exc:  # a failed tick is retried next interval; the daemon stays up
+        log.error("tick.failed", error=f"{type(exc).__name__}: {exc}")
+    return None
 
 
 def watch_overruns(sched: Any, tick_seconds: float) -> None:

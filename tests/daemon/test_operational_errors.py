@@ -159,3 +159,30 @@ def test_protect_logs_json_off_a_terminal(daemon: Harness) -> None:
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert lines and all(ln.startswith("{") for ln in lines), proc.stderr
     assert not any(ln.startswith("{") for ln in proc.stdout.splitlines())
+
+
+def test_a_scheduled_tick_that_cannot_authenticate_writes_nothing(
+    daemon: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's token is revoked after a good tick: the next scheduled tick is skipped with
+    one `tick.skipped` event; prs.json and tick_metrics.json are untouched, no tick counted."""
+    from structlog.testing import capture_logs
+
+    from capdaemon.daemon.runner import tick_job
+
+    token = daemon.sb.tokens[daemon.sb.owner]
+    _edit(daemon, app_id=None, private_key_file=None, installation_id=None, token_env="GH_T")
+    monkeypatch.setenv("GH_T", token)
+    daemon.open_pr({"README.md": "# widgets (typo)\n"})
+    ticker = daemon.start()
+    assert tick_job(ticker) is None
+    metrics = daemon.state_dir / "tick_metrics.json"
+    before = {p.name: p.read_bytes() for p in daemon.state_dir.glob("*.json")}
+    assert b'"ticks": 1' in metrics.read_bytes()
+    with daemon.sb.backend.lock:  # the owner revokes the token
+        del daemon.sb.backend.data["tokens"][token]
+    with capture_logs() as logs:
+        assert tick_job(ticker) is None
+    assert [e["event"] for e in logs] == ["tick.skipped"]
+    assert "rejected the credentials" in logs[0]["error"]
+    assert {p.name: p.read_bytes() for p in daemon.state_dir.glob("*.json")} == before
