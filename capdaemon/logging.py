@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -40,7 +41,7 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
     """Configure structlog once for the process: `json`, `console`, or `auto` (console on a TTY).
 
     Returns the format chosen ("json" or "console")."""
-    out = stream if stream is not None else sys.stderr
+    out = stream if stream is not None else _CurrentStderr()
     if fmt == "auto":
         fmt = "console" if out.isatty() else "json"
     if fmt not in ("json", "console"):
@@ -71,6 +72,34 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
         cache_logger_on_first_use=False,
     )
     return fmt
+
+
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is at the moment (it may be replaced after set-up)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def logging_for_command(fmt: str = "auto", level: str = "info") -> Iterator[str]:
+    """Logging set up for one command run in-process, restored afterwards (the previous
+    structlog configuration, root handlers and level); yields the format chosen."""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, root_level = list(root.handlers), root.level
+    try:
+        yield configure_logging(fmt, level)
+    finally:
+        structlog.configure(**saved)
+        root.handlers[:] = handlers
+        root.setLevel(root_level)
 
 
 def get_logger(name: str = "capdaemon") -> Any:

@@ -33,15 +33,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the findings; the exit status as in the module docstring."""
     from capdaemon.daemon.checkup import FAIL, Finding
-    from capdaemon.logging import configure_logging
+    from capdaemon.logging import logging_for_command
 
-    configure_logging("auto", "warning")  # the findings are the output; library chatter is not
     findings: list[Finding] = []
     config_failed = False
-    for finding, is_config in _findings(args):
-        print(finding.line(), flush=True)
-        findings.append(finding)
-        config_failed = config_failed or (is_config and finding.status == FAIL)
+    with logging_for_command("auto", "warning"):  # the findings are the output
+        for finding, is_config in _findings(args):
+            print(finding.line(), flush=True)
+            findings.append(finding)
+            config_failed = config_failed or (is_config and finding.status == FAIL)
     failed = sum(1 for f in findings if f.status == FAIL)
     warned = sum(1 for f in findings if f.status == "warn")
     summary = f"doctor: {failed} failed, {warned} warnings, {len(findings)} checks"

@@ -26,6 +26,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 protected (or already so); 1 drift found with --check; 2 bad input; 3 GitHub refused."""
+    from capdaemon.logging import logging_for_command
+
+    with logging_for_command("auto", "info"):  # stderr: JSON off a terminal
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import re
     from datetime import UTC, datetime
 
@@ -35,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.daemon.safety import protection_problems
     from capdaemon.decide.labels import L1C3_CHECK_NAME
     from capdaemon.forge.errors import ForgeError
-    from capdaemon.logging import configure_logging
 
-    configure_logging("auto", "info")  # stderr: JSON off a terminal, readable on one
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+", args.repo):
         error("protect", f"{args.repo!r} is not OWNER/REPO")
         return 2

@@ -8,13 +8,28 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import pytest
+import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from capdaemon.daemon.runner import watch_overruns
 from capdaemon.logging import configure_logging
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """These tests point logging at a buffer; later tests get the previous set-up back."""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**saved)
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def _events(text: str) -> list[dict[str, object]]:
