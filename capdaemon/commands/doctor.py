@@ -8,9 +8,15 @@ can write to the decision repo, an unusable state directory).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from capdaemon.config import Config
+    from capdaemon.daemon.checkup import Finding
+    from capdaemon.forge.client import Forge
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the findings; the exit status as in the module docstring."""
-    from capdaemon.daemon.checkup import FAIL, Finding
+    from capdaemon.daemon.checkup import FAIL
     from capdaemon.logging import logging_for_command
 
     findings: list[Finding] = []
@@ -51,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _findings(args: argparse.Namespace) -> Any:
+def _findings(args: argparse.Namespace) -> Iterator[tuple[Finding, bool]]:
     """(Finding, whether it is a config/credentials check) in the order they are made."""
     from capdaemon.commands._common import CLIError, config_dir, load_config_and_rules, state_dir
     from capdaemon.daemon.checkup import (
@@ -141,7 +147,7 @@ def _findings(args: argparse.Namespace) -> Any:
         forge.close()
 
 
-def _candidates(forge: Any, config: Any, state: Path, agents: list[str]) -> set[str]:
+def _candidates(forge: Forge, config: Config, state: Path, agents: list[str]) -> set[str]:
     """Logins whose write access to the decision repo matters: the --agent logins, the PR
     authors the daemon has seen (bot-state/prs.json, read only) and open PRs' authors."""
     from capdaemon.forge.errors import ForgeError

@@ -15,9 +15,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from capdaemon.config import Config
+from capdaemon.config import Config, RepoConfig
+
+if TYPE_CHECKING:
+    from capdaemon.forge.client import Forge
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
 
@@ -138,7 +141,7 @@ def check_time_zone(config: Config, now: datetime) -> Finding:
 
 
 # ---------------------------------------------------------------------------------- online
-def check_github(forge: Any, config: Config, candidates: set[str]) -> Iterator[Finding]:
+def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
     """Installation and permissions, each repo, the decision repo's writers, the rate budget."""
     from capdaemon.forge.errors import ForgeError
 
@@ -155,7 +158,7 @@ def check_github(forge: Any, config: Config, candidates: set[str]) -> Iterator[F
             yield Finding(FAIL, "github", " ".join(str(exc).split())[:200])
 
 
-def _installation(forge: Any, config: Config) -> Iterator[Finding]:
+def _installation(forge: Forge, config: Config) -> Iterator[Finding]:
     if not forge.as_app:
         yield Finding(OK, "credentials", f"token accepted: acting as {forge.login}")
         return
@@ -182,7 +185,7 @@ def _installation(forge: Any, config: Config) -> Iterator[Finding]:
         )
 
 
-def _repo(forge: Any, rc: Any) -> Iterator[Finding]:
+def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
     from capdaemon.forge.errors import NotFound
 
     try:
@@ -216,7 +219,7 @@ def _repo(forge: Any, rc: Any) -> Iterator[Finding]:
     yield Finding(OK if checks else WARN, f"protection {rc.name}", detail)
 
 
-def _decision_repo(forge: Any, config: Config, candidates: set[str]) -> Iterator[Finding]:
+def _decision_repo(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
     from capdaemon.daemon.access import decision_repo_writers
 
     repo = config.ballot_repo
@@ -236,7 +239,7 @@ def _decision_repo(forge: Any, config: Config, candidates: set[str]) -> Iterator
         yield Finding(OK, "decision repo", f"{repo}: only owners and the bot can write ({checked})")
 
 
-def _rate(forge: Any) -> Iterator[Finding]:
+def _rate(forge: Forge) -> Iterator[Finding]:
     core = forge.rate_limit_core()
     remaining, limit = int(core.get("remaining", 0)), int(core.get("limit", 0))
     reset = core.get("reset")

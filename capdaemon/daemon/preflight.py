@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, Transient
+
+if TYPE_CHECKING:
+    from capdaemon.forge.client import Forge
 
 
 class CredentialsError(RuntimeError):
@@ -77,7 +80,7 @@ def forge_errors(gh: GitHubConfig, what: str = "") -> Iterator[None]:
 
 
 @contextmanager
-def _one_attempt(forge: Any) -> Iterator[None]:
+def _one_attempt(forge: Forge) -> Iterator[None]:
     """A start-up or pre-tick check does not wait out an outage, and reports it itself."""
     transport = forge.transport
     attempts, transport.attempts = transport.attempts, 1
@@ -89,7 +92,7 @@ def _one_attempt(forge: Any) -> Iterator[None]:
         transport.log_transient = True
 
 
-def authenticate(forge: Any, gh: GitHubConfig) -> str:
+def authenticate(forge: Forge, gh: GitHubConfig) -> str:
     """Prove the credentials work (the App's identity and an installation token, or the token's
     user); returns the login the daemon acts as. CredentialsError / UnreachableError."""
     with _one_attempt(forge), forge_errors(gh):
@@ -99,7 +102,7 @@ def authenticate(forge: Any, gh: GitHubConfig) -> str:
         return login
 
 
-def recheck(forge: Any, gh: GitHubConfig) -> None:
+def recheck(forge: Forge, gh: GitHubConfig) -> None:
     """Before each scheduled tick: the installation token (renewed when due), or the token
     against the free GET /rate_limit. CredentialsError / UnreachableError."""
     with _one_attempt(forge), forge_errors(gh):
@@ -111,7 +114,7 @@ def recheck(forge: Any, gh: GitHubConfig) -> None:
 
 def build_forge(
     gh: GitHubConfig, *, token: str | None, key_pem: bytes | None, write_interval: float
-) -> Any:
+) -> Forge:
     """Forge.from_config with its start-up failures (finding the installation) as one line."""
     from capdaemon.forge.client import Forge
 

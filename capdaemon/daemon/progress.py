@@ -6,7 +6,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from capdaemon.daemon.tickdata import TickReport
 
 PROGRESS_SECONDS = 5.0
 
@@ -34,7 +37,7 @@ class Progress:
         isatty = getattr(self.stream, "isatty", None)
         return bool(isatty and isatty())
 
-    def step(self, repo: str, done: int, total: int, report: Any) -> bool:
+    def step(self, repo: str, done: int, total: int, report: TickReport) -> bool:
         """Report `done` of `total` PRs of `repo` (with the tick's issues and merges so far)
         when `every` seconds have passed since the last report; True when it reported."""
         now = self.clock()
