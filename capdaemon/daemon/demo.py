@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from capdaemon.daemon.demo_output import Narrator, ballots_line, explain, outcome_table
 from capdaemon.sandbox import testing as std
 
 REPO = std.REPO
@@ -179,17 +180,6 @@ class DemoResult:
     def ok(self) -> bool:
         """True when every expected outcome happened."""
         return not self.failures
-
-
-class _Out:
-    """Prints demo narration (plain lines; the daemon's own logs go to a file)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-
-    def __call__(self, text: str = "") -> None:
-        for line in _wrap(text):
-            print(line, file=self.stream, flush=True)
 
 
 def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
@@ -424,58 +414,6 @@ def check_outcomes(sb: Any, state_dir: Path, result: DemoResult) -> None:
                 result.failures.append(f"{ref} ({pr.key}): the self-applied label was not ignored")
 
 
-TABLE_WIDTH = 100
-
-
-def _table(rows: list[list[str]], width: int = TABLE_WIDTH) -> list[str]:
-    """PR, quadrant, files, action on one line; the "why" wrapped below; no line over `width`."""
-
-    def cut(text: str, w: int) -> str:
-        text = " ".join(str(text).split())
-        return text if len(text) <= w else text[: w - 1] + "…"
-
-    widths = [4, 1, 34]
-    rest = width - sum(widths) - 2 * len(widths)
-    out = ["  ".join(("PR", "Q", "files".ljust(widths[2]), "action")), "-" * width]
-    for number, files, quadrant, why, action in rows:
-        head = [number.ljust(widths[0]), cut(quadrant, 1), cut(files, widths[2]).ljust(widths[2])]
-        actions = textwrap.wrap(" ".join(action.split()), rest) or [""]
-        indent = " " * (width - rest)
-        out.append("  ".join(head) + "  " + actions[0])
-        out += [indent + more for more in actions[1:]]
-        out += textwrap.wrap(
-            " ".join(str(why).split()),
-            width,
-            initial_indent="      why: ",
-            subsequent_indent="           ",
-            max_lines=3,
-            placeholder=" …",
-        )
-    return out
-
-
-def _wrap(line: str, width: int = TABLE_WIDTH) -> list[str]:
-    """One output line cut into lines of at most `width`, continuations under its text."""
-    if len(line) <= width:
-        return [line]
-    body = line.lstrip(" ")
-    indent = len(line) - len(body)
-    gap = body.find("  ")  # `why` prints "<time>  <text>": continue under the text
-    hang = indent + (gap + 2 if 0 < gap < 40 else 4)
-    return textwrap.wrap(
-        line,
-        width,
-        subsequent_indent=" " * hang,
-        break_on_hyphens=False,
-        break_long_words=False,  # a long path stays whole, to copy
-    ) or [line]
-
-
-def _ballots_line(ballots: dict[str, str]) -> str:
-    """`acme/widgets#3 approved` for each ballot read in a tick."""
-    return ", ".join(f"{ref} {state}" for ref, state in sorted(ballots.items())) or "none"
-
-
 def run_demo(
     directory: Path | None = None,
     *,
@@ -486,7 +424,7 @@ def run_demo(
     from capdaemon.cli import main as cli_main
     from capdaemon.sandbox import Sandbox
 
-    say = _Out(stream or sys.stdout)
+    say = Narrator(stream or sys.stdout)
     started = time.monotonic()
     temporary = directory is None and not keep_running  # removed at the end
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="capdaemon-demo-"))
@@ -532,7 +470,7 @@ def run_demo(
             second = run_tick(config_dir, state_dir)
             say(
                 f"  merged {', '.join(second['merged']) or 'nothing'}; "
-                f"ballots: {_ballots_line(second['ballots'])}"
+                f"ballots: {ballots_line(second['ballots'])}"
             )
             third = run_tick(config_dir, state_dir)
             say(
@@ -541,7 +479,7 @@ def run_demo(
             )
         check_outcomes(sb, state_dir, result)
         say("")
-        for line in _table(result.rows):
+        for line in outcome_table(result.rows):
             say(line)
         say("")
         say(f"5. the story of {d_ref} (`capdaemon why {d_ref}` on the state folder):")
@@ -552,7 +490,7 @@ def run_demo(
             say(line)
         result.seconds = round(time.monotonic() - started, 1)
         say("")
-        _explain(say, result, sb, config_dir, state_dir, keep_running, temporary)
+        explain(say, result.root, sb, config_dir, state_dir, keep_running, temporary)
         if result.failures:
             say("")
             say("DEMO FAILED — unexpected outcomes:")
@@ -571,39 +509,6 @@ def run_demo(
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
     return result
-
-
-def _explain(
-    say: Callable[[str], None],
-    result: DemoResult,
-    sb: Any,
-    config_dir: Path,
-    state_dir: Path,
-    keep_running: bool,
-    temporary: bool,
-) -> None:
-    """Where things are and what to try — only what still works after the demo returns."""
-    if temporary:
-        say("the demo's temporary folder is removed on exit; `--dir DIR` keeps its files")
-        say("and `--keep-running` keeps the sandbox up to explore")
-        return
-    alice = std.token_for(OWNER)
-    say(f"sandbox folder: {result.root}")
-    say(f"  config {config_dir}, state {state_dir}, daemon log {result.root / 'capdaemon.log'}")
-    say(f"  try: capdaemon audit verify --state {state_dir}")
-    say(f"  try: capdaemon digest --print --config {config_dir} --state {state_dir}")
-    if not keep_running:
-        say("  (the sandbox stopped with the demo; `capdaemon demo --keep-running` keeps it up)")
-        return
-    say(
-        f"  base URL {sb.base_url}; tokens: {OWNER}={alice}, "
-        + ", ".join(f"{a}={std.token_for(a)}" for a in std.AGENTS)
-    )
-    say(
-        f"  try: curl -s -H 'Authorization: token {alice}' "
-        f"{sb.base_url}/repos/{BOT_REPO}/issues | head"
-    )
-    say(f"  try: capdaemon tick --once --config {config_dir} --state {state_dir}")
 
 
 def summary_json(result: DemoResult) -> str:
