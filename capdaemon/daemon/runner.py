@@ -108,13 +108,15 @@ def open_ticker(
     heartbeat: Any = None,
     forge: Any = None,
     verify: bool = False,
+    wait_for_github: bool = False,
 ) -> Iterator[Any]:
     """Read credentials, build the Forge (unless given), lock the state dir, build the Ticker.
 
     With `verify`, the key must parse and GitHub must accept the credentials before anything
-    is created or written in the state directory. Raises CredentialsError, UnreachableError,
-    LockedError (another daemon holds the dir), StateError (a corrupt state file, named).
-    The lock is held until the context exits.
+    is created or written in the state directory. With `wait_for_github` (the daemon), an
+    unreachable GitHub is not fatal: the scheduled ticks are skipped until it answers.
+    Raises CredentialsError, UnreachableError, LockedError (another daemon holds the dir),
+    StateError (a corrupt state file, named). The lock is held until the context exits.
     """
     from capdaemon.daemon.preflight import authenticate, build_forge, check_key_pem
     from capdaemon.daemon.tick import Ticker
@@ -131,7 +133,14 @@ def open_ticker(
             write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
         )
         if verify:
-            authenticate(forge, config.github)
+            try:
+                authenticate(forge, config.github)
+            except UnreachableError as exc:
+                if not wait_for_github:
+                    raise
+                get_logger("capdaemon.daemon").warning(
+                    "daemon.unreachable", error=str(exc), then="ticks wait until GitHub answers"
+                )
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
@@ -284,7 +293,12 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
         config, rules = load_config_and_rules(args)
         config = with_base_url(config, args.base_url)
         with open_ticker(
-            config, state, rules=rules, heartbeat=notifier.watchdog, verify=True
+            config,
+            state,
+            rules=rules,
+            heartbeat=notifier.watchdog,
+            verify=True,
+            wait_for_github=daemon,
         ) as ticker:
             if not daemon:
                 print(json.dumps(run_once(ticker), sort_keys=True))

@@ -3,10 +3,13 @@ no traceback, and nothing written to the state directory."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +189,48 @@ def test_a_scheduled_tick_that_cannot_authenticate_writes_nothing(
     assert [e["event"] for e in logs] == ["tick.skipped"]
     assert "rejected the credentials" in logs[0]["error"]
     assert {p.name: p.read_bytes() for p in daemon.state_dir.glob("*.json")} == before
+
+
+def test_the_daemon_waits_for_an_unreachable_github(daemon: Harness) -> None:
+    """`run` at boot with GitHub down: it does not exit (no crash loop against systemd's start
+    limit); each scheduled tick is one `tick.skipped` event naming host:port; SIGTERM → 0."""
+    port = _closed_port()
+    _edit(daemon, base_url=f"http://127.0.0.1:{port}/api/v3")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "capdaemon.cli",
+            "run",
+            "--tick-seconds",
+            "0.3",
+            "--config",
+            str(daemon.config_dir),
+            "--state",
+            str(daemon.state_dir),
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        lock = daemon.state_dir / "capdaemon.lock"
+        while not lock.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.5)  # a few scheduled ticks
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    events = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    names = [e["event"] for e in events]
+    assert "daemon.unreachable" in names and names.count("tick.skipped") >= 1
+    skipped = next(e for e in events if e["event"] == "tick.skipped")
+    assert f"127.0.0.1:{port}" in skipped["error"]
+    assert not (daemon.state_dir / "tick_metrics.json").exists()  # no tick counted
