@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+DEBUG_ENV = "CAPDAEMON_DEBUG"  # set: unexpected failures show their traceback
 
 # command -> (module, one-line help). Each module defines
 #   configure(parser: argparse.ArgumentParser) -> None
@@ -30,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "protect": ("capdaemon.commands.protect", "set branch protection on a supervised repo"),
     "digest": ("capdaemon.commands.digest", "render the daily digest"),
     "dashboard": ("capdaemon.commands.dashboard", "read-only web dashboard (serve or --out)"),
+    "init": ("capdaemon.commands.init", "write a starter config from the packaged sample"),
+    "doctor": ("capdaemon.commands.doctor", "check a deployment without changing anything"),
 }
 
 
@@ -78,6 +83,16 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a failure no command anticipated: one line, not a traceback
+        if getattr(args, "debug", False) or os.environ.get(DEBUG_ENV):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        print(
+            f"capdaemon {name}: error: {type(exc).__name__}: {text} "
+            f"(set {DEBUG_ENV}=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -36,9 +37,11 @@ def redact_secrets(
     return event_dict
 
 
-def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
-    """Configure structlog once for the process: `json`, `console`, or `auto` (console on a TTY)."""
-    out = stream if stream is not None else sys.stderr
+def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | None = None) -> str:
+    """Configure structlog once for the process: `json`, `console`, or `auto` (console on a TTY).
+
+    Returns the format chosen ("json" or "console")."""
+    out = stream if stream is not None else _CurrentStderr()
     if fmt == "auto":
         fmt = "console" if out.isatty() else "json"
     if fmt not in ("json", "console"):
@@ -51,12 +54,16 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    shared: list[Any] = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        redact_secrets,
+    ]
+    route_stdlib_logging(out, lvl, shared, renderer)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            redact_secrets,
+            *shared,
             structlog.processors.format_exc_info,
             renderer,
         ],
@@ -64,8 +71,84 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
+    return fmt
+
+
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is at the moment (it may be replaced after set-up)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def logging_for_command(fmt: str = "auto", level: str = "info") -> Iterator[str]:
+    """Logging set up for one command run in-process, restored afterwards (the previous
+    structlog configuration, root handlers and level); yields the format chosen."""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, root_level = list(root.handlers), root.level
+    try:
+        yield configure_logging(fmt, level)
+    finally:
+        structlog.configure(**saved)
+        root.handlers[:] = handlers
+        root.setLevel(root_level)
 
 
 def get_logger(name: str = "capdaemon") -> Any:
     """A structlog logger bound to a component name."""
     return structlog.get_logger(name).bind(component=name)
+
+
+# Messages of the libraries we drive that we report ourselves as one structured event
+# (the scheduler's "skipped: maximum number of running instances" becomes `tick.overrun`).
+_REPORTED_ELSEWHERE = ("skipped: maximum number of running instances",)
+_HANDLER_NAME = "capdaemon.structlog"
+
+
+class _Quieten(logging.Filter):
+    """Drops the library records that capdaemon reports itself as a structured event."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(text in message for text in _REPORTED_ELSEWHERE)
+
+
+def _component(
+    _logger: Any, _name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A stdlib record's logger name as the event's `component`."""
+    record = event_dict.get("_record")
+    if record is not None and "component" not in event_dict:
+        event_dict["component"] = record.name
+    return event_dict
+
+
+def route_stdlib_logging(out: TextIO, level: int, shared: list[Any], renderer: Any) -> None:
+    """Send every stdlib `logging` record (APScheduler, urllib3, …) through the same processors
+    and renderer as structlog's, on the same stream: JSON stays one JSON event per line.
+
+    APScheduler's per-run chatter stays below `level` unless the level is debug.
+    """
+    handler = logging.StreamHandler(out)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[_component, *shared, structlog.processors.format_exc_info],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    handler.addFilter(_Quieten())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("apscheduler").setLevel(max(level, logging.WARNING))

@@ -24,6 +24,15 @@ def state_dir(args: argparse.Namespace) -> Path:
     return Path(args.state or os.environ.get("CAPDAEMON_STATE") or DEFAULT_STATE)
 
 
+def state_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot be a state directory to read (missing, not a directory), else None."""
+    if not path.exists():
+        return f"state directory {path} does not exist (--state DIR or $CAPDAEMON_STATE)"
+    if not path.is_dir():
+        return f"state directory {path} is not a directory"
+    return None
+
+
 def err(prog: str, message: str) -> None:
     """Print one `capdaemon <prog>: message` line on stderr."""
     print(f"capdaemon {prog}: {message}", file=sys.stderr)

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
         command_inputs,
         error,
     )
-    from capdaemon.decide.burnin import BurnInState, BurnInStatus
+    from capdaemon.decide.burnin import BurnInState
     from capdaemon.state import StateError, read_json
 
     try:
@@ -64,13 +64,24 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no agent identities seen yet")
         return 0
-    print(
-        f"{'agent':40} {'registry':10} {'status':10} {'first seen':20} {'days left':>9} rejections"
-    )
-    for r in rows:
-        status = "hard-block" if r["status"] == BurnInStatus.HARD_BLOCK.value else "burn-in"
-        print(
-            f"{r['agent']:40} {'yes' if r['registered'] else 'no':10} {status:10} "
-            f"{r['first_seen']:20} {r['days_left']:>9.1f} {r['rejections']}"
+    headers = ("agent", "registry", "status", "first seen", "days left", "rejections")
+    table = [
+        (
+            r["agent"],
+            "yes" if r["registered"] else "no",
+            str(r["status"]).replace("_", "-"),
+            r["first_seen"],
+            f"{r['days_left']:.1f}",
+            str(r["rejections"]),
         )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
+    right = {4, 5}  # numbers line up on the right
+    for row in (headers, *table):
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())
     return 0

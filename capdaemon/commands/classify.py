@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from capdaemon.model import PRSnapshot, Verdict
 
 REPO_POLICY_FILE = ".capdaemon.yml"
+# `classify --exit-code`: 0 for A, distinct non-zero codes for B, C, D (1 and 2 stay errors).
+QUADRANT_EXIT = {"A": 0, "B": 10, "C": 11, "D": 12}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +43,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_arg(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--now", metavar="ISO", default=None, help="classification time")
+    parser.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit with the quadrant: A 0, B 10, C 11, D 12 (CI can gate on it)",
+    )
     add_state_arg(parser)
     parser.add_argument(
         "--record",
@@ -182,7 +189,8 @@ def _table(snapshot: PRSnapshot, verdict: Verdict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Classify --base...--head of --repo; exit 0 when classified, 2 on bad input."""
+    """Classify --base...--head of --repo; exit 0 when classified (with --exit-code: the
+    quadrant's code, QUADRANT_EXIT), 2 on bad input."""
     try:
         return _run(args)
     except CLIError as exc:
@@ -234,4 +242,4 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(_table(snapshot, verdict) + "\n")
-    return 0
+    return QUADRANT_EXIT[verdict.quadrant.value] if args.exit_code else 0

@@ -23,10 +23,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """0 rendered (and written to bot-state/digests/); 2 bad input or state; 3 posting failed."""
+    """0 rendered (written to bot-state/digests/ unless --print); 2 bad input or state (a day
+    whose period has not ended is never written); 3 posting failed."""
     from datetime import date
     from pathlib import Path
-    from zoneinfo import ZoneInfo
 
     from capdaemon.commands._common import (
         CLIError,
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         error,
     )
     from capdaemon.daemon import digest_job
-    from capdaemon.decide.digest import digest_period
+    from capdaemon.decide.digest import digest_day, digest_period
     from capdaemon.forge.errors import ForgeError
     from capdaemon.state import StateError
 
@@ -44,19 +44,22 @@ def run(args: argparse.Namespace) -> int:
             raise CLIError(f"state directory {sdir} does not exist")
         tz = config.schedule.timezone
         try:
-            day = (
-                date.fromisoformat(args.date) if args.date else now.astimezone(ZoneInfo(tz)).date()
-            )
+            day = date.fromisoformat(args.date) if args.date else None
         except ValueError:
             raise CLIError(f"--date {args.date!r} is not YYYY-MM-DD") from None
+        if day is None:  # --print: the period in progress; writing: the last one that ended
+            day = digest_day(now, config.schedule.digest_time, tz, ended=not args.print)
         end = digest_period(day, config.schedule.digest_time, tz)[1]
-        at = min(now, end) if args.date else now
-        text = digest_job.render_for(config, sdir, day, at)
-        path = digest_job.write(sdir, day, text)
-        if args.print:
+        if end > now and not args.print:
+            raise CLIError(
+                f"the digest of {day} covers the day until {end:%Y-%m-%d %H:%M} {tz}, which "
+                "has not come yet; nothing written (--print shows it so far)"
+            )
+        text = digest_job.render_for(config, sdir, day, min(now, end))
+        if args.print:  # printing writes nothing
             print(text, end="" if text.endswith("\n") else "\n")
         else:
-            print(path)
+            print(digest_job.write(sdir, day, text))
         if args.post:
             from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
             from capdaemon.forge.client import Forge

@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Dispatch one task; 0 on success or no-op, 1 when refused."""
+    """Dispatch one task; 0 on success or no-op, 1 when refused, 2 on a malformed task file."""
     from capdaemon.capability.model import (
         CapabilityError,
         DispatchConflictError,
@@ -41,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
     except NoCapabilityError as exc:
         err(PROG, f"REFUSED: {taskfile}: {exc}")
         return 1
-    except TaskFileError as exc:
+    except TaskFileError as exc:  # bad input: exit 2, as every other command
         err(PROG, f"{taskfile}: {exc}")
-        return 1
+        return 2
     if cap.legacy:
         bar = "!" * 72
         print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+from capdaemon.capability.cli_support import add_state_arg, err, state_dir, state_dir_problem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,10 +16,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the records; 0, or 1 when a record is corrupt."""
+    """Print the records; 0, or 1 when a record is corrupt, 2 when the state directory does
+    not exist."""
     from capdaemon.capability.escalation import list_escalations
     from capdaemon.state import StateError
 
+    problem = state_dir_problem(state_dir(args))
+    if problem:
+        err("escalations", f"error: {problem}")
+        return 2
     try:
         recs = list_escalations(state_dir(args), include_resolved=args.all)
     except StateError as exc:
@@ -29,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in recs], indent=2, ensure_ascii=False))
         return 0
     if not recs:
-        print("no open escalations")
+        print("no escalations" if args.all else "no open escalations")
         return 0
     for r in recs:
         state = "open"

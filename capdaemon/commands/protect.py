@@ -26,6 +26,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 protected (or already so); 1 drift found with --check; 2 bad input; 3 GitHub refused."""
+    from capdaemon.logging import logging_for_command
+
+    with logging_for_command("auto", "info"):  # stderr: JSON off a terminal
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import re
     from datetime import UTC, datetime
 

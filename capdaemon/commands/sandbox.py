@@ -1,4 +1,4 @@
-"""`capdaemon sandbox ...`: the GitHub-compatible sandbox server (capdaemon.sandbox.cli_main)."""
+"""`capdaemon sandbox serve --root DIR [--port N] [--seed FILE]`: the GitHub-compatible sandbox."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Everything after `sandbox` is passed through to the sandbox's own parser."""
-    parser.add_argument("argv", nargs=argparse.REMAINDER, help="e.g. serve --root DIR [--port N]")
+    """The sandbox's own subcommands and options (so `--help` lists them)."""
+    from capdaemon.sandbox.cli import add_arguments
+
+    add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run `capdaemon.sandbox.cli_main` with the remaining arguments."""
-    from capdaemon.sandbox import cli_main
+    """Serve until interrupted; 2 on a bad seed or store, 1 when it cannot start."""
+    from capdaemon.sandbox.cli import serve_args
 
-    return cli_main(list(args.argv))
+    return serve_args(args)

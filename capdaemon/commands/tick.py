@@ -11,7 +11,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon tick`."""
     add_common_arguments(parser)
     parser.add_argument(
-        "--once", action="store_true", default=True, help="run one tick and exit (the only mode)"
+        "--once",
+        action="store_true",
+        default=True,
+        help="run one tick and exit (always; `capdaemon run` ticks on a schedule)",
     )
 
 

@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the PR's story; exit 1 when the logs know nothing of it, 2 on a bad argument,
     3 when a log has a malformed line (named on stderr; the story is told without it)."""
     from capdaemon.audit import story
+    from capdaemon.capability.cli_support import state_dir_problem
 
     m = _PR_RE.match(args.pr.strip())
     if not m:
@@ -91,8 +92,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     pr = f"{m.group(1)}#{int(m.group(2))}"
     sdir = state_dir(args)
+    problem = state_dir_problem(sdir)
+    if problem:
+        error("why", problem)
+        return 2
     bad: list[str] = []
-    records = story(sdir, pr, bad.append) if sdir.is_dir() else []
+    records = story(sdir, pr, bad.append)
     for where in bad:
         error("why", f"{where} (line skipped: the log is corrupt; see `capdaemon audit verify`)")
     if not records:

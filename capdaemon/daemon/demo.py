@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from capdaemon.daemon.demo_output import Narrator, ballots_line, explain, outcome_table
 from capdaemon.sandbox import testing as std
 
 REPO = std.REPO
@@ -180,16 +182,6 @@ class DemoResult:
         return not self.failures
 
 
-class _Out:
-    """Prints demo narration (plain lines; the daemon's own logs go to a file)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-
-    def __call__(self, text: str = "") -> None:
-        print(text, file=self.stream, flush=True)
-
-
 def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     """Run git quietly; raise with stderr on failure."""
     proc = subprocess.run(
@@ -213,8 +205,10 @@ def user_github(base_url: str, token: str) -> Any:
 
 
 def _sample_config_dir() -> Path | None:
-    """The repository's sample config/ (the demo copies it), if this is a source checkout."""
-    here = Path(__file__).resolve().parents[2] / "config"
+    """The sample config (packaged, or the source checkout's config/) that the demo copies."""
+    from capdaemon.resources import sample_config_dir
+
+    here = sample_config_dir()
     return here if (here / "capdaemon.yml").is_file() else None
 
 
@@ -420,18 +414,6 @@ def check_outcomes(sb: Any, state_dir: Path, result: DemoResult) -> None:
                 result.failures.append(f"{ref} ({pr.key}): the self-applied label was not ignored")
 
 
-def _table(rows: list[list[str]], headers: list[str], widths: list[int]) -> list[str]:
-    def cut(text: str, width: int) -> str:
-        text = " ".join(str(text).split())
-        return text if len(text) <= width else text[: width - 1] + "…"
-
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    for row in rows:
-        out.append("  ".join(cut(c, w).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return out
-
-
 def run_demo(
     directory: Path | None = None,
     *,
@@ -442,8 +424,9 @@ def run_demo(
     from capdaemon.cli import main as cli_main
     from capdaemon.sandbox import Sandbox
 
-    say = _Out(stream or sys.stdout)
+    say = Narrator(stream or sys.stdout)
     started = time.monotonic()
+    temporary = directory is None and not keep_running  # removed at the end
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="capdaemon-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
@@ -459,10 +442,10 @@ def run_demo(
         write_config(config_dir, base_url=sb.base_url, key_file=key_file)
         now = datetime.now(UTC)
         dispatch_tasks(state_dir, now)
+        say(f"sandbox GitHub at {sb.base_url}: owner {OWNER}, agents {', '.join(std.AGENTS)},")
         say(
-            f"sandbox GitHub at {sb.base_url}: owner {OWNER}, agents {', '.join(std.AGENTS)}, "
-            f"App {std.APP_SLUG} (id {std.APP_ID}), supervised {REPO} (require_capability: true), "
-            f"bot repo {BOT_REPO}"
+            f"  App {std.APP_SLUG} (id {std.APP_ID}), supervised {REPO} "
+            f"(require_capability: true), bot repo {BOT_REPO}"
         )
         say(f"dispatched {len(TASKS)} task capabilities into {state_dir}/capabilities")
         say("")
@@ -485,7 +468,10 @@ def run_demo(
             say("")
             say("4. capdaemon tick (polls the ballot, republishes L1.C3, merges at the sha):")
             second = run_tick(config_dir, state_dir)
-            say(f"  merged {', '.join(second['merged']) or 'nothing'}; ballots {second['ballots']}")
+            say(
+                f"  merged {', '.join(second['merged']) or 'nothing'}; "
+                f"ballots: {ballots_line(second['ballots'])}"
+            )
             third = run_tick(config_dir, state_dir)
             say(
                 f"  a third tick changes nothing: classified {len(third['classified'])}, "
@@ -500,17 +486,18 @@ def run_demo(
             run_telegram_step(sb, root, config_dir, state_dir, say, result.failures, now)
         check_outcomes(sb, state_dir, result)
         say("")
-        for line in _table(
-            result.rows, ["PR", "files", "quadrant", "why", "action"], [4, 44, 8, 52, 60]
-        ):
+        for line in outcome_table(result.rows):
             say(line)
         say("")
-        say(f"6. the story of {d_ref} (`capdaemon why {d_ref} --state {state_dir}`):")
-        with contextlib.redirect_stdout(stream or sys.stdout):
+        say(f"6. the story of {d_ref} (`capdaemon why {d_ref}` on the state folder):")
+        story = io.StringIO()
+        with contextlib.redirect_stdout(story):
             cli_main(["why", d_ref, "--state", str(state_dir)])
+        for line in story.getvalue().splitlines():
+            say(line)
         result.seconds = round(time.monotonic() - started, 1)
         say("")
-        _explain(say, result, sb, config_dir, state_dir, keep_running)
+        explain(say, result.root, sb, config_dir, state_dir, keep_running, temporary)
         if result.failures:
             say("")
             say("DEMO FAILED — unexpected outcomes:")
@@ -526,32 +513,9 @@ def run_demo(
                     time.sleep(3600)
     finally:
         sb.stop()
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
     return result
-
-
-def _explain(
-    say: Callable[[str], None],
-    result: DemoResult,
-    sb: Any,
-    config_dir: Path,
-    state_dir: Path,
-    keep_running: bool,
-) -> None:
-    alice = std.token_for(OWNER)
-    say(f"sandbox folder: {result.root}")
-    say(f"  config {config_dir}, state {state_dir}, daemon log {result.root / 'capdaemon.log'}")
-    say(
-        f"  base URL {sb.base_url}; tokens: {OWNER}={alice}, "
-        + ", ".join(f"{a}={std.token_for(a)}" for a in std.AGENTS)
-    )
-    say(
-        f"  try: curl -s -H 'Authorization: token {alice}' "
-        f"{sb.base_url}/repos/{BOT_REPO}/issues | head"
-    )
-    say(f"  try: capdaemon tick --once --config {config_dir} --state {state_dir}")
-    say(f"  try: capdaemon audit verify --state {state_dir}")
-    if not keep_running:
-        say("  (the sandbox stops with the demo; `capdaemon demo --keep-running` keeps it up)")
 
 
 def summary_json(result: DemoResult) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -234,7 +235,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         auto_closed=tuple(auto_closed),
         scope_violations=tuple(scope),
         escalations=tuple(escalations),
-        attention=tuple(attention),
+        attention=once_each(attention),
         breaker=read_breaker(state_dir).state,
         burn_in=burn_in,
         burn_in_days=config.burn_in_days,
@@ -269,6 +270,22 @@ def audit_anchors(state_dir: Path, errors: list[str]) -> tuple[tuple[Anchor, ...
         else:
             notes.append(f"{path.name}: no entries yet")
     return tuple(anchors), tuple(notes)
+
+
+def once_each(items: list[DigestItem]) -> tuple[DigestItem, ...]:
+    """Each (ref, detail) once, in first-seen order, with how often it recurred (a warning
+    repeated by every tick is one line)."""
+    counts: dict[tuple[str, str], int] = {}
+    for item in items:
+        counts[(item.ref, item.detail)] = counts.get((item.ref, item.detail), 0) + 1
+    out = []
+    for item in items:
+        n = counts.pop((item.ref, item.detail), 0)
+        if n:
+            out.append(
+                dataclasses.replace(item, detail=f"{item.detail} (×{n})" if n > 1 else item.detail)
+            )
+    return tuple(out)
 
 
 def render_for(config: Config, state_dir: Path, day: date, now: datetime) -> str:

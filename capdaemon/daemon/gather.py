@@ -58,7 +58,8 @@ class GatherMixin:
                 chunk = prs[start : start + GATHER_CHUNK]
                 self._check_stop()
                 gathered = self._gather(chunk, policy_hash, now)  # reads only, concurrent
-                for pr in chunk:  # decide, record, act: one PR at a time
+                for i, pr in enumerate(chunk, start):  # decide, record, act: one PR at a time
+                    self.progress.step(rc.name, i, len(prs), report)
                     self._check_stop()
                     try:
                         rec = self._process_pr(

@@ -14,16 +14,16 @@ from typing import Any
 
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.notify import Notifier
+from capdaemon.daemon.preflight import CredentialsError, UnreachableError
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
+EXIT_STATE = 3  # corrupt or unwritable state: an operator must look (systemd does not restart)
 
-
-class CredentialsError(RuntimeError):
-    """No usable GitHub credentials (the message says where to put them, never their value)."""
+__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "EXIT_STATE", "CredentialsError"]
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +35,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
     parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
 
 def key_file_path(name: str, env: Mapping[str, str]) -> Path:
@@ -46,15 +47,27 @@ def key_file_path(name: str, env: Mapping[str, str]) -> Path:
     return path
 
 
+def app_key_path(
+    gh: GitHubConfig, env: Mapping[str, str] | None = None, config_dir: Path | None = None
+) -> Path | None:
+    """Where the App key is read from ($CREDENTIALS_DIRECTORY, then the config dir), or None
+    when the config uses a token."""
+    env = os.environ if env is None else env
+    if gh.app_id is None or not gh.private_key_file:
+        return None
+    path = key_file_path(gh.private_key_file, env)
+    if not path.is_absolute() and config_dir is not None and not path.exists():
+        path = config_dir / path
+    return path
+
+
 def github_credentials(
     gh: GitHubConfig, env: Mapping[str, str] | None = None, config_dir: Path | None = None
 ) -> tuple[str | None, bytes | None]:
     """(token, App private key PEM) for the Forge: App id + key file, else the token env var."""
     env = os.environ if env is None else env
-    if gh.app_id is not None and gh.private_key_file:
-        path = key_file_path(gh.private_key_file, env)
-        if not path.is_absolute() and config_dir is not None and not path.exists():
-            path = config_dir / path
+    path = app_key_path(gh, env, config_dir)
+    if path is not None:
         try:
             return None, path.read_bytes()
         except OSError as exc:
@@ -94,28 +107,43 @@ def open_ticker(
     env: Mapping[str, str] | None = None,
     heartbeat: Any = None,
     forge: Any = None,
+    verify: bool = False,
+    wait_for_github: bool = False,
 ) -> Iterator[Any]:
-    """Lock the state dir, read credentials, build the Forge (unless given) and the Ticker.
+    """Read credentials, build the Forge (unless given), lock the state dir, build the Ticker.
 
-    Raises LockedError (another daemon holds the dir), StateError (a corrupt state file,
-    named), CredentialsError. The lock is held until the context exits.
+    With `verify`, the key must parse and GitHub must accept the credentials before anything
+    is created or written in the state directory. With `wait_for_github` (the daemon), an
+    unreachable GitHub is not fatal: the scheduled ticks are skipped until it answers.
+    Raises CredentialsError, UnreachableError, LockedError (another daemon holds the dir),
+    StateError (a corrupt state file, named). The lock is held until the context exits.
     """
+    from capdaemon.daemon.preflight import authenticate, build_forge, check_key_pem
     from capdaemon.daemon.tick import Ticker
 
+    if forge is None:
+        config_dir = Path(config.config_dir) if config.config_dir else None
+        token, key_pem = github_credentials(config.github, env, config_dir)
+        if verify and key_pem is not None:
+            check_key_pem(key_pem, app_key_path(config.github, env, config_dir) or "")
+        forge = build_forge(
+            config.github,
+            token=token,
+            key_pem=key_pem,
+            write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
+        )
+        if verify:
+            try:
+                authenticate(forge, config.github)
+            except UnreachableError as exc:
+                if not wait_for_github:
+                    raise
+                get_logger("capdaemon.daemon").warning(
+                    "daemon.unreachable", error=str(exc), then="ticks wait until GitHub answers"
+                )
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
-        if forge is None:
-            from capdaemon.forge.client import Forge
-
-            config_dir = Path(config.config_dir) if config.config_dir else None
-            token, key_pem = github_credentials(config.github, env, config_dir)
-            forge = Forge.from_config(
-                config.github,
-                token=token,
-                key_pem=key_pem,
-                write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
-            )
         ticker = Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
         from capdaemon.channels import onetap
 
@@ -137,7 +165,6 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     from capdaemon.daemon.digest_job import add_digest_job
-    from capdaemon.state import StateError
 
     log = get_logger("capdaemon.daemon")
     notifier = notifier or Notifier()
@@ -151,13 +178,9 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
             sched.shutdown(wait=False)
 
     def job() -> None:
-        try:
-            ticker.tick()
-        except StateError as exc:
-            log.error("tick.fatal", error=str(exc))
-            stop(EXIT_FAILED)
-        except Exception as exc:  # a failed tick is retried next interval; the daemon stays up
-            log.exception("tick.failed", error=f"{type(exc).__name__}: {exc}")
+        code = tick_job(ticker)
+        if code is not None:
+            stop(code)
         notifier.watchdog()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -179,6 +202,7 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
     from capdaemon.channels.onetap import add_poll_job
 
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
+    watch_overruns(sched, tick_seconds)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         notifier.ready(status=f"ticking every {tick_seconds:g} s")
@@ -192,13 +216,69 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
     return outcome["code"]
 
 
+def tick_job(ticker: Any) -> int | None:
+    """One scheduled tick. The credentials are proven first: a tick that cannot authenticate
+    (key or token revoked, GitHub unreachable) is skipped — nothing written, not counted.
+    Returns EXIT_FAILED when the daemon must stop (corrupt state), else None."""
+    from capdaemon.daemon.preflight import recheck
+    from capdaemon.state import StateError
+
+    log = get_logger("capdaemon.daemon")
+    try:
+        recheck(ticker.forge, ticker.config.github)
+    except (CredentialsError, UnreachableError) as exc:
+        log.error("tick.skipped", error=str(exc))
+        return None
+    try:
+        ticker.tick()
+    except StateError as exc:
+        log.error("tick.fatal", error=str(exc))
+        return EXIT_FAILED
+    except Exception as exc:  # a failed tick is retried next interval; the daemon stays up
+        log.error("tick.failed", error=f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def watch_overruns(sched: Any, tick_seconds: float) -> None:
+    """One `tick.overrun` warning when a tick is still running at its next start time (the
+    scheduler skips that run; its own plain-text message is filtered out of the logs)."""
+    from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
+
+    log = get_logger("capdaemon.daemon")
+
+    def listener(event: Any) -> None:
+        times = getattr(event, "scheduled_run_times", None) or [
+            getattr(event, "scheduled_run_time", None)
+        ]
+        log.warning(
+            "tick.overrun" if event.code == EVENT_JOB_MAX_INSTANCES else "tick.missed",
+            job=event.job_id,
+            skipped_run=_iso_or_none(times[-1] if times else None),
+            tick_seconds=tick_seconds,
+            reason="the previous run is still going"
+            if event.code == EVENT_JOB_MAX_INSTANCES
+            else "the scheduler woke up too late",
+        )
+
+    sched.add_listener(listener, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
+
+
+def _iso_or_none(when: Any) -> str | None:
+    return when.isoformat() if isinstance(when, datetime) else None
+
+
 def run_once(ticker: Any) -> dict[str, Any]:
     """One tick, in this thread (what `capdaemon tick --once` and the demo do)."""
     return ticker.tick().to_dict()
 
 
 def start(args: argparse.Namespace, *, daemon: bool) -> int:
-    """The body of `capdaemon run` (daemon=True) and `capdaemon tick --once` (daemon=False)."""
+    """The body of `capdaemon run` (daemon=True) and `capdaemon tick --once` (daemon=False).
+
+    Every failure is one line on stderr (and one `daemon.*` event): exit 2 for configuration
+    and credentials, 3 for a corrupt or unwritable state directory, 1 for anything else.
+    Nothing is written to the state directory before the credentials are accepted.
+    """
     import json
     import sys
 
@@ -206,14 +286,29 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     from capdaemon.logging import configure_logging
     from capdaemon.state import LockedError, StateError
 
-    configure_logging(args.log_format, args.log_level)
+    fmt = configure_logging(args.log_format, args.log_level)
     log = get_logger("capdaemon.daemon")
     notifier = Notifier()
+    state = state_dir(args)
+
+    def fail(event: str, message: str, code: int) -> int:
+        """One line: a JSON event when logs are JSON (the journal), else plain text."""
+        if fmt == "json":
+            log.error(event, error=message, exit_code=code)
+        else:
+            print(f"capdaemon: {message}", file=sys.stderr)
+        return code
+
     try:
         config, rules = load_config_and_rules(args)
         config = with_base_url(config, args.base_url)
         with open_ticker(
-            config, state_dir(args), rules=rules, heartbeat=notifier.watchdog
+            config,
+            state,
+            rules=rules,
+            heartbeat=notifier.watchdog,
+            verify=True,
+            wait_for_github=daemon,
         ) as ticker:
             if not daemon:
                 print(json.dumps(run_once(ticker), sort_keys=True))
@@ -221,14 +316,29 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
             seconds = args.tick_seconds or config.schedule.tick_seconds
             return serve(ticker, tick_seconds=seconds, notifier=notifier)
     except LockedError as exc:
-        log.error("daemon.locked", error=str(exc))
-        print(f"capdaemon: {exc}; refusing to start a second daemon", file=sys.stderr)
-        return EXIT_FAILED
+        return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)
     except StateError as exc:
-        log.error("daemon.state_corrupt", error=str(exc))
-        print(f"capdaemon: corrupt state, refusing to start: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail("daemon.state_corrupt", f"corrupt state, refusing to start: {exc}", EXIT_STATE)
     except (CLIError, CredentialsError) as exc:
-        log.error("daemon.config_invalid", error=str(exc))
-        print(f"capdaemon: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail("daemon.config_invalid", str(exc), EXIT_CONFIG)
+    except UnreachableError as exc:
+        return fail("daemon.unreachable", str(exc), EXIT_FAILED)
+    except OSError as exc:
+        if getattr(args, "debug", False) or exc.filename is None:
+            if getattr(args, "debug", False):
+                raise
+            return fail("daemon.failed", f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+        path = Path(str(exc.filename))
+        in_state = path == state or state in path.parents
+        what = f"state directory {state}" if in_state else "file"
+        where = "" if path == state else f"cannot use {path}: "
+        return fail(
+            "daemon.state_unwritable" if in_state else "daemon.file_error",
+            f"{what}: {where}{exc.strerror or exc}",
+            EXIT_STATE if in_state else EXIT_FAILED,
+        )
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        return fail("daemon.failed", f"{type(exc).__name__}: {text} (--debug for details)", 1)

@@ -35,6 +35,7 @@ from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.gather import GatherMixin
 from capdaemon.daemon.issues import IssuesMixin
 from capdaemon.daemon.merging import MergingMixin
+from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.publish import PublishMixin
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -144,6 +145,8 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         self._tampered: dict[str, dict[str, str]] = {}
         self._decision_writes = False
         self._access_checked = False
+        self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
+        self.progress = Progress(self.log, every=self.progress_every)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -201,6 +204,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             self._tampered = {}
             self._decision_writes = False
             before = self._budget()
+            self.progress = Progress(self.log, every=self.progress_every)
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
                 integrity.gate(self, now, report)  # a corrupt log: an incident, then no tick

@@ -64,6 +64,17 @@ def digest_period(day: date, digest_time: str, tz: str) -> tuple[datetime, datet
     return start, end
 
 
+def digest_day(now: datetime, digest_time: str, tz: str, *, ended: bool) -> date:
+    """The digest date whose period holds `now` (ended=False: the one in progress), or the
+    latest whose period has ended (ended=True)."""
+    local = now.astimezone(_zone(tz))
+    passed = local.time().replace(tzinfo=None) >= parse_digest_time(digest_time)
+    today = local.date()
+    if ended:
+        return today if passed else today - timedelta(days=1)
+    return today + timedelta(days=1) if passed else today
+
+
 # ----------------------------------------------------------------------------- facts
 
 
@@ -193,6 +204,11 @@ def _anchor_lines(facts: DigestFacts) -> list[str]:
     return out
 
 
+def _local_time(when: datetime, tz: str) -> str:
+    """`2026-05-25 12:03` in the digest's zone (its heading names the zone)."""
+    return aware(when, "merged_at").astimezone(_zone(tz)).strftime("%Y-%m-%d %H:%M")
+
+
 def render_digest(facts: DigestFacts, now: datetime) -> str:
     """The digest as Markdown; a tripped breaker comes first, then every section in order."""
     aware(now, "now")
@@ -214,7 +230,7 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
     out += [f"## Merges ({len(facts.merges)})", ""]
     for m in facts.merges or ():
         head = link(m.ref, m.url) if m.url else ref(m.ref)
-        when = f" at {dt_to_json(m.merged_at)}" if m.merged_at else ""
+        when = f" at {_local_time(m.merged_at, facts.timezone)}" if m.merged_at else ""
         title = f" {md(m.title)}" if m.title else ""
         out.append(f"- {head} ({m.quadrant.value}){title}{when}")
     out += ([] if facts.merges else ["None."]) + [""]

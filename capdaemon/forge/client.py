@@ -253,6 +253,18 @@ class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
             _ = self.login
         return self._app_slug
 
+    def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
+        """(installation id, account login, granted permissions) of our App installation;
+        None with a token."""
+        if self._integration is None or self.installation_auth is None:
+            return None
+        inst_id = self.installation_auth.installation_id
+        with self._errors(f"GET /app/installations/{inst_id}"):
+            inst = self._integration.get_app_installation(inst_id)
+        raw = inst.raw_data
+        login = str((raw.get("account") or {}).get("login") or "")
+        return inst_id, login, {str(k): str(v) for k, v in (raw.get("permissions") or {}).items()}
+
     @property
     def budget(self) -> WaitBudget:
         """This tick's wait budget."""

@@ -262,6 +262,15 @@ class ReadsMixin:
         self._sha_cache.put(key, parents)
         return parents
 
+    def repo_permissions(self, repo: str) -> dict[str, bool]:
+        """Our permissions on `repo` (`push`, `admin`, …); NotFound when it is not visible."""
+        return dict(self._get(f"/repos/{repo}").get("permissions") or {})
+
+    def rate_limit_core(self) -> dict[str, Any]:
+        """The core REST budget: `limit`, `remaining`, `reset` (GET /rate_limit is free)."""
+        data = self._get("/rate_limit")
+        return dict((data.get("resources") or {}).get("core") or data.get("rate") or {})
+
     def get_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
         """The branch protection document, or None when the branch is not protected."""
         try:

@@ -221,6 +221,7 @@ class Transport(HTTPAdapter):
         self.clock = clock
         self.scrubber = scrubber or Scrubber()
         self.attempts = attempts
+        self.log_transient = True  # off while a caller reports the failure itself (start-up)
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.write_interval = write_interval
@@ -303,13 +304,14 @@ class Transport(HTTPAdapter):
                 raise self._rate_limited(
                     exc.wait or SECONDARY_MIN_WAIT, exc.rate, method, path, why="attempts exhausted"
                 ) from None
-            log.warning(
-                "forge.transient",
-                method=method,
-                path=path,
-                reason=exc.reason,
-                attempts=self.attempts,
-            )
+            if self.log_transient:
+                log.warning(
+                    "forge.transient",
+                    method=method,
+                    path=path,
+                    reason=exc.reason,
+                    attempts=self.attempts,
+                )
             raise Transient(
                 f"GitHub {method} {path}: {exc.reason} (after {self.attempts} attempts)",
                 status=exc.response.status_code if exc.response is not None else None,

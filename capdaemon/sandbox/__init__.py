@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from .cli import cli_main
 from .client import SandboxAdmin
 from .core import SandboxApiError
 from .git import CommitSpec, Person
 from .seed import SeedError, load_seed
-from .server import Sandbox, cli_main
+from .server import Sandbox
 from .store import StoreError
 
 __all__ = [

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
 import io
-import signal
 import socket
 import sys
 import threading
@@ -23,8 +21,7 @@ from .clock import Clock
 from .core import Backend
 from .git import CommitSpec
 from .http import Fault
-from .seed import SeedError, load_seed
-from .store import StoreError
+from .seed import load_seed
 
 
 class _Connections:
@@ -458,44 +455,3 @@ class Sandbox:
     def installation_token(self, installation_id: int) -> str:
         """Mint an installation token directly (tests that do not exercise the JWT flow)."""
         return self.backend.issue_installation_token(installation_id)[0]
-
-
-def cli_main(argv: list[str]) -> int:
-    """``capdaemon sandbox serve --root DIR [--port N] [--seed FILE]``: serve until interrupted."""
-    parser = argparse.ArgumentParser(
-        prog="capdaemon sandbox", description="GitHub-compatible sandbox server"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="serve the sandbox on 127.0.0.1")
-    serve.add_argument(
-        "--root", required=True, type=Path, help="state directory (bare repos + state.json)"
-    )
-    serve.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
-    serve.add_argument(
-        "--seed", type=Path, default=None, help="seed YAML (users, orgs, apps, repos)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        sb = Sandbox.create(args.root, args.seed, args.port)
-    except (SeedError, StoreError) as exc:
-        print(f"capdaemon sandbox: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"capdaemon sandbox: cannot start: {exc}", file=sys.stderr)
-        return 1
-    print(sb.base_url, flush=True)
-
-    def _stop(signum: int, frame: Any) -> None:
-        threading.Thread(target=sb._server.shutdown, daemon=True).start()
-
-    previous = signal.signal(signal.SIGTERM, _stop)
-    try:
-        sb.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        sb._server.sandbox_connections.close_idle()  # type: ignore[attr-defined]
-        sb._server.server_close()
-        sb.backend.store.close()
-    return 0

@@ -125,10 +125,10 @@ def test_empty_list_error_says_how_to_unbind() -> None:
 
 
 def test_bad_binding_through_the_cli(taskfile, cli, state: Path) -> None:
-    """One stderr line naming the field, exit 1, nothing written."""
+    """One stderr line naming the field, exit 2 (bad input), nothing written."""
     res = cli("dispatch", taskfile(yaml.safe_dump(task(agents=["bad login"]))), "--state", state)
     lines = res.err.strip().splitlines()
-    assert res.code == 1
+    assert res.code == 2
     assert len(lines) == 1 and "allowed_resources.agents[0]:" in lines[0], res.err
     assert not state.exists()
 

@@ -351,6 +351,7 @@ def test_escalations_list_and_mark(repo, cli, state: Path, incident: str) -> Non
     (only,) = json.loads(res.out)
     assert only["task"] == incident and only["notified"]["issue_url"].endswith("/9")
     assert "notified" in cli("escalations", "--state", state).out
+    (state / "empty").mkdir()
     assert cli("escalations", "--state", state / "empty").out.strip() == "no open escalations"
 
 

@@ -174,10 +174,10 @@ def test_malformed_task_names_the_field(case: str, data: object, field: str) -> 
 def test_malformed_task_cli_one_line_nothing_written(
     case: str, data: object, field: str, taskfile, cli, state: Path
 ) -> None:
-    """Through the CLI a malformed file gives one stderr line naming the field, exit 1, no state."""
+    """Through the CLI a malformed file gives one stderr line naming the field, exit 2, no state."""
     path = taskfile(yaml.safe_dump(data))
     res = cli("dispatch", path, "--state", state)
-    assert res.code == 1
+    assert res.code == 2
     lines = res.err.strip().splitlines()
     assert len(lines) == 1, res.err
     assert f"{field}:" in lines[0] if field else str(path) in lines[0]
@@ -187,15 +187,15 @@ def test_malformed_task_cli_one_line_nothing_written(
 def test_yaml_syntax_error_is_one_line(taskfile, cli, state: Path) -> None:
     """Broken YAML is reported with its line number and nothing is written."""
     res = cli("dispatch", taskfile("task_id: [x\n"), "--state", state)
-    assert res.code == 1 and "line 2: not valid YAML" in res.err
+    assert res.code == 2 and "line 2: not valid YAML" in res.err
     assert len(res.err.strip().splitlines()) == 1
     assert not state.exists()
 
 
 def test_missing_task_file(cli, state: Path, tmp_path: Path) -> None:
-    """A task file that does not exist is a clear error, exit 1."""
+    """A task file that does not exist is a clear error, exit 2 (bad input)."""
     res = cli("dispatch", tmp_path / "nope.yml", "--state", state)
-    assert res.code == 1 and "no such task file" in res.err
+    assert res.code == 2 and "no such task file" in res.err
 
 
 def test_schema_accepts_the_good_task() -> None:

@@ -217,3 +217,14 @@ def test_real_process_entry_point(repo, sample_config, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["quadrant"] == "A"
+
+
+def test_exit_code_gates_on_the_quadrant(capsys, repo, sample_config):
+    """--exit-code: A exits 0, a workflow change (D) exits 12; without it both exit 0."""
+    repo.write("README.md", "# Widgets\n\nThis project makes widgets.\n")
+    repo.commit("fix typo")
+    assert _classify(capsys, repo, sample_config, "--exit-code")[0] == 0
+    repo.write(".github/workflows/ci.yml", "on: push\n")
+    repo.commit("ci")
+    assert _classify(capsys, repo, sample_config, "--exit-code")[0] == 12
+    assert _classify(capsys, repo, sample_config)[0] == 0

@@ -25,7 +25,7 @@ def test_demo_runs_to_completion(tmp_path: Path) -> None:
         "agents push their work with git over HTTP",
         "owner alice answers ballot",
         "alice taps Approve → counted",
-        "PR    files",
+        "PR  Q  files",
         "ballot approved by alice → merged",
         "blocked: L1.C3 failed (scope violation)",
         "record(s)",
@@ -35,3 +35,7 @@ def test_demo_runs_to_completion(tmp_path: Path) -> None:
     ):
         assert line in out, line
     assert (tmp_path / "demo" / "bot-state" / "classifier_audit.jsonl").exists()
+    # 100 columns at most, unless one path alone is longer (a path is never cut)
+    assert all(len(ln) <= 100 or "/" in max(ln.split(), key=len) for ln in out.splitlines())
+    assert "{'" not in out  # no raw Python dict
+    assert "tick --once" not in out  # the sandbox is gone: a suggested tick would fail

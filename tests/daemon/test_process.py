@@ -75,7 +75,7 @@ def test_corrupt_state_file_refuses_to_start_and_is_kept(daemon: Harness) -> Non
     bad = daemon.state_dir / "prs.json"
     bad.write_text('{"version": 1, "prs": {', encoding="utf-8")
     proc = _capdaemon("tick", "--once", *args)
-    assert proc.returncode == 1
+    assert proc.returncode == 3
     assert str(bad) in proc.stderr and "corrupt" in proc.stderr
     assert bad.read_text(encoding="utf-8") == '{"version": 1, "prs": {'
 

@@ -1,0 +1,248 @@
+"""The checks behind `capdaemon doctor`: each one reads (never writes) and gives one finding.
+
+Offline: the config and user rules, the key or token, the state directory (usable, lock,
+state files, audit logs) and the time zone. Online: reaching GitHub, the credentials, the App
+installation and its permissions, each supervised repo (access, branch protection, required
+checks), who can write to the decision repo, and the rate-limit budget.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from capdaemon.config import Config, RepoConfig
+
+if TYPE_CHECKING:
+    from capdaemon.forge.client import Forge
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
+
+# What the App needs: writes for its own work; reads for statuses and branch protection.
+APP_PERMISSIONS: dict[str, str] = {
+    "checks": "write",
+    "contents": "write",
+    "issues": "write",
+    "pull_requests": "write",
+    "metadata": "read",
+    "statuses": "read",
+    "administration": "read",
+}
+_LEVEL = {"read": 1, "write": 2, "admin": 3}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the report: status, what was checked, and what was found or what to do."""
+
+    status: str
+    check: str
+    detail: str
+
+    def line(self, width: int = 22) -> str:
+        """`ok    config               /etc/capdaemon: 2 repos, mode enforce`."""
+        return f"{self.status:<5} {self.check:<{width}} {self.detail}"
+
+
+# ---------------------------------------------------------------------------------- offline
+def check_state_dir(state: Path) -> Iterator[Finding]:
+    """Usable (a directory, or creatable), lock holder, state files parse, audit logs verify."""
+    from capdaemon.audit import log_paths, verify
+    from capdaemon.state import StateError, read_json
+
+    if state.exists() and not state.is_dir():
+        yield Finding(FAIL, "state directory", f"{state} is not a directory")
+        return
+    if not state.exists():
+        parent = next((p for p in state.parents if p.exists()), Path("/"))
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            yield Finding(
+                FAIL, "state directory", f"{state} does not exist and {parent} is not writable"
+            )
+        else:
+            yield Finding(WARN, "state directory", f"{state} does not exist yet (created at start)")
+        return
+    if not os.access(state, os.W_OK | os.X_OK):
+        yield Finding(FAIL, "state directory", f"{state} is not writable by this user")
+        return
+    yield Finding(OK, "state directory", f"{state} is a writable directory")
+    yield _lock_finding(state / "capdaemon.lock")
+    bad = []
+    for name in ("prs.json", "tick_metrics.json", "safety.json"):
+        try:
+            read_json(state / name, None)
+        except StateError as exc:
+            bad.append(str(exc))
+    if bad:
+        yield Finding(FAIL, "state files", bad[0])
+    else:
+        yield Finding(OK, "state files", "prs.json, tick_metrics.json, safety.json parse")
+    for path in log_paths(state):
+        try:
+            report = verify(path)
+        except Exception as exc:  # a corrupt .head pointer: reported, never raised
+            yield Finding(FAIL, "audit log", f"{path}: cannot verify: {exc}")
+            continue
+        if report.ok:
+            yield Finding(OK, "audit log", f"{path.name}: {report.count} entries, chain whole")
+        else:
+            yield Finding(
+                FAIL,
+                "audit log",
+                f"{path}:{report.line}: {report.reason} (see `capdaemon audit verify`)",
+            )
+
+
+def _lock_finding(lock: Path) -> Finding:
+    """Whether a daemon holds the state lock (probed read-only, with a shared flock)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return Finding(OK, "state lock", "free (no daemon has run here yet)")
+    except OSError as exc:
+        return Finding(FAIL, "state lock", f"{lock}: {exc.strerror}")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return Finding(FAIL, "state lock", f"{lock}: {exc.strerror}")
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+        return Finding(OK, "state lock", f"held by a running daemon (pid {holder or '?'})")
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return Finding(OK, "state lock", "free (no daemon is running on this directory)")
+    finally:
+        os.close(fd)
+
+
+def check_time_zone(config: Config, now: datetime) -> Finding:
+    """The digest's time zone exists here, and what time it is there."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = config.schedule.timezone
+    try:
+        zone = ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return Finding(
+            FAIL, "time zone", f"schedule.timezone {name!r} is unknown here (install tzdata)"
+        )
+    local = now.astimezone(zone)
+    return Finding(
+        OK,
+        "time zone",
+        f"{name}: digest at {config.schedule.digest_time} local, now {local:%Y-%m-%d %H:%M} there",
+    )
+
+
+# ---------------------------------------------------------------------------------- online
+def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
+    """Installation and permissions, each repo, the decision repo's writers, the rate budget."""
+    from capdaemon.forge.errors import ForgeError
+
+    steps: list[Callable[[], Iterator[Finding]]] = [
+        lambda: _installation(forge, config),
+        *[(lambda rc=rc: _repo(forge, rc)) for rc in config.repos],
+        lambda: _decision_repo(forge, config, candidates),
+        lambda: _rate(forge),
+    ]
+    for step in steps:
+        try:
+            yield from step()
+        except ForgeError as exc:
+            yield Finding(FAIL, "github", " ".join(str(exc).split())[:200])
+
+
+def _installation(forge: Forge, config: Config) -> Iterator[Finding]:
+    if not forge.as_app:
+        yield Finding(OK, "credentials", f"token accepted: acting as {forge.login}")
+        return
+    info = forge.installation_info()
+    if info is None:
+        return
+    inst_id, account, granted = info
+    yield Finding(OK, "app installation", f"{forge.login}, installation {inst_id} on {account}")
+    missing = [
+        f"{name}: {need}"
+        for name, need in APP_PERMISSIONS.items()
+        if _LEVEL.get(granted.get(name, ""), 0) < _LEVEL[need]
+    ]
+    if missing:
+        yield Finding(
+            FAIL,
+            "app permissions",
+            f"missing {', '.join(missing)}; grant them in the App's settings, then accept "
+            "the new permissions on the installation",
+        )
+    else:
+        yield Finding(
+            OK, "app permissions", ", ".join(f"{k}: {granted[k]}" for k in APP_PERMISSIONS)
+        )
+
+
+def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
+    from capdaemon.forge.errors import NotFound
+
+    try:
+        perms = forge.repo_permissions(rc.name)
+    except NotFound:
+        yield Finding(
+            FAIL,
+            f"repo {rc.name}",
+            "not found or not visible: check the name and that the App is installed on it",
+        )
+        return
+    push = perms.get("push", True)
+    yield Finding(
+        OK if push else FAIL,
+        f"repo {rc.name}",
+        "reachable with write access" if push else "reachable but read-only: grant write",
+    )
+    protection = forge.get_protection(rc.name, rc.base)
+    if protection is None:
+        yield Finding(
+            FAIL,
+            f"protection {rc.name}",
+            f"branch {rc.base} is not protected: run `capdaemon protect {rc.name}`",
+        )
+        return
+    checks = (protection.get("required_status_checks") or {}).get("contexts") or []
+    reviews = protection.get("required_pull_request_reviews") is not None
+    detail = f"{rc.base} protected; required checks: {', '.join(checks) or 'none'}" + (
+        "; reviews required" if reviews else ""
+    )
+    yield Finding(OK if checks else WARN, f"protection {rc.name}", detail)
+
+
+def _decision_repo(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
+    from capdaemon.daemon.access import decision_repo_writers
+
+    repo = config.ballot_repo
+    if repo is None:
+        yield Finding(WARN, "decision repo", "bot.own_repo is not set: ballots have no home")
+        return
+    writers, how = decision_repo_writers(forge, config, candidates)
+    checked = "its collaborators" if how == "collaborators" else f"{len(candidates)} known agents"
+    if writers:
+        names = ", ".join(f"{w.login} ({w.role})" for w in writers)
+        yield Finding(
+            FAIL,
+            "decision repo",
+            f"{repo}: {names} can write and could alter a ballot; make them read-only",
+        )
+    else:
+        yield Finding(OK, "decision repo", f"{repo}: only owners and the bot can write ({checked})")
+
+
+def _rate(forge: Forge) -> Iterator[Finding]:
+    core = forge.rate_limit_core()
+    remaining, limit = int(core.get("remaining", 0)), int(core.get("limit", 0))
+    reset = core.get("reset")
+    when = datetime.fromtimestamp(int(reset), tz=UTC).strftime("%H:%M UTC") if reset else "?"
+    status = OK if limit and remaining >= limit // 10 else WARN
+    yield Finding(status, "rate limit", f"{remaining} of {limit} requests left (resets {when})")

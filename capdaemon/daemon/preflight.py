@@ -1,0 +1,129 @@
+"""Start-up checks shared by `run`, `tick` and `doctor`: the App key parses, GitHub answers, the
+credentials are accepted — each failure one line naming the key file or the host:port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from capdaemon.config import GitHubConfig
+from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, Transient
+
+if TYPE_CHECKING:
+    from capdaemon.forge.client import Forge
+
+
+class CredentialsError(RuntimeError):
+    """No usable GitHub credentials (the message says where to put them, never their value)."""
+
+
+class UnreachableError(RuntimeError):
+    """GitHub could not be reached (the message names the host and port)."""
+
+
+def host_port(base_url: str) -> str:
+    """`host:port` of an API base URL (443/80 filled in from the scheme)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or base_url
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = 80 if parts.scheme == "http" else 443
+    return f"{host}:{port}"
+
+
+def check_key_pem(pem: bytes, path: Path | str) -> None:
+    """CredentialsError naming `path` unless `pem` is a PEM private key (RSA, as GitHub issues)."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CredentialsError(
+            f"github.private_key_file: {path} is not a usable PEM private key ({reason[:120]}); "
+            "download a new private key from the App's settings page"
+        ) from None
+    except Exception as exc:  # cryptography raises its own types for unsupported keys
+        raise CredentialsError(
+            f"github.private_key_file: {path} is not a usable PEM private key "
+            f"({type(exc).__name__})"
+        ) from None
+
+
+@contextmanager
+def forge_errors(gh: GitHubConfig, what: str = "") -> Iterator[None]:
+    """Turn a Forge failure while starting up into CredentialsError / UnreachableError."""
+    where = host_port(gh.base_url)
+    try:
+        yield
+    except Forbidden as exc:
+        raise CredentialsError(
+            f"GitHub at {where} rejected the credentials ({_short(exc)}); "
+            "check github.app_id and the key, or the token"
+        ) from None
+    except NotFound as exc:
+        raise CredentialsError(
+            f"GitHub at {where}: {_short(exc)}; check github.base_url and github.installation_id"
+        ) from None
+    except Transient as exc:
+        raise UnreachableError(f"cannot reach GitHub at {where} ({_short(exc)})") from None
+    except ForgeError as exc:
+        raise CredentialsError(f"GitHub at {where}: {_short(exc)}{what}") from None
+    except OSError as exc:
+        raise UnreachableError(f"cannot reach GitHub at {where} ({exc})") from None
+
+
+@contextmanager
+def _one_attempt(forge: Forge) -> Iterator[None]:
+    """A start-up or pre-tick check does not wait out an outage, and reports it itself."""
+    transport = forge.transport
+    attempts, transport.attempts = transport.attempts, 1
+    transport.log_transient = False
+    try:
+        yield
+    finally:
+        transport.attempts = attempts
+        transport.log_transient = True
+
+
+def authenticate(forge: Forge, gh: GitHubConfig) -> str:
+    """Prove the credentials work (the App's identity and an installation token, or the token's
+    user); returns the login the daemon acts as. CredentialsError / UnreachableError."""
+    with _one_attempt(forge), forge_errors(gh):
+        login = str(forge.login)
+        if forge.installation_auth is not None:
+            _ = forge.installation_auth.token
+        return login
+
+
+def recheck(forge: Forge, gh: GitHubConfig) -> None:
+    """Before each scheduled tick: the installation token (renewed when due), or the token
+    against the free GET /rate_limit. CredentialsError / UnreachableError."""
+    with _one_attempt(forge), forge_errors(gh):
+        if forge.installation_auth is not None:
+            _ = forge.installation_auth.token
+        else:
+            forge.rate_limit_core()
+
+
+def build_forge(
+    gh: GitHubConfig, *, token: str | None, key_pem: bytes | None, write_interval: float
+) -> Forge:
+    """Forge.from_config with its start-up failures (finding the installation) as one line."""
+    from capdaemon.forge.client import Forge
+
+    with forge_errors(gh, "; set github.installation_id"):
+        return Forge.from_config(
+            gh, token=token, key_pem=key_pem, write_interval=write_interval, attempts=4
+        )
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200] if text else type(exc).__name__

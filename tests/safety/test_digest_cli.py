@@ -1,0 +1,76 @@
+"""`capdaemon digest` as an operator meets it right after a first run: the period in progress,
+merge times in the digest's zone, one line per recurring warning, and --print writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from capdaemon.cli import main as cli
+
+from .conftest import SafetyHarness
+
+AFTER = "2026-05-25T04:00:00Z"  # 13:00 in Seoul, an hour after the tick at T0 (12:00 KST)
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_print_shows_the_period_in_progress_and_writes_nothing(
+    safe: SafetyHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After 09:00 the default is the day being collected (it used to say "No PR was
+    classified"); merge times are local, to the minute; no file or lock file appears."""
+    safe.configure()
+    safe.open_pr({"README.md": "# widgets (typo fixed)\n"})
+    safe.tick()
+    safe.stop()
+    before = _files(safe.state_dir)
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir), "--now", AFTER]
+    assert cli(["digest", "--print", *args]) == 0
+    text = capsys.readouterr().out
+    text = text[text.index("# capdaemon digest") :]  # (the tick's own log lines come first)
+    assert "# capdaemon digest — 2026-05-26 (Asia/Seoul)" in text
+    assert "No PR was classified" not in text
+    assert "at 2026-05-25 12:00" in text and "03:00:00" not in text
+    assert _files(safe.state_dir) == before
+
+
+def test_writing_a_period_that_has_not_ended_is_refused(
+    safe: SafetyHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --print, a day whose period is still running (or in the future) is not written."""
+    safe.configure()
+    safe.tick()
+    safe.stop()
+    before = _files(safe.state_dir)
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir), "--now", AFTER]
+    for date in ("2026-05-26", "2030-01-01"):
+        assert cli(["digest", "--date", date, *args]) == 2
+        err = capsys.readouterr().err
+        assert "has not come yet" in err and len(err.strip().splitlines()) == 1
+    assert _files(safe.state_dir) == before
+    assert cli(["digest", *args]) == 0  # the default when writing: the last period that ended
+    assert capsys.readouterr().out.strip().endswith("digests/2026-05-25.md")
+
+
+def test_a_warning_repeated_by_every_start_is_one_attention_line(
+    safe: SafetyHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """agent-1 can write to the decision repo; each daemon start warns again. The digest shows
+    it once, with how often it was seen."""
+    safe.configure()
+    safe.open_pr({"README.md": "# widgets (typo fixed)\n"})
+    for _ in range(3):
+        safe.tick()
+        safe.stop()  # a restart checks the decision repo's writers again
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir), "--now", AFTER]
+    assert cli(["digest", "--print", *args]) == 0
+    text = capsys.readouterr().out
+    text = text[text.index("# capdaemon digest") :]
+    attention = text.split("## Attention (P1)")[1].split("##")[0]
+    lines = [ln for ln in attention.splitlines() if ln.startswith("- ")]
+    assert len(lines) == 1, attention
+    assert "agent-1 (write)" in lines[0] and "(×2)" in lines[0]
