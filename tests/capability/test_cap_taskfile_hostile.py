@@ -28,7 +28,7 @@ def alias_bomb(levels: int = 9) -> str:
 def dispatch(cli, taskfile, state: Path, text: str) -> str:
     """Dispatch `text` as a task file; assert it is refused with one line; return that line."""
     res = cli("dispatch", taskfile(text), "--state", state)
-    assert res.code == 1
+    assert res.code == 2  # a malformed task file is bad input
     lines = res.err.strip().splitlines()
     assert len(lines) == 1, res.err
     assert not state.exists()

@@ -57,7 +57,11 @@ def _install(pip: Path, wheel: Path) -> None:
     proc = subprocess.run([str(c) for c in offline], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:  # first run on this machine: fetch the dependency wheels once
         WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+        for stale in WHEELHOUSE.glob("capdaemon-*"):  # pip would reuse its old dependency list
+            stale.unlink()
         _run(sys.executable, "-m", "pip", "download", "-q", "-d", WHEELHOUSE, wheel)
+        for built in WHEELHOUSE.glob("capdaemon-*"):
+            built.unlink()
         _run(*offline)
 
 

@@ -62,7 +62,7 @@ def test_malformed_middle_line_stops_the_tick_and_raises_an_incident(
     n4 = daemon.open_pr({"examples/d.py": "print(4)\n"}, title="fourth")
     proc = _tick(daemon)
     err = proc.stderr
-    assert proc.returncode == 1, err[-2000:]
+    assert proc.returncode == 3, err[-2000:]  # corrupt state: systemd does not restart
     assert f"classifier_audit.jsonl:{bad_no}" in err and "refusing to append" in err
     assert classifier.read_bytes() == corrupted  # nothing appended to the corrupt log
     assert not daemon.pull(n4).merged
@@ -76,7 +76,7 @@ def test_malformed_middle_line_stops_the_tick_and_raises_an_incident(
         if str((parse_marker(i.body) or {}).get("key", "")).startswith("audit-")
     )
     assert f"line {bad_no}" in issue.body and "classifier" in issue.body.replace("\\", "")
-    assert _tick(daemon).returncode == 1  # still refused; still one incident
+    assert _tick(daemon).returncode == 3  # still refused; still one incident
     assert len(read_breaker(daemon.state_dir).state.incidents) == 1
     capsys.readouterr()
     assert cli(["why", f"{daemon.sb.repo}#{third}", "--state", str(daemon.state_dir)]) == 3
