@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .clock import Clock, iso
+from .fidelity import MergeabilityClock, SecondaryLimits, settings
 from .git import CommitSpec, GitRepo, Person
 from .http import RateLimiter
 from .protection import SUCCESSFUL, missing_required_checks
@@ -79,6 +80,8 @@ class Backend:
         self.lock = self.store.lock
         self._gits: dict[str, GitRepo] = {}
         self.limiter = RateLimiter()
+        self.secondary = SecondaryLimits()
+        self.merge_clock = MergeabilityClock()
 
     # -- basics ----------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class Backend:
         s = load_seed(seed)
         with self.store.batch():
             self.data["rate_limit"] = dict(s["rate_limit"])
+            self.data["fidelity"] = dict(s["fidelity"])
             self.data["admin_token"] = s["admin_token"]
             for u in s["users"]:
                 self.add_user(
@@ -819,6 +823,18 @@ class Backend:
             s["state"] in ("failure", "error") for s in self.latest_statuses(full, pr["head_sha"])
         )
         return True, "unstable" if bad else "clean"
+
+    def observed_mergeability(self, full: str, rec: dict[str, Any]) -> tuple[bool | None, str]:
+        """What a read of the PR shows: ``(None, "unknown")`` while GitHub would still be
+        computing (the first reads or seconds after it opened or its base or head moved)."""
+        pr = rec["pull"]
+        if rec["state"] == "open":
+            base = self.git(full).resolve(f"refs/heads/{pr['base_ref']}") or pr["base_sha"]
+            now = self.clock.now().timestamp()
+            cfg = settings(self.data)
+            if self.merge_clock.pending(full, rec["number"], (base, pr["head_sha"]), now, cfg):
+                return None, "unknown"
+        return self.mergeability(full, rec)
 
     def merge_pr(
         self,

@@ -11,7 +11,7 @@ import github
 import jsonschema
 from github import InputGitTreeElement
 
-from .helpers import app_gh, gh, integration
+from .helpers import app_gh, gh, integration, settled_pull
 
 OPENAPI = Path(__file__).resolve().parents[1] / "data" / "openapi"
 
@@ -158,7 +158,7 @@ def test_pygithub_reads_the_fields_capdaemon_uses(sandbox: Any) -> None:
         "acme/widgets", "feat", {"a.txt": "a\n"}, "add a", author="agent-1", parent_branch="main"
     )
     n = sandbox.open_pr("acme/widgets", "feat", "main", "Add a", "body", "agent-1", draft=True)
-    pr = gh(sandbox, "alice").get_repo("acme/widgets").get_pull(n)
+    pr = settled_pull(gh(sandbox, "alice").get_repo("acme/widgets"), n)
     assert (pr.head.ref, pr.base.ref, pr.user.login, pr.draft, pr.state) == (
         "feat",
         "main",
