@@ -11,7 +11,7 @@ from .clock import Clock, iso
 from .fidelity import MergeabilityClock, SecondaryLimits, settings
 from .git import CommitSpec, GitRepo, Person
 from .http import RateLimiter
-from .protection import SUCCESSFUL, missing_required_checks
+from .protection import SUCCESSFUL, effective_rule, missing_required_checks
 from .seed import PERMISSIONS, load_seed
 from .store import Store
 
@@ -793,7 +793,7 @@ class Backend:
             return False, "dirty"
         if pr["draft"]:
             return True, "draft"
-        rule = self.repo(full)["protection"].get(pr["base_ref"])
+        rule = effective_rule(self.repo(full), pr["base_ref"])
         if self.missing_required_checks(full, pr["base_ref"], pr["head_sha"]):
             return True, "blocked"
         if (
@@ -873,7 +873,7 @@ class Backend:
             clean, tree = g.merge_tree(base_sha, head)
             if not clean or tree is None:
                 raise SandboxApiError(405, "Pull Request is not mergeable")
-            rule = self.repo(full)["protection"].get(pr["base_ref"])
+            rule = effective_rule(self.repo(full), pr["base_ref"])
             bypass = actor_is_admin and rule is not None and not rule["enforce_admins"]
             if rule and not bypass:
                 missing = self.missing_required_checks(full, pr["base_ref"], head)
@@ -938,7 +938,7 @@ class Backend:
         self, full: str, branch: str, old: str, new: str, fast_forward: bool, is_admin: bool
     ) -> None:
         """Branch protection for API ref updates (mirrors the pre-receive hook used for pushes)."""
-        rule = self.repo(full)["protection"].get(branch)
+        rule = effective_rule(self.repo(full), branch)
         if not rule:
             return
         if not fast_forward and not rule["allow_force_pushes"]:

@@ -60,6 +60,7 @@ class Store:
         self._io = threading.Lock()  # one writer at a time; taken after self.lock, never before
         self._seq = 0  # snapshots taken
         self._written = 0  # newest snapshot on disk
+        self._last: tuple[int, bytes] | None = None  # newest snapshot taken
         self.data = self._load()
 
     def _load(self) -> dict[str, Any]:
@@ -93,10 +94,14 @@ class Store:
             self._write()
 
     def flush(self) -> None:
-        """Write pending changes now (outside a batch)."""
+        """Write pending changes now (outside a batch), including a snapshot the background
+        writer took but has not finished writing: on return the file holds every save."""
         with self.lock:
-            if self._dirty and not self._batch:
-                self._write()
+            if self._batch:
+                return
+            snap = self._snapshot() if self._dirty else self._last
+            if snap is not None and snap[0] > self._written:
+                self._persist(*snap)
 
     def start_writer(self, delay: float = 0.05) -> None:
         """Coalesce saves in a background thread from now on (idempotent)."""
@@ -143,7 +148,8 @@ class Store:
         """A consistent copy of the state (call with the lock held)."""
         self._seq += 1
         self._dirty = False
-        return self._seq, marshal.dumps(self.data)
+        self._last = (self._seq, marshal.dumps(self.data))
+        return self._last
 
     def _persist(self, seq: int, snap: bytes) -> None:
         """Write snapshot ``seq`` atomically unless a newer one is already on disk."""
