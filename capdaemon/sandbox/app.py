@@ -58,7 +58,8 @@ class SandboxApp:
         self.faults = Faults()
         self.counters = Counters()
         self.url_map, self.handlers = build_map()
-        self.recorder: list[tuple[str, int, Any]] | None = None
+        # (endpoint template, status, JSON body, headers) of every REST response, when on
+        self.recorder: list[tuple[str, int, Any, dict[str, str]]] | None = None
 
     # -- WSGI ------------------------------------------------------------------------------
 
@@ -210,8 +211,6 @@ class SandboxApp:
                 result = self.handlers[endpoint](ctx, **params)
                 status, body, headers = self.materialise(req, urls, result, link_path)
             payload = json_bytes(body, ctx.fragments) if body is not None else b""
-            if self.recorder is not None:
-                self.recorder.append((endpoint, status, json.loads(payload) if payload else None))
             if req.method == "GET" and status == 200:
                 etag = etag_for(payload, ident.token_hash or "anonymous")
                 headers["ETag"] = etag
@@ -255,6 +254,10 @@ class SandboxApp:
         resp.headers["X-GitHub-Api-Version-Selected"] = "2022-11-28"
         resp.headers["Vary"] = "Accept, Authorization, Cookie, X-GitHub-OTP"
         self.counters.record(endpoint, ident.rate_key, counted=counted, status=resp.status_code)
+        if self.recorder is not None:
+            raw = resp.get_data()
+            body = json.loads(raw) if raw else None
+            self.recorder.append((endpoint, resp.status_code, body, dict(resp.headers)))
         return resp
 
     def refuse(self, refusal: Refusal, headers: dict[str, str]) -> None:

@@ -345,9 +345,9 @@ class Sandbox:
         {repo}/pulls": {...}}, "identities": {"user:alice": {...}}}``."""
         return self.app.counters.snapshot()
 
-    def record_responses(self, on: bool = True) -> list[tuple[str, int, Any]]:
-        """Start (or stop) keeping every REST response as (endpoint template, status, JSON body);
-        returns the live list (used by the OpenAPI contract test)."""
+    def record_responses(self, on: bool = True) -> list[tuple[str, int, Any, dict[str, str]]]:
+        """Start (or stop) keeping every REST response as (endpoint template, status, JSON body,
+        headers), errors included; returns the live list (used by the OpenAPI contract test)."""
         self.app.recorder = [] if on else None
         return self.app.recorder if self.app.recorder is not None else []
 
