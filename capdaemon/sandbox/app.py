@@ -78,6 +78,13 @@ class SandboxApp:
         urls = Urls(api=root + (API_PREFIX if prefixed else ""), web=root)
         if path.startswith("/_sandbox/") or path == "/_sandbox":
             return self.admin(req, path)
+        link_path = req.path
+        by_id = REPO_BY_ID.match(path)
+        if by_id:  # GitHub's Link URLs name repositories by id: /repositories/{id}/...
+            full = self.repo_by_id(int(by_id.group(1)))
+            path = f"/repos/{full}{by_id.group(2) or ''}" if full else "/_unknown_repository"
+        else:
+            link_path = self.link_path(req.path, path, prefixed)
         fault = self.faults.take(req.method, path, req.query_string.decode("latin-1"))
         if fault is not None:
             early = self.apply_fault(fault)
@@ -95,13 +102,6 @@ class SandboxApp:
             self.counters.record(label, ident.rate_key, counted=False, status=resp.status_code)
             resp.headers["X-GitHub-Request-Id"] = request_id()
             return resp
-        link_path = req.path
-        by_id = REPO_BY_ID.match(path)
-        if by_id:  # GitHub's Link URLs name repositories by id: /repositories/{id}/...
-            full = self.repo_by_id(int(by_id.group(1)))
-            path = f"/repos/{full}{by_id.group(2) or ''}" if full else "/_unknown_repository"
-        else:
-            link_path = self.link_path(req.path, path, prefixed)
         return self.rest(req, path, urls, link_path)
 
     def repo_by_id(self, repo_id: int) -> str | None:
@@ -198,7 +198,7 @@ class SandboxApp:
                 if self.limiter.secondary_hit(ident.rate_key, per_minute):
                     extra_headers["Retry-After"] = "60"
                     raise SandboxApiError(403, SECONDARY_MESSAGE, doc=SECONDARY_DOC)
-                now = self.b.clock.now().timestamp()
+                now = self.b.clock.window_time()
                 refusal = self.b.secondary.charge(ident.rate_key, endpoint, req.method, now, cfg)
                 if refusal is not None:
                     self.refuse(refusal, extra_headers)

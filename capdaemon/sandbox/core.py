@@ -830,7 +830,7 @@ class Backend:
         pr = rec["pull"]
         if rec["state"] == "open":
             base = self.git(full).resolve(f"refs/heads/{pr['base_ref']}") or pr["base_sha"]
-            now = self.clock.now().timestamp()
+            now = self.clock.window_time()
             cfg = settings(self.data)
             if self.merge_clock.pending(full, rec["number"], (base, pr["head_sha"]), now, cfg):
                 return None, "unknown"

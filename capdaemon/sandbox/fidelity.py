@@ -88,8 +88,8 @@ class Refusal:
 class SecondaryLimits:
     """GitHub's secondary rate limits per identity: concurrency, endpoint points, content writes.
 
-    Windows slide over the sandbox clock (``now`` in epoch seconds, supplied by the caller), so
-    a test can move past them with ``advance_clock``.
+    Windows slide over ``Clock.window_time`` (supplied by the caller): real time, so a frozen
+    sandbox clock does not freeze them, plus ``advance_clock`` calls, so a test can skip ahead.
     """
 
     def __init__(self) -> None:
