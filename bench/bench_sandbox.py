@@ -1,6 +1,10 @@
 """Benchmark the sandbox: start-up, seeding 1,000 PRs, requests/s for PR lists, files, PRs, 304s.
 
 Run: .venv/bin/python bench/bench_sandbox.py [--prs 1000] [--requests 30] [--profile]
+     .venv/bin/python bench/bench_sandbox.py --concurrency-only [--prs 1000]
+``--concurrency-only`` runs just the last group: requests/s of 1 client against 8 concurrent
+clients (GET pulls/N) while a writer posts a comment every 20 ms, so state.json is rewritten
+all the time (the sandbox must not hold its request lock across that disk write).
 Prints one table: scenario, input size, time, rate, ratio to the group's first row (baseline),
 peak Python memory (tracemalloc; the server runs in-process), and ``before``: the same figure
 measured on this 2-core machine before the hot-path work (commit 397b5fe: a git process per
@@ -18,6 +22,7 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -104,6 +109,65 @@ def rate(url: str, token: str, count: int) -> tuple[float, float]:
             times.append(time.perf_counter() - t0)
             assert r.status_code == 200
     return statistics.median(times), count / sum(times)
+
+
+def concurrency_rows(
+    sb: Sandbox, repo: str, numbers: list[int], total: int
+) -> list[tuple[str, str, str, str, float, float]]:
+    """Requests/s for ``total`` GET pulls/N spread over 1 and over 8 concurrent clients (each a
+    keep-alive session) while one writer posts a comment every 20 ms."""
+    token = std.token_for("alice")
+    headers = {"Authorization": f"token {token}"}
+    writer_gh = github.Github(base_url=sb.base_url, auth=Auth.Token(std.token_for("bob")))
+    issue = writer_gh.get_repo(repo).get_issue(numbers[0])
+    with requests.Session() as s:  # warm: mergeability computed and cached for every PR
+        for n in numbers[:total] * 2:  # (the first read of a new PR answers mergeable: null)
+            s.get(f"{sb.base_url}/repos/{repo}/pulls/{n}", headers=headers, timeout=60)
+    rows = []
+    base = None
+    for clients in (1, 8):
+        stop = threading.Event()
+        wrote = [0]
+
+        def write(stop: threading.Event = stop, wrote: list[int] = wrote) -> None:
+            while not stop.is_set():
+                issue.create_comment(f"write-behind load {wrote[0]}")
+                wrote[0] += 1
+                time.sleep(0.02)
+
+        def read(k: int, clients: int = clients) -> None:
+            with requests.Session() as s:
+                for i in range(k, total, clients):
+                    n = numbers[i % len(numbers)]
+                    url = f"{sb.base_url}/repos/{repo}/pulls/{n}"
+                    assert s.get(url, headers=headers, timeout=60).status_code == 200
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        time.sleep(0.1)
+        t0 = time.perf_counter()
+        readers = [threading.Thread(target=read, args=(k,)) for k in range(clients)]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join()
+        wall = time.perf_counter() - t0
+        stop.set()
+        writer.join()
+        per = wall / total
+        base = base or per
+        rows.append(
+            (
+                f"GET pulls/N, {clients} client{'s' if clients > 1 else ''}, writer on",
+                f"{len(numbers)} PRs",
+                f"{per * 1000:.1f} ms/req",
+                f"{total / wall:.0f} req/s",
+                per / base,
+                0.0,
+            )
+        )
+        print(f"  ({clients} clients: {wrote[0]} comments written meanwhile)", file=sys.stderr)
+    return rows
 
 
 def pygithub_rate(
@@ -224,6 +288,34 @@ def pygithub_rows(
     return rows
 
 
+def unthrottled(sb: Sandbox) -> Sandbox:
+    """Switch the secondary rate limits off (a benchmark is not a well-paced client)."""
+    if hasattr(sb, "set_fidelity"):  # absent on sandboxes that had no such limits
+        sb.set_fidelity(points_per_minute=0, content_per_minute=0, content_per_hour=0)
+    return sb
+
+
+def concurrency_main(args: argparse.Namespace) -> int:
+    """Only the concurrency group."""
+    keys = std.generate_keys()
+    with tempfile.TemporaryDirectory() as tmp:
+        sb = unthrottled(
+            Sandbox.start(Path(tmp) / "sb", std.standard_seed(keys, rate_limit=1_000_000))
+        )
+        try:
+            repo = sb.create_repo("acme", f"bench-{args.prs}", files={"README.md": "bench\n"})
+            numbers = seed_prs(sb, repo, args.prs)
+            rows = concurrency_rows(sb, repo, numbers, args.concurrent_requests)
+        finally:
+            sb.stop()
+    print(f"| {'scenario':<42} | {'input':<10} | {'time':>12} | {'rate':>10} | {'ratio':>6} |")
+    print(f"|{'-' * 44}|{'-' * 12}|{'-' * 14}|{'-' * 12}|{'-' * 8}|")
+    for name, size, t, r, ratio, _ in rows:
+        print(f"| {name:<42} | {size:<10} | {t:>12} | {r:>10} | {ratio:>6.2f} |")
+    print("\nratio: wall time per request relative to the 1-client row (lower is better)")
+    return 0
+
+
 def main() -> int:
     """Run the scenarios and print the table."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -232,7 +324,11 @@ def main() -> int:
     ap.add_argument(
         "--profile", action="store_true", help="print the server-side profile of PyGithub rows"
     )
+    ap.add_argument("--concurrency-only", action="store_true", help="only the 1 vs 8 clients group")
+    ap.add_argument("--concurrent-requests", type=int, default=800, help="GETs per concurrency row")
     args = ap.parse_args()
+    if args.concurrency_only:
+        return concurrency_main(args)
     keys = std.generate_keys()
     seed = std.standard_seed(keys, rate_limit=1_000_000)
     token = std.token_for("alice")
@@ -287,7 +383,7 @@ def main() -> int:
         sb2.stop()
 
         # 2. seeding PRs with the pure-Python helpers (fast-import + one update-ref)
-        sb = Sandbox.start(Path(tmp) / "main", seed)
+        sb = unthrottled(Sandbox.start(Path(tmp) / "main", seed))
         try:
             seed_base = None
             sizes = [10, 100, args.prs] if args.prs > 100 else [10, args.prs]

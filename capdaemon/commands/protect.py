@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
         forge = Forge.from_config(config.github, token=token, key_pem=key)
         app_id = config.github.app_id
         _warn_decision_writers(forge, config, state_dir(args), args.agent)
-        before = protection_problems(forge.get_protection(args.repo, branch), app_id)
+        before = protection_problems(forge.effective_protection(args.repo, branch), app_id)
         if args.check:
             for p in before:
                 print(f"{args.repo}:{branch}: {p}")
@@ -72,8 +72,9 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 print(f"{args.repo}:{branch}: protected as required")
             return 1 if before else 0
-        changed = forge.set_protection(args.repo, branch, L1C3_CHECK_NAME, app_id)
-        after = protection_problems(forge.get_protection(args.repo, branch), app_id)
+        # already as required (classic protection or rulesets): write nothing
+        changed = bool(before) and forge.set_protection(args.repo, branch, L1C3_CHECK_NAME, app_id)
+        after = protection_problems(forge.effective_protection(args.repo, branch), app_id)
     except (CLIError, CredentialsError) as exc:
         error("protect", str(exc))
         return getattr(exc, "code", 2)

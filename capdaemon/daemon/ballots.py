@@ -12,7 +12,6 @@ from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
-    POLICY_FILE,
     TickReport,
     _BallotReads,
     _digest,
@@ -398,7 +397,7 @@ class BallotsMixin:
             # republish the check and the ballot body for the new state (same code path as step 2)
             policy_hash = self._repo_policy.get(rec.repo)
             if policy_hash is None:
-                policy = self.forge.read_file(rec.repo, POLICY_FILE, s.rc.base)
+                policy = self.forge.policy_text(rec.repo, s.rc.base)
                 policy_hash = _digest(self.policy_hash, policy)
             self._process_pr(s.rc, s.pr, policy_hash, now, report)
 

@@ -42,7 +42,7 @@ class GatherMixin:
             self._check_stop()
             try:
                 prs = self.forge.list_open_prs(rc.name)
-                policy = self.forge.read_file(rc.name, POLICY_FILE, rc.base)
+                policy = self.forge.policy_text(rc.name, rc.base)
             except RateLimited:
                 raise
             except ForgeError as exc:

@@ -112,7 +112,7 @@ class MergingMixin:
     # ------------------------------------------------------------------ step 4
     def _required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
         if rc.name not in self._required:
-            protection = self.forge.get_protection(rc.name, rc.base) or {}
+            protection = self.forge.effective_protection(rc.name, rc.base) or {}
             self._required[rc.name] = required_checks(protection)
         return self._required[rc.name]
 

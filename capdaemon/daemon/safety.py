@@ -971,7 +971,7 @@ def _protection(t: Any, now: datetime, report: Any) -> None:
     app_id = t.config.github.app_id
     for rc in t.config.repos:
         try:
-            prot = t.forge.get_protection(rc.name, rc.base)
+            prot = t.forge.effective_protection(rc.name, rc.base)
         except RateLimited:
             raise
         except ForgeError as exc:

@@ -106,6 +106,8 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         self.config = config
         self.state_dir = Path(state_dir)
         self.forge = forge
+        if getattr(forge, "state_dir", False) is None:
+            forge.state_dir = self.state_dir  # over-long bodies are saved here in full
         self.rules = tuple(rules)
         self._crash_after = (os.environ if env is None else env).get(CRASH_ENV, "")
         self._heartbeat = heartbeat or (lambda: None)

@@ -49,6 +49,7 @@ from capdaemon.forge.errors import (
     RateLimited,
     Transient,
 )
+from capdaemon.forge.protection import ProtectionMixin
 from capdaemon.forge.reads import ReadsMixin
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.snapshot import SnapshotMixin
@@ -74,7 +75,7 @@ __all__ = [
 ]
 
 
-class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
+class Forge(SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
     """The GitHub adapter: immutable snapshots in, idempotent marked writes out."""
 
     def __init__(
@@ -124,6 +125,8 @@ class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
         self._labels: dict[str, set[str]] = {}
         # .capdaemon.yml per (repo, base ref), remembered for one tick (a minute at most)
         self._policy_seen: dict[tuple[str, str], tuple[str | None, datetime]] = {}
+        # where over-long bodies are saved in full (the daemon's state dir; see forge.overflow)
+        self.state_dir: Path | None = None
 
     # ================================================================ construction
     @classmethod

@@ -11,7 +11,6 @@ from capdaemon.forge.convert import (
     COMMITS_CAP,
     COMPARE_MAX_FILES,
     FILES_CAP,
-    POLICY_FILE,
     POLICY_TTL,
     Entry,
     _check_run,
@@ -390,9 +389,6 @@ class SnapshotMixin:
         now = self.clock()
         if seen is not None and now - seen[1] < POLICY_TTL:
             return seen[0]
-        try:
-            text = self.read_file(repo, POLICY_FILE, base_ref, strict=True)
-        except NotFound:
-            text = None
+        text = self.policy_text(repo, base_ref)
         self._policy_seen[key] = (text, now)
         return text

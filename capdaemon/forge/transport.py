@@ -21,6 +21,7 @@ from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from capdaemon.forge.errors import RateLimited, Transient
+from capdaemon.forge.pacing import ContentPacer, creates_content
 from capdaemon.forge.scrub import Scrubber
 
 log = structlog.get_logger(__name__)
@@ -230,6 +231,7 @@ class Transport(HTTPAdapter):
         self.stats = TransportStats()
         self._last_write = 0.0
         self._lock = threading.Lock()
+        self.pacer = ContentPacer()
 
     # ------------------------------------------------------------------ send
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
@@ -248,6 +250,7 @@ class Transport(HTTPAdapter):
                 request.headers["If-None-Match"] = entry.etag
         if method != "GET":
             self._pace_write()
+            self._pace_content(method, urlsplit(request.url or "").path)
 
         resp = self._send_retrying(method, request, kwargs)
 
@@ -499,6 +502,19 @@ class Transport(HTTPAdapter):
             wait_seconds=seconds,
             reset_at=reset_at,
         )
+
+    def _pace_content(self, method: str, path: str) -> None:
+        """Stay within the content-creation limits: wait (budget allowing) or stop the tick."""
+        if not creates_content(method, path):
+            return
+        seconds = self.pacer.wait()
+        if seconds > 0:
+            if not self.budget.allows(seconds):
+                raise self._rate_limited(
+                    seconds, "secondary", method, path, why="content-creation pacing"
+                )
+            self._do_sleep(seconds)
+        self.pacer.record()
 
     def _pace_write(self) -> None:
         if self.write_interval <= 0:

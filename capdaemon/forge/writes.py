@@ -26,7 +26,8 @@ from capdaemon.forge.errors import (
     NotMergeable,
     RevertConflict,
 )
-from capdaemon.forge.markers import marker_key, parse_marker, with_marker
+from capdaemon.forge.markers import marker_key, parse_marker
+from capdaemon.forge.overflow import CHECK_SUMMARY_LIMIT, fit_body
 from capdaemon.forge.types import (
     MarkedIssue,
 )
@@ -56,7 +57,7 @@ class WritesMixin:
         conclusion = "success" if success else "failure"
         if not self.as_app:
             return self._publish_status(repo, head_sha, conclusion, title, name, details_url)
-        text = with_marker(summary, marker)[:65000]
+        text = fit_body(summary, marker, self.state_dir, limit=CHECK_SUMMARY_LIMIT)
         out = {"title": title[:1000], "summary": text}
         app_id = self.app_id
         runs = self._pages(
@@ -178,7 +179,7 @@ class WritesMixin:
         and marker (so the body is restored instead of a duplicate being opened).
         """
         labels = list(dict.fromkeys(labels))
-        text = with_marker(body, marker)
+        text = fit_body(body, marker, self.state_dir)
         if (repo, marker_key(marker)) in self._unsure:
             self._indexed.discard(repo)  # a lost create may have landed since the last scan
         cur = self.find_issue(repo, marker)
@@ -268,7 +269,7 @@ class WritesMixin:
         self._req(
             "POST",
             f"/repos/{repo}/issues/{number}/comments",
-            body={"body": with_marker(body, marker)},
+            body={"body": fit_body(body, marker, self.state_dir)},
         )
         log.info("forge.write", op="comment", repo=repo, number=number, kind=marker.get("kind"))
         return True
@@ -412,7 +413,12 @@ class WritesMixin:
         _, pr = self._req(
             "POST",
             f"/repos/{repo}/pulls",
-            body={"title": title, "head": branch, "base": base, "body": with_marker(body, marker)},
+            body={
+                "title": title,
+                "head": branch,
+                "base": base,
+                "body": fit_body(body, marker, self.state_dir),
+            },
         )
         number = int(pr["number"])
         self.add_labels(repo, number, [label])

@@ -12,6 +12,7 @@ from .api_repos import full_name
 from .clock import parse_iso
 from .core import SandboxApiError, not_found, validation
 from .git import Person
+from .protection import effective_rule
 from .routing import Ctx, Paged, Result, field_of, route
 
 MODES = ("100644", "100755", "040000", "160000", "120000")
@@ -148,7 +149,7 @@ def delete_ref(ctx: Ctx, owner: str, repo: str, ref: str) -> Result:
         if g.refs(name).get(name) is None:
             raise SandboxApiError(422, "Reference does not exist")
         branch = name.removeprefix("refs/heads/")
-        rule = ctx.b.repo(full)["protection"].get(branch)
+        rule = effective_rule(ctx.b.repo(full), branch)
         if name.startswith("refs/heads/") and rule and not rule["allow_deletions"]:
             raise SandboxApiError(422, "Cannot delete this protected branch")
         g.delete_ref(name)

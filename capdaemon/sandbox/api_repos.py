@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from . import render
+from .api_access import permissions_for
 from .auth import repo_permission
 from .clock import iso, parse_iso
 from .core import SandboxApiError, not_found, validation
@@ -113,14 +114,7 @@ def collaborator_permission(ctx: Ctx, owner: str, repo: str, username: str) -> R
     permission = {"maintain": "write", "triage": "read"}.get(role, role)
     u = render.user(ctx.b, ctx.urls, login)
     assert u is not None
-    rank = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}[role]
-    u["permissions"] = {
-        "admin": rank >= 5,
-        "maintain": rank >= 4,
-        "push": rank >= 3,
-        "triage": rank >= 2,
-        "pull": rank >= 1,
-    }
+    u["permissions"] = permissions_for(role)
     u["role_name"] = role if role != "none" else "read"
     return Result(200, {"permission": permission, "role_name": role, "user": u})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import traceback
@@ -16,6 +17,7 @@ from .api_meta import budget
 from .auth import ANONYMOUS, Identity, identify
 from .clock import parse_iso
 from .core import Backend, SandboxApiError
+from .fidelity import Refusal, oversized, settings
 from .http import (
     SECONDARY_MESSAGE,
     Counters,
@@ -35,6 +37,8 @@ from .routing import Ctx, Paged, Result, build_map
 
 API_PREFIX = "/api/v3"
 UNCOUNTED = {"GET /rate_limit"}
+REPO_BY_ID = re.compile(r"^/repositories/(\d+)(/.*)?$")
+REPO_PATH = re.compile(r"^/repos/([^/]+)/([^/]+)(/.*)?$")
 PRIMARY_DOC = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limits"
 SECONDARY_DOC = (
     "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
@@ -54,7 +58,8 @@ class SandboxApp:
         self.faults = Faults()
         self.counters = Counters()
         self.url_map, self.handlers = build_map()
-        self.recorder: list[tuple[str, int, Any]] | None = None
+        # (endpoint template, status, JSON body, headers) of every REST response, when on
+        self.recorder: list[tuple[str, int, Any, dict[str, str]]] | None = None
 
     # -- WSGI ------------------------------------------------------------------------------
 
@@ -73,7 +78,14 @@ class SandboxApp:
         urls = Urls(api=root + (API_PREFIX if prefixed else ""), web=root)
         if path.startswith("/_sandbox/") or path == "/_sandbox":
             return self.admin(req, path)
-        fault = self.faults.take(req.method, path)
+        link_path = req.path
+        by_id = REPO_BY_ID.match(path)
+        if by_id:  # GitHub's Link URLs name repositories by id: /repositories/{id}/...
+            full = self.repo_by_id(int(by_id.group(1)))
+            path = f"/repos/{full}{by_id.group(2) or ''}" if full else "/_unknown_repository"
+        else:
+            link_path = self.link_path(req.path, path, prefixed)
+        fault = self.faults.take(req.method, path, req.query_string.decode("latin-1"))
         if fault is not None:
             early = self.apply_fault(fault)
             if early is not None:
@@ -90,7 +102,30 @@ class SandboxApp:
             self.counters.record(label, ident.rate_key, counted=False, status=resp.status_code)
             resp.headers["X-GitHub-Request-Id"] = request_id()
             return resp
-        return self.rest(req, path, urls)
+        return self.rest(req, path, urls, link_path)
+
+    def repo_by_id(self, repo_id: int) -> str | None:
+        """``owner/name`` of the repository with this id (None when there is none)."""
+        with self.b.lock:
+            for full, rec in self.b.data["repos"].items():
+                if rec.get("id") == repo_id:
+                    return str(full)
+        return None
+
+    def link_path(self, raw: str, path: str, prefixed: bool) -> str:
+        """The path GitHub puts in ``Link`` URLs: ``/repositories/{id}/...`` for repo routes."""
+        m = REPO_PATH.match(path)
+        if not m:
+            return raw
+        with self.b.lock:
+            repos = self.b.data["repos"]
+            full = f"{m.group(1)}/{m.group(2)}"
+            rec = repos.get(full) or next(
+                (r for n, r in repos.items() if n.lower() == full.lower()), None
+            )
+        if rec is None:
+            return raw
+        return f"{API_PREFIX if prefixed else ''}/repositories/{rec['id']}{m.group(3) or ''}"
 
     def apply_fault(self, fault: Fault) -> Response | None:
         """Carry out a scripted fault; None means continue normally (after a delay)."""
@@ -125,7 +160,7 @@ class SandboxApp:
 
     # -- REST ------------------------------------------------------------------------------
 
-    def rest(self, req: Request, path: str, urls: Urls) -> Response:
+    def rest(self, req: Request, path: str, urls: Urls, link_path: str | None = None) -> Response:
         """Authenticate, rate-limit, run a handler and add GitHub's headers."""
         rid = request_id()
         adapter = self.url_map.bind("sandbox", path_info=path)
@@ -133,12 +168,18 @@ class SandboxApp:
         ident: Identity = ANONYMOUS
         extra_headers: dict[str, str] = {"X-GitHub-Request-Id": rid}
         counted = False
+        entered: str | None = None
+        cfg = settings(self.b.data)
         try:
+            ident = identify(self.b, req.headers.get("Authorization"))
+            refusal = self.b.secondary.enter(ident.rate_key, cfg)
+            if refusal is not None:
+                self.refuse(refusal, extra_headers)
+            entered = ident.rate_key
             try:
                 endpoint, params = adapter.match(path, method=req.method)
             except (NotFound, MethodNotAllowed) as exc:
                 raise SandboxApiError(404, "Not Found") from exc
-            ident = identify(self.b, req.headers.get("Authorization"))
             limit = budget(self.b, ident)
             bucket = self.limiter.bucket(ident.rate_key, limit)
             if endpoint not in UNCOUNTED:
@@ -161,13 +202,19 @@ class SandboxApp:
                 if self.limiter.secondary_hit(ident.rate_key, per_minute):
                     extra_headers["Retry-After"] = "60"
                     raise SandboxApiError(403, SECONDARY_MESSAGE, doc=SECONDARY_DOC)
+                now = self.b.clock.window_time()
+                refusal = self.b.secondary.charge(ident.rate_key, endpoint, req.method, now, cfg)
+                if refusal is not None:
+                    self.refuse(refusal, extra_headers)
             ctx = Ctx(req, self.b, ident, urls)
+            if req.method in ("POST", "PATCH", "PUT"):
+                errors = oversized(endpoint, ctx.json())
+                if errors:
+                    raise SandboxApiError(422, "Validation Failed", errors=errors)
             with self.b.lock:
                 result = self.handlers[endpoint](ctx, **params)
-                status, body, headers = self.materialise(req, urls, result)
+                status, body, headers = self.materialise(req, urls, result, link_path)
             payload = json_bytes(body, ctx.fragments) if body is not None else b""
-            if self.recorder is not None:
-                self.recorder.append((endpoint, status, json.loads(payload) if payload else None))
             if req.method == "GET" and status == 200:
                 etag = etag_for(payload, ident.token_hash or "anonymous")
                 headers["ETag"] = etag
@@ -186,8 +233,8 @@ class SandboxApp:
                 resp.headers["Content-Type"] = "application/json; charset=utf-8"
         except SandboxApiError as err:
             status = err.status
-            if (
-                status not in (401, 404)
+            if (  # GitHub counts an authenticated 404 too (and sends the headers with it)
+                status != 401
                 and "X-RateLimit-Limit" not in extra_headers
                 and ident is not ANONYMOUS
             ):
@@ -204,19 +251,33 @@ class SandboxApp:
             resp = json_response(
                 500, error_body(500, f"Sandbox internal error: {exc}"), extra_headers
             )
+        finally:
+            if entered is not None:
+                self.b.secondary.exit(entered)
         resp.headers["X-GitHub-Media-Type"] = "github.v3; format=json"
         resp.headers["X-GitHub-Api-Version-Selected"] = "2022-11-28"
         resp.headers["Vary"] = "Accept, Authorization, Cookie, X-GitHub-OTP"
         self.counters.record(endpoint, ident.rate_key, counted=counted, status=resp.status_code)
+        if self.recorder is not None:
+            raw = resp.get_data()
+            body = json.loads(raw) if raw else None
+            self.recorder.append((endpoint, resp.status_code, body, dict(resp.headers)))
         return resp
 
-    def materialise(self, req: Request, urls: Urls, result: Any) -> tuple[int, Any, dict[str, str]]:
+    def refuse(self, refusal: Refusal, headers: dict[str, str]) -> None:
+        """Raise GitHub's secondary-rate-limit 403 with its ``Retry-After``."""
+        headers["Retry-After"] = str(refusal.retry_after)
+        raise SandboxApiError(403, SECONDARY_MESSAGE, doc=SECONDARY_DOC)
+
+    def materialise(
+        self, req: Request, urls: Urls, result: Any, link_path: str | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
         """Turn a handler's Result/Paged into (status, body, headers)."""
         root = urls.api.removesuffix(API_PREFIX) if urls.api.endswith(API_PREFIX) else urls.api
         if isinstance(result, Result):
             return result.status, result.body, dict(result.headers)
         if isinstance(result, Paged):
-            chunk, link = paginate(req, root, result.items, result.max_per_page)
+            chunk, link = paginate(req, root, result.items, result.max_per_page, path=link_path)
             rendered = [result.render(x) for x in chunk] if result.render else chunk
             headers = {"Link": link} if link else {}
             if result.wrap:
@@ -269,6 +330,7 @@ class SandboxApp:
                 return json_response(200, self.counters.snapshot())
             if path == "/_sandbox/ratelimit/reset":
                 self.limiter.reset_all()
+                self.b.secondary.reset()
                 return json_response(200, {"ok": True})
             if path == "/_sandbox/clock":
                 if req.method == "POST":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 
@@ -22,13 +23,21 @@ def parse_iso(text: str) -> datetime:
 class Clock:
     """The sandbox's notion of "now", used for created_at/updated_at and commit dates.
 
-    Token expiry and rate-limit windows use the real clock (clients compute waits from it).
+    Token expiry and rate-limit windows use the real clock (clients compute waits from it);
+    the secondary-limit and mergeability windows use :meth:`window_time`, real time plus every
+    :meth:`advance` so far, so a test can move past them even with the clock frozen.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._frozen: datetime | None = None
         self._offset = timedelta(0)
+        self._advanced = 0.0
+
+    def window_time(self) -> float:
+        """Monotonic seconds for sliding windows: real time plus all :meth:`advance` calls."""
+        with self._lock:
+            return time.monotonic() + self._advanced
 
     def now(self) -> datetime:
         """The current sandbox time (aware, UTC, whole seconds)."""
@@ -54,6 +63,7 @@ class Clock:
     def advance(self, seconds: float) -> datetime:
         """Move the clock forward (frozen or offset mode) and return the new time."""
         with self._lock:
+            self._advanced += seconds
             if self._frozen is not None:
                 self._frozen = self._frozen + timedelta(seconds=seconds)
             else:

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from .clock import Clock, iso
+from .fidelity import MergeabilityClock, SecondaryLimits, settings
 from .git import CommitSpec, GitRepo, Person
 from .http import RateLimiter
-from .protection import SUCCESSFUL, missing_required_checks
+from .protection import SUCCESSFUL, effective_rule, missing_required_checks
 from .seed import PERMISSIONS, load_seed
 from .store import Store
 
@@ -79,6 +80,8 @@ class Backend:
         self.lock = self.store.lock
         self._gits: dict[str, GitRepo] = {}
         self.limiter = RateLimiter()
+        self.secondary = SecondaryLimits()
+        self.merge_clock = MergeabilityClock()
 
     # -- basics ----------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class Backend:
         s = load_seed(seed)
         with self.store.batch():
             self.data["rate_limit"] = dict(s["rate_limit"])
+            self.data["fidelity"] = dict(s["fidelity"])
             self.data["admin_token"] = s["admin_token"]
             for u in s["users"]:
                 self.add_user(
@@ -789,7 +793,7 @@ class Backend:
             return False, "dirty"
         if pr["draft"]:
             return True, "draft"
-        rule = self.repo(full)["protection"].get(pr["base_ref"])
+        rule = effective_rule(self.repo(full), pr["base_ref"])
         if self.missing_required_checks(full, pr["base_ref"], pr["head_sha"]):
             return True, "blocked"
         if (
@@ -819,6 +823,18 @@ class Backend:
             s["state"] in ("failure", "error") for s in self.latest_statuses(full, pr["head_sha"])
         )
         return True, "unstable" if bad else "clean"
+
+    def observed_mergeability(self, full: str, rec: dict[str, Any]) -> tuple[bool | None, str]:
+        """What a read of the PR shows: ``(None, "unknown")`` while GitHub would still be
+        computing (the first reads or seconds after it opened or its base or head moved)."""
+        pr = rec["pull"]
+        if rec["state"] == "open":
+            base = self.git(full).resolve(f"refs/heads/{pr['base_ref']}") or pr["base_sha"]
+            now = self.clock.window_time()
+            cfg = settings(self.data)
+            if self.merge_clock.pending(full, rec["number"], (base, pr["head_sha"]), now, cfg):
+                return None, "unknown"
+        return self.mergeability(full, rec)
 
     def merge_pr(
         self,
@@ -857,7 +873,7 @@ class Backend:
             clean, tree = g.merge_tree(base_sha, head)
             if not clean or tree is None:
                 raise SandboxApiError(405, "Pull Request is not mergeable")
-            rule = self.repo(full)["protection"].get(pr["base_ref"])
+            rule = effective_rule(self.repo(full), pr["base_ref"])
             bypass = actor_is_admin and rule is not None and not rule["enforce_admins"]
             if rule and not bypass:
                 missing = self.missing_required_checks(full, pr["base_ref"], head)
@@ -922,7 +938,7 @@ class Backend:
         self, full: str, branch: str, old: str, new: str, fast_forward: bool, is_admin: bool
     ) -> None:
         """Branch protection for API ref updates (mirrors the pre-receive hook used for pushes)."""
-        rule = self.repo(full)["protection"].get(branch)
+        rule = effective_rule(self.repo(full), branch)
         if not rule:
             return
         if not fast_forward and not rule["allow_force_pushes"]:

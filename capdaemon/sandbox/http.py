@@ -115,8 +115,10 @@ def paginate(
     items: list[Any],
     max_per_page: int = 100,
     default_per_page: int = 30,
+    path: str | None = None,
 ) -> tuple[list[Any], str | None]:
-    """Slice ``items`` for the requested page and build the ``Link`` header (absolute URLs)."""
+    """Slice ``items`` for the requested page and build the ``Link`` header (absolute URLs to
+    ``path``, by default the request's)."""
     page, per_page = page_params(req, max_per_page, default_per_page)
     total = len(items)
     last = max(1, (total + per_page - 1) // per_page)
@@ -125,7 +127,7 @@ def paginate(
     def url(p: int) -> str:
         args = [(k, v) for k, v in req.args.items(multi=True) if k != "page"]
         args.append(("page", str(p)))
-        return f"{base_url}{req.path}?{urlencode(args)}"
+        return f"{base_url}{path or req.path}?{urlencode(args)}"
 
     links = []
     if page > 1:
@@ -286,11 +288,13 @@ class Faults:
         with self._lock:
             self._faults.clear()
 
-    def take(self, method: str, path: str) -> Fault | None:
-        """The first fault matching this request (its count is decremented)."""
+    def take(self, method: str, path: str, query: str = "") -> Fault | None:
+        """The first fault matching this request (its count is decremented): its regex is
+        searched in the path, and in ``path?query`` when there is a query string."""
+        full = f"{path}?{query}" if query else path
         with self._lock:
             for f in self._faults:
-                if f.method in (method, "*") and f.regex.search(path):
+                if f.method in (method, "*") and (f.regex.search(path) or f.regex.search(full)):
                     f.count -= 1
                     if f.count <= 0:
                         self._faults.remove(f)

@@ -11,11 +11,82 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 SUCCESSFUL = ("success", "neutral", "skipped")
 ZERO = "0" * 40
+
+
+def ruleset_applies(rs: dict[str, Any], branch: str, default_branch: str) -> bool:
+    """Does an active branch ruleset cover ``branch`` (``ref_name`` include/exclude)?"""
+    if rs.get("enforcement") != "active" or rs.get("target", "branch") != "branch":
+        return False
+    ref = f"refs/heads/{branch}"
+    cond = (rs.get("conditions") or {}).get("ref_name") or {}
+
+    def hit(patterns: list[str]) -> bool:
+        for p in patterns:
+            if p == "~ALL" or (p == "~DEFAULT_BRANCH" and branch == default_branch):
+                return True
+            if fnmatchcase(ref, p if p.startswith("refs/") else f"refs/heads/{p}"):
+                return True
+        return False
+
+    return hit(cond.get("include") or []) and not hit(cond.get("exclude") or [])
+
+
+def effective_rule(repo: dict[str, Any], branch: str) -> dict[str, Any] | None:
+    """Classic protection of ``branch`` with its active rulesets folded in (stricter wins).
+
+    Rulesets without bypass actors bind admins too (``enforce_admins``); ``required_status_checks``
+    adds checks (``integration_id`` pins the App), ``pull_request`` requires PRs and reviews,
+    ``non_fast_forward`` and ``deletion`` forbid force pushes and deletion.
+    """
+    classic = repo["protection"].get(branch)
+    rules = [
+        r
+        for rs in sorted((repo.get("rulesets") or {}).values(), key=lambda x: x["id"])
+        if ruleset_applies(rs, branch, repo["default_branch"])
+        for r in rs["rules"]
+    ]
+    if not rules:
+        return classic  # type: ignore[no-any-return]
+    rule: dict[str, Any] = dict(
+        classic
+        or {
+            "required_status_checks": None,
+            "enforce_admins": True,
+            "required_pull_request_reviews": None,
+            "allow_force_pushes": True,
+            "allow_deletions": True,
+        }
+    )
+    rule["enforce_admins"] = True
+    for r in rules:
+        params = r.get("parameters") or {}
+        kind = r.get("type")
+        if kind == "non_fast_forward":
+            rule["allow_force_pushes"] = False
+        elif kind == "deletion":
+            rule["allow_deletions"] = False
+        elif kind == "pull_request":
+            reviews = dict(rule.get("required_pull_request_reviews") or {})
+            count = int(params.get("required_approving_review_count") or 0)
+            reviews["required_approving_review_count"] = max(
+                count, int(reviews.get("required_approving_review_count") or 0)
+            )
+            rule["required_pull_request_reviews"] = reviews
+        elif kind == "required_status_checks":
+            rsc = rule.get("required_status_checks") or {"strict": False, "checks": []}
+            checks = list(rsc["checks"])
+            for c in params.get("required_status_checks") or []:
+                if isinstance(c, dict) and isinstance(c.get("context"), str):
+                    checks.append({"context": c["context"], "app_id": c.get("integration_id")})
+            strict = bool(rsc["strict"] or params.get("strict_required_status_checks_policy"))
+            rule["required_status_checks"] = {"strict": strict, "checks": checks}
+    return rule
 
 
 def missing_required_checks(repo: dict[str, Any], branch: str, sha: str) -> list[tuple[str, str]]:
@@ -24,7 +95,7 @@ def missing_required_checks(repo: dict[str, Any], branch: str, sha: str) -> list
     A check pinned to an App (``app_id``) is satisfied only by that App's newest run of that
     name; an unpinned one by any App's newest run or by a commit status with that context.
     """
-    rule = repo["protection"].get(branch)
+    rule = effective_rule(repo, branch)
     if not rule or not rule.get("required_status_checks"):
         return []
     runs = sorted(
@@ -68,7 +139,7 @@ def push_errors(
         if not ref.startswith("refs/heads/"):
             continue
         branch = ref.removeprefix("refs/heads/")
-        rule = repo["protection"].get(branch)
+        rule = effective_rule(repo, branch)
         if not rule:
             continue
         head = f"GH006: Protected branch update failed for {ref}."

@@ -445,7 +445,7 @@ def pull(
         "draft": pr["draft"],
     }
     if detail:
-        mergeable, state = b.mergeability(full, rec)
+        mergeable, state = b.observed_mergeability(full, rec)
         mb = g.merge_base(base_sha, pr["head_sha"]) or base_sha
         files = g.diff_files(mb, pr["head_sha"])
         out.update(

@@ -39,7 +39,14 @@ def template(rule: str) -> str:
 @functools.cache
 def build_map() -> tuple[Map, dict[str, Handler]]:
     """A werkzeug Map of all registered routes (built once per process; ``METHOD template`` ids)."""
-    from . import api_gitdata, api_issues, api_meta, api_pulls, api_repos  # noqa: F401  (register routes)
+    from . import (  # noqa: F401  (register routes)
+        api_access,
+        api_gitdata,
+        api_issues,
+        api_meta,
+        api_pulls,
+        api_repos,
+    )
 
     rules = []
     handlers: dict[str, Handler] = {}

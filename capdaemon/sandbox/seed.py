@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from .fidelity import FIDELITY_DEFAULTS
+
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _LOGIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*(\[bot\])?$")
@@ -125,13 +127,21 @@ def load_seed(
 
 def normalise_seed(raw: dict[str, Any], base_dir: Path | None = None) -> dict[str, Any]:
     """Validate a seed mapping and fill in defaults."""
-    _check_keys(raw, "<root>", {"users", "orgs", "apps", "repos", "rate_limit", "admin_token"})
+    _check_keys(
+        raw, "<root>", {"users", "orgs", "apps", "repos", "rate_limit", "admin_token", "fidelity"}
+    )
     out: dict[str, Any] = {}
     rl = _opt(raw, "rate_limit", "<root>", dict, {})
     _check_keys(rl, "rate_limit", {"core", "secondary_per_minute"})
     out["rate_limit"] = {
         "core": _opt(rl, "core", "rate_limit", int, 5000),
         "secondary_per_minute": _opt(rl, "secondary_per_minute", "rate_limit", int, 0),
+    }
+    fid = _opt(raw, "fidelity", "<root>", dict, {})
+    _check_keys(fid, "fidelity", set(FIDELITY_DEFAULTS))
+    out["fidelity"] = {
+        key: _opt(fid, key, "fidelity", (int, float), default)
+        for key, default in FIDELITY_DEFAULTS.items()
     }
     out["admin_token"] = _opt(raw, "admin_token", "<root>", str, None)
 

@@ -312,10 +312,12 @@ class Sandbox:
     ) -> None:
         """Script the next ``count`` requests matching ``method`` (or ``*``) and ``path_regex``.
 
-        The regex is searched in the path (no ``/api/v3``, no query). Kinds: ``status`` (answer
-        ``status``), ``drop`` (close the connection), ``delay`` (sleep ``delay`` s, then answer),
-        ``secondary`` (403/429 with ``Retry-After``), ``call`` (run ``action``, then answer:
-        a race placed between two requests). A 0 s ``delay`` with ``count=N`` lets N pass first.
+        The regex is searched in the path (no ``/api/v3``) and, when the request has a query
+        string, in ``path?query`` too (``/pulls[?].*page=2`` hits one page). Kinds: ``status``
+        (answer ``status``), ``drop`` (close the connection), ``delay`` (sleep ``delay`` s,
+        then answer), ``secondary`` (403/429 secondary rate limit, ``Retry-After:
+        retry_after``), ``call`` (run ``action``, then answer: a race placed between two
+        requests). A 0 s ``delay`` with ``count=N`` lets N pass first.
         """
         self.app.faults.add(
             Fault(
@@ -344,9 +346,9 @@ class Sandbox:
         {repo}/pulls": {...}}, "identities": {"user:alice": {...}}}``."""
         return self.app.counters.snapshot()
 
-    def record_responses(self, on: bool = True) -> list[tuple[str, int, Any]]:
-        """Start (or stop) keeping every REST response as (endpoint template, status, JSON body);
-        returns the live list (used by the OpenAPI contract test)."""
+    def record_responses(self, on: bool = True) -> list[tuple[str, int, Any, dict[str, str]]]:
+        """Start (or stop) keeping every REST response as (endpoint template, status, JSON body,
+        headers), errors included; returns the live list (used by the OpenAPI contract test)."""
         self.app.recorder = [] if on else None
         return self.app.recorder if self.app.recorder is not None else []
 
@@ -362,6 +364,17 @@ class Sandbox:
         """Change the default hourly budget (takes effect on the next request)."""
         with self.backend.lock:
             self.backend.data["rate_limit"]["core"] = int(core)
+            self.backend.store.save()
+
+    def set_fidelity(self, **settings: float) -> None:
+        """Change GitHub-limit imitations (see ``fidelity.FIDELITY_DEFAULTS``; 0 turns one off)."""
+        from .fidelity import FIDELITY_DEFAULTS
+
+        unknown = set(settings) - set(FIDELITY_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown fidelity setting(s): {', '.join(sorted(unknown))}")
+        with self.backend.lock:
+            self.backend.data.setdefault("fidelity", {}).update(settings)
             self.backend.store.save()
 
     def set_clock(self, when: datetime | None) -> None:
@@ -447,6 +460,12 @@ class Sandbox:
     def set_protection(self, repo: str, branch: str, body: Mapping[str, Any]) -> None:
         """Protect a branch (body as for ``PUT .../branches/{b}/protection``)."""
         self.backend.set_protection(repo, branch, dict(body))
+
+    def add_ruleset(self, repo: str, body: Mapping[str, Any]) -> int:
+        """Add a repository ruleset (body as for ``POST .../rulesets``); returns its id."""
+        from .api_access import add_ruleset
+
+        return int(add_ruleset(self.backend, repo, dict(body))["id"])
 
     def branch_sha(self, repo: str, branch: str) -> str | None:
         """The commit a branch points at."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import threading
 import time
@@ -39,6 +40,10 @@ class Store:
     server) saves are coalesced by a background thread (at most one write per ``delay``);
     :meth:`flush` writes now (before a git push, whose pre-receive hook reads the file) and
     :meth:`close` stops the thread and writes what is pending.
+
+    A write takes a cheap snapshot (``marshal``) under the lock and does the expensive part
+    (JSON encoding, fsync, rename) outside it, under a separate I/O lock, so requests are not
+    held up by the disk; a newer snapshot is never overwritten by an older one.
     """
 
     def __init__(self, root: Path) -> None:
@@ -52,6 +57,10 @@ class Store:
         self._stopping = False
         self._delay = 0.05
         self.writes = 0  # state.json writes so far
+        self._io = threading.Lock()  # one writer at a time; taken after self.lock, never before
+        self._seq = 0  # snapshots taken
+        self._written = 0  # newest snapshot on disk
+        self._last: tuple[int, bytes] | None = None  # newest snapshot taken
         self.data = self._load()
 
     def _load(self) -> dict[str, Any]:
@@ -85,10 +94,14 @@ class Store:
             self._write()
 
     def flush(self) -> None:
-        """Write pending changes now (outside a batch)."""
+        """Write pending changes now (outside a batch), including a snapshot the background
+        writer took but has not finished writing: on return the file holds every save."""
         with self.lock:
-            if self._dirty and not self._batch:
-                self._write()
+            if self._batch:
+                return
+            snap = self._snapshot() if self._dirty else self._last
+            if snap is not None and snap[0] > self._written:
+                self._persist(*snap)
 
     def start_writer(self, delay: float = 0.05) -> None:
         """Coalesce saves in a background thread from now on (idempotent)."""
@@ -126,19 +139,36 @@ class Store:
             with self.lock:
                 if self._stopping:
                     return
-                if self._dirty and not self._batch:
-                    self._write()
+                if not self._dirty or self._batch:
+                    continue
+                snap = self._snapshot()
+            self._persist(*snap)  # encoding and fsync without the request lock
+
+    def _snapshot(self) -> tuple[int, bytes]:
+        """A consistent copy of the state (call with the lock held)."""
+        self._seq += 1
+        self._dirty = False
+        self._last = (self._seq, marshal.dumps(self.data))
+        return self._last
+
+    def _persist(self, seq: int, snap: bytes) -> None:
+        """Write snapshot ``seq`` atomically unless a newer one is already on disk."""
+        with self._io:
+            if seq <= self._written:
+                return
+            payload = json.dumps(marshal.loads(snap), separators=(",", ":"), sort_keys=False)
+            tmp = self.file.with_name(f".state.{os.getpid()}.{threading.get_ident()}.tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            tmp.replace(self.file)
+            self._written = seq
+            self.writes += 1
 
     def _write(self) -> None:
-        tmp = self.file.with_name(f".state.{os.getpid()}.{threading.get_ident()}.tmp")
-        payload = json.dumps(self.data, separators=(",", ":"), sort_keys=False)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(self.file)
-        self._dirty = False
-        self.writes += 1
+        """Snapshot and write now (the caller holds the lock)."""
+        self._persist(*self._snapshot())
 
     @contextmanager
     def batch(self) -> Iterator[None]:

@@ -86,6 +86,11 @@ BOT_FILES = {
 }
 
 
+# The test seed's GitHub limits: all on, except the content-creation limits (80 issues or
+# comments a minute, 500 an hour), which a test that writes many asks for (``set_fidelity``).
+TEST_FIDELITY = {"content_per_minute": 0, "content_per_hour": 0}
+
+
 def standard_seed(keys: AppKeys, rate_limit: int = 5000) -> dict[str, Any]:
     """The standard seed: owners, agents, an outsider, org acme, two repos, two Apps."""
     users = [
@@ -115,6 +120,7 @@ def standard_seed(keys: AppKeys, rate_limit: int = 5000) -> dict[str, Any]:
     collaborators = {SECOND_OWNER: "admin", AGENTS[0]: "write", AGENTS[1]: "write"}
     return {
         "rate_limit": {"core": rate_limit},
+        "fidelity": dict(TEST_FIDELITY),
         "users": users,
         "orgs": [{"login": ORG, "admins": [OWNER], "members": [SECOND_OWNER]}],
         "apps": [

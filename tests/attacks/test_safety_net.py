@@ -255,6 +255,7 @@ def test_revert_cap_holds_across_utc_midnight_and_a_restart(safe: SafetyHarness)
     safe.advance(minutes=20)  # 00:10 UTC the next day
     second = safe.open_pr({"examples/two.py": "print(2)\n"})
     safe.tick()
+    safe.tick()  # a merge earlier in the tick moved main: GitHub recomputes mergeability first
     assert safe.pull(second).merged
     safe.ci(safe.merge_sha(second), "failure")
     safe.step7()

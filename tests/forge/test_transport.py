@@ -112,7 +112,10 @@ def test_unchanged_resources_are_revalidated_for_free(
     sandbox.commit_files(sandbox.repo, "main", {".capdaemon.yml": "owners: [alice]\n"}, "policy")
     n = open_pr({"README.md": "# g\n"})
     forge.list_open_prs(sandbox.repo)
+    assert forge.snapshot(sandbox.repo, n).mergeable is None  # GitHub is still computing
+    forge.new_tick()
     first = forge.snapshot(sandbox.repo, n)
+    assert first.mergeable is True
     sandbox.reset_counters()
     forge.new_tick()
     forge.list_open_prs(sandbox.repo)

@@ -273,10 +273,19 @@ def test_ensure_issue_with_its_number_restores_a_destroyed_marker(
 def test_activity_lists_title_and_body_and_collaborators_fall_back(
     sandbox: Sandbox, forge: Forge
 ) -> None:
-    """issue_activity carries each issue's title and body (R5); the sandbox cannot list
-    collaborators → None (the caller falls back to checking known logins)."""
+    """issue_activity carries each issue's title and body (R5); the collaborator list has each
+    login's role; when GitHub refuses the list (403/404) → None (the caller falls back to
+    checking known logins)."""
     issue = forge.ensure_issue(sandbox.bot_repo, {"kind": "review", "pr": "a/b#1"}, "T", "B", [])
     act = forge.issue_activity(sandbox.bot_repo)[issue.number]
     assert act.title == "T" and act.body == issue.body
+    assert forge.collaborators(sandbox.bot_repo) == [
+        ("agent-1", "write"),
+        ("agent-2", "write"),
+        ("alice", "admin"),
+        ("bob", "admin"),
+    ]
+    sandbox.faults("GET", r"/collaborators$", status=404)
+    forge.new_tick()
     assert forge.collaborators(sandbox.bot_repo) is None
     assert forge.permission(sandbox.bot_repo, "agent-1") == "write"

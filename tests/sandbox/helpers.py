@@ -29,6 +29,15 @@ def gh(sb: Any, login: str, **kw: Any) -> github.Github:
     return github.Github(base_url=sb.base_url, auth=Auth.Token(sb.tokens[login]), **kw)
 
 
+def settled_pull(repo: Any, number: int, reads: int = 5) -> Any:
+    """The PR once GitHub has computed its mergeability (re-read while ``mergeable`` is null)."""
+    for _ in range(reads):
+        pr = repo.get_pull(number)
+        if pr.mergeable is not None:
+            return pr
+    raise AssertionError(f"PR #{number}: mergeable still null after {reads} reads")
+
+
 def integration(sb: Any, evil: bool = False) -> github.GithubIntegration:
     """A PyGithub GithubIntegration for the capdaemon App (or evil-app)."""
     app_id = sb.evil_app_id if evil else sb.app_id

@@ -13,7 +13,7 @@ import requests
 
 from capdaemon.sandbox import CommitSpec, Person, Sandbox, SeedError, load_seed
 
-from .helpers import gh
+from .helpers import gh, settled_pull
 
 
 def _post(sb: Any, path: str, data: bytes | str, login: str = "alice") -> requests.Response:
@@ -179,7 +179,7 @@ def test_restart_keeps_data_and_tokens(sandbox: Any) -> None:
     try:
         again.tokens = sandbox.tokens
         repo2 = gh(again, "alice").get_repo("acme/widgets")
-        pr = repo2.get_pull(number)
+        pr = settled_pull(repo2, number)
         assert (pr.title, pr.head.sha, pr.mergeable) == ("Keep me", head, True)
         issue2 = repo2.get_issue(issue.number)
         assert [c.body for c in issue2.get_comments()] == ["/approve A"]

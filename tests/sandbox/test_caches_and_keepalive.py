@@ -30,6 +30,7 @@ def _pr(sb: Any, branch: str, files: dict[str, str]) -> int:
 def test_a_push_over_http_moves_head_mergeable_and_etag(sandbox: Any, tmp_path: Path) -> None:
     """After a git push (behind the ref table's back) GET pull shows the new head and state."""
     n = _pr(sandbox, "agent/push", {"src/widgets/core.py": "def add(a, b):\n    return b + a\n"})
+    assert _get(sandbox, f"/repos/{REPO}/pulls/{n}").json()["mergeable"] is None  # computing
     first = _get(sandbox, f"/repos/{REPO}/pulls/{n}")
     assert first.json()["mergeable"] is True
     assert _get(sandbox, f"/repos/{REPO}/pulls/{n}", first.headers["ETag"]).status_code == 304
@@ -41,6 +42,8 @@ def test_a_push_over_http_moves_head_mergeable_and_etag(sandbox: Any, tmp_path: 
     git(work, "commit", "-q", "-am", "conflicting change")
     git(work, "push", "-q", "origin", "agent/push")
     pushed = git(work, "rev-parse", "HEAD").stdout.strip()
+    moved = _get(sandbox, f"/repos/{REPO}/pulls/{n}", first.headers["ETag"])
+    assert moved.status_code == 200 and moved.json()["mergeable_state"] == "unknown"
     again = _get(sandbox, f"/repos/{REPO}/pulls/{n}", first.headers["ETag"])
     assert again.status_code == 200
     body = again.json()
@@ -59,6 +62,8 @@ def test_a_merge_moves_base_and_recomputes_other_prs(sandbox: Any) -> None:
     a = _pr(sandbox, "agent/a", {"docs/guide.md": "# Guide\n\nVersion A.\n"})
     b = _pr(sandbox, "agent/b", {"docs/guide.md": "# Guide\n\nVersion B.\n"})
     c = _pr(sandbox, "agent/c", {"docs/other.md": "unrelated\n"})
+    for n in (a, b, c):  # the first read after opening: GitHub is still computing
+        assert _get(sandbox, f"/repos/{REPO}/pulls/{n}").json()["mergeable_state"] == "unknown"
     before = {n: _get(sandbox, f"/repos/{REPO}/pulls/{n}") for n in (a, b, c)}
     assert all(r.json()["mergeable_state"] == "clean" for r in before.values())
     old_main = sandbox.branch_sha(REPO, "main")
@@ -67,6 +72,8 @@ def test_a_merge_moves_base_and_recomputes_other_prs(sandbox: Any) -> None:
     assert merged.merged
     new_main = sandbox.branch_sha(REPO, "main")
     assert new_main == merged.sha != old_main
+    for n in (b, c):  # the base moved: computing again
+        assert _get(sandbox, f"/repos/{REPO}/pulls/{n}").json()["mergeable"] is None
     after_b = _get(sandbox, f"/repos/{REPO}/pulls/{b}", before[b].headers["ETag"])
     assert after_b.status_code == 200
     assert after_b.json()["base"]["sha"] == new_main

@@ -9,9 +9,10 @@ from typing import Any
 
 import github
 import jsonschema
+import pytest
 from github import InputGitTreeElement
 
-from .helpers import app_gh, gh, integration
+from .helpers import app_gh, gh, integration, settled_pull
 
 OPENAPI = Path(__file__).resolve().parents[1] / "data" / "openapi"
 
@@ -22,6 +23,26 @@ ALIASES = {"GET /repos/{}/{}/statuses/{}": "GET /repos/{}/{}/commits/{}/statuses
 
 def _norm(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "{}", path).replace("{}...{}", "{}")
+
+
+RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+                "X-RateLimit-Used", "X-RateLimit-Resource")  # fmt: skip
+RULESET = {
+    "name": "main",
+    "target": "branch",
+    "enforcement": "active",
+    "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
+    "rules": [
+        {"type": "non_fast_forward"},
+        {
+            "type": "required_status_checks",
+            "parameters": {
+                "strict_required_status_checks_policy": False,
+                "required_status_checks": [{"context": "L1.C3", "integration_id": 1001}],
+            },
+        },
+    ],
+}
 
 
 def _load_schemas() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -130,26 +151,80 @@ def _scenario(sb: Any) -> None:
     assert status.merged
 
 
+def _access_and_errors(sb: Any) -> None:
+    """The collaborator list and rulesets (read by protect --check and the merge gate), and the
+    errors clients meet: a 404, a 422 over a size limit, a secondary-rate-limit 403."""
+    alice = gh(sb, "alice")
+    repo = alice.get_repo("acme/widgets")
+    assert {c.login for c in repo.get_collaborators(affiliation="all")} >= {"agent-1", "alice"}
+    paged = gh(sb, "alice", per_page=1).get_repo("acme/widgets")
+    assert len(list(paged.get_collaborators())) >= 3  # follows /repositories/{id} Link URLs
+    rq = alice.requester
+    _, rs = rq.requestJsonAndCheck("POST", "/repos/acme/widgets/rulesets", input=RULESET)
+    rq.requestJsonAndCheck("GET", "/repos/acme/widgets/rulesets")
+    rq.requestJsonAndCheck("GET", f"/repos/acme/widgets/rulesets/{rs['id']}")
+    rq.requestJsonAndCheck("GET", "/repos/acme/widgets/rules/branches/main")
+    with pytest.raises(github.UnknownObjectException):
+        repo.get_contents(".capdaemon.yml")
+    with pytest.raises(github.GithubException) as exc:
+        repo.create_issue("too long", body="x" * 65537)
+    assert exc.value.status == 422
+    sb.set_fidelity(points_per_minute=1)
+    sb.advance_clock(61)  # a fresh minute: one point left per endpoint
+    assert list(repo.get_labels())
+    with pytest.raises(github.GithubException) as exc:
+        list(repo.get_labels())
+    assert exc.value.status == 403
+    sb.set_fidelity(points_per_minute=900)
+
+
+def _error_schema(status: int) -> dict[str, Any]:
+    name = "validation-error" if status == 422 else "basic-error"
+    return dict(json.loads((OPENAPI / f"errors__{name}.json").read_text()))
+
+
 def test_every_endpoint_matches_github_openapi(sandbox: Any) -> None:
-    """Each JSON response capdaemon relies on validates against GitHub's OpenAPI schema."""
+    """Each JSON response capdaemon relies on validates against GitHub's OpenAPI schema, error
+    bodies too, with the headers clients depend on (X-RateLimit-*, ETag, Link, Retry-After)."""
     schemas = _load_schemas()
     recorded = sandbox.record_responses(True)
     _scenario(sandbox)
+    _access_and_errors(sandbox)
     seen: set[str] = set()
     failures = []
-    for endpoint, status, body in recorded:
-        key = f"{endpoint.split(' ', 1)[0]} {_norm(endpoint.split(' ', 1)[1])}"
-        key = ALIASES.get(key, key)
-        if key not in schemas or status not in (200, 201):
+    statuses: set[int] = set()
+    links: list[str] = []
+    for endpoint, status, body, headers in recorded:
+        method, path = endpoint.split(" ", 1)
+        key = ALIASES.get(f"{method} {_norm(path)}", f"{method} {_norm(path)}")
+        statuses.add(status)
+        if status != 401 and not all(h in headers for h in RATE_HEADERS):
+            failures.append(f"{endpoint} {status}: no X-RateLimit-* headers")
+        if status >= 400:
+            schema = _error_schema(status)
+            if not isinstance(body, dict) or not {"message", "documentation_url"} <= set(body):
+                failures.append(f"{endpoint} {status}: error body {body!r}")
+            if status == 403 and "secondary" in str(body) and "Retry-After" not in headers:
+                failures.append(f"{endpoint}: secondary rate limit without Retry-After")
+        elif key not in schemas or status not in (200, 201):
             continue
-        op, schema = schemas[key]
-        seen.add(op)
+        else:
+            op, schema = schemas[key]
+            seen.add(op)
+            if method == "GET" and "ETag" not in headers:
+                failures.append(f"{op}: no ETag")
+            if "Link" in headers:
+                links.append(headers["Link"])
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(body), key=str)
         for err in errors[:3]:
-            failures.append(f"{op}: {'/'.join(map(str, err.absolute_path))}: {err.message[:200]}")
+            where = "/".join(map(str, err.absolute_path))
+            failures.append(f"{endpoint} {status}: {where}: {err.message[:200]}")
     assert not failures, "\n".join(failures)
     missing = {op for op, _ in schemas.values()} - seen
     assert not missing, f"operations never exercised: {sorted(missing)}"
+    assert {403, 404, 422} <= statuses
+    repo_id = sandbox.backend.repo("acme/widgets")["id"]
+    assert any(f"/repositories/{repo_id}/collaborators?" in link for link in links)
 
 
 def test_pygithub_reads_the_fields_capdaemon_uses(sandbox: Any) -> None:
@@ -158,7 +233,7 @@ def test_pygithub_reads_the_fields_capdaemon_uses(sandbox: Any) -> None:
         "acme/widgets", "feat", {"a.txt": "a\n"}, "add a", author="agent-1", parent_branch="main"
     )
     n = sandbox.open_pr("acme/widgets", "feat", "main", "Add a", "body", "agent-1", draft=True)
-    pr = gh(sandbox, "alice").get_repo("acme/widgets").get_pull(n)
+    pr = settled_pull(gh(sandbox, "alice").get_repo("acme/widgets"), n)
     assert (pr.head.ref, pr.base.ref, pr.user.login, pr.draft, pr.state) == (
         "feat",
         "main",

@@ -7,7 +7,7 @@ from typing import Any
 import github
 import pytest
 
-from .helpers import app_gh, gh
+from .helpers import app_gh, gh, settled_pull
 
 PROTECTION = {
     "required_status_checks": {"strict": False, "checks": [{"context": "L1.C3", "app_id": 1001}]},
@@ -74,7 +74,7 @@ def test_conflicting_pr_is_dirty_and_cannot_merge(sandbox: Any) -> None:
     """Two edits of the same line: mergeable is False, mergeable_state dirty, merge is a 405."""
     number = _pr(sandbox, files={"README.md": "agent version\n"})
     sandbox.commit_files("acme/widgets", "main", {"README.md": "owner version\n"}, "owner edit")
-    pr = gh(sandbox, "alice").get_repo("acme/widgets").get_pull(number)
+    pr = settled_pull(gh(sandbox, "alice").get_repo("acme/widgets"), number)
     assert (pr.mergeable, pr.mergeable_state) == (False, "dirty")
     with pytest.raises(github.GithubException) as exc:
         pr.merge(sha=pr.head.sha)
@@ -87,7 +87,7 @@ def test_protection_requires_the_pinned_apps_check(sandbox: Any) -> None:
     sandbox.set_protection("acme/widgets", "main", PROTECTION)
     number = _pr(sandbox)
     repo = app_gh(sandbox).get_repo("acme/widgets")
-    pr = repo.get_pull(number)
+    pr = settled_pull(repo, number)
     assert pr.mergeable_state == "blocked"
     with pytest.raises(github.GithubException) as exc:
         pr.merge(sha=pr.head.sha)

@@ -69,7 +69,14 @@ OPS = [
     "repos/get-collaborator-permission-level",
     "rate-limit/get",
     "repos/list-branches",
+    "repos/list-collaborators",
+    "repos/get-branch-rules",
+    "repos/get-repo-rulesets",
+    "repos/get-repo-ruleset",
+    "repos/create-repo-ruleset",
 ]
+# Error documents (components/schemas) every 4xx body is checked against.
+ERRORS = ["basic-error", "validation-error"]
 
 
 def resolve_local(spec: dict, ref: str) -> dict:
@@ -147,9 +154,21 @@ def main() -> None:
         }
         fn = op.replace("/", "__") + ".json"
         (OUT / fn).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        index[op] = {"file": fn, "method": m.upper(), "path": p, "status": int(code)}
+        headers = sorted(r.get("headers") or {})  # documented response headers, e.g. Link
+        index[op] = {
+            "file": fn,
+            "method": m.upper(),
+            "path": p,
+            "status": int(code),
+            "headers": headers,
+        }
     (OUT / "index.json").write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
-    print(len(index), "operations")
+    for name in ERRORS:
+        defs = {}
+        top = convert(spec, {"$ref": f"#/components/schemas/{name}"}, defs)
+        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", **top, "$defs": defs}
+        (OUT / f"errors__{name}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(len(index), "operations,", len(ERRORS), "error documents")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,109 @@
+"""Branch protection as GitHub enforces it (classic rules plus rulesets) and the repo policy file.
+
+Both are read every tick, so both are read the cheap way: the branch object (ETag-cached, a
+free 304 while nothing changed) says whether classic protection exists and which commit the
+branch is at; a missing protection or a missing `.capdaemon.yml` is then known without asking
+again (on GitHub every 404 is a counted request and never a 304).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from capdaemon.forge.convert import POLICY_FILE
+from capdaemon.forge.errors import NotFound
+
+
+def fold_rules(
+    classic: dict[str, Any] | None, rules: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Classic protection with the branch's active ruleset rules folded in (stricter wins).
+
+    The result has the classic API's shape (what `protection_problems` and `required_checks`
+    read): `required_status_checks.checks` gains the rulesets' checks (`integration_id` pins the
+    App), a `pull_request` rule requires PRs, `non_fast_forward` forbids force pushes,
+    `deletion` forbids deletion. None when neither protects the branch.
+    """
+    if not rules:
+        return classic
+    out: dict[str, Any] = dict(classic) if classic is not None else {}
+    for rule in rules:
+        kind = rule.get("type")
+        params = rule.get("parameters") or {}
+        if kind == "non_fast_forward":
+            out["allow_force_pushes"] = {"enabled": False}
+        elif kind == "deletion":
+            out["allow_deletions"] = {"enabled": False}
+        elif kind == "pull_request":
+            reviews = dict(out.get("required_pull_request_reviews") or {})
+            count = int(params.get("required_approving_review_count") or 0)
+            reviews["required_approving_review_count"] = max(
+                count, int(reviews.get("required_approving_review_count") or 0)
+            )
+            out["required_pull_request_reviews"] = reviews
+        elif kind == "required_status_checks":
+            rsc = dict(out.get("required_status_checks") or {})
+            checks = list(rsc.get("checks") or [{"context": c} for c in rsc.get("contexts") or ()])
+            for c in params.get("required_status_checks") or ():
+                if isinstance(c, dict) and isinstance(c.get("context"), str):
+                    checks.append({"context": c["context"], "app_id": c.get("integration_id")})
+            rsc["checks"] = checks
+            rsc["contexts"] = [c["context"] for c in checks]
+            rsc["strict"] = bool(
+                rsc.get("strict") or params.get("strict_required_status_checks_policy")
+            )
+            out["required_status_checks"] = rsc
+    if "allow_force_pushes" not in out:  # rulesets alone: force pushes are not forbidden
+        out["allow_force_pushes"] = {"enabled": True}
+    out.setdefault("required_pull_request_reviews", None)
+    return out
+
+
+class ProtectionMixin:
+    """Forge reads of branch protection, rulesets and the repo's `.capdaemon.yml`."""
+
+    def branch_rules(self, repo: str, branch: str) -> list[dict[str, Any]]:
+        """The active ruleset rules on `branch` (`GET /repos/{repo}/rules/branches/{branch}`);
+        [] when none apply or the server has no rulesets (404)."""
+        try:
+            return list(self._pages(f"/repos/{repo}/rules/branches/{quote(branch, safe='')}"))
+        except NotFound:
+            return []
+
+    def _branch(self, repo: str, branch: str) -> dict[str, Any] | None:
+        try:
+            data = self._get(f"/repos/{repo}/branches/{quote(branch, safe='')}")
+        except NotFound:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def effective_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
+        """What protects `branch`: classic protection plus rulesets (see `fold_rules`).
+
+        Classic protection is read only when the branch says it has some (`protected`), so an
+        unprotected branch costs two ETag-cached reads (free 304s) per tick, not a 404.
+        """
+        info = self._branch(repo, branch)
+        classic = None
+        if info is None or info.get("protected") is not False:
+            classic = self.get_protection(repo, branch)
+        return fold_rules(classic, self.branch_rules(repo, branch))
+
+    def policy_text(self, repo: str, branch: str) -> str | None:
+        """`.capdaemon.yml` at the head of `branch` (None when absent), remembered per commit.
+
+        The branch read is a free 304 while the branch does not move; the file (or its absence)
+        at a given commit never changes, so it is read once per commit.
+        """
+        info = self._branch(repo, branch)
+        sha = ((info or {}).get("commit") or {}).get("sha")
+        if not isinstance(sha, str):
+            return self.read_file(repo, POLICY_FILE, branch)
+        key = ("policy", repo, sha)
+        cached = self._sha_cache.get_(key)
+        if cached is not None:
+            return cached[0]
+        text = self.read_file(repo, POLICY_FILE, sha)
+        self._sha_cache.put(key, (text,))
+        return text
