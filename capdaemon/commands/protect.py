@@ -109,10 +109,10 @@ def _warn_decision_writers(forge: object, config: object, sdir: object, extra: l
     Candidates: the decision repo's collaborators when GitHub lets us list them; otherwise the
     PR authors (agents) in bot-state/prs.json plus `--agent` logins, checked one by one.
     """
-    import sys
     from pathlib import Path
 
     from capdaemon.daemon.access import decision_repo_writers
+    from capdaemon.logging import get_logger
     from capdaemon.state import StateError, read_json
 
     candidates = set(extra)
@@ -125,18 +125,20 @@ def _warn_decision_writers(forge: object, config: object, sdir: object, extra: l
         pass
     from capdaemon.forge.errors import ForgeError
 
+    log = get_logger("capdaemon.protect")
     try:
         writers, how = decision_repo_writers(forge, config, candidates)  # type: ignore[arg-type]
     except ForgeError as exc:
-        print(
-            f"WARNING: could not check who can write to the decision repo: {exc}", file=sys.stderr
-        )
+        log.warning("protect.writers_unknown", error=str(exc))
         return
     repo = getattr(config, "ballot_repo", None)
     for w in writers:
-        print(
-            f"WARNING: {w.login} has {w.role} access to the decision repo {repo} "
-            f"(found via {how}); agents should have at most triage there: with write they can "
-            "edit or close ballots and delete owners' votes",
-            file=sys.stderr,
+        log.warning(
+            "protect.decision_repo_writer",
+            login=w.login,
+            role=w.role,
+            repo=repo,
+            found_via=how,
+            why="agents should have at most triage there: with write they can edit or close "
+            "ballots and delete owners' votes",
         )

@@ -90,3 +90,14 @@ def safe(sandbox: Sandbox, tmp_path: Path) -> Iterator[SafetyHarness]:
         yield h
     finally:
         h.stop()
+
+
+def decision_writer_warnings(err: str) -> dict[str, tuple[str, str, str]]:
+    """login → (role, repo, found via) of each `protect.decision_repo_writer` event on stderr."""
+    out = {}
+    for line in err.splitlines():
+        if line.startswith("{"):
+            ev = json.loads(line)
+            if ev.get("event") == "protect.decision_repo_writer":
+                out[ev["login"]] = (ev["role"], ev["repo"], ev["found_via"])
+    return out

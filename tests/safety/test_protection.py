@@ -5,7 +5,7 @@ from __future__ import annotations
 from capdaemon.cli import main as cli
 from capdaemon.daemon.safety import protection_problems
 
-from .conftest import SafetyHarness
+from .conftest import SafetyHarness, decision_writer_warnings
 
 
 def test_protect_then_drift_is_one_incident(safe: SafetyHarness) -> None:
@@ -72,6 +72,7 @@ def test_protect_check_warns_about_agents_with_write_on_the_decision_repo(
     safe.stop()
     cli(["protect", safe.sb.repo, *args, "--check", "--agent", "agent-2", "--agent", "mallory"])
     err = capsys.readouterr().err  # type: ignore[attr-defined]
-    assert "WARNING: agent-1 has write access to the decision repo acme/capdaemon-bot" in err
-    assert "WARNING: agent-2 has write" in err
+    warned = decision_writer_warnings(err)
+    assert warned["agent-1"][:2] == ("write", "acme/capdaemon-bot")
+    assert warned["agent-2"][0] == "write"
     assert "mallory" not in err and "alice" not in err and "bob" not in err

@@ -6,7 +6,7 @@ from typing import Any
 
 from capdaemon.cli import main as cli
 
-from .conftest import SafetyHarness
+from .conftest import SafetyHarness, decision_writer_warnings
 
 
 def _ruleset(app_id: int | None, extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -79,9 +79,7 @@ def test_protect_check_finds_decision_repo_writers_from_the_collaborator_list(
     args = ["--config", str(safe.config_dir), "--state", str(safe.state_dir)]
     cli(["protect", safe.sb.repo, *args, "--check"])
     err = capsys.readouterr().err
+    warned = decision_writer_warnings(err)
     for agent in ("agent-1", "agent-2"):
-        assert (
-            f"WARNING: {agent} has write access to the decision repo acme/capdaemon-bot "
-            "(found via collaborators)"
-        ) in err
+        assert warned[agent] == ("write", "acme/capdaemon-bot", "collaborators"), err
     assert "alice" not in err and "bob" not in err and "mallory" not in err
