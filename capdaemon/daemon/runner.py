@@ -105,18 +105,33 @@ def open_ticker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
-        if forge is None:
-            from capdaemon.forge.client import Forge
+        if forge is not None:
+            yield Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
+            return
+        from capdaemon.forge import tokencache
+        from capdaemon.forge.client import Forge
 
-            config_dir = Path(config.config_dir) if config.config_dir else None
-            token, key_pem = github_credentials(config.github, env, config_dir)
-            forge = Forge.from_config(
-                config.github,
-                token=token,
-                key_pem=key_pem,
-                write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
-            )
-        yield Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
+        config_dir = Path(config.config_dir) if config.config_dir else None
+        token, key_pem = github_credentials(config.github, env, config_dir)
+        built = Forge.from_config(
+            config.github,
+            token=token,
+            key_pem=key_pem,
+            write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
+        )
+        # a cron tick starts where the last process left off: same token, same ETags
+        loaded = tokencache.load(built, state_dir, config.github.base_url)
+        try:
+            yield Ticker(config, state_dir, built, rules=rules, env=env, heartbeat=heartbeat)
+        finally:
+            if not loaded.unreadable:
+                try:
+                    tokencache.save(built, state_dir, config.github.base_url)
+                except OSError as exc:
+                    get_logger("capdaemon.daemon").warning(
+                        "forge.cache_not_saved", error=exc.strerror
+                    )
+            built.close()
 
 
 def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None) -> int:

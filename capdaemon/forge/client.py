@@ -258,6 +258,7 @@ class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
     def new_tick(self) -> None:
         """Call at the start of each tick: resets the wait budget and per-tick negative caches."""
         self.transport.budget.reset()
+        self.transport.cache.new_tick()
         self._policy_seen.clear()
 
     def rate_budget(self) -> dict[str, Any]:
