@@ -18,6 +18,7 @@ from capdaemon.audit import log_paths, utc_iso
 from capdaemon.audit import verify as verify_log
 from capdaemon.capability.model import CapabilityError
 from capdaemon.classify.rules import commit_agent_session
+from capdaemon.daemon.logtail import tripped_per_log
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
     BreakerFile,
@@ -468,28 +469,10 @@ def _with(action: Action, **extra: Any) -> Action:
 
 
 # ============================================================================ breaker
-_log_breaker: dict[str, tuple[int, bool]] = {}
-
-
 def _tripped_per_log(state_dir: Any) -> bool:
-    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset."""
-    path = log_paths(state_dir)[1]
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return False
-    key = str(path)
-    cached = _log_breaker.get(key)
-    if cached and cached[0] == size:
-        return cached[1]
-    tripped = False
-    for r in _log_records(state_dir):
-        if r.get("action") == "breaker.tripped":
-            tripped = True
-        elif r.get("action") == "breaker.reset":
-            tripped = False
-    _log_breaker[key] = (size, tripped)
-    return tripped
+    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset
+    (read incrementally: only the log's new tail, see capdaemon.daemon.logtail)."""
+    return tripped_per_log(state_dir)
 
 
 def breaker_state(t: Any) -> BreakerState:
