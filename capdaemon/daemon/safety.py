@@ -54,6 +54,7 @@ from capdaemon.decide.probe import (
     ProbeWatch,
     RevertAction,
     evaluate_probe,
+    quiet_until,
     revert_decision,
     reverts_in_window,
 )
@@ -776,6 +777,17 @@ def _close_random_reviews(t: Any, now: datetime, report: Any) -> None:
     s.save()
 
 
+def _quiet(raw: Mapping[str, Any], now: datetime) -> bool:
+    """True while a watch's checks were all complete and its window has not ended."""
+    until = raw.get("quiet_until")
+    if not isinstance(until, str):
+        return False
+    try:
+        return now < datetime.fromisoformat(until)
+    except (ValueError, TypeError):
+        return False  # unreadable: read the commit (never skip on a guess)
+
+
 def _probe(t: Any, now: datetime, report: Any) -> None:
     """Judge each watched merge commit; a failure is an incident (maybe with a revert PR)."""
     s = store(t)
@@ -783,6 +795,9 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
     keep: list[dict[str, Any]] = []
     for raw in s["watches"]:
         watch = ProbeWatch.from_json(raw)
+        if _quiet(raw, now):  # all checks done and green: next read at the window's end
+            keep.append(raw)
+            continue
         try:
             checks = t.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
         except RateLimited:
@@ -793,7 +808,9 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
             continue
         res = evaluate_probe(watch, checks, now, cfg)
         if res.status is ProbeStatus.PENDING:
-            keep.append(raw)
+            until = quiet_until(watch, checks, res, cfg)
+            raw = {k: v for k, v in raw.items() if k != "quiet_until"}
+            keep.append({**raw, "quiet_until": utc_iso(until)} if until else raw)
             continue
         if res.status is ProbeStatus.HEALTHY:
             _audit(
