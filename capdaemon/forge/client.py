@@ -274,6 +274,7 @@ class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
             "wait_spent": round(self.transport.budget.spent, 3),
             "requests": self.transport.stats.sent,
             "not_modified": self.transport.stats.not_modified,
+            "writes": self.transport.stats.writes,
         }
 
     # ================================================================ HTTP helpers

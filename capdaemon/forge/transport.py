@@ -33,6 +33,7 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 _SAFE_POST = re.compile(
     r"/(app/installations/\d+/access_tokens|git/(blobs|trees|commits)|statuses/[0-9a-f]+)$"
 )
+_MINT = re.compile(r"/app/installations/\d+/access_tokens$")
 _RATE_HEADERS = (
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
@@ -105,6 +106,7 @@ class TransportStats:
     """What went over the wire, as the client saw it."""
 
     sent: int = 0
+    writes: int = 0  # non-GET requests other than token minting (content-creating, mostly)
     not_modified: int = 0
     stored: int = 0
     retries: int = 0
@@ -116,6 +118,7 @@ class TransportStats:
         """A plain copy."""
         return {
             "sent": self.sent,
+            "writes": self.writes,
             "not_modified": self.not_modified,
             "stored": self.stored,
             "retries": self.retries,
@@ -292,6 +295,9 @@ class Transport(HTTPAdapter):
                 request.headers["If-None-Match"] = entry.etag
         if method != "GET":
             self._pace_write()
+            if not _MINT.search(urlsplit(request.url or "").path):
+                with self._lock:
+                    self.stats.writes += 1
 
         resp = self._send_retrying(method, request, kwargs)
 
