@@ -94,8 +94,11 @@ class TickBudget:
         recent = [s for s in self.history if s.at > now - span]
         return sum(s.writes for s in recent), sum(s.counted for s in recent)
 
-    def start(self, now: datetime, rate_remaining: int | None) -> int:
-        """Compute this tick's allowance of new PRs from the last hour and minute; it."""
+    def start(
+        self, now: datetime, rate_remaining: int | None, rate_limit: int | None = None
+    ) -> int:
+        """This tick's allowance of new PRs, from what the last hour and minute spent and the
+        primary budget's remaining requests (its limit sizes the reserve)."""
         w_hour, c_hour = self._since(now, HOUR)
         w_min, _ = self._since(now, MINUTE)
         cfg = self.cfg
@@ -111,7 +114,8 @@ class TickBudget:
                 cfg.requests_per_hour - c_hour - _reserve(cfg.requests_per_hour, RESERVE_READS)
             )
         if rate_remaining is not None:
-            reads_left.append(rate_remaining - RESERVE_READS)
+            limit = rate_limit if rate_limit is not None else rate_remaining
+            reads_left.append(rate_remaining - _reserve(limit, RESERVE_READS))
         allowance = max(0, by_writes // WRITES_PER_NEW_PR)
         if reads_left:
             allowance = min(allowance, max(0, min(reads_left) // READS_PER_NEW_PR))

@@ -199,7 +199,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             self._tampered = {}
             self._decision_writes = False
             before = self._budget()
-            self.work_budget.start(now, before.get("remaining"))
+            self.work_budget.start(now, before.get("remaining"), before.get("limit"))
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
                 self._check_stop()

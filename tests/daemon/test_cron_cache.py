@@ -7,9 +7,9 @@ import os
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from capdaemon.forge.tokencache import CACHE_FILE
 
@@ -90,35 +90,45 @@ def test_corrupt_cache_is_set_aside_and_the_tick_runs_cold(daemon: Harness) -> N
     assert json.loads(cache.read_text())["format"] == 1  # a fresh cache was written
 
 
+def _restart_tick(daemon: Harness) -> list[dict[str, object]]:
+    """Stop the ticker (saves the cache), start a new one (loads it) and tick; the log events."""
+    daemon.stop()
+    with capture_logs() as logs:
+        daemon.tick()
+    return logs
+
+
 def test_world_readable_cache_token_is_not_used(daemon: Harness) -> None:
     """A cache file others could read (mode 0644) is set aside: its token may have leaked, so
     a new one is minted."""
     daemon.configure(mode="shadow")
-    assert _tick_once(daemon).returncode == 0
+    daemon.tick()
+    daemon.stop()
     cache = daemon.state_dir / CACHE_FILE
     cache.chmod(0o644)
     daemon.sb.reset_counters()
-    proc = _tick_once(daemon)
-    assert proc.returncode == 0, proc.stderr
+    logs = _restart_tick(daemon)
     assert _counted(daemon)[2] == 1  # minted anew
-    aside = [e for e in _events(proc) if e["event"] == "forge.cache_set_aside"]
+    aside = [e for e in logs if e["event"] == "forge.cache_set_aside"]
     assert aside and "owner-only" in str(aside[0]["reason"])
+    daemon.stop()
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
 
 
-def test_tampered_body_is_set_aside(daemon: Harness, tmp_path: Path) -> None:
+def test_tampered_body_is_set_aside(daemon: Harness) -> None:
     """A stored body edited in place (its digest no longer matches) is never served: the file
     is set aside and the tick reads afresh."""
     daemon.configure(mode="shadow")
     daemon.open_pr(DOCS)
-    assert _tick_once(daemon).returncode == 0
+    daemon.tick()
+    daemon.stop()
     cache = daemon.state_dir / CACHE_FILE
     doc = json.loads(cache.read_text())
     assert doc["etags"]
     doc["etags"][0]["body"] = doc["etags"][0]["body"].replace("a", "b", 1) + " "
     cache.write_text(json.dumps(doc))
     cache.chmod(0o600)
-    proc = _tick_once(daemon)
-    assert proc.returncode == 0, proc.stderr
-    aside = [e for e in _events(proc) if e["event"] == "forge.cache_set_aside"]
+    logs = _restart_tick(daemon)
+    aside = [e for e in logs if e["event"] == "forge.cache_set_aside"]
     assert aside and "sha256" in str(aside[0]["reason"])
+    assert list(daemon.state_dir.glob(f"{CACHE_FILE}.corrupt-*"))
