@@ -17,15 +17,14 @@ the budget restarts empty (GitHub's own limits still apply: the transport waits 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from capdaemon.config import GitHubConfig
 from capdaemon.logging import get_logger
-from capdaemon.state import atomic_write_json
+from capdaemon.state import atomic_write_json, set_aside
 
 log = get_logger(__name__)
 
@@ -83,8 +82,7 @@ class TickBudget:
                 for e in data["ticks"]
             ]
         except (ValueError, KeyError, TypeError) as exc:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{os.getpid()}")
-            os.replace(self.path, aside)
+            aside = set_aside(self.path, datetime.now(UTC))
             log.warning(
                 "budget.file_set_aside", file=str(self.path), moved_to=aside.name, reason=str(exc)
             )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from capdaemon.forge.transport import CacheKey, _Entry, auth_identity
-from capdaemon.state import atomic_write_text
+from capdaemon.state import atomic_write_text, set_aside
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -84,15 +84,9 @@ def _digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def set_aside(path: Path, reason: str, now: datetime) -> Path:
-    """Rename a cache file that cannot be used (never overwritten, never deleted); log it."""
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
-    os.replace(path, target)
+def _set_aside(path: Path, reason: str, now: datetime) -> Path:
+    """Rename a cache file that cannot be used (kept, never overwritten); log it."""
+    target = set_aside(path, now)
     log.warning("forge.cache_set_aside", file=str(path), moved_to=target.name, reason=reason)
     return target
 
@@ -168,7 +162,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
             if expires.tzinfo is None:
                 raise CacheFileError(f"{path}: field 'token.expires_at' has no time zone")
     except CacheFileError as exc:
-        moved = set_aside(path, str(exc), now)
+        moved = _set_aside(path, str(exc), now)
         return Loaded(set_aside=moved.name)
     except OSError as exc:
         log.warning("forge.cache_unreadable", file=str(path), error=exc.strerror)
