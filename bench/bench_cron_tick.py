@@ -5,11 +5,15 @@ Each tree gets a fresh sandbox (in this process, this tree's code) seeded with `
 open PRs (a quarter per quadrant, shadow mode, as bench_tick.py), then runs three
 `tick --once` processes one after the other, as cron would (mode cron), and then three ticks in
 one process, as `capdaemon run` does (mode run): a cold tick, a second tick and a steady tick
-over unchanged PRs. The "before" tree is `git archive REF` (default: the merge base
-with main) unpacked in a temporary folder. Columns: wall time of the process, requests the
-sandbox saw, requests counted against the rate limit, 304s, installation tokens minted, new TCP
-connections accepted, the process's peak RSS. `--delay` adds that many seconds to every
-request (the sandbox's `delay` fault) to model the network.
+over unchanged PRs. This tree runs twice: with the write budget lifted (like for like with the
+older tree) and with GitHub's limits (500 writes an hour, 80 a minute), where a cold start is
+spread over several ticks. The "before" tree is `git archive REF` (default: the merge base
+with main) unpacked in a temporary folder.
+
+Columns: PRs classified, new PRs left for later ticks, wall time, requests the sandbox saw,
+requests counted against the rate limit, 304s, installation tokens minted, new TCP connections
+accepted, peak RSS of the daemon process. `--delay` adds that many seconds to every request
+(the sandbox's `delay` fault) to model the network.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import time
 from io import BytesIO
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -50,8 +56,8 @@ def unpack(ref: str, into: Path) -> Path:
     return into
 
 
-def tick_once(tree: Path, config: Path, state: Path) -> tuple[float, float, int]:
-    """Run one `capdaemon tick --once` from `tree`: (wall s, peak RSS MiB, exit code)."""
+def tick_once(tree: Path, config: Path, state: Path) -> tuple[float, float, int, dict[str, Any]]:
+    """Run one `capdaemon tick --once` from `tree`: (wall s, peak RSS MiB, exit code, summary)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -65,17 +71,20 @@ def tick_once(tree: Path, config: Path, state: Path) -> tuple[float, float, int]
         ],
         cwd=str(tree),
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert proc.stderr is not None
-    err = proc.stderr.read()
+    out, err = proc.communicate()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         print(err.decode("utf-8", "replace")[-2000:], file=sys.stderr)
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+        return wall, usage.ru_maxrss / 1024, proc.returncode, {}
+    summary = json.loads(out)
+    summary["classified"] = len(summary.get("classified", ()))
+    summary["backlog"] = summary.get("backlog_left", 0)
+    return wall, usage.ru_maxrss / 1024, proc.returncode, summary
 
 
 # One daemon process (as `capdaemon run` keeps its Ticker): a tick per line read on stdin.
@@ -90,10 +99,12 @@ config, rules = load_config_and_rules(argparse.Namespace(config=sys.argv[1]))
 with open_ticker(config, Path(sys.argv[2]), rules=rules) as ticker:
     for _ in sys.stdin:
         t0 = time.perf_counter()
-        ticker.tick()
+        report = ticker.tick()
         wall = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(json.dumps({"wall": wall, "rss": rss}), flush=True)
+        left = getattr(report, "backlog_left", 0)
+        out = {"wall": wall, "rss": rss, "classified": len(report.classified), "backlog": left}
+        print(json.dumps(out), flush=True)
 """
 
 
@@ -110,16 +121,16 @@ class Daemon:
             text=True,
         )
 
-    def tick(self) -> tuple[float, float, int]:
-        """One tick; (wall, rss, 0) or exit code 1 when the process died."""
+    def tick(self) -> tuple[float, float, int, dict[str, Any]]:
+        """One tick; (wall, rss, 0, summary) or exit code 1 when the process died."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write("tick\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
-            return 0.0, 0.0, 1
+            return 0.0, 0.0, 1, {}
         data = json.loads(line)
-        return float(data["wall"]), float(data["rss"]), 0
+        return float(data["wall"]), float(data["rss"]), 0, data
 
     def close(self) -> None:
         """End the process (closing stdin ends its loop)."""
@@ -129,7 +140,7 @@ class Daemon:
 
 
 def scenario(
-    tree: Path, repos: int, prs: int, keys: Any, delay: float, mode: str
+    tree: Path, repos: int, prs: int, keys: Any, delay: float, mode: str, github: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Seed a fresh sandbox, run three ticks from `tree` (cron: a process each; run: one
     process), one row per tick."""
@@ -140,6 +151,10 @@ def scenario(
             names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
             config = Path(tmp) / "config"
             write_config(config, sb, key, names)
+            if github:  # budget settings (a tree that predates them is run without)
+                data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
+                data["github"].update(github)
+                (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
             rows = []
             daemon = Daemon(tree, config, Path(tmp) / "state") if mode == "run" else None
             for label in TICKS:
@@ -148,9 +163,9 @@ def scenario(
                     sb.faults("*", r".*", kind="delay", delay=delay, count=1_000_000)
                 opened = sb.connections_opened()
                 if daemon is not None:
-                    wall, rss, code = daemon.tick()
+                    wall, rss, code, summary = daemon.tick()
                 else:
-                    wall, rss, code = tick_once(tree, config, Path(tmp) / "state")
+                    wall, rss, code, summary = tick_once(tree, config, Path(tmp) / "state")
                 sb.clear_faults()
                 c = sb.counters()
                 mints = sum(
@@ -159,6 +174,8 @@ def scenario(
                 rows.append(
                     {
                         "label": f"{mode}: {label}",
+                        "classified": summary.get("classified", "-"),
+                        "backlog": summary.get("backlog", "-"),
                         "wall": wall,
                         "rss": rss,
                         "code": code,
@@ -196,21 +213,27 @@ def main() -> int:
     keys = std.generate_keys()
     print(f"{args.repos} × {args.prs} open PRs, shadow mode, delay {args.delay:g} s")
     print(
-        "| tree | tick | wall s | requests | counted | 304 | tokens minted "
-        "| new TCP connections | peak RSS MiB |"
+        "| tree | tick | classified | backlog left | wall s | requests | counted | 304 "
+        "| tokens minted | new TCP connections | peak RSS MiB |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        trees = [(f"before ({before[:10]})", unpack(before, Path(tmp) / "before")), ("after", ROOT)]
-        for name, tree in trees:
+        unlimited = {"writes_per_hour": 10**9, "writes_per_minute": 10**9}
+        trees: list[tuple[str, Path, dict[str, Any]]] = [
+            (f"before ({before[:10]})", unpack(before, Path(tmp) / "before"), {}),
+            ("after, budget off", ROOT, unlimited),
+            ("after, GitHub's write limits", ROOT, {}),
+        ]
+        for name, tree, github in trees:
             for r in (
                 row
                 for mode in ("cron", "run")
-                for row in scenario(tree, args.repos, args.prs, keys, args.delay, mode)
+                for row in scenario(tree, args.repos, args.prs, keys, args.delay, mode, github)
             ):
                 failed = "" if r["code"] == 0 else f" (exit {r['code']})"
                 print(
-                    f"| {name} | {r['label']}{failed} | {r['wall']:.2f} | {r['requests']} | "
+                    f"| {name} | {r['label']}{failed} | {r['classified']} | {r['backlog']} | "
+                    f"{r['wall']:.2f} | {r['requests']} | "
                     f"{r['counted']} | {r['not_modified']} | {r['mints']} | "
                     f"{r['connections']} | {r['rss']:.0f} |",
                     flush=True,
