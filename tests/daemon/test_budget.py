@@ -4,12 +4,15 @@ approved merges keep flowing, the backlog is reported."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from capdaemon.daemon.budget import BUDGET_FILE
+from capdaemon.config import GitHubConfig
+from capdaemon.daemon.budget import BUDGET_FILE, TickBudget
 
 from .conftest import Harness
 
@@ -81,3 +84,22 @@ def test_corrupt_budget_file_is_set_aside(daemon: Harness) -> None:
     assert report.merged and not report.errors
     kept = list(daemon.state_dir.glob(f"{BUDGET_FILE}.corrupt-*"))
     assert len(kept) == 1 and kept[0].read_text() == "{not json"
+
+
+def test_allowance_follows_the_primary_budget_and_the_hour(tmp_path: Path) -> None:
+    """New PRs a tick may take on: bounded by the rate-limit headers' remaining requests (less a
+    reserve sized from the limit), by the configured hourly request budget, and by writes
+    spent in the last hour; an hour later the budget is back."""
+    now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
+    b = TickBudget(tmp_path, GitHubConfig())
+    assert b.start(now, rate_remaining=5000, rate_limit=5000) == 23  # (80 - 10) // 3 a minute
+    assert b.start(now, rate_remaining=290, rate_limit=5000) == 10  # (290 - 200) // 9
+    assert b.start(now, rate_remaining=100, rate_limit=5000) == 0  # the reserve is kept
+    b = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
+    b.start(now, None)
+    b.finish(now, writes=30, counted=300)
+    later = now + timedelta(minutes=5)
+    assert b.start(later, None) == 0  # (400 - 300 - 100) // 9
+    assert b.start(now + timedelta(minutes=61), None) == 15  # (60 - 15) // 3 writes an hour
+    again = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
+    assert again.start(later, None) == 0  # what the last process spent is remembered
