@@ -74,7 +74,9 @@ def tick_once(tree: Path, config: Path, state: Path) -> tuple[float, float, int,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    out, err = proc.communicate()
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read()  # the summary line (logs at level error only: stderr stays small)
+    err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
