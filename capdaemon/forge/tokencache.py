@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from capdaemon.forge.transport import CacheKey, _Entry, auth_identity
+from capdaemon.forge.etagcache import CacheEntry, CacheKey
+from capdaemon.forge.transport import auth_identity
 from capdaemon.state import atomic_write_text, set_aside
 
 if TYPE_CHECKING:
@@ -114,8 +115,8 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     return data
 
 
-def _entries(data: dict[str, Any], path: Path) -> list[tuple[CacheKey, _Entry]]:
-    out: list[tuple[CacheKey, _Entry]] = []
+def _entries(data: dict[str, Any], path: Path) -> list[tuple[CacheKey, CacheEntry]]:
+    out: list[tuple[CacheKey, CacheEntry]] = []
     for i, e in enumerate(data["etags"]):
         where = f"{path}: etags[{i}]"
         if not isinstance(e, dict):
@@ -131,7 +132,7 @@ def _entries(data: dict[str, Any], path: Path) -> list[tuple[CacheKey, _Entry]]:
         body = e["body"].encode("utf-8")
         if _digest(body) != e["sha256"]:
             raise CacheFileError(f"{where}.body does not match its sha256")
-        out.append(((e["url"], e["auth"], e["accept"]), _Entry(e["etag"], headers, body)))
+        out.append(((e["url"], e["auth"], e["accept"]), CacheEntry(e["etag"], headers, body)))
     return out
 
 

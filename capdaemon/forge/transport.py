@@ -7,7 +7,6 @@ import random
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from capdaemon.forge.errors import RateLimited, Transient
+from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.scrub import Scrubber
 
 log = structlog.get_logger(__name__)
@@ -42,17 +42,6 @@ _RATE_HEADERS = (
     "x-ratelimit-resource",
 )
 SECONDARY_MIN_WAIT = 60.0
-# GETs whose body is fixed by the shas in the URL: the forge keeps them in its own
-# content-addressed caches, so they never take a slot in the conditional-request cache.
-_CONTENT_ADDRESSED = re.compile(
-    r"/repos/[^/]+/[^/]+/(git/(blobs|trees|commits)/[0-9a-f]{40}"
-    r"|commits/[0-9a-f]{40}|compare/[0-9a-f]{40}\.\.\.[0-9a-f]{40})(\?|$)"
-)
-
-
-def content_addressed(url: str) -> bool:
-    """True for a GET whose answer can never change (a git object or a compare by sha)."""
-    return bool(_CONTENT_ADDRESSED.search(urlsplit(url).path + "?"))
 
 
 def utc_now() -> datetime:
@@ -128,91 +117,6 @@ class TransportStats:
         }
 
 
-@dataclass(frozen=True)
-class _Entry:
-    etag: str
-    headers: dict[str, str]
-    body: bytes
-
-
-CacheKey = tuple[str, str, str]
-
-
-class EtagCache:
-    """An LRU of GET responses: (URL+query, auth, Accept) → (ETag, headers, body), sized from
-    the work.
-
-    `max_entries` is a starting size, not a ceiling: when the least recently used entry was
-    still used in this tick or the one before (the working set is larger than the cache), the
-    cache grows instead of evicting it, up to `max_bytes` of bodies (the hard bound). Entries
-    idle for two ticks are evicted first. Call `new_tick()` at the start of each tick.
-    """
-
-    def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 1024 * 1024) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self.evictions = 0
-        self._data: OrderedDict[CacheKey, _Entry] = OrderedDict()
-        self._used: dict[CacheKey, int] = {}  # key → the tick it was last used in
-        self._tick = 0
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def new_tick(self) -> None:
-        """A tick starts: entries not used since the previous tick become evictable."""
-        with self._lock:
-            self._tick += 1
-
-    def get(self, key: CacheKey) -> _Entry | None:
-        """The entry, marked most recently used."""
-        with self._lock:
-            e = self._data.get(key)
-            if e is not None:
-                self._data.move_to_end(key)
-                self._used[key] = self._tick
-            return e
-
-    def put(self, key: CacheKey, entry: _Entry) -> None:
-        """Store, evicting the least recently used past the bounds (growing for the work)."""
-        size = len(entry.body)
-        if size > self.max_bytes // 4:
-            return
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.body)
-            self._data[key] = entry
-            self._used[key] = self._tick
-            self._bytes += size
-            while self._data and self._bytes > self.max_bytes:
-                self._evict()
-            while len(self._data) > self.max_entries:
-                lru = next(iter(self._data))
-                if self._used.get(lru, 0) >= self._tick - 1:
-                    self.max_entries *= 2  # the work needs more slots than the cache has
-                    break
-                self._evict()
-
-    def _evict(self) -> None:
-        k, ev = self._data.popitem(last=False)
-        self._used.pop(k, None)
-        self._bytes -= len(ev.body)
-        self.evictions += 1
-
-    def items(self) -> list[tuple[CacheKey, _Entry]]:
-        """A copy of the entries, least recently used first (for persisting)."""
-        with self._lock:
-            return list(self._data.items())
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of bodies held."""
-        return self._bytes
-
-
 class _Retry(Exception):
     """Internal: this attempt failed in a way worth another try."""
 
@@ -283,7 +187,7 @@ class Transport(HTTPAdapter):
         """Send with the cache, retries and rate-limit handling."""
         method = (request.method or "GET").upper()
         key: tuple[str, str, str] | None = None
-        entry: _Entry | None = None
+        entry: CacheEntry | None = None
         if method == "GET" and not kwargs.get("stream"):
             key = (
                 request.url or "",
@@ -308,13 +212,13 @@ class Transport(HTTPAdapter):
                 return self._from_cache(entry, resp, request)
             etag = resp.headers.get("ETag")
             if resp.status_code == 200 and etag and not content_addressed(key[0]):
-                self.cache.put(key, _Entry(etag, dict(resp.headers), resp.content))
+                self.cache.put(key, CacheEntry(etag, dict(resp.headers), resp.content))
                 with self._lock:
                     self.stats.stored += 1
         return resp
 
     def _from_cache(
-        self, entry: _Entry, fresh: requests.Response, request: requests.PreparedRequest
+        self, entry: CacheEntry, fresh: requests.Response, request: requests.PreparedRequest
     ) -> requests.Response:
         r = requests.Response()
         r.status_code = 200

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from capdaemon.forge.client import Forge
-from capdaemon.forge.transport import EtagCache, _Entry, content_addressed
+from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.sandbox import Sandbox
 
 
@@ -44,8 +44,8 @@ def test_content_addressed_reads_stay_out_of_the_etag_cache(
     assert not content_addressed(f"https://x/repos/o/r/compare/main...{sha}")
 
 
-def _entry(i: int) -> _Entry:
-    return _Entry(f'"e{i}"', {}, b"x" * 10)
+def _entry(i: int) -> CacheEntry:
+    return CacheEntry(f'"e{i}"', {}, b"x" * 10)
 
 
 def test_cache_grows_to_the_working_set_and_evicts_idle_entries() -> None:
