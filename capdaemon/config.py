@@ -180,6 +180,11 @@ class GitHubConfig:
     installation_id: int | None = None
     token_env: str = "GITHUB_TOKEN"
     per_tick_wait_seconds: float = 120.0
+    # content-creating writes GitHub allows (per hour, per minute); counted requests per hour
+    # (None: the primary budget from the rate-limit headers alone)
+    writes_per_hour: int = 500
+    writes_per_minute: int = 80
+    requests_per_hour: int | None = None
 
 
 @dataclass(frozen=True)
@@ -869,6 +874,9 @@ GITHUB_KEYS = frozenset(
         "installation_id",
         "token_env",
         "per_tick_wait_seconds",
+        "writes_per_hour",
+        "writes_per_minute",
+        "requests_per_hour",
     }
 )
 BOT_KEYS = frozenset({"login", "own_repo", "decision_repo"})
@@ -955,6 +963,9 @@ def _load_capdaemon(file: str, data: Any) -> dict[str, Any]:
             "token_env", gd.token_env, pattern=_ENV_RE, what="an environment variable name"
         ),
         per_tick_wait_seconds=gh.num("per_tick_wait_seconds", gd.per_tick_wait_seconds, minimum=0),
+        writes_per_hour=gh.int("writes_per_hour", gd.writes_per_hour, minimum=1),
+        writes_per_minute=gh.int("writes_per_minute", gd.writes_per_minute, minimum=1),
+        requests_per_hour=gh.int("requests_per_hour", None, minimum=1),
     )
     if (out["github"].app_id is None) != (out["github"].private_key_file is None):
         missing = "private_key_file" if out["github"].private_key_file is None else "app_id"

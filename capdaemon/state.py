@@ -7,6 +7,7 @@ import errno
 import fcntl
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 from capdaemon.canon import canonical_json as canonical_json  # re-exported (hashing core)
@@ -84,6 +85,19 @@ def write_new_json(path: Path, obj: Any, *, mode: int = 0o444) -> bool:
             os.unlink(tmp)
     fsync_dir(path.parent)
     return True
+
+
+def set_aside(path: Path, now: datetime) -> Path:
+    """Rename a file that cannot be used to `<name>.corrupt-<UTC time>[-n]`: kept, never
+    overwritten, never deleted. Returns the new path."""
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, target)
+    return target
 
 
 def read_json(path: Path, default: Any = None) -> Any:

@@ -61,6 +61,10 @@ class GatherMixin:
                 for i, pr in enumerate(chunk, start):  # decide, record, act: one PR at a time
                     self.progress.step(rc.name, i, len(prs), report)
                     self._check_stop()
+                    g = gathered.get(pr.number)
+                    if g is not None and g.deferred:
+                        report.backlog_left += 1
+                        continue
                     try:
                         rec = self._process_pr(
                             rc, pr, policy_hash, now, report, gathered.get(pr.number)
@@ -203,6 +207,10 @@ class GatherMixin:
         """
         plans = {pr.number: self._plan(pr, policy_hash, now) for pr in prs}
         wanted = {pr.number: pr for pr in prs if plans[pr.number].settled is None}
+        for n, pr in list(wanted.items()):  # known PRs always; new ones within the budget
+            if pr.ref not in self.prs.records and not self.work_budget.take_new_pr():
+                plans[n].deferred = True
+                del wanted[n]
         got = self._concurrently(
             {
                 n: (lambda pr=pr: self.forge.check_runs(pr.repo, pr.head_sha))

@@ -120,7 +120,9 @@ def open_ticker(
     """
     from capdaemon.daemon.preflight import authenticate, build_forge, check_key_pem
     from capdaemon.daemon.tick import Ticker
+    from capdaemon.forge import tokencache
 
+    cache: tokencache.Loaded | None = None  # set when this function builds the Forge
     if forge is None:
         config_dir = Path(config.config_dir) if config.config_dir else None
         token, key_pem = github_credentials(config.github, env, config_dir)
@@ -132,6 +134,8 @@ def open_ticker(
             key_pem=key_pem,
             write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
         )
+        # a cron tick starts where the last process left off: same token, same ETags
+        cache = tokencache.load(forge, Path(state_dir), config.github.base_url)
         if verify:
             try:
                 authenticate(forge, config.github)
@@ -151,7 +155,22 @@ def open_ticker(
             onetap.attach(ticker, onetap.build_desk(config, state_dir, env))
         except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
             raise CredentialsError(str(exc)) from None
-        yield ticker
+        try:
+            yield ticker
+        finally:
+            if cache is not None:
+                _keep_cache(tokencache, forge, state_dir, config.github.base_url, cache)
+
+
+def _keep_cache(tokencache: Any, forge: Any, state_dir: Path, base_url: str, cache: Any) -> None:
+    """Save the token and ETag cache for the next process (never over an unreadable file)."""
+    try:
+        if not cache.unreadable:
+            tokencache.save(forge, state_dir, base_url)
+    except OSError as exc:
+        get_logger("capdaemon.daemon").warning("forge.cache_not_saved", error=exc.strerror)
+    finally:
+        forge.close()
 
 
 def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None) -> int:

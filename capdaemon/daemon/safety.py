@@ -19,6 +19,7 @@ from capdaemon.capability.model import CapabilityError
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.daemon import probe_sources, protection_issue
+from capdaemon.daemon.logtail import tripped_per_log
 from capdaemon.daemon.safety_state import (
     BREAKER_FILE,
     BreakerFile,
@@ -54,6 +55,7 @@ from capdaemon.decide.probe import (
     ProbeWatch,
     RevertAction,
     evaluate_probe,
+    quiet_until,
     revert_decision,
     reverts_in_window,
 )
@@ -469,28 +471,10 @@ def _with(action: Action, **extra: Any) -> Action:
 
 
 # ============================================================================ breaker
-_log_breaker: dict[str, tuple[int, bool]] = {}
-
-
 def _tripped_per_log(state_dir: Any) -> bool:
-    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset."""
-    path = log_paths(state_dir)[1]
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return False
-    key = str(path)
-    cached = _log_breaker.get(key)
-    if cached and cached[0] == size:
-        return cached[1]
-    tripped = False
-    for r in _log_records(state_dir):
-        if r.get("action") == "breaker.tripped":
-            tripped = True
-        elif r.get("action") == "breaker.reset":
-            tripped = False
-    _log_breaker[key] = (size, tripped)
-    return tripped
+    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset
+    (read incrementally: only the log's new tail, see capdaemon.daemon.logtail)."""
+    return tripped_per_log(state_dir)
 
 
 def breaker_state(t: Any) -> BreakerState:
@@ -794,6 +778,17 @@ def _close_random_reviews(t: Any, now: datetime, report: Any) -> None:
     s.save()
 
 
+def _quiet(raw: Mapping[str, Any], now: datetime) -> bool:
+    """True while a watch's checks were all complete and its window has not ended."""
+    until = raw.get("quiet_until")
+    if not isinstance(until, str):
+        return False
+    try:
+        return now < datetime.fromisoformat(until)
+    except (ValueError, TypeError):
+        return False  # unreadable: read the commit (never skip on a guess)
+
+
 def _probe(t: Any, now: datetime, report: Any) -> None:
     """Judge each watched merge commit; a failure is an incident (maybe with a revert PR)."""
     s = store(t)
@@ -801,6 +796,9 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
     keep: list[dict[str, Any]] = []
     for raw in s["watches"]:
         watch = ProbeWatch.from_json(raw)
+        if _quiet(raw, now):  # all checks done and green: next read at the window's end
+            keep.append(raw)
+            continue
         try:
             checks = t.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
             trusted, untrusted = probe_sources.split_checks(t, watch, checks)
@@ -813,7 +811,9 @@ def _probe(t: Any, now: datetime, report: Any) -> None:
         note = probe_sources.untrusted_note(t, raw, watch, untrusted, now)
         res = evaluate_probe(watch, trusted, now, cfg)
         if res.status is ProbeStatus.PENDING:
-            keep.append(raw)
+            until = quiet_until(watch, checks, res, cfg)
+            raw = {k: v for k, v in raw.items() if k != "quiet_until"}
+            keep.append({**raw, "quiet_until": utc_iso(until)} if until else raw)
             continue
         if res.status is ProbeStatus.HEALTHY:
             _audit(

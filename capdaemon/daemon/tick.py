@@ -32,6 +32,7 @@ from capdaemon.config import Config
 from capdaemon.daemon import integrity, safety, texts
 from capdaemon.daemon.ballots import BallotsMixin
 from capdaemon.daemon.botstate import Metrics, PRStore
+from capdaemon.daemon.budget import TickBudget
 from capdaemon.daemon.gather import GatherMixin
 from capdaemon.daemon.issues import IssuesMixin
 from capdaemon.daemon.merging import MergingMixin
@@ -120,6 +121,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         self.actions_log = AuditLog(actions_path)
         self.prs = PRStore(self.state_dir)
         self.metrics = Metrics(self.state_dir)
+        self.work_budget = TickBudget(self.state_dir, config.github)
         list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
         self.policy_hash = _digest(_config_json(config), [_rule_identity(r) for r in self.rules])
         self.shadow = config.mode == "shadow"
@@ -207,6 +209,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             self._decision_writes = False
             before = self._budget()
             self.progress = Progress(self.log, every=self.progress_every)
+            self.work_budget.start(now, before.get("remaining"), before.get("limit"))
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
                 integrity.gate(self, now, report)  # a corrupt log: an incident, then no tick
@@ -309,6 +312,11 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         if before.get("requests") is not None and after.get("requests") is not None:
             used = int(after["requests"]) - int(before["requests"])
         report.api_requests, report.api_remaining = used, after.get("remaining")
+        self.work_budget.finish(
+            now,
+            _delta(before, after, "writes"),
+            (used or 0) - _delta(before, after, "not_modified"),
+        )
         open_by_q = {q.value: 0 for q in Quadrant}
         for rec in self.prs.records.values():
             if rec.state == "open" and rec.quadrant:
@@ -325,6 +333,8 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             api_requests_used=used,
             api_remaining=after.get("remaining"),
             api_limit=after.get("limit"),
+            backlog_left=report.backlog_left,
+            budget=dict(self.work_budget.figures),
             mode=self.config.mode,
         )
         self.metrics.save()
@@ -349,3 +359,9 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
     def _error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
         report.errors.append(message)
         self.log.warning(event, error=message, **kv)
+
+
+def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:
+    """How much a forge counter grew during the tick (0 when the forge does not say)."""
+    a, b = after.get(key), before.get(key)
+    return int(a) - int(b) if isinstance(a, int) and isinstance(b, int) else 0

@@ -73,6 +73,7 @@ class TickReport:
     interrupted: bool = False
     api_requests: int | None = None
     api_remaining: int | None = None
+    backlog_left: int = 0  # new PRs left for a later tick by the request/write budget
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -100,6 +101,7 @@ class _Gathered:
     checks: list[CheckRun] | None = None
     snapshot: PRSnapshot | None = None
     error: BaseException | None = None
+    deferred: bool = False  # a new PR beyond this tick's budget: nothing read, nothing done
 
 
 @dataclass

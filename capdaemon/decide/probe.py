@@ -187,6 +187,22 @@ def evaluate_probe(
     )
 
 
+def quiet_until(
+    watch: ProbeWatch, checks: Sequence[CheckRun], result: ProbeResult, cfg: PostMergeConfig
+) -> datetime | None:
+    """When a PENDING probe need not be read again before: the end of its window, once every
+    check on the merge commit has completed without a failure (None: read it next tick).
+
+    Nothing can make it HEALTHY sooner, and one read at the window's end still catches a check
+    that starts late and fails (SPEC 6.2 judges at the window's end); a run that failed and
+    was re-run green in between is judged by its newest run, as every tick would.
+    """
+    if result.status is not ProbeStatus.PENDING or result.running_checks or not checks:
+        return None
+    end = watch.merged_at + timedelta(minutes=cfg.window_minutes)
+    return end
+
+
 class RevertAction(enum.StrEnum):
     """What to do about a merge."""
 

@@ -66,6 +66,20 @@ class InstallationTokenAuth(Auth):
         """When the current token expires (None before the first one)."""
         return self._expires_at
 
+    def current(self) -> tuple[str, datetime] | None:
+        """(token, expires_at) held now, without minting one (None when there is none)."""
+        with self._lock:
+            if self._token is None or self._expires_at is None:
+                return None
+            return self._token, self._expires_at
+
+    def adopt(self, token: str, expires_at: datetime) -> None:
+        """Use a token minted earlier (by another process) until `margin` before it expires."""
+        self._scrubber.add(token)
+        with self._lock:
+            self._token = token
+            self._expires_at = expires_at
+
     def invalidate(self) -> None:
         """Forget the token so the next request mints a new one (after a 401, or to rotate)."""
         with self._lock:

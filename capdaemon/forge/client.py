@@ -276,6 +276,7 @@ class Forge(SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
     def new_tick(self) -> None:
         """Call at the start of each tick: resets the wait budget and per-tick negative caches."""
         self.transport.budget.reset()
+        self.transport.cache.new_tick()
         self._policy_seen.clear()
 
     def rate_budget(self) -> dict[str, Any]:
@@ -291,6 +292,7 @@ class Forge(SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
             "wait_spent": round(self.transport.budget.spent, 3),
             "requests": self.transport.stats.sent,
             "not_modified": self.transport.stats.not_modified,
+            "writes": self.transport.stats.writes,
         }
 
     # ================================================================ HTTP helpers

@@ -7,7 +7,6 @@ import random
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from capdaemon.forge.errors import RateLimited, Transient
+from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
 from capdaemon.forge.scrub import Scrubber
 
@@ -34,6 +34,7 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 _SAFE_POST = re.compile(
     r"/(app/installations/\d+/access_tokens|git/(blobs|trees|commits)|statuses/[0-9a-f]+)$"
 )
+_MINT = re.compile(r"/app/installations/\d+/access_tokens$")
 _RATE_HEADERS = (
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
@@ -95,6 +96,7 @@ class TransportStats:
     """What went over the wire, as the client saw it."""
 
     sent: int = 0
+    writes: int = 0  # non-GET requests other than token minting (content-creating, mostly)
     not_modified: int = 0
     stored: int = 0
     retries: int = 0
@@ -106,6 +108,7 @@ class TransportStats:
         """A plain copy."""
         return {
             "sent": self.sent,
+            "writes": self.writes,
             "not_modified": self.not_modified,
             "stored": self.stored,
             "retries": self.retries,
@@ -113,57 +116,6 @@ class TransportStats:
             "waited": round(self.waited, 3),
             "by_method": dict(self.by_method),
         }
-
-
-@dataclass(frozen=True)
-class _Entry:
-    etag: str
-    headers: dict[str, str]
-    body: bytes
-
-
-class EtagCache:
-    """A bounded LRU of GET responses: (URL+query, auth, Accept) → (ETag, headers, body)."""
-
-    def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 1024 * 1024) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self._data: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str, str]) -> _Entry | None:
-        """The entry, marked most recently used."""
-        with self._lock:
-            e = self._data.get(key)
-            if e is not None:
-                self._data.move_to_end(key)
-            return e
-
-    def put(self, key: tuple[str, str, str], entry: _Entry) -> None:
-        """Store, evicting the least recently used past the bounds."""
-        size = len(entry.body)
-        if size > self.max_bytes // 4:
-            return
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= len(old.body)
-            self._data[key] = entry
-            self._bytes += size
-            while self._data and (
-                len(self._data) > self.max_entries or self._bytes > self.max_bytes
-            ):
-                _, ev = self._data.popitem(last=False)
-                self._bytes -= len(ev.body)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of bodies held."""
-        return self._bytes
 
 
 class _Retry(Exception):
@@ -238,7 +190,7 @@ class Transport(HTTPAdapter):
         """Send with the cache, retries and rate-limit handling."""
         method = (request.method or "GET").upper()
         key: tuple[str, str, str] | None = None
-        entry: _Entry | None = None
+        entry: CacheEntry | None = None
         if method == "GET" and not kwargs.get("stream"):
             key = (
                 request.url or "",
@@ -251,6 +203,9 @@ class Transport(HTTPAdapter):
         if method != "GET":
             self._pace_write()
             self._pace_content(method, urlsplit(request.url or "").path)
+            if not _MINT.search(urlsplit(request.url or "").path):
+                with self._lock:
+                    self.stats.writes += 1
 
         resp = self._send_retrying(method, request, kwargs)
 
@@ -260,14 +215,14 @@ class Transport(HTTPAdapter):
                     self.stats.not_modified += 1
                 return self._from_cache(entry, resp, request)
             etag = resp.headers.get("ETag")
-            if resp.status_code == 200 and etag:
-                self.cache.put(key, _Entry(etag, dict(resp.headers), resp.content))
+            if resp.status_code == 200 and etag and not content_addressed(key[0]):
+                self.cache.put(key, CacheEntry(etag, dict(resp.headers), resp.content))
                 with self._lock:
                     self.stats.stored += 1
         return resp
 
     def _from_cache(
-        self, entry: _Entry, fresh: requests.Response, request: requests.PreparedRequest
+        self, entry: CacheEntry, fresh: requests.Response, request: requests.PreparedRequest
     ) -> requests.Response:
         r = requests.Response()
         r.status_code = 200
@@ -282,6 +237,7 @@ class Transport(HTTPAdapter):
         r.url = request.url or ""
         r.request = request
         r.connection = self
+        _ = fresh.content  # drain the (empty) 304 body so its connection goes back to the pool
         fresh.close()
         return r
 

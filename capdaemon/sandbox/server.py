@@ -340,6 +340,10 @@ class Sandbox:
         """Faults not yet consumed."""
         return self.app.faults.list()
 
+    def connections_opened(self) -> int:
+        """TCP connections accepted so far (a client reusing keep-alive ones opens none)."""
+        return int(self._server.sandbox_connections.opened)  # type: ignore[attr-defined]
+
     def counters(self) -> dict[str, Any]:
         """Counts: ``{"total": {requests, counted, not_modified, faults, errors, git},
         "endpoints": {"GET /repos/{owner}/

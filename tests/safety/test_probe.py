@@ -88,3 +88,45 @@ def test_daily_revert_cap(safe: SafetyHarness) -> None:
     assert by_pr[str(second)]["revert"] == "incident_only"
     assert "daily revert cap reached" in by_pr[str(second)]["reason"]
     assert len([r for r in safe.actions("revert") if r["status"] == "done"]) == 1
+
+
+def _commit_reads(safe: SafetyHarness) -> int:
+    """GETs of a commit's checks or statuses since the last counter reset."""
+    ends = safe.sb.counters()["endpoints"]
+    return sum(
+        v["requests"] for k, v in ends.items() if k.startswith("GET ") and "/commits/{ref}/" in k
+    )
+
+
+def test_completed_probe_is_not_polled_until_its_window_ends(safe: SafetyHarness) -> None:
+    """Once every check on the merge commit is complete and green, later ticks read nothing
+    for it; one read at the window's end still catches a late failure (an incident)."""
+    safe.configure(post_merge={"window_minutes": 10})
+    number = _merged(safe, EXAMPLE)
+    safe.ci(safe.merge_sha(number), "success")
+    safe.step7()
+    assert safe.safety()["watches"][0].get("quiet_until")
+    safe.sb.reset_counters()
+    for _ in range(5):
+        safe.advance(minutes=1)
+        safe.step7()
+    assert _commit_reads(safe) == 0
+    safe.ci(safe.merge_sha(number), "failure", context="ci/late")
+    safe.advance(minutes=6)
+    safe.step7()
+    assert _commit_reads(safe) > 0
+    assert len(safe.actions("probe.failed", number)) == 1
+    assert not safe.actions("probe.healthy", number)
+
+
+def test_running_probe_check_is_polled_every_tick(safe: SafetyHarness) -> None:
+    """A check still pending on the merge commit keeps the watch polled each tick."""
+    safe.configure(post_merge={"window_minutes": 10})
+    number = _merged(safe, EXAMPLE)
+    safe.ci(safe.merge_sha(number), "pending")
+    safe.step7()
+    assert "quiet_until" not in safe.safety()["watches"][0]
+    safe.sb.reset_counters()
+    safe.advance(minutes=1)
+    safe.step7()
+    assert _commit_reads(safe) > 0

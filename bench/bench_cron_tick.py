@@ -1,0 +1,247 @@
+"""Benchmark cron ticks: `capdaemon tick --once` processes, an older tree and this one side by side.
+
+Run: .venv/bin/python bench/bench_cron_tick.py [--repos 2] [--prs 50] [--before REF] [--delay S]
+Each tree gets a fresh sandbox (in this process, this tree's code) seeded with `repos` × `prs`
+open PRs (a quarter per quadrant, shadow mode, as bench_tick.py), then runs three
+`tick --once` processes one after the other, as cron would (mode cron), and then three ticks in
+one process, as `capdaemon run` does (mode run): a cold tick, a second tick and a steady tick
+over unchanged PRs. This tree runs twice: with the write budget lifted (like for like with the
+older tree) and with GitHub's limits (500 writes an hour, 80 a minute), where a cold start is
+spread over several ticks. The "before" tree is `git archive REF` (default: the merge base
+with main) unpacked in a temporary folder.
+
+Columns: PRs classified, new PRs left for later ticks, wall time, requests the sandbox saw,
+requests counted against the rate limit, 304s, installation tokens minted, new TCP connections
+accepted, peak RSS of the daemon process. `--delay` adds that many seconds to every request
+(the sandbox's `delay` fault) to model the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_tick import seed_repo, write_config  # noqa: E402
+
+from capdaemon.sandbox import Sandbox  # noqa: E402
+from capdaemon.sandbox import testing as std  # noqa: E402
+
+TICKS = ("cold tick (all new)", "second tick (no change)", "steady tick (no change)")
+
+
+def unpack(ref: str, into: Path) -> Path:
+    """`git archive ref` of this repository, unpacked into `into`; the tree's root."""
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "capdaemon", "schemas"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def tick_once(tree: Path, config: Path, state: Path) -> tuple[float, float, int, dict[str, Any]]:
+    """Run one `capdaemon tick --once` from `tree`: (wall s, peak RSS MiB, exit code, summary)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "capdaemon.cli",
+            "tick",
+            "--once",
+            *("--config", str(config), "--state", str(state), "--log-level", "error"),
+        ],
+        cwd=str(tree),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read()  # the summary line (logs at level error only: stderr stays small)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(err.decode("utf-8", "replace")[-2000:], file=sys.stderr)
+        return wall, usage.ru_maxrss / 1024, proc.returncode, {}
+    summary = json.loads(out)
+    summary["classified"] = len(summary.get("classified", ()))
+    summary["backlog"] = summary.get("backlog_left", 0)
+    return wall, usage.ru_maxrss / 1024, proc.returncode, summary
+
+
+# One daemon process (as `capdaemon run` keeps its Ticker): a tick per line read on stdin.
+DAEMON = """
+import argparse, json, resource, sys, time
+from pathlib import Path
+from capdaemon.commands._common import load_config_and_rules
+from capdaemon.daemon.runner import open_ticker
+from capdaemon.logging import configure_logging
+configure_logging("json", "error")
+config, rules = load_config_and_rules(argparse.Namespace(config=sys.argv[1]))
+with open_ticker(config, Path(sys.argv[2]), rules=rules) as ticker:
+    for _ in sys.stdin:
+        t0 = time.perf_counter()
+        report = ticker.tick()
+        wall = time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        left = getattr(report, "backlog_left", 0)
+        out = {"wall": wall, "rss": rss, "classified": len(report.classified), "backlog": left}
+        print(json.dumps(out), flush=True)
+"""
+
+
+class Daemon:
+    """A `run`-style process from `tree`: `tick()` runs one tick there, (wall s, peak RSS MiB)."""
+
+    def __init__(self, tree: Path, config: Path, state: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", DAEMON, str(config), str(state)],
+            cwd=str(tree),
+            env={**os.environ, "PYTHONPATH": str(tree)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def tick(self) -> tuple[float, float, int, dict[str, Any]]:
+        """One tick; (wall, rss, 0, summary) or exit code 1 when the process died."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("tick\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            return 0.0, 0.0, 1, {}
+        data = json.loads(line)
+        return float(data["wall"]), float(data["rss"]), 0, data
+
+    def close(self) -> None:
+        """End the process (closing stdin ends its loop)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+def scenario(
+    tree: Path, repos: int, prs: int, keys: Any, delay: float, mode: str, github: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Seed a fresh sandbox, run three ticks from `tree` (cron: a process each; run: one
+    process), one row per tick."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key, _ = std.write_keys(keys, Path(tmp) / "keys")
+        sb = Sandbox.start(Path(tmp) / "sb", std.standard_seed(keys, rate_limit=10_000_000))
+        try:
+            names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
+            config = Path(tmp) / "config"
+            write_config(config, sb, key, names)
+            if github:  # budget settings (a tree that predates them is run without)
+                data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
+                data["github"].update(github)
+                (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
+            rows = []
+            daemon = Daemon(tree, config, Path(tmp) / "state") if mode == "run" else None
+            for label in TICKS:
+                sb.reset_counters()
+                if delay:
+                    sb.faults("*", r".*", kind="delay", delay=delay, count=1_000_000)
+                opened = sb.connections_opened()
+                if daemon is not None:
+                    wall, rss, code, summary = daemon.tick()
+                else:
+                    wall, rss, code, summary = tick_once(tree, config, Path(tmp) / "state")
+                sb.clear_faults()
+                c = sb.counters()
+                mints = sum(
+                    v["requests"] for k, v in c["endpoints"].items() if k.endswith("/access_tokens")
+                )
+                rows.append(
+                    {
+                        "label": f"{mode}: {label}",
+                        "classified": summary.get("classified", "-"),
+                        "backlog": summary.get("backlog", "-"),
+                        "wall": wall,
+                        "rss": rss,
+                        "code": code,
+                        "requests": c["total"]["requests"],
+                        "counted": c["total"]["counted"],
+                        "not_modified": c["total"]["not_modified"],
+                        "mints": mints,
+                        "connections": sb.connections_opened() - opened,
+                    }
+                )
+            if daemon is not None:
+                daemon.close()
+            return rows
+        finally:
+            sb.stop()
+
+
+def merge_base() -> str:
+    """The commit this branch started from on main (the default "before")."""
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "merge-base", "HEAD", "main"], capture_output=True, text=True
+    )
+    return out.stdout.strip() or "HEAD~1"
+
+
+def main() -> int:
+    """Run both trees and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repos", type=int, default=2)
+    ap.add_argument("--prs", type=int, default=50, help="open PRs per repo")
+    ap.add_argument("--before", default=None, help="git ref of the older tree (merge base)")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds added to each request")
+    args = ap.parse_args()
+    before = args.before or merge_base()
+    keys = std.generate_keys()
+    print(f"{args.repos} × {args.prs} open PRs, shadow mode, delay {args.delay:g} s")
+    print(
+        "| tree | tick | classified | backlog left | wall s | requests | counted | 304 "
+        "| tokens minted | new TCP connections | peak RSS MiB |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        unlimited = {"writes_per_hour": 10**9, "writes_per_minute": 10**9}
+        trees: list[tuple[str, Path, dict[str, Any]]] = [
+            (f"before ({before[:10]})", unpack(before, Path(tmp) / "before"), {}),
+            ("after, budget off", ROOT, unlimited),
+            ("after, GitHub's write limits", ROOT, {}),
+        ]
+        for name, tree, github in trees:
+            for r in (
+                row
+                for mode in ("cron", "run")
+                for row in scenario(tree, args.repos, args.prs, keys, args.delay, mode, github)
+            ):
+                failed = "" if r["code"] == 0 else f" (exit {r['code']})"
+                print(
+                    f"| {name} | {r['label']}{failed} | {r['classified']} | {r['backlog']} | "
+                    f"{r['wall']:.2f} | {r['requests']} | "
+                    f"{r['counted']} | {r['not_modified']} | {r['mints']} | "
+                    f"{r['connections']} | {r['rss']:.0f} |",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

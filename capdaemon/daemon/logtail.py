@@ -1,0 +1,106 @@
+"""Incremental breaker reading of actions.jsonl: fold only the new tail of the log.
+
+The breaker asks "is the newest breaker.tripped later than the newest breaker.reset?" after
+every write of a tick. Re-reading the whole log each time made a cold tick quadratic. This
+remembers, per log, the byte offset read so far, the start of the last line and its hash, and
+reads only what was appended. It re-reads from the start when the file shrank, when the line
+before the offset is no longer the line it read (its hash differs: an earlier part was
+rewritten), or when an appended record does not chain onto the last one (`prev`). `capdaemon
+audit verify` still checks the whole chain; this only makes the breaker's question cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from capdaemon.audit import log_paths
+
+
+@dataclass
+class _Cursor:
+    offset: int = 0  # bytes folded so far (always at a line end)
+    last_start: int = 0  # where the last folded line starts
+    last_hash: str | None = None
+    tripped: bool = False
+    full_reads: int = 0  # how often the whole log was read (for tests and benchmarks)
+
+
+_cursors: dict[str, _Cursor] = {}
+_lock = threading.Lock()
+
+
+def _anchor_holds(fh: IO[bytes], cur: _Cursor) -> bool:
+    """Is the last line we folded still there, byte for byte as far as its hash goes?"""
+    if cur.offset == 0:
+        return True
+    fh.seek(cur.last_start)
+    line = fh.read(cur.offset - cur.last_start)
+    if not line.endswith(b"\n"):
+        return False
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(rec, dict) and rec.get("hash") == cur.last_hash
+
+
+def _fold(fh: IO[bytes], cur: _Cursor, *, check_chain: bool = True) -> bool:
+    """Fold the lines after cur.offset into cur; False when the chain breaks (re-read all)."""
+    fh.seek(cur.offset)
+    pos = cur.offset
+    for raw in fh:
+        if not raw.endswith(b"\n"):
+            break  # a torn tail or a write in progress: read it next time
+        start, pos = pos, pos + len(raw)
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            rec = None  # `audit verify` reports it; never guess
+        if isinstance(rec, dict):
+            prev = rec.get("prev")
+            broken = cur.last_hash is not None and prev is not None and prev != cur.last_hash
+            if broken and check_chain:
+                return False
+            action = rec.get("action")
+            if action == "breaker.tripped":
+                cur.tripped = True
+            elif action == "breaker.reset":
+                cur.tripped = False
+            if isinstance(rec.get("hash"), str):
+                cur.last_hash = rec["hash"]
+        cur.last_start, cur.offset = start, pos
+    return True
+
+
+def tripped_per_log(state_dir: Path | str) -> bool:
+    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset."""
+    path = log_paths(Path(state_dir))[1]
+    key = str(path)
+    with _lock:
+        cur = _cursors.get(key) or _Cursor()
+        try:
+            size = path.stat().st_size
+            if size == cur.offset and cur.offset > 0:
+                with open(path, "rb") as fh:
+                    if _anchor_holds(fh, cur):
+                        return cur.tripped
+            with open(path, "rb") as fh:
+                if size < cur.offset or not _anchor_holds(fh, cur) or not _fold(fh, cur):
+                    cur = _Cursor(full_reads=cur.full_reads + 1)
+                    # from the start; a chain break here is `audit verify`'s to report
+                    _fold(fh, cur, check_chain=False)
+        except FileNotFoundError:
+            _cursors.pop(key, None)
+            return False
+        _cursors[key] = cur
+        return cur.tripped
+
+
+def full_reads(state_dir: Path | str) -> int:
+    """How many times the whole log of `state_dir` was re-read (0 while only tails were)."""
+    cur = _cursors.get(str(log_paths(Path(state_dir))[1]))
+    return cur.full_reads if cur is not None else 0

@@ -1,0 +1,224 @@
+"""The forge's cross-process cache: installation token and conditional-request (ETag) cache.
+
+`capdaemon tick --once` from cron starts a new process every tick. Without this file each one
+would mint a new installation token, and since ETags are per token, start with an empty
+conditional-request cache: nearly every request would count against the rate limit. Kept in
+`<state>/forge-cache.json`, owner-only (0600), written atomically when the Forge closes.
+
+It is only a cache. A 304 is the server's word that the stored body is still current, so a
+stale entry can never change an outcome; a token is reused only while it has more than
+`REUSE_MARGIN` left, for the same API, App and installation. A file that cannot be read as a
+cache (bad JSON, a wrong field, a body whose digest does not match, a mode wider than 0600) is
+renamed aside to `forge-cache.json.corrupt-<time>` with a `forge.cache_set_aside` log event and
+the tick starts cold; the token itself is never logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from capdaemon.forge.etagcache import CacheEntry, CacheKey
+from capdaemon.forge.transport import auth_identity
+from capdaemon.state import atomic_write_text, set_aside
+
+if TYPE_CHECKING:
+    from capdaemon.forge.client import Forge
+
+log = structlog.get_logger(__name__)
+
+CACHE_FILE = "forge-cache.json"
+FORMAT = 1
+# A persisted token is dropped this long before it expires (tokens live one hour): a tick that
+# starts with it never runs into its expiry, and a leaked file is worth little.
+REUSE_MARGIN = timedelta(minutes=15)
+OWNER_ONLY = 0o600
+
+
+class CacheFileError(ValueError):
+    """The cache file is not a cache this version can read (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a load found: whether a token was reused and how many ETag entries came back."""
+
+    token_reused: bool = False
+    entries: int = 0
+    set_aside: str | None = None  # the new name of a corrupt file
+    unreadable: bool = False  # the file is there but could not be read: leave it alone
+
+
+def cache_path(state_dir: Path) -> Path:
+    """Where the cache lives in a state directory."""
+    return Path(state_dir) / CACHE_FILE
+
+
+def _binding(forge: Forge, base_url: str) -> dict[str, Any]:
+    auth = forge.installation_auth
+    return {
+        "base_url": base_url.rstrip("/"),
+        "app_id": forge.app_id,
+        "installation_id": auth.installation_id if auth is not None else None,
+    }
+
+
+def _header_value(forge: Forge) -> str | None:
+    """The Authorization header the forge sends now (None when no token is held yet)."""
+    if forge.installation_auth is not None:
+        held = forge.installation_auth.current()
+        return f"token {held[0]}" if held else None
+    auth = getattr(forge._rq, "auth", None)
+    token = getattr(auth, "token", None)
+    return f"{auth.token_type} {token}" if auth is not None and token else None
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def _set_aside(path: Path, reason: str, now: datetime) -> Path:
+    """Rename a cache file that cannot be used (kept, never overwritten); log it."""
+    target = set_aside(path, now)
+    log.warning("forge.cache_set_aside", file=str(path), moved_to=target.name, reason=reason)
+    return target
+
+
+def _parse(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CacheFileError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CacheFileError(f"{path}: top level is not an object")
+    if data.get("format") != FORMAT:
+        raise CacheFileError(f"{path}: field 'format' is {data.get('format')!r}, not {FORMAT}")
+    if not isinstance(data.get("binding"), dict):
+        raise CacheFileError(f"{path}: field 'binding' is not an object")
+    token = data.get("token")
+    if token is not None and not (
+        isinstance(token, dict)
+        and isinstance(token.get("value"), str)
+        and isinstance(token.get("expires_at"), str)
+    ):
+        raise CacheFileError(f"{path}: field 'token' is malformed")
+    if not isinstance(data.get("etags"), list):
+        raise CacheFileError(f"{path}: field 'etags' is not a list")
+    return data
+
+
+def _entries(data: dict[str, Any], path: Path) -> list[tuple[CacheKey, CacheEntry]]:
+    out: list[tuple[CacheKey, CacheEntry]] = []
+    for i, e in enumerate(data["etags"]):
+        where = f"{path}: etags[{i}]"
+        if not isinstance(e, dict):
+            raise CacheFileError(f"{where} is not an object")
+        for name in ("url", "auth", "accept", "etag", "body", "sha256"):
+            if not isinstance(e.get(name), str):
+                raise CacheFileError(f"{where}.{name} is not a string")
+        headers = e.get("headers")
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise CacheFileError(f"{where}.headers is not an object of strings")
+        body = e["body"].encode("utf-8")
+        if _digest(body) != e["sha256"]:
+            raise CacheFileError(f"{where}.body does not match its sha256")
+        out.append(((e["url"], e["auth"], e["accept"]), CacheEntry(e["etag"], headers, body)))
+    return out
+
+
+def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
+    """Fill the forge's token and ETag cache from the state directory, if the file fits."""
+    path = cache_path(state_dir)
+    now = forge.clock()
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return Loaded()
+    try:
+        if not stat.S_ISREG(st.st_mode):
+            raise CacheFileError(f"{path}: not a regular file")
+        if st.st_mode & 0o077 or st.st_uid != os.getuid():
+            raise CacheFileError(
+                f"{path}: mode {stat.S_IMODE(st.st_mode):04o} owner uid {st.st_uid} is not "
+                f"owner-only {OWNER_ONLY:04o} for uid {os.getuid()} (the token may have leaked)"
+            )
+        data = _parse(path.read_bytes(), path)
+        entries = _entries(data, path)
+        expires: datetime | None = None
+        if data["token"] is not None:
+            try:
+                expires = datetime.fromisoformat(data["token"]["expires_at"])
+            except ValueError:
+                raise CacheFileError(f"{path}: field 'token.expires_at' is not a time") from None
+            if expires.tzinfo is None:
+                raise CacheFileError(f"{path}: field 'token.expires_at' has no time zone")
+    except CacheFileError as exc:
+        moved = _set_aside(path, str(exc), now)
+        return Loaded(set_aside=moved.name)
+    except OSError as exc:
+        log.warning("forge.cache_unreadable", file=str(path), error=exc.strerror)
+        return Loaded(unreadable=True)
+    if data["binding"] != _binding(forge, base_url):
+        log.info("forge.cache_other_binding", file=str(path))
+        return Loaded()
+    reused = False
+    if forge.installation_auth is not None and expires is not None and expires - now > REUSE_MARGIN:
+        forge.installation_auth.adopt(data["token"]["value"], expires)
+        reused = True
+    header = _header_value(forge)
+    ident = auth_identity({"Authorization": header}) if header else None
+    kept = 0
+    for key, entry in entries:
+        if key[1] == ident:  # ETags are per token: another token's entries are of no use
+            forge.transport.cache.put(key, entry)
+            kept += 1
+    log.info("forge.cache_loaded", reused_grant=reused, entries=kept)
+    return Loaded(token_reused=reused, entries=kept)
+
+
+def save(forge: Forge, state_dir: Path, base_url: str) -> int:
+    """Write the token (if still worth reusing) and the current token's ETag entries; a count."""
+    path = cache_path(state_dir)
+    now = forge.clock()
+    token: dict[str, str] | None = None
+    if forge.installation_auth is not None:
+        held = forge.installation_auth.current()
+        if held is not None and held[1] - now > REUSE_MARGIN:
+            token = {"value": held[0], "expires_at": held[1].isoformat()}
+    header = _header_value(forge)
+    ident = auth_identity({"Authorization": header}) if header else None
+    etags = []
+    for (url, auth, accept), entry in forge.transport.cache.items():
+        if auth != ident:
+            continue
+        try:
+            text = entry.body.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        etags.append(
+            {
+                "url": url,
+                "auth": auth,
+                "accept": accept,
+                "etag": entry.etag,
+                "headers": entry.headers,
+                "body": text,
+                "sha256": _digest(entry.body),
+            }
+        )
+    if path.exists() and not path.is_file():
+        log.warning("forge.cache_not_saved", file=str(path), reason="not a regular file")
+        return 0
+    doc = {"format": FORMAT, "binding": _binding(forge, base_url), "token": token, "etags": etags}
+    atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=OWNER_ONLY)
+    return len(etags)
