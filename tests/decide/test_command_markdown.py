@@ -136,12 +136,16 @@ class _TopLevelParagraphText(HTMLParser):
         self._buf = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:  # type: ignore[type-arg]
+        if tag == "br" and self.stack == ["p"]:
+            return  # a hard line break: markdown-it writes a newline after it, ending the line
         if self.stack[:1] == ["p"]:
             self._buf.append("\x00")
         if tag not in ("br", "hr", "img", "input"):
             self.stack.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "br" and self.stack == ["p"]:
+            return
         if self.stack and self.stack[-1] == tag:
             self.stack.pop()
         if self.stack[:1] == ["p"]:
