@@ -16,6 +16,8 @@ from .api_meta import budget
 from .auth import ANONYMOUS, Identity, identify
 from .clock import parse_iso
 from .core import Backend, SandboxApiError
+from .gql import GRAPHQL_PATHS, GraphqlEndpoint
+from .gql.schema import warm_in_background
 from .http import (
     SECONDARY_MESSAGE,
     Counters,
@@ -55,6 +57,8 @@ class SandboxApp:
         self.counters = Counters()
         self.url_map, self.handlers = build_map()
         self.recorder: list[tuple[str, int, Any]] | None = None
+        self.graphql = GraphqlEndpoint(backend, self.counters)
+        warm_in_background()
 
     # -- WSGI ------------------------------------------------------------------------------
 
@@ -85,6 +89,8 @@ class SandboxApp:
                     fault=True,
                 )
                 return early
+        if path in GRAPHQL_PATHS:
+            return self.graphql(req)
         if githttp.is_git_request(path):
             resp, ident, label = githttp.handle(self.b, req, path)
             self.counters.record(label, ident.rate_key, counted=False, status=resp.status_code)
