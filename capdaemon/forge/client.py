@@ -49,6 +49,7 @@ from capdaemon.forge.errors import (
     RateLimited,
     Transient,
 )
+from capdaemon.forge.gql import GraphqlMixin
 from capdaemon.forge.reads import ReadsMixin
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.snapshot import SnapshotMixin
@@ -74,7 +75,7 @@ __all__ = [
 ]
 
 
-class Forge(SnapshotMixin, ReadsMixin, WritesMixin):
+class Forge(GraphqlMixin, SnapshotMixin, ReadsMixin, WritesMixin):
     """The GitHub adapter: immutable snapshots in, idempotent marked writes out."""
 
     def __init__(

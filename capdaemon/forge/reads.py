@@ -88,13 +88,14 @@ class ReadsMixin:
             return self._blob(repo, data["sha"])
         return _decode(data.get("content"))
 
-    def comments(self, repo: str, issue_no: int) -> list[Comment]:
-        """All comments of an issue (every page), oldest first, with edit times."""
+    def _rest_comments(self, repo: str, issue_no: int) -> list[Comment]:
+        """All comments of an issue through REST (every page), oldest first; no edit record
+        (the GraphQL read in gql.py is the one the forge uses while GraphQL is there)."""
         items = self._pages(f"/repos/{repo}/issues/{issue_no}/comments")
         return [_comment(c) for c in items]
 
-    def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
-        """All reactions on the issue itself (every page)."""
+    def _rest_reactions(self, repo: str, issue_no: int) -> list[Reaction]:
+        """All reactions on the issue itself through REST (every page; the fallback)."""
         items = self._pages(f"/repos/{repo}/issues/{issue_no}/reactions")
         out = []
         for r in items:

@@ -134,6 +134,16 @@ def repo_pull(repo: Repo, info: GraphQLResolveInfo, number: int) -> PullN:
     return PullN(repo.full, rec)
 
 
+def repo_issue_or_pull(repo: Repo, info: GraphQLResolveInfo, number: int) -> IssueN | PullN:
+    """``Repository.issueOrPullRequest``."""
+    rec = _ctx(info).b.repo(repo.full)["issues"].get(str(number))
+    if rec is None:
+        raise _not_found(
+            f"Could not resolve to an issue or pull request with the number of {number}."
+        )
+    return PullN(repo.full, rec) if rec.get("pull") else IssueN(repo.full, rec)
+
+
 def _pr_state(rec: dict[str, Any]) -> str:
     if rec["pull"].get("merged"):
         return "MERGED"
@@ -341,11 +351,12 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "name": _get(lambda r: r.full.split("/", 1)[1]),
         "issue": repo_issue,
         "pullRequest": repo_pull,
+        "issueOrPullRequest": repo_issue_or_pull,
         "pullRequests": repo_pulls,
     },
     "Issue": {**_ISSUE_COMMON, "state": _get(lambda i: i.rec["state"].upper())},
     "PullRequest": {
-        **{k: v for k, v in _ISSUE_COMMON.items() if k != "reactions"},
+        **_ISSUE_COMMON,
         "state": _get(lambda p: _pr_state(p.rec)),
         "isDraft": _get(lambda p: bool(p.rec["pull"]["draft"])),
         "headRefOid": _get(lambda p: p.rec["pull"]["head_sha"]),
