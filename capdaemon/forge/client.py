@@ -19,6 +19,7 @@ from github import Auth, Github, GithubException, GithubIntegration
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.auth import InstallationTokenAuth
+from capdaemon.forge.batch import BatchMixin
 from capdaemon.forge.convert import (
     CHECK_NAME,
     COMMITS_CAP,
@@ -75,7 +76,7 @@ __all__ = [
 ]
 
 
-class Forge(GraphqlMixin, SnapshotMixin, ReadsMixin, WritesMixin):
+class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, WritesMixin):
     """The GitHub adapter: immutable snapshots in, idempotent marked writes out."""
 
     def __init__(
@@ -260,6 +261,7 @@ class Forge(GraphqlMixin, SnapshotMixin, ReadsMixin, WritesMixin):
         """Call at the start of each tick: resets the wait budget and per-tick negative caches."""
         self.transport.budget.reset()
         self._policy_seen.clear()
+        self.forget_batch()
 
     def rate_budget(self) -> dict[str, Any]:
         """The last primary rate-limit figures plus this tick's wait budget, for tick metrics."""

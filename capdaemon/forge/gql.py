@@ -67,7 +67,41 @@ query CapdaemonReactions($owner: String!, $name: String!, $number: Int!, $after:
     + _PAGE_OF_REACTIONS
 )
 
-QUERIES: dict[str, str] = {"comments": COMMENTS_QUERY, "reactions": REACTIONS_QUERY}
+# One page of a repo's open PRs with each head's check rollup (Tide-style batch gathering).
+# Priced by GitHub's formula: 1 + 100 (labels) + 100 (commits) + 100 (contexts) → 3 points.
+OPEN_PULLS_QUERY = """
+query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequests(states: [OPEN], first: 100, after: $after,
+                 orderBy: {field: CREATED_AT, direction: ASC}) {
+      pageInfo { hasNextPage endCursor }
+      nodes {
+        number headRefOid headRefName baseRefName isDraft updatedAt
+        author { __typename login }
+        labels(first: 100) { totalCount nodes { name } }
+        commits(last: 1) { nodes { commit { oid statusCheckRollup {
+          contexts(first: 100) {
+            pageInfo { hasNextPage }
+            nodes {
+              __typename
+              ... on CheckRun {
+                databaseId name status conclusion title summary text startedAt completedAt
+                checkSuite { app { databaseId slug } }
+              }
+              ... on StatusContext { context state description createdAt }
+            }
+          }
+        } } } }
+      }
+    }
+  }
+}"""
+
+QUERIES: dict[str, str] = {
+    "comments": COMMENTS_QUERY,
+    "reactions": REACTIONS_QUERY,
+    "open_pulls": OPEN_PULLS_QUERY,
+}
 _SENDABLE = frozenset(QUERIES.values())
 
 # GraphQL's ReactionContent → REST's reaction content (the strings the ballots compare).
@@ -86,6 +120,14 @@ MAX_PAGES = 50  # 5,000 comments or reactions on one issue: more is not a ballot
 
 class GraphqlUnavailable(ForgeError):
     """The GraphQL endpoint is not there (HTTP 404): the caller falls back to REST."""
+
+
+class _Partial(Exception):
+    """A GraphQL answer with data and errors (control flow inside graphql_partial)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__("partial GraphQL answer")
+        self.body = body
 
 
 def _author(node: dict[str, Any] | None) -> str:
@@ -142,12 +184,14 @@ class GraphqlMixin:
         def _rest_reactions(self, repo: str, issue_no: int) -> list[Reaction]: ...
 
     @contextmanager
-    def _graphql_errors(self, what: str) -> Iterator[None]:
+    def _graphql_errors(self, what: str, partial: bool = False) -> Iterator[None]:
         try:
             yield
         except GithubException as exc:
             data = exc.data if isinstance(exc.data, dict) else {}
             errors = data.get("errors")
+            if partial and exc.status == 400 and isinstance(data.get("data"), dict):
+                raise _Partial(data) from None
             if isinstance(errors, list) and errors:
                 kinds = {str(e.get("type")) for e in errors if isinstance(e, dict)}
                 text = "; ".join(str(e.get("message", "")) for e in errors if isinstance(e, dict))[
@@ -161,14 +205,31 @@ class GraphqlMixin:
 
     def graphql(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
         """Run one of ``QUERIES``; its ``data`` (any GraphQL error raises: never partial)."""
+        data, _errors = self.graphql_partial(query, variables, what, partial=False)
+        return data
+
+    def graphql_partial(
+        self, query: str, variables: dict[str, Any], what: str, *, partial: bool = True
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run one of ``QUERIES``: (data, errors). With ``partial`` an answer that carries data
+        and errors is returned for the caller to judge; otherwise any error raises."""
         if query not in _SENDABLE:
             raise ForgeError(f"GitHub GraphQL {what}: not one of the forge's queries")
-        with self._errors(f"GraphQL {what}"), self._graphql_errors(what), self._requester() as rq:
-            _headers, body = rq.graphql_query(query, variables)
+        body: Any = None
+        try:
+            with (
+                self._errors(f"GraphQL {what}"),
+                self._graphql_errors(what, partial),
+                self._requester() as rq,
+            ):
+                _headers, body = rq.graphql_query(query, variables)
+        except _Partial as p:
+            body = p.body
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict):
             raise ForgeError(f"GitHub GraphQL {what}: no data in the answer")
-        return data
+        errors = body.get("errors") if isinstance(body.get("errors"), list) else []
+        return data, [e for e in errors if isinstance(e, dict)]
 
     def _issue_pages(self, query: str, repo: str, number: int, field: str) -> list[dict[str, Any]]:
         owner, name = repo.split("/", 1)

@@ -50,8 +50,8 @@ class GraphqlEndpoint:
 
     The budget is GitHub's: 5,000 points an hour per token identity, kept apart from the
     REST budget; each query costs what GitHub's formula says (see ``cost``). Requests are
-    recorded in the shared counters as ``POST /graphql``; ``points`` adds up the cost per
-    identity.
+    recorded in the shared counters as ``POST /graphql <operation name>`` (never "counted": that
+    column is the REST budget); ``points`` adds up the cost per identity.
     """
 
     def __init__(self, backend: Backend, counters: Counters) -> None:
@@ -74,22 +74,21 @@ class GraphqlEndpoint:
         """Serve one request (the app has applied any scripted fault already)."""
         ident: Identity = ANONYMOUS
         rid = request_id()
+        op_name: list[str] = []  # set by _serve once the operation is known
         try:
             ident = identify(self.b, req.headers.get("Authorization"))
-            resp = self._serve(req, ident, rid)
+            resp = self._serve(req, ident, rid, op_name)
         except SandboxApiError as err:
             resp = json_response(err.status, error_body(err.status, err.message, err.errors))
         resp.headers["X-GitHub-Request-Id"] = rid
         resp.headers["X-GitHub-Media-Type"] = "github.v4; format=json"
-        self.counters.record(
-            "POST /graphql",
-            ident.rate_key,
-            counted=resp.status_code == 200,
-            status=resp.status_code,
-        )
+        # "counted" in the shared counters means the REST budget; GraphQL's points are apart
+        status = resp.status_code
+        label = " ".join(["POST /graphql", *op_name])
+        self.counters.record(label, ident.rate_key, counted=False, status=status)
         return resp
 
-    def _serve(self, req: Request, ident: Identity, rid: str) -> Response:
+    def _serve(self, req: Request, ident: Identity, rid: str, op_name: list[str]) -> Response:
         if req.method != "POST":
             return json_response(404, error_body(404, "Not Found"))
         if ident.kind == "anonymous":
@@ -104,8 +103,8 @@ class GraphqlEndpoint:
         if not isinstance(body, dict) or not isinstance(body.get("query"), str):
             return json_response(400, error_body(400, "Problems parsing JSON"))
         variables = body.get("variables") or {}
-        op_name = body.get("operationName")
-        if not isinstance(variables, dict) or not isinstance(op_name, str | None):
+        wanted = body.get("operationName")
+        if not isinstance(variables, dict) or not isinstance(wanted, str | None):
             return json_response(400, error_body(400, "Problems parsing JSON"))
         schema = served_schema()
         try:
@@ -116,11 +115,13 @@ class GraphqlEndpoint:
         if errors:
             return self._errors(errors)
         ops = [d for d in doc.definitions if isinstance(d, OperationDefinitionNode)]
-        chosen = [o for o in ops if op_name is None or (o.name and o.name.value == op_name)]
+        chosen = [o for o in ops if wanted is None or (o.name and o.name.value == wanted)]
         if len(chosen) != 1:
-            what = f"operation named '{op_name}'" if op_name else "operationName for several"
+            what = f"operation named '{wanted}'" if wanted else "operationName for several"
             return self._errors([GraphQLError(f"Must provide an {what} operations.")])
         op = chosen[0]
+        if op.name:
+            op_name.append(op.name.value)
         coerced = get_variable_values(schema, op.variable_definitions or (), variables)
         if isinstance(coerced, list):
             return self._errors(coerced)
@@ -159,7 +160,7 @@ class GraphqlEndpoint:
                 doc,
                 context_value=ctx,
                 variable_values=variables,
-                operation_name=op_name,
+                operation_name=wanted,
                 type_resolver=type_of,
             )
         out: dict[str, Any] = {"data": result.data}
