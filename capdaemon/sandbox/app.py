@@ -16,7 +16,7 @@ from .api_meta import budget
 from .auth import ANONYMOUS, Identity, identify
 from .clock import parse_iso
 from .core import Backend, SandboxApiError
-from .gql import GRAPHQL_PATHS, GraphqlEndpoint
+from .gql import GRAPHQL_PATHS, GraphqlEndpoint, fault_path
 from .gql.schema import warm_in_background
 from .http import (
     SECONDARY_MESSAGE,
@@ -77,7 +77,8 @@ class SandboxApp:
         urls = Urls(api=root + (API_PREFIX if prefixed else ""), web=root)
         if path.startswith("/_sandbox/") or path == "/_sandbox":
             return self.admin(req, path)
-        fault = self.faults.take(req.method, path)
+        graphql = path in GRAPHQL_PATHS
+        fault = self.faults.take(req.method, fault_path(req, path) if graphql else path)
         if fault is not None:
             early = self.apply_fault(fault)
             if early is not None:
@@ -89,7 +90,7 @@ class SandboxApp:
                     fault=True,
                 )
                 return early
-        if path in GRAPHQL_PATHS:
+        if graphql:
             return self.graphql(req)
         if githttp.is_git_request(path):
             resp, ident, label = githttp.handle(self.b, req, path)

@@ -60,7 +60,7 @@ def test_without_graphql_no_command_comment_counts(daemon) -> None:
     n = _d_pr(daemon)
     daemon.tick()
     daemon.advance(minutes=1)
-    daemon.sb.faults("POST", r"graphql$", status=404, count=10_000)
+    daemon.sb.faults("POST", r"^/graphql#", status=404, count=10_000)
     daemon.ballot(n, "alice").create_comment("/approve A")
     daemon.tick()
     assert not daemon.pull(n).merged
@@ -79,7 +79,7 @@ def test_graphql_failure_reads_nothing_and_merges_nothing(daemon) -> None:
     daemon.tick()
     daemon.advance(minutes=1)
     daemon.ballot(n, "alice").create_comment("/approve A")
-    daemon.sb.faults("POST", r"graphql$", status=502, count=10_000)
+    daemon.sb.faults("POST", r"^/graphql#", status=502, count=10_000)
     daemon.tick()
     assert not daemon.pull(n).merged
     daemon.sb.clear_faults()

@@ -59,7 +59,7 @@ def test_a_failed_batch_still_gathers_through_rest(daemon: Harness) -> None:
     _app_github(daemon, daemon.sb.evil_installation_id).get_repo(daemon.sb.repo).create_check_run(
         name="ci", head_sha=head, status="completed", conclusion="success"
     )
-    daemon.sb.faults("POST", r"graphql$", status=502, count=10_000)
+    daemon.sb.faults("POST", r"^/graphql#", status=502, count=10_000)
     daemon.sb.reset_counters()
     report = daemon.tick()
     assert report.merged == [f"acme/widgets#{n}"]

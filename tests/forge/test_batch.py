@@ -143,7 +143,7 @@ def test_a_failed_batch_falls_back_to_the_rest_list(
     """A GraphQL 502 that outlasts the retries: the REST list is used and every PR's checks
     are read through REST (nothing is taken from a batch that did not arrive)."""
     n = open_pr({"docs/a.md": "a\n"})
-    sandbox.faults("POST", r"^/graphql$", status=502, count=10)
+    sandbox.faults("POST", r"^/graphql#", status=502, count=10)
     prs = forge.list_open_prs(sandbox.repo)
     assert [p.number for p in prs] == [n]
     sandbox.clear_faults()

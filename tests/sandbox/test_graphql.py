@@ -232,7 +232,7 @@ def test_faults_and_counters_apply_to_graphql(sandbox: Any) -> None:
     """A scripted 502 hits /graphql like any REST path; requests are counted as POST /graphql."""
     client = app_gh(sandbox)
     sandbox.reset_counters()
-    sandbox.faults("POST", r"^/graphql$", status=502)
+    sandbox.faults("POST", r"^/graphql#", status=502)
     with pytest.raises(github.GithubException) as exc:
         client.requester.graphql_query("{ rateLimit { cost } }", {})
     assert exc.value.status == 502
@@ -254,3 +254,13 @@ def test_ghes_path_and_authentication(sandbox: Any) -> None:
     with pytest.raises(github.GithubException) as exc:
         anon.requester.graphql_query("{ rateLimit { cost } }", {})
     assert exc.value.status == 401
+
+
+def test_a_fault_can_target_one_operation(sandbox: Any) -> None:
+    """Faults match ``/graphql#OperationName``: a 502 scripted for one query leaves others."""
+    client = app_gh(sandbox)
+    sandbox.faults("POST", r"^/graphql#Other$", status=502)
+    assert _q(client, "query Mine { rateLimit { cost } }") == {"rateLimit": {"cost": 1}}
+    with pytest.raises(github.GithubException) as exc:
+        client.requester.graphql_query("query Other { rateLimit { cost } }", {})
+    assert exc.value.status == 502

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +33,27 @@ AUTH_DOC = (
 RATE_DOC = (
     "https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api"
 )
+
+
+_OPERATION = re.compile(r"\b(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+
+
+def fault_path(req: Request, path: str) -> str:
+    """What scripted faults match for a GraphQL request: ``/graphql#OperationName`` (the
+    operation named in the body, else the first named in the query; ``/graphql#`` when none),
+    so a fault can target one query (``graphql#CapdaemonComments$``) or all (``^/graphql``)."""
+    try:
+        body = json.loads(req.get_data(cache=True) or b"null")
+    except ValueError:
+        body = None
+    name = ""
+    if isinstance(body, dict):
+        if isinstance(body.get("operationName"), str):
+            name = body["operationName"]
+        elif isinstance(body.get("query"), str):
+            m = _OPERATION.search(body["query"])
+            name = m.group(1) if m else ""
+    return f"{path}#{name}"
 
 
 def _format(err: GraphQLError) -> dict[str, Any]:
