@@ -315,7 +315,7 @@ def _upper(value: str | None) -> str | None:
     return value.upper() if value else None
 
 
-def _conn_fields(item: str) -> dict[str, Callable[..., Any]]:
+def _conn_fields() -> dict[str, Callable[..., Any]]:
     return {
         "nodes": _get(lambda c: c.items),
         "edges": _get(lambda c: c.edges),
@@ -424,16 +424,16 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "startCursor": _get(lambda c: c.edges[0][1] if c.edges else None),
     },
 }
-for _conn, _item in (
-    ("IssueComment", "IssueComment"),
-    ("Reaction", "Reaction"),
-    ("PullRequest", "PullRequest"),
-    ("Label", "Label"),
-    ("PullRequestCommit", "PullRequestCommit"),
-    ("StatusCheckRollupContext", "StatusCheckRollupContext"),
+for _item in (
+    "IssueComment",
+    "Reaction",
+    "PullRequest",
+    "Label",
+    "PullRequestCommit",
+    "StatusCheckRollupContext",
 ):
-    FIELDS[f"{_conn}Connection"] = _conn_fields(_item)
-    FIELDS[f"{_conn}Edge"] = dict(_EDGE)
+    FIELDS[f"{_item}Connection"] = _conn_fields()
+    FIELDS[f"{_item}Edge"] = dict(_EDGE)
 
 
 def served(type_name: str, field_name: str) -> bool:
