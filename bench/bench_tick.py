@@ -1,13 +1,20 @@
 """Benchmark one daemon tick: all-new PRs, then a steady state, over 1×100 and 10×100 open PRs.
 
-Run: .venv/bin/python bench/bench_tick.py [--prs 100] [--repos 1,10]
+Run: .venv/bin/python bench/bench_tick.py [--prs 100] [--repos 1,10] [--mode enforce]
+     [--compare] [--latency-ms 100]
 The sandbox runs in this process; the daemon (one Ticker, as `capdaemon run` keeps it) runs in a
 fresh spawned process so its peak RSS is its own. Mode shadow keeps every PR open, so the second
 tick really sees the same N open PRs (a quarter each of quadrants A, B, C, D). In a steady tick
 the D PRs (ballot pending) cost nothing per PR, their ballots one issue-list page per 100
 issues; A/B/C PRs read their check runs and statuses (304s: a check could still raise them).
-Columns: wall time, requests sent, requests counted against the rate limit, 304s, peak RSS;
-then requests per endpoint (sandbox counters) for the first and the steady tick.
+Columns: wall time, requests sent, requests counted against the rate limit, 304s, GraphQL
+points, peak RSS; then requests per endpoint (sandbox counters) for the first and the steady tick.
+
+`--mode enforce` supervises in enforce mode with an extra required check `ci` that a CI App
+reports `in_progress` on every head (nothing merges: every A/B/C PR waits on it). `--compare`
+runs each scenario twice, without batch gathering (the REST PR list and per-PR check reads)
+and with it, side by side. `--latency-ms` delays every request of the second and third ticks
+by the sandbox's `delay` fault (the network of a real GitHub).
 """
 
 from __future__ import annotations
@@ -71,8 +78,39 @@ def seed_repo(sb: Sandbox, name: str, prs: int) -> str:
     return full
 
 
-def write_config(directory: Path, sb: Sandbox, key: Path, repos: list[str]) -> None:
-    """A shadow-mode config supervising `repos`."""
+def pending_ci(sb: Sandbox, full: str) -> None:
+    """An in_progress `ci` check run from the CI App (the evil-app seed) on every open PR head."""
+    b = sb.backend
+    with b.lock:
+        repo = b.repo(full)
+        suites = repo.setdefault("check_suites", {})
+        now = b.now()
+        for rec in repo["issues"].values():
+            pull = rec.get("pull")
+            if not pull or rec["state"] != "open":
+                continue
+            sha = pull["head_sha"]
+            run_id = b.store.new_id()
+            repo["check_runs"][str(run_id)] = {
+                "id": run_id,
+                "head_sha": sha,
+                "app_id": std.EVIL_APP_ID,
+                "status": "in_progress",
+                "conclusion": None,
+                "started_at": now,
+                "completed_at": None,
+                "output": {},
+                "check_suite_id": suites.setdefault(f"{std.EVIL_APP_ID}:{sha}", b.store.new_id()),
+                "created_at": now,
+                "name": "ci",
+            }
+        b.store.save()
+
+
+def write_config(
+    directory: Path, sb: Sandbox, key: Path, repos: list[str], mode: str = "shadow"
+) -> None:
+    """A config supervising `repos` (enforce: an extra required check `ci` keeps merges waiting)."""
     directory.mkdir(parents=True, exist_ok=True)
     data = {
         "github": {
@@ -83,13 +121,15 @@ def write_config(directory: Path, sb: Sandbox, key: Path, repos: list[str]) -> N
         },
         "bot": {"login": "capdaemon[bot]", "own_repo": std.BOT_REPO},
         "owners": [std.OWNER],
-        "mode": "shadow",
-        "repos": [{"name": r} for r in repos],
+        "mode": mode,
+        "repos": [
+            {"name": r, **({"extra_checks": ["ci"]} if mode == "enforce" else {})} for r in repos
+        ],
     }
     (directory / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
 
 
-def daemon_child(config_dir: str, state_dir: str, conn: Any) -> None:
+def daemon_child(config_dir: str, state_dir: str, conn: Any, batch: bool = True) -> None:
     """In a fresh process: build the Ticker as `capdaemon run` does, tick three times, report."""
     import argparse as _ap
 
@@ -101,6 +141,7 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any) -> None:
 
     config, rules = load_config_and_rules(_ap.Namespace(config=config_dir))
     with open_ticker(config, Path(state_dir), rules=rules) as ticker:
+        ticker.forge.batch_gathering = batch
         conn.send("ready")
         for _ in range(3):
             conn.recv()
@@ -120,7 +161,15 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any) -> None:
     conn.close()
 
 
-def run_scenario(repos: int, prs: int, keys: Any) -> list[dict[str, Any]]:
+def run_scenario(
+    repos: int,
+    prs: int,
+    keys: Any,
+    *,
+    mode: str = "shadow",
+    batch: bool = True,
+    latency_ms: float = 0.0,
+) -> list[dict[str, Any]]:
     """Seed the sandbox, run the ticks in a child process, return one measurement per tick."""
     with tempfile.TemporaryDirectory() as tmp:
         key, _ = std.write_keys(keys, Path(tmp) / "keys")
@@ -130,13 +179,16 @@ def run_scenario(repos: int, prs: int, keys: Any) -> list[dict[str, Any]]:
         try:
             t0 = time.perf_counter()
             names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
+            if mode == "enforce":
+                for name in names:
+                    pending_ci(sb, name)
             seeded = time.perf_counter() - t0
-            write_config(Path(tmp) / "config", sb, key, names)
+            write_config(Path(tmp) / "config", sb, key, names, mode)
             ctx = mp.get_context("spawn")
             parent, child = ctx.Pipe()
             proc = ctx.Process(
                 target=daemon_child,
-                args=(str(Path(tmp) / "config"), str(Path(tmp) / "state"), child),
+                args=(str(Path(tmp) / "config"), str(Path(tmp) / "state"), child, batch),
             )
             proc.start()
             assert parent.recv() == "ready"
@@ -146,9 +198,14 @@ def run_scenario(repos: int, prs: int, keys: Any) -> list[dict[str, Any]]:
                 "second tick (no change)",
                 "steady tick (no change)",
             ):
+                if latency_ms and not label.startswith("first"):
+                    sb.clear_faults()
+                    sb.faults("*", ".*", kind="delay", delay=latency_ms / 1000, count=10**9)
                 sb.reset_counters()
+                sb.app.graphql.reset()
                 parent.send("go")
                 m = parent.recv()
+                m["points"] = sb.app.graphql.total_points()
                 counters = sb.counters()
                 total = counters["total"]
                 m.update(
@@ -175,27 +232,36 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prs", type=int, default=100, help="open PRs per repo")
     ap.add_argument("--repos", default="1,10", help="comma-separated repo counts")
+    ap.add_argument("--mode", choices=("shadow", "enforce"), default="shadow")
+    ap.add_argument("--compare", action="store_true", help="without and with batch gathering")
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="delay of ticks 2 and 3")
     args = ap.parse_args()
     keys = std.generate_keys()
     print(
-        "| scenario | tick | PRs | classified | wall s | requests | counted | 304 | peak RSS MiB |"
+        "| scenario | batch | tick | PRs | classified | wall s | requests | counted | 304 | "
+        "GraphQL points | peak RSS MiB |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    per_endpoint: dict[tuple[int, str], dict[str, tuple[int, int, int]]] = {}
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    per_endpoint: dict[tuple[int, str, str], dict[str, tuple[int, int, int]]] = {}
     for repos in (int(x) for x in args.repos.split(",")):
-        for m in run_scenario(repos, args.prs, keys):
-            print(
-                f"| {repos} × {args.prs} | {m['label']} | {m['prs']} | {m['classified']} | "
-                f"{m['wall']:.2f} | {m['requests']} | {m['counted']} | {m['not_modified']} | "
-                f"{m['rss_mib']:.0f} |",
-                flush=True,
+        for batch in (False, True) if args.compare else (True,):
+            on = "on" if batch else "off"
+            rows = run_scenario(
+                repos, args.prs, keys, mode=args.mode, batch=batch, latency_ms=args.latency_ms
             )
-            if m["errors"]:
-                print(f"|   errors: {m['errors']} |")
-            if not m["label"].startswith("second"):
-                per_endpoint[(repos, m["label"].split(" (")[0])] = m["endpoints"]
-    for (repos, label), endpoints in per_endpoint.items():
-        print(f"\n{label.capitalize()}, {repos} × {args.prs}: requests per endpoint")
+            for m in rows:
+                print(
+                    f"| {repos} × {args.prs} {args.mode} | {on} | {m['label']} | {m['prs']} | "
+                    f"{m['classified']} | {m['wall']:.2f} | {m['requests']} | {m['counted']} | "
+                    f"{m['not_modified']} | {m['points']} | {m['rss_mib']:.0f} |",
+                    flush=True,
+                )
+                if m["errors"]:
+                    print(f"|   errors: {m['errors']} |")
+                if not m["label"].startswith("second"):
+                    per_endpoint[(repos, on, m["label"].split(" (")[0])] = m["endpoints"]
+    for (repos, on, label), endpoints in per_endpoint.items():
+        print(f"\n{label.capitalize()}, {repos} × {args.prs}, batch {on}: requests per endpoint")
         print("| endpoint | requests | counted | 304 |")
         print("|---|---:|---:|---:|")
         for name, (req, counted, nm) in sorted(endpoints.items(), key=lambda kv: -kv[1][0]):

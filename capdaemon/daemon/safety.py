@@ -29,7 +29,7 @@ from capdaemon.daemon.safety_state import (
 )
 from capdaemon.daemon.safety_state import read_breaker as _read_breaker
 from capdaemon.decide._common import Action, ActionKind
-from capdaemon.decide.ballot import BallotStatus, CommandKind, parse_command
+from capdaemon.decide.ballot import BallotStatus, CommandKind, edit_reason, parse_command
 from capdaemon.decide.breaker import (
     BreakerState,
     Incident,
@@ -75,7 +75,6 @@ from capdaemon.model import PRSnapshot, Severity
 from capdaemon.state import StateError, canonical_json
 
 API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
-EDIT_TOLERANCE = timedelta(seconds=1)
 ONE_TAP = "one-tap"
 # A ballot or one-tap whose issue activity (issue list) did not change is still read in full
 # this often: the activity cannot show one reaction swapped for another of the same kind.
@@ -582,14 +581,15 @@ def _breaker_issue(t: Any, now: datetime, report: Any) -> None:
             if cmd is None:
                 continue
             base = {"issue": f"{repo}#{number}", "user": c.user, "comment_id": c.id}
-            if c.updated_at > c.created_at + EDIT_TOLERANCE:
+            edited = edit_reason(c.edited)
+            if edited:
                 _audit(
                     t,
                     {
                         "action": "command_ignored",
                         **base,
                         "command": cmd.line,
-                        "reason": "edited after it was posted",
+                        "reason": edited,
                     },
                     now,
                 )

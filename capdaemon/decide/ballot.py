@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 from capdaemon.decide._common import aware, dt_to_json
@@ -26,7 +26,7 @@ class CommentLike(Protocol):
     @property
     def created_at(self) -> datetime: ...
     @property
-    def updated_at(self) -> datetime: ...
+    def edited(self) -> bool | None: ...  # None: no edit record, an edit cannot be ruled out
 
 
 class ReactionLike(Protocol):
@@ -63,8 +63,6 @@ _COMMAND_CHOICE = {
 }
 _REACTION_CHOICE = {"+1": BallotStatus.APPROVED, "-1": BallotStatus.REJECTED}
 
-EDIT_TOLERANCE = timedelta(seconds=1)
-
 
 @dataclass(frozen=True)
 class BallotFacts:
@@ -87,7 +85,6 @@ class BallotFacts:
     comments: tuple[CommentLike, ...] = ()
     reactions: tuple[ReactionLike, ...] = ()
     answered_comment_ids: frozenset[int] = frozenset()
-    edit_tolerance: timedelta = EDIT_TOLERANCE
     stale_vote_ids: frozenset[str] = frozenset()
 
 
@@ -201,11 +198,26 @@ def _why_ignored(
     return ""
 
 
+def edit_reason(edited: bool | None) -> str:
+    """Why a command comment does not count because of an edit ("" when it may count).
+
+    Only a comment GitHub's edit record shows unedited counts: an edit, however soon after
+    posting and by whomever, voids it, and so does a missing edit record (REST's whole-second
+    `updated_at` cannot show an edit made within the second the comment was posted).
+    """
+    if edited is False:
+        return ""
+    if edited:
+        return "edited after posting"
+    return "no edit record: an edit cannot be ruled out"
+
+
 def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
     """Resolve a ballot: owners only, newest owner action wins, conflicting 👍/👎 → pending.
 
     Never counted: the bot, the PR author (even an owner), non-owners, anything before
-    the round started, and command comments edited after posting. A `/breaker reset`
+    the round started, and command comments edited after posting (or whose edit record
+    is missing: see `edit_reason`). A `/breaker reset`
     on a ballot is ignored. Commands win ties with reactions of the same second.
     """
     aware(now, "now")
@@ -219,11 +231,10 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
         if command is None:
             continue
         created = aware(c.created_at, f"comment {c.id} created_at")
-        updated = aware(c.updated_at or c.created_at, f"comment {c.id} updated_at")
         key = vote_id("comment", c.id)
         reason = _why_ignored(facts, c.user, created, "comment", key)
-        if not reason and updated > created + facts.edit_tolerance:
-            reason = "edited after posting"
+        if not reason:
+            reason = edit_reason(c.edited)
         choice = _COMMAND_CHOICE.get(command.kind)
         if command.kind is CommandKind.UNKNOWN:
             if (

@@ -19,6 +19,7 @@ from github import Auth, Github, GithubException, GithubIntegration
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.auth import InstallationTokenAuth
+from capdaemon.forge.batch import BatchMixin
 from capdaemon.forge.convert import (
     CHECK_NAME,
     COMMITS_CAP,
@@ -49,6 +50,7 @@ from capdaemon.forge.errors import (
     RateLimited,
     Transient,
 )
+from capdaemon.forge.gql import GraphqlMixin
 from capdaemon.forge.protection import ProtectionMixin
 from capdaemon.forge.reads import ReadsMixin
 from capdaemon.forge.scrub import Scrubber
@@ -75,7 +77,7 @@ __all__ = [
 ]
 
 
-class Forge(SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
+class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
     """The GitHub adapter: immutable snapshots in, idempotent marked writes out."""
 
     def __init__(
@@ -278,6 +280,7 @@ class Forge(SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
         self.transport.budget.reset()
         self.transport.cache.new_tick()
         self._policy_seen.clear()
+        self.forget_batch()
 
     def rate_budget(self) -> dict[str, Any]:
         """The last primary rate-limit figures plus this tick's wait budget, for tick metrics."""

@@ -217,10 +217,12 @@ def _check_run(r: dict[str, Any]) -> CheckRun:
 def _comment(c: dict[str, Any]) -> Comment:
     created = _dt(c.get("created_at"))
     assert created is not None
+    updated = _dt(c.get("updated_at")) or created
     return Comment(
         id=int(c["id"]),
         user=_login(c.get("user")),
         body=c.get("body") or "",
         created_at=created,
-        updated_at=_dt(c.get("updated_at")) or created,
+        updated_at=updated,
+        edited=True if updated > created else None,  # whole seconds: a quick edit is unseen
     )

@@ -33,8 +33,9 @@ class ReadsMixin:
     """Forge methods that read lists, ballots, marked issues, checks and protection."""
 
     # ================================================================ reads
-    def list_open_prs(self, repo: str) -> list[PRSummary]:
-        """All open PRs of `repo` (a failed page raises Incomplete: never a partial list)."""
+    def _rest_open_prs(self, repo: str) -> list[PRSummary]:
+        """All open PRs of `repo` through REST (a failed page raises Incomplete: never a partial
+        list); `list_open_prs` (batch.py) uses it where the GraphQL batch cannot be used."""
         items = self._pages(
             f"/repos/{repo}/pulls", {"state": "open", "sort": "created", "direction": "asc"}
         )
@@ -88,13 +89,14 @@ class ReadsMixin:
             return self._blob(repo, data["sha"])
         return _decode(data.get("content"))
 
-    def comments(self, repo: str, issue_no: int) -> list[Comment]:
-        """All comments of an issue (every page), oldest first, with edit times."""
+    def _rest_comments(self, repo: str, issue_no: int) -> list[Comment]:
+        """All comments of an issue through REST (every page), oldest first; no edit record
+        (the GraphQL read in gql.py is the one the forge uses while GraphQL is there)."""
         items = self._pages(f"/repos/{repo}/issues/{issue_no}/comments")
         return [_comment(c) for c in items]
 
-    def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
-        """All reactions on the issue itself (every page)."""
+    def _rest_reactions(self, repo: str, issue_no: int) -> list[Reaction]:
+        """All reactions on the issue itself through REST (every page; the fallback)."""
         items = self._pages(f"/repos/{repo}/issues/{issue_no}/reactions")
         out = []
         for r in items:
@@ -234,16 +236,17 @@ class ReadsMixin:
         statuses = (
             self.commit_status_history(repo, sha)
             if status_history
-            else self.commit_statuses(repo, sha)
+            else self._rest_statuses(repo, sha)
         )
         return self._check_runs(repo, sha) + statuses
 
-    def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
-        """The check runs on `sha` only (what a PRSnapshot carries; no statuses)."""
+    def _rest_check_runs(self, repo: str, sha: str) -> list[CheckRun]:
+        """The check runs on `sha` only, through REST (batch.py's `check_runs` falls back here)."""
         return self._check_runs(repo, sha)
 
-    def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
-        """The latest commit status per context on `sha`, as CheckRuns without an App."""
+    def _rest_statuses(self, repo: str, sha: str) -> list[CheckRun]:
+        """The latest commit status per context on `sha` through REST, as CheckRuns without an
+        App (batch.py's `commit_statuses` falls back here)."""
         data = self._get(f"/repos/{repo}/commits/{sha}/status", {"per_page": 100})
         return [_status_run(s) for s in data.get("statuses") or ()]
 

@@ -35,6 +35,9 @@ _SAFE_POST = re.compile(
     r"/(app/installations/\d+/access_tokens|git/(blobs|trees|commits)|statuses/[0-9a-f]+)$"
 )
 _MINT = re.compile(r"/app/installations/\d+/access_tokens$")
+# GraphQL queries (the forge sends no mutations): safe to repeat, not paced like writes, with
+# a budget of their own (X-RateLimit-Resource: graphql) that an exhausted REST budget does not stop.
+_GRAPHQL = re.compile(r"/graphql$")
 _RATE_HEADERS = (
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
@@ -200,7 +203,7 @@ class Transport(HTTPAdapter):
             entry = self.cache.get(key)
             if entry is not None and "If-None-Match" not in request.headers:
                 request.headers["If-None-Match"] = entry.etag
-        if method != "GET":
+        if method != "GET" and not _GRAPHQL.search(urlsplit(request.url or "").path):
             self._pace_write()
             self._pace_content(method, urlsplit(request.url or "").path)
             if not _MINT.search(urlsplit(request.url or "").path):
@@ -280,8 +283,10 @@ class Transport(HTTPAdapter):
     def _send_once(
         self, method: str, path: str, request: requests.PreparedRequest, kwargs: dict[str, Any]
     ) -> requests.Response:
-        self._respect_exhausted(method, path)
-        retry_ok = method in _IDEMPOTENT or bool(_SAFE_POST.search(path))
+        graphql = bool(_GRAPHQL.search(path))
+        if not graphql:
+            self._respect_exhausted(method, path)
+        retry_ok = method in _IDEMPOTENT or graphql or bool(_SAFE_POST.search(path))
         try:
             with self._lock:  # requests may come from several gather threads at once
                 self.stats.sent += 1
@@ -367,7 +372,7 @@ class Transport(HTTPAdapter):
     # ----------------------------------------------------------- rate limits
     def _note_rate(self, resp: requests.Response) -> None:
         h = resp.headers
-        if "x-ratelimit-remaining" not in h:
+        if "x-ratelimit-remaining" not in h or h.get("x-ratelimit-resource") == "graphql":
             return
         with self._lock:
             for attr, name in (

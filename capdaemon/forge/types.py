@@ -44,18 +44,16 @@ class PRStatus:
 
 @dataclass(frozen=True, slots=True)
 class Comment:
-    """An issue comment; `updated_at` later than `created_at` means it was edited."""
+    """An issue comment. `edited`: True when GitHub's edit record shows an edit (GraphQL
+    `lastEditedAt` / `includesCreatedEdit`) or REST's `updated_at` does; False when the
+    edit record shows none; None when there is no edit record (REST only): unknown."""
 
     id: int
     user: str
     body: str
     created_at: datetime
     updated_at: datetime
-
-    @property
-    def edited(self) -> bool:
-        """True when the comment was changed after it was posted."""
-        return self.updated_at > self.created_at
+    edited: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

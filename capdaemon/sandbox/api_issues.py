@@ -218,8 +218,12 @@ def edit_comment(ctx: Ctx, owner: str, repo: str, comment_id: int) -> Result:
         c = ctx.b.comment(full, comment_id)
         if c["user"] != ctx.actor and PERMISSION_RANK[repo_permission(ctx.b, ctx.ident, full)] < 3:
             raise SandboxApiError(403, "Resource not accessible by personal access token")
+        now = ctx.b.now()
+        if text != c["body"]:  # GitHub's edit record (GraphQL lastEditedAt, editor)
+            c["last_edited_at"] = now
+            c["edited_by"] = ctx.actor
         c["body"] = text
-        c["updated_at"] = ctx.b.now()
+        c["updated_at"] = now
         ctx.b.store.save()
     return Result(200, render.comment(ctx.b, ctx.urls, full, c))
 

@@ -18,6 +18,8 @@ from .auth import ANONYMOUS, Identity, identify
 from .clock import parse_iso
 from .core import Backend, SandboxApiError
 from .fidelity import Refusal, oversized, settings
+from .gql import GRAPHQL_PATHS, GraphqlEndpoint, fault_path
+from .gql.schema import warm_in_background
 from .http import (
     SECONDARY_MESSAGE,
     Counters,
@@ -60,6 +62,8 @@ class SandboxApp:
         self.url_map, self.handlers = build_map()
         # (endpoint template, status, JSON body, headers) of every REST response, when on
         self.recorder: list[tuple[str, int, Any, dict[str, str]]] | None = None
+        self.graphql = GraphqlEndpoint(backend, self.counters)
+        warm_in_background()
 
     # -- WSGI ------------------------------------------------------------------------------
 
@@ -85,7 +89,9 @@ class SandboxApp:
             path = f"/repos/{full}{by_id.group(2) or ''}" if full else "/_unknown_repository"
         else:
             link_path = self.link_path(req.path, path, prefixed)
-        fault = self.faults.take(req.method, path, req.query_string.decode("latin-1"))
+        graphql = path in GRAPHQL_PATHS
+        query = req.query_string.decode("latin-1")
+        fault = self.faults.take(req.method, fault_path(req, path) if graphql else path, query)
         if fault is not None:
             early = self.apply_fault(fault)
             if early is not None:
@@ -97,6 +103,8 @@ class SandboxApp:
                     fault=True,
                 )
                 return early
+        if graphql:
+            return self.graphql(req)
         if githttp.is_git_request(path):
             resp, ident, label = githttp.handle(self.b, req, path)
             self.counters.record(label, ident.rate_key, counted=False, status=resp.status_code)

@@ -76,10 +76,9 @@ def test_check_runs_read_before_merge_fails_no_merge(daemon: Harness) -> None:
 
     m = daemon.open_pr({"README.md": "# widgets, better still\n"})
     path = rf"/commits/{daemon.pull(m).head.sha}/check-runs$"
-    # reads of the head's check runs in a merging tick: gather, publish_check's lookup, then
-    # step 4's read for merge readiness (right before the merge PUT) — that one fails
-    daemon.sb.faults("GET", path, kind="delay", delay=0.0, count=2)
-    daemon.sb.faults("GET", path, status=502, count=4)  # the last read: right before the merge
+    # the gather phase and publish_check's lookup take the head's check runs from the page of
+    # open PRs; the one REST read is step 4's, right before the merge PUT — and it fails
+    daemon.sb.faults("GET", path, status=502, count=4)
     report = daemon.tick()
     daemon.sb.clear_faults()
     assert not daemon.pull(m).merged and report.merged == []
@@ -103,10 +102,9 @@ def test_partial_ballot_comments_never_miss_a_later_reject(daemon: Harness) -> N
         noise.create_comment(f"noise {i}")
     daemon.advance(minutes=1)
     daemon.ballot(n, "bob").create_comment("/reject")
-    issue = daemon.issue_for(n, "ballot").number
-    path = rf"{BOT}/issues/{issue}/comments$"
-    daemon.sb.faults("GET", path, kind="delay", delay=0.0, count=1)
-    daemon.sb.faults("GET", path, status=502, count=4)
+    comments = r"^/graphql#CapdaemonComments$"  # ballot comments: GraphQL, 100 a page
+    daemon.sb.faults("POST", comments, kind="delay", delay=0.0, count=1)
+    daemon.sb.faults("POST", comments, status=502, count=4)
     report = daemon.tick()
     daemon.sb.clear_faults()
     pull = daemon.pull(n)
@@ -265,6 +263,7 @@ def test_unreadable_ballot_never_merges_on_a_stale_approval(daemon: Harness) -> 
     daemon.ballot(n, "bob").create_comment("/reject")
     daemon.gh("alice").get_repo(daemon.sb.repo).get_issue(n).remove_from_labels("do-not-merge")
     daemon.sb.faults("GET", rf"{BOT}/issues/\d+/(comments|reactions)$", status=403, count=50)
+    daemon.sb.faults("POST", r"^/graphql#Capdaemon(Comments|Reactions)$", status=403, count=50)
     daemon.sb.faults("GET", rf"{BOT}/issues$", status=404, count=50)
     report = daemon.tick()
     daemon.sb.clear_faults()

@@ -217,12 +217,13 @@ class Harness:
         return [r for r in recs if r.get("pr") == ref]
 
     def writes(self) -> dict[str, int]:
-        """Non-GET requests since the last reset_counters (endpoint → count)."""
+        """Non-GET requests since the last reset_counters (endpoint → count), except GraphQL
+        queries (the forge sends no mutations: they are reads)."""
         endpoints = self.sb.counters()["endpoints"]
         return {
             k: v["requests"]
             for k, v in endpoints.items()
-            if not k.startswith("GET ") and v.get("requests")
+            if not k.startswith(("GET ", "POST /graphql")) and v.get("requests")
         }
 
 

@@ -22,7 +22,12 @@ PER_PR = (
     "GET /repos/{owner}/{repo}/issues/{number}/comments",
     "GET /repos/{owner}/{repo}/issues/{number}/reactions",
     "GET /repos/{owner}/{repo}/pulls/{number}",
+    "POST /graphql CapdaemonComments",
+    "POST /graphql CapdaemonReactions",
 )
+COMMENTS = "POST /graphql CapdaemonComments"  # ballot comments, with their edit record
+BATCH = "POST /graphql CapdaemonOpenPulls"  # a page of open PRs with their heads' checks
+CHECK_RUNS = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
 
 
 def _requests(daemon: Harness) -> dict[str, int]:
@@ -147,11 +152,11 @@ def test_quiet_ballot_is_read_in_full_after_the_reread_interval(daemon: Harness)
     _pending_d(daemon)
     daemon.sb.reset_counters()
     daemon.tick()
-    assert "GET /repos/{owner}/{repo}/issues/{number}/comments" not in _requests(daemon)
+    assert COMMENTS not in _requests(daemon)
     daemon.advance(minutes=31)
     daemon.sb.reset_counters()
     daemon.tick()
-    assert _requests(daemon).get("GET /repos/{owner}/{repo}/issues/{number}/comments") == 1
+    assert _requests(daemon).get(COMMENTS) == 1
 
 
 def test_approved_ballot_waiting_for_checks_keeps_reading(daemon: Harness) -> None:
@@ -165,8 +170,8 @@ def test_approved_ballot_waiting_for_checks_keeps_reading(daemon: Harness) -> No
     daemon.sb.reset_counters()
     daemon.tick()
     seen = _requests(daemon)
-    assert seen.get("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", 0) >= 1
-    assert seen.get("GET /repos/{owner}/{repo}/issues/{number}/comments") == 1
+    assert seen.get(BATCH) == 1 and CHECK_RUNS not in seen  # its checks come with the PR page
+    assert seen.get(COMMENTS) == 1
 
 
 def test_judgment_d_is_not_firm_a_newer_judgment_lifts_it(daemon: Harness) -> None:
@@ -189,7 +194,7 @@ def test_judgment_d_is_not_firm_a_newer_judgment_lifts_it(daemon: Harness) -> No
     assert rec is not None and rec.quadrant == "D" and rec.firm_d is False
     daemon.sb.reset_counters()
     daemon.tick()
-    assert _requests(daemon).get("GET /repos/{owner}/{repo}/commits/{ref}/check-runs") == 1
+    assert _requests(daemon).get(BATCH) == 1  # the page of open PRs carries its check runs
     daemon.advance(minutes=1)
     repo.create_check_run(
         name="classifier-judgment",
@@ -226,7 +231,8 @@ def test_draft_and_blocked_prs_skip_reads_but_a_blocking_label_does_not(daemon: 
     _settle(daemon)
     daemon.sb.reset_counters()
     daemon.tick()
-    assert _requests(daemon).get("GET /repos/{owner}/{repo}/commits/{ref}/check-runs") == 1
+    seen = _requests(daemon)
+    assert seen.get(BATCH) == 1 and not [k for k in PER_PR if k in seen], seen
 
 
 def test_check_reading_rules_list_is_complete() -> None:

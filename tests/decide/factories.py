@@ -22,6 +22,7 @@ class Comment:
     body: str
     created_at: datetime
     updated_at: datetime
+    edited: bool | None = False
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,19 @@ class Reaction:
 _ids = iter(range(1000, 10**9))
 
 
-def comment(user: str, body: str, when: datetime, edited: datetime | None = None) -> Comment:
-    """A comment; `edited` sets updated_at."""
-    return Comment(next(_ids), user, body, when, edited or when)
+def comment(
+    user: str,
+    body: str,
+    when: datetime,
+    edited: datetime | None = None,
+    *,
+    edit_record: bool = True,
+) -> Comment:
+    """A comment; `edited` marks it edited (GitHub's edit record) at that time (updated_at);
+    without `edit_record` (a REST read) its edit state is unknown unless updated_at shows it."""
+    if not edit_record:
+        return Comment(next(_ids), user, body, when, edited or when, True if edited else None)
+    return Comment(next(_ids), user, body, when, edited or when, edited is not None)
 
 
 def reaction(user: str, content: str, when: datetime) -> Reaction:

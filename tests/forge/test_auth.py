@@ -64,7 +64,7 @@ def test_token_never_in_exceptions_or_logs(
         with pytest.raises(Forbidden) as bad:
             f.list_open_prs(sandbox.repo)
         good = make_forge()
-        sandbox.faults("GET", r"^/repos/acme/widgets/pulls$", status=502, count=10)
+        sandbox.faults("*", r"^/repos/acme/widgets/pulls$|^/graphql#", status=502, count=10)
         with pytest.raises(ForgeError) as failing:
             good.list_open_prs(sandbox.repo)
         with pytest.raises(NotFound) as missing:

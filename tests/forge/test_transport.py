@@ -12,6 +12,12 @@ from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.sandbox import Sandbox
 
 
+@pytest.fixture(autouse=True)
+def _rest_pr_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests drive the REST transport through the REST PR list (no GraphQL batch)."""
+    monkeypatch.setattr(Forge, "batch_gathering", False)
+
+
 def test_transient_502s_are_retried(
     sandbox: Sandbox, make_forge: Callable[..., Forge], sleeps: list[float]
 ) -> None:

@@ -1,0 +1,219 @@
+"""Batch gathering: one GraphQL query per page of a repo's open PRs, with each head's checks.
+
+``list_open_prs`` reads every open PR of a repo with its head's check rollup (check runs and
+the latest commit status per context) in one GraphQL request per 100 PRs, and keeps the
+checks for this tick, so ``check_runs`` and ``commit_statuses`` of an unchanged head cost no
+request. It fails closed piece by piece:
+
+- a PR whose rollup is incomplete (more than 100 contexts, a head that moved, an error
+  under its ``commits``) gets no kept checks: it is read through REST like before;
+- anything else wrong with the answer (an error elsewhere, a PR node missing, more than 100
+  labels, a later page failing) drops the whole batch for that repo: the REST list and
+  per-PR reads are used, never a partial list.
+
+The merge step's last re-read (``commit_checks``) always goes to REST.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from capdaemon.forge.convert import _dt, log
+from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.gql import OPEN_PULLS_QUERY, GraphqlUnavailable, _author
+from capdaemon.forge.types import PRSummary
+from capdaemon.model import CheckRun
+
+MAX_PR_PAGES = 100  # 10,000 open PRs in one repo
+
+Kept = tuple[tuple[CheckRun, ...], tuple[CheckRun, ...]]  # (check runs, statuses)
+
+
+class BatchIncomplete(ForgeError):
+    """The batch answer cannot stand in for the REST list (the caller falls back to REST)."""
+
+
+def _run(node: dict[str, Any]) -> CheckRun:
+    """A GraphQL CheckRun as the REST check-run conversion gives it."""
+    app = (node.get("checkSuite") or {}).get("app") or {}
+    conclusion = node.get("conclusion")
+    return CheckRun(
+        name=str(node.get("name") or ""),
+        status=str(node.get("status") or "").lower(),
+        conclusion=str(conclusion).lower() if conclusion else None,
+        app_slug=app.get("slug"),
+        app_id=app.get("databaseId"),
+        output_title=node.get("title") or "",
+        output_summary=node.get("summary") or "",
+        output_text=node.get("text") or "",
+        started_at=_dt(node.get("startedAt")),
+        completed_at=_dt(node.get("completedAt")),
+        id=node.get("databaseId"),
+    )
+
+
+def _status(node: dict[str, Any]) -> CheckRun:
+    """A GraphQL StatusContext as the REST status conversion gives it (pending → in progress)."""
+    state = str(node.get("state") or "").lower()
+    pending = state in ("pending", "expected")
+    at = _dt(node.get("createdAt"))
+    return CheckRun(
+        name=str(node.get("context") or ""),
+        status="in_progress" if pending else "completed",
+        conclusion=None if pending else ("success" if state == "success" else "failure"),
+        output_summary=node.get("description") or "",
+        started_at=at,
+        completed_at=at,
+    )
+
+
+def _kept(node: dict[str, Any]) -> Kept | None:
+    """The head's (check runs, statuses), or None when the rollup is not complete."""
+    commits = (node.get("commits") or {}).get("nodes") or []
+    if len(commits) != 1 or not isinstance(commits[0], dict):
+        return None
+    commit = commits[0].get("commit") or {}
+    if commit.get("oid") != node.get("headRefOid"):
+        return None
+    rollup = commit.get("statusCheckRollup")
+    if rollup is None:
+        return (), ()
+    contexts = rollup.get("contexts") or {}
+    if (contexts.get("pageInfo") or {}).get("hasNextPage") or contexts.get("nodes") is None:
+        return None
+    runs: list[CheckRun] = []
+    statuses: list[CheckRun] = []
+    for ctx in contexts["nodes"]:
+        if not isinstance(ctx, dict):
+            return None
+        if ctx.get("__typename") == "CheckRun":
+            runs.append(_run(ctx))
+        elif ctx.get("__typename") == "StatusContext":
+            statuses.append(_status(ctx))
+        else:
+            return None
+    runs.sort(key=lambda r: r.id or 0, reverse=True)  # newest first, as REST lists them
+    return tuple(runs), tuple(statuses)
+
+
+def _summary(repo: str, node: Any) -> PRSummary:
+    if not isinstance(node, dict) or not node.get("number") or not node.get("headRefOid"):
+        raise BatchIncomplete(f"GitHub GraphQL: an open PR of {repo} came back empty")
+    labels = node.get("labels") or {}
+    names = [str(lb.get("name")) for lb in labels.get("nodes") or () if isinstance(lb, dict)]
+    if int(labels.get("totalCount") or 0) != len(names):
+        raise BatchIncomplete(f"GitHub GraphQL: PR {repo}#{node['number']} has more labels")
+    return PRSummary(
+        repo=repo,
+        number=int(node["number"]),
+        head_sha=str(node["headRefOid"]),
+        head_ref=str(node.get("headRefName") or ""),
+        base_ref=str(node.get("baseRefName") or ""),
+        author=_author(node.get("author")),
+        draft=bool(node.get("isDraft")),
+        labels=tuple(names),
+        state="open",
+        updated_at=_dt(node.get("updatedAt")),
+    )
+
+
+def _commits_error(err: dict[str, Any]) -> int | None:
+    """The page index of the PR an error is confined to (under its ``commits``), else None."""
+    path = err.get("path")
+    if (
+        isinstance(path, list)
+        and len(path) > 4
+        and path[:3] == ["repository", "pullRequests", "nodes"]
+        and isinstance(path[3], int)
+        and path[4] == "commits"
+    ):
+        return path[3]
+    return None
+
+
+class BatchMixin:
+    """``list_open_prs`` through GraphQL, keeping each head's checks for this tick."""
+
+    batch_gathering: bool = True  # off: the REST list and per-PR check reads (benchmarks)
+
+    if TYPE_CHECKING:  # provided by Forge, the GraphQL reads and the REST reads
+        _graphql_available: bool
+
+        def graphql_partial(
+            self, query: str, variables: dict[str, Any], what: str, *, partial: bool = True
+        ) -> tuple[dict[str, Any], list[dict[str, Any]]]: ...
+        def _fall_back(self) -> None: ...
+        def _rest_open_prs(self, repo: str) -> list[PRSummary]: ...
+        def _rest_check_runs(self, repo: str, sha: str) -> list[CheckRun]: ...
+        def _rest_statuses(self, repo: str, sha: str) -> list[CheckRun]: ...
+
+    _batch_kept: dict[tuple[str, str], Kept]
+
+    def _kept_checks(self) -> dict[tuple[str, str], Kept]:
+        try:
+            return self._batch_kept
+        except AttributeError:
+            self._batch_kept = {}
+            return self._batch_kept
+
+    def forget_batch(self) -> None:
+        """Drop the kept checks (at the start of each tick)."""
+        self._kept_checks().clear()
+
+    def list_open_prs(self, repo: str) -> list[PRSummary]:
+        """All open PRs of `repo`, oldest first; never a partial list (a failed page raises)."""
+        kept = self._kept_checks()
+        for key in [k for k in kept if k[0] == repo]:
+            del kept[key]
+        if self.batch_gathering and self._graphql_available:
+            try:
+                prs, checks = self._batch(repo)
+            except RateLimited:
+                raise
+            except GraphqlUnavailable:
+                self._fall_back()
+            except ForgeError as exc:
+                log.warning("forge.batch_failed", repo=repo, error=str(exc), fallback="REST")
+            else:
+                kept.update(checks)
+                return prs
+        return self._rest_open_prs(repo)
+
+    def _batch(self, repo: str) -> tuple[list[PRSummary], dict[tuple[str, str], Kept]]:
+        owner, name = repo.split("/", 1)
+        prs: list[PRSummary] = []
+        checks: dict[tuple[str, str], Kept] = {}
+        after: str | None = None
+        for _ in range(MAX_PR_PAGES):
+            variables = {"owner": owner, "name": name, "after": after}
+            data, errors = self.graphql_partial(OPEN_PULLS_QUERY, variables, f"open PRs of {repo}")
+            confined = {_commits_error(e) for e in errors}
+            if None in confined:
+                text = "; ".join(str(e.get("message", "")) for e in errors)[:300]
+                raise BatchIncomplete(f"GitHub GraphQL open PRs of {repo}: {text}")
+            conn = (data.get("repository") or {}).get("pullRequests")
+            if not isinstance(conn, dict) or not isinstance(conn.get("nodes"), list):
+                raise BatchIncomplete(f"GitHub GraphQL: no open PR list for {repo}")
+            for i, node in enumerate(conn["nodes"]):
+                pr = _summary(repo, node)
+                prs.append(pr)
+                got = None if i in confined else _kept(node)
+                if got is not None:
+                    checks[(repo, pr.head_sha)] = got
+            info = conn.get("pageInfo") or {}
+            if not info.get("hasNextPage"):
+                return prs, checks
+            after = info.get("endCursor")
+            if not after:
+                break
+        raise BatchIncomplete(f"GitHub GraphQL: open PRs of {repo} did not end")
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
+        """The check runs on `sha` (what a PRSnapshot carries): this tick's batch, else REST."""
+        got = self._kept_checks().get((repo, sha))
+        return list(got[0]) if got is not None else self._rest_check_runs(repo, sha)
+
+    def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
+        """The latest commit status per context on `sha`: this tick's batch, else REST."""
+        got = self._kept_checks().get((repo, sha))
+        return list(got[1]) if got is not None else self._rest_statuses(repo, sha)

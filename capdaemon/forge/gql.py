@@ -1,0 +1,280 @@
+"""Forge reads through GitHub's GraphQL API: comments with their edit record, and reactions.
+
+REST shows an edit only as ``updated_at`` in whole seconds, so an edit within the second a
+comment was posted is invisible there. GraphQL's ``lastEditedAt`` / ``includesCreatedEdit``
+come from GitHub's edit record: a comment with either set was edited, whenever.
+
+Every query the forge sends is in ``QUERIES`` (a test validates each one against GitHub's
+published schema). They are read-only, so the transport may retry them and does not pace
+them like writes. Where GraphQL is unavailable (the endpoint answers 404), the forge falls
+back to REST and marks each comment's edit state unknown (``Comment.edited is None``) unless
+REST itself shows the edit: the ballot then ignores it (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from github import GithubException
+
+from capdaemon.forge.convert import _dt, log
+from capdaemon.forge.errors import ForgeError, NotFound
+from capdaemon.forge.scrub import Scrubber
+from capdaemon.forge.types import Comment, Reaction
+
+_PAGE_OF_COMMENTS = """
+fragment CommentPage on IssueCommentConnection {
+  pageInfo { hasNextPage endCursor }
+  nodes {
+    databaseId body createdAt updatedAt lastEditedAt includesCreatedEdit
+    author { __typename login }
+  }
+}"""
+
+COMMENTS_QUERY = (
+    """
+query CapdaemonComments($owner: String!, $name: String!, $number: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    issueOrPullRequest(number: $number) {
+      __typename
+      ... on Issue { comments(first: 100, after: $after) { ...CommentPage } }
+      ... on PullRequest { comments(first: 100, after: $after) { ...CommentPage } }
+    }
+  }
+}"""
+    + _PAGE_OF_COMMENTS
+)
+
+_PAGE_OF_REACTIONS = """
+fragment ReactionPage on ReactionConnection {
+  pageInfo { hasNextPage endCursor }
+  nodes { databaseId content createdAt user { login } }
+}"""
+
+REACTIONS_QUERY = (
+    """
+query CapdaemonReactions($owner: String!, $name: String!, $number: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    issueOrPullRequest(number: $number) {
+      __typename
+      ... on Issue { reactions(first: 100, after: $after) { ...ReactionPage } }
+      ... on PullRequest { reactions(first: 100, after: $after) { ...ReactionPage } }
+    }
+  }
+}"""
+    + _PAGE_OF_REACTIONS
+)
+
+# One page of a repo's open PRs with each head's check rollup (Tide-style batch gathering).
+# Priced by GitHub's formula: 1 + 100 (labels) + 100 (commits) + 100 (contexts) → 3 points.
+OPEN_PULLS_QUERY = """
+query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequests(states: [OPEN], first: 100, after: $after,
+                 orderBy: {field: CREATED_AT, direction: ASC}) {
+      pageInfo { hasNextPage endCursor }
+      nodes {
+        number headRefOid headRefName baseRefName isDraft updatedAt
+        author { __typename login }
+        labels(first: 100) { totalCount nodes { name } }
+        commits(last: 1) { nodes { commit { oid statusCheckRollup {
+          contexts(first: 100) {
+            pageInfo { hasNextPage }
+            nodes {
+              __typename
+              ... on CheckRun {
+                databaseId name status conclusion title summary text startedAt completedAt
+                checkSuite { app { databaseId slug } }
+              }
+              ... on StatusContext { context state description createdAt }
+            }
+          }
+        } } } }
+      }
+    }
+  }
+}"""
+
+QUERIES: dict[str, str] = {
+    "comments": COMMENTS_QUERY,
+    "reactions": REACTIONS_QUERY,
+    "open_pulls": OPEN_PULLS_QUERY,
+}
+_SENDABLE = frozenset(QUERIES.values())
+
+# GraphQL's ReactionContent → REST's reaction content (the strings the ballots compare).
+REACTION_CONTENT = {
+    "THUMBS_UP": "+1",
+    "THUMBS_DOWN": "-1",
+    "LAUGH": "laugh",
+    "CONFUSED": "confused",
+    "HEART": "heart",
+    "HOORAY": "hooray",
+    "ROCKET": "rocket",
+    "EYES": "eyes",
+}
+MAX_PAGES = 50  # 5,000 comments or reactions on one issue: more is not a ballot
+
+
+class GraphqlUnavailable(ForgeError):
+    """The GraphQL endpoint is not there (HTTP 404): the caller falls back to REST."""
+
+
+class _Partial(Exception):
+    """A GraphQL answer with data and errors (control flow inside graphql_partial)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__("partial GraphQL answer")
+        self.body = body
+
+
+def _author(node: dict[str, Any] | None) -> str:
+    """The REST login of an actor: GraphQL names a bot ``slug``, REST ``slug[bot]``."""
+    if not node:
+        return ""
+    login = str(node.get("login") or "")
+    if node.get("__typename") == "Bot" and login and not login.endswith("[bot]"):
+        return f"{login}[bot]"
+    return login
+
+
+def comment_from_node(node: dict[str, Any]) -> Comment:
+    """A Comment from a GraphQL IssueComment node; ``edited`` from GitHub's edit record."""
+    created = _dt(node.get("createdAt"))
+    if created is None or node.get("databaseId") is None:
+        raise ForgeError("GitHub GraphQL: a comment without createdAt or databaseId")
+    return Comment(
+        id=int(node["databaseId"]),
+        user=_author(node.get("author")),
+        body=str(node.get("body") or ""),
+        created_at=created,
+        updated_at=_dt(node.get("updatedAt")) or created,
+        edited=bool(node.get("lastEditedAt")) or bool(node.get("includesCreatedEdit")),
+    )
+
+
+def reaction_from_node(node: dict[str, Any]) -> Reaction:
+    """A Reaction from a GraphQL Reaction node (a bot's reaction has no user: login "")."""
+    created = _dt(node.get("createdAt"))
+    content = REACTION_CONTENT.get(str(node.get("content")))
+    if created is None or node.get("databaseId") is None or content is None:
+        raise ForgeError("GitHub GraphQL: a reaction without createdAt, databaseId or content")
+    return Reaction(
+        id=int(node["databaseId"]),
+        user=_author(node.get("user")),
+        content=content,
+        created_at=created,
+    )
+
+
+class GraphqlMixin:
+    """Forge reads through GraphQL (mixed into Forge before the REST reads it replaces)."""
+
+    _graphql_available: bool = True
+
+    if TYPE_CHECKING:  # provided by Forge and the REST reads
+        scrubber: Scrubber
+
+        def _errors(self, what: str) -> AbstractContextManager[None]: ...
+        def _requester(self) -> AbstractContextManager[Any]: ...
+        def _translate(self, exc: GithubException, what: str) -> ForgeError: ...
+        def _rest_comments(self, repo: str, issue_no: int) -> list[Comment]: ...
+        def _rest_reactions(self, repo: str, issue_no: int) -> list[Reaction]: ...
+
+    @contextmanager
+    def _graphql_errors(self, what: str, partial: bool = False) -> Iterator[None]:
+        try:
+            yield
+        except GithubException as exc:
+            data = exc.data if isinstance(exc.data, dict) else {}
+            errors = data.get("errors")
+            if partial and exc.status == 400 and isinstance(data.get("data"), dict):
+                raise _Partial(data) from None
+            if isinstance(errors, list) and errors:
+                kinds = {str(e.get("type")) for e in errors if isinstance(e, dict)}
+                text = "; ".join(str(e.get("message", "")) for e in errors if isinstance(e, dict))[
+                    :500
+                ]
+                kind = NotFound if "NOT_FOUND" in kinds else ForgeError
+                raise kind(self.scrubber.scrub(f"GitHub GraphQL {what}: {text}")) from None
+            if exc.status in (404, 410):
+                raise GraphqlUnavailable(f"GitHub GraphQL {what}: endpoint unavailable") from None
+            raise self._translate(exc, f"GraphQL {what}") from None
+
+    def graphql(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
+        """Run one of ``QUERIES``; its ``data`` (any GraphQL error raises: never partial)."""
+        data, _errors = self.graphql_partial(query, variables, what, partial=False)
+        return data
+
+    def graphql_partial(
+        self, query: str, variables: dict[str, Any], what: str, *, partial: bool = True
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run one of ``QUERIES``: (data, errors). With ``partial`` an answer that carries data
+        and errors is returned for the caller to judge; otherwise any error raises."""
+        if query not in _SENDABLE:
+            raise ForgeError(f"GitHub GraphQL {what}: not one of the forge's queries")
+        body: Any = None
+        try:
+            with (
+                self._errors(f"GraphQL {what}"),
+                self._graphql_errors(what, partial),
+                self._requester() as rq,
+            ):
+                _headers, body = rq.graphql_query(query, variables)
+        except _Partial as p:
+            body = p.body
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise ForgeError(f"GitHub GraphQL {what}: no data in the answer")
+        errors = body.get("errors") if isinstance(body.get("errors"), list) else []
+        return data, [e for e in errors if isinstance(e, dict)]
+
+    def _issue_pages(self, query: str, repo: str, number: int, field: str) -> list[dict[str, Any]]:
+        owner, name = repo.split("/", 1)
+        nodes: list[dict[str, Any]] = []
+        after: str | None = None
+        for _ in range(MAX_PAGES):
+            variables = {"owner": owner, "name": name, "number": number, "after": after}
+            data = self.graphql(query, variables, f"{field} of {repo}#{number}")
+            item = (data.get("repository") or {}).get("issueOrPullRequest")
+            if not isinstance(item, dict) or not isinstance(item.get(field), dict):
+                raise NotFound(f"GitHub GraphQL: {repo}#{number} not found")
+            conn = item[field]
+            nodes.extend(n for n in conn.get("nodes") or () if isinstance(n, dict))
+            info = conn.get("pageInfo") or {}
+            if not info.get("hasNextPage"):
+                return nodes
+            after = info.get("endCursor")
+            if not after:
+                break
+        raise ForgeError(f"GitHub GraphQL: {field} of {repo}#{number}: over {MAX_PAGES} pages")
+
+    def comments(self, repo: str, issue_no: int) -> list[Comment]:
+        """All comments of an issue or PR, oldest first, with GitHub's edit record."""
+        if self._graphql_available:
+            try:
+                nodes = self._issue_pages(COMMENTS_QUERY, repo, issue_no, "comments")
+                return [comment_from_node(n) for n in nodes]
+            except GraphqlUnavailable:
+                self._fall_back()
+        return self._rest_comments(repo, issue_no)
+
+    def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
+        """All reactions on the issue itself, oldest first."""
+        if self._graphql_available:
+            try:
+                nodes = self._issue_pages(REACTIONS_QUERY, repo, issue_no, "reactions")
+                return [reaction_from_node(n) for n in nodes]
+            except GraphqlUnavailable:
+                self._fall_back()
+        return self._rest_reactions(repo, issue_no)
+
+    def _fall_back(self) -> None:
+        if self._graphql_available:
+            log.warning(
+                "forge.graphql_unavailable",
+                fallback="REST: an edit cannot be ruled out, so no command comment counts",
+            )
+        self._graphql_available = False

@@ -1,0 +1,185 @@
+"""Batch gathering: one GraphQL page of open PRs with their checks, failing closed per PR."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import github
+
+from capdaemon.forge.batch import _commits_error, _kept
+from capdaemon.forge.client import Forge
+from capdaemon.sandbox import Sandbox
+
+CHECK_RUNS = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
+STATUS = "GET /repos/{owner}/{repo}/commits/{ref}/status"
+BATCH = "POST /graphql CapdaemonOpenPulls"
+
+
+def _as(sandbox: Sandbox, login: str) -> github.Github:
+    return github.Github(
+        base_url=sandbox.base_url,
+        auth=github.Auth.Token(sandbox.tokens[login]),
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+        retry=None,
+    )
+
+
+def _seen(sandbox: Sandbox) -> dict[str, int]:
+    """Requests per endpoint since the last reset (installation tokens aside)."""
+    return {
+        k: v["requests"]
+        for k, v in sandbox.counters()["endpoints"].items()
+        if v["requests"] and not k.endswith("/access_tokens")
+    }
+
+
+def _rest_forge(make_forge: Callable[..., Forge]) -> Forge:
+    f = make_forge(app=True)
+    f.batch_gathering = False
+    return f
+
+
+def test_batch_list_and_checks_equal_the_rest_reads(
+    forge: Forge, make_forge: Callable[..., Forge], sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """The GraphQL page gives the same PR summaries, check runs and statuses as REST, in one
+    request, and later check reads of those heads cost nothing this tick."""
+    numbers = [open_pr({f"docs/p{i}.md": f"{i}\n"}, branch=f"b{i}") for i in range(3)]
+    rest = _rest_forge(make_forge)
+    alice = _as(sandbox, "alice").get_repo(sandbox.repo)
+    alice.get_issue(numbers[1]).add_to_labels("do-not-merge")
+    head = rest.pull_status(sandbox.repo, numbers[0]).head_sha
+    alice.get_commit(head).create_status(state="pending", context="ci/unit", description="wait")
+    alice.get_commit(head).create_status(state="failure", context="ci/lint")
+    app_repo = _as_app(sandbox).get_repo(sandbox.repo)
+    app_repo.create_check_run("capdaemon/L1", head, status="in_progress")
+    app_repo.create_check_run(
+        "judge",
+        head,
+        status="completed",
+        conclusion="neutral",
+        output={"title": "t", "summary": "Quadrant: A", "text": "why"},
+    )
+    sandbox.reset_counters()
+    batch = forge.list_open_prs(sandbox.repo)
+    assert _seen(sandbox) == {BATCH: 1}
+    expected = rest.list_open_prs(sandbox.repo)
+    assert [p.number for p in batch] == numbers
+    for got, want in zip(batch, expected, strict=True):
+        assert (got.number, got.head_sha, got.head_ref, got.base_ref, got.author, got.draft) == (
+            want.number,
+            want.head_sha,
+            want.head_ref,
+            want.base_ref,
+            want.author,
+            want.draft,
+        )
+        assert got.labels == want.labels
+    for p in batch:
+        runs = forge.check_runs(p.repo, p.head_sha)
+        statuses = forge.commit_statuses(p.repo, p.head_sha)
+        want_runs = rest.check_runs(p.repo, p.head_sha)
+        want_statuses = rest.commit_statuses(p.repo, p.head_sha)
+        assert [_fields(r) for r in runs] == [_fields(r) for r in want_runs]
+        assert sorted(map(_fields, statuses)) == sorted(map(_fields, want_statuses))
+    sandbox.reset_counters()
+    for p in batch:
+        forge.check_runs(p.repo, p.head_sha)
+        forge.commit_statuses(p.repo, p.head_sha)
+    assert _seen(sandbox) == {}  # served from the batch: no request at all
+
+
+def _as_app(sandbox: Sandbox) -> github.Github:
+    token = sandbox.installation_token(sandbox.installation_id)
+    return github.Github(
+        base_url=sandbox.base_url,
+        auth=github.Auth.Token(token),
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+        retry=None,
+    )
+
+
+def _fields(c: Any) -> tuple[Any, ...]:
+    return (
+        c.name,
+        c.status,
+        c.conclusion,
+        c.app_slug,
+        c.app_id,
+        c.output_title,
+        c.output_summary,
+        c.output_text,
+    )
+
+
+def test_a_pr_with_an_incomplete_rollup_is_read_through_rest_alone(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """A head with more than 100 status contexts does not fit the page: that PR's checks are
+    read through REST; the other PR's checks still come from the batch."""
+    crowded = open_pr({"docs/a.md": "a\n"}, branch="crowded")
+    quiet = open_pr({"docs/b.md": "b\n"}, branch="quiet")
+    alice = _as(sandbox, "alice").get_repo(sandbox.repo)
+    heads = {p.number: p.head_sha for p in forge.list_open_prs(sandbox.repo)}
+    commit = alice.get_commit(heads[crowded])
+    for i in range(101):
+        commit.create_status(state="success", context=f"ci/{i}")
+    forge.new_tick()
+    prs = forge.list_open_prs(sandbox.repo)
+    sandbox.reset_counters()
+    assert forge.check_runs(sandbox.repo, heads[quiet]) == []
+    assert _seen(sandbox) == {}
+    assert len(forge.commit_statuses(sandbox.repo, heads[crowded])) == 101
+    assert _seen(sandbox) == {STATUS: 1}
+    assert [p.number for p in prs] == [crowded, quiet]
+
+
+def test_a_failed_batch_falls_back_to_the_rest_list(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """A GraphQL 502 that outlasts the retries: the REST list is used and every PR's checks
+    are read through REST (nothing is taken from a batch that did not arrive)."""
+    n = open_pr({"docs/a.md": "a\n"})
+    sandbox.faults("POST", r"^/graphql#", status=502, count=10)
+    prs = forge.list_open_prs(sandbox.repo)
+    assert [p.number for p in prs] == [n]
+    sandbox.clear_faults()
+    sandbox.reset_counters()
+    forge.check_runs(sandbox.repo, prs[0].head_sha)
+    assert _seen(sandbox) == {CHECK_RUNS: 1}
+
+
+def test_errors_are_confined_to_the_pr_they_name() -> None:
+    """An error under one PR's `commits` drops only that PR's checks; any other path (or none)
+    is not confined, and an incomplete rollup or a moved head keeps nothing."""
+    assert _commits_error({"path": ["repository", "pullRequests", "nodes", 7, "commits"]}) == 7
+    assert _commits_error({"path": ["repository", "pullRequests", "nodes", 7, "labels"]}) is None
+    assert _commits_error({"path": ["repository", "pullRequests"]}) is None
+    assert _commits_error({"message": "boom"}) is None
+    node: dict[str, Any] = {
+        "headRefOid": "a" * 40,
+        "commits": {"nodes": [{"commit": {"oid": "a" * 40, "statusCheckRollup": None}}]},
+    }
+    assert _kept(node) == ((), ())
+    moved = {**node, "headRefOid": "b" * 40}
+    assert _kept(moved) is None
+    more = {
+        "headRefOid": "a" * 40,
+        "commits": {
+            "nodes": [
+                {
+                    "commit": {
+                        "oid": "a" * 40,
+                        "statusCheckRollup": {
+                            "contexts": {"pageInfo": {"hasNextPage": True}, "nodes": []}
+                        },
+                    }
+                }
+            ]
+        },
+    }
+    assert _kept(more) is None
+    assert _kept({"headRefOid": "a" * 40, "commits": None}) is None
