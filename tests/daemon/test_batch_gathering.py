@@ -40,7 +40,7 @@ def test_rollup_turning_green_merges_next_tick_without_per_pr_check_reads(
     assert _requests(daemon).get(BATCH) == 1
     read = {
         run["head_sha"]
-        for endpoint, _status, body in recorded
+        for endpoint, _status, body, _headers in recorded
         if endpoint == CHECK_RUNS
         for run in body["check_runs"]
     }

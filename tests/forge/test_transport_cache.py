@@ -16,6 +16,7 @@ def test_304s_reuse_the_pooled_connection(
     """Twenty repeated conditional reads answered 304 open no new TCP connection (closing the
     unread 304 opened one per request)."""
     f = make_forge(app=True)
+    f.batch_gathering = False  # the REST PR list: a conditional GET each time
     open_pr({"docs/a.md": "# a\n"})
     assert len(f.list_open_prs(sandbox.repo)) == 1
     before = sandbox.connections_opened()
@@ -33,6 +34,7 @@ def test_content_addressed_reads_stay_out_of_the_etag_cache(
     """A git blob read by sha (immutable; the forge keeps its own content-addressed cache)
     takes no slot in the conditional-request cache; a PR list does."""
     f = make_forge(app=True)
+    f.batch_gathering = False  # the REST PR list, which the conditional-request cache keeps
     sha = sandbox.branch_sha(sandbox.repo, "main")
     f._get(f"/repos/{sandbox.repo}/git/commits/{sha}")
     assert len(f.transport.cache) == 0
