@@ -395,18 +395,24 @@ def classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
     try:
         return _classify_file(fc, cc)
     except Exception as exc:  # a bug here must never let a file through
-        return FileVerdict(
-            path=fc.path if isinstance(fc.path, str) else repr(fc.path),
-            status=fc.status,
-            irreversible=True,
-            critical=True,
-            quadrant=Quadrant.D,
-            reasons=(
-                f"critical: internal error while classifying ({type(exc).__name__})",
-                "irreversible: internal error (fail closed)",
-            ),
-            previous_path=fc.previous_path,
+        return fail_closed(
+            fc,
+            f"critical: internal error while classifying ({type(exc).__name__})",
+            "irreversible: internal error (fail closed)",
         )
+
+
+def fail_closed(fc: FileChange, critical: str, irreversible: str) -> FileVerdict:
+    """A file judged critical and irreversible (D) without being classified, with both reasons."""
+    return FileVerdict(
+        path=fc.path if isinstance(fc.path, str) else repr(fc.path),
+        status=fc.status,
+        irreversible=True,
+        critical=True,
+        quadrant=Quadrant.D,
+        reasons=(critical, irreversible),
+        previous_path=fc.previous_path,
+    )
 
 
 def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:

@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from capdaemon.classify.axes import CompiledClassifier, classify_file
-from capdaemon.model import FileChange, FileVerdict, Quadrant
+from capdaemon.classify.axes import CompiledClassifier, classify_file, fail_closed
+from capdaemon.model import FileChange, FileVerdict
 
 BUDGET_REASON = "classification budget"
 
@@ -37,17 +37,10 @@ def _size(fc: FileChange) -> int:
 
 def over_budget(fc: FileChange, why: str) -> FileVerdict:
     """The fail-closed verdict of a file that was not (or not in time) classified."""
-    return FileVerdict(
-        path=fc.path if isinstance(fc.path, str) else repr(fc.path),
-        status=fc.status,
-        irreversible=True,
-        critical=True,
-        quadrant=Quadrant.D,
-        reasons=(
-            f"critical: {BUDGET_REASON}: {why}",
-            f"irreversible: {BUDGET_REASON}: {why} (fail closed)",
-        ),
-        previous_path=fc.previous_path,
+    return fail_closed(
+        fc,
+        f"critical: {BUDGET_REASON}: {why}",
+        f"irreversible: {BUDGET_REASON}: {why} (fail closed)",
     )
 
 
