@@ -96,3 +96,27 @@ def sample_config(tmp_path: Path) -> Path:
     dst = tmp_path / "config"
     shutil.copytree(ROOT / "config", dst, ignore=shutil.ignore_patterns("__pycache__"))
     return dst
+
+
+def classify_cli(capsys, repo: GitRepo, config: Path, *extra: str) -> tuple[int, str, str]:
+    """Run `capdaemon classify` in-process on `repo` (main...feat) at a fixed `now`."""
+    from capdaemon.cli import main
+
+    code = main(
+        [
+            "classify",
+            "--repo",
+            str(repo.path),
+            "--base",
+            "main",
+            "--head",
+            "feat",
+            "--config",
+            str(config),
+            "--now",
+            "2026-05-25T12:00:00Z",
+            *extra,
+        ]
+    )
+    out, err = capsys.readouterr()
+    return code, out, err

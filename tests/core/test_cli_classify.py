@@ -11,6 +11,8 @@ import pytest
 
 from capdaemon.cli import main
 
+from .conftest import classify_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -21,29 +23,8 @@ def _no_env_dirs(monkeypatch):
     monkeypatch.delenv("CAPDAEMON_STATE", raising=False)
 
 
-def _classify(capsys, repo, config, *extra: str) -> tuple[int, str, str]:
-    code = main(
-        [
-            "classify",
-            "--repo",
-            str(repo.path),
-            "--base",
-            "main",
-            "--head",
-            "feat",
-            "--config",
-            str(config),
-            "--now",
-            "2026-05-25T12:00:00Z",
-            *extra,
-        ]
-    )
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _json(capsys, repo, config, *extra: str) -> dict:
-    code, out, err = _classify(capsys, repo, config, "--json", *extra)
+    code, out, err = classify_cli(capsys, repo, config, "--json", *extra)
     assert code == 0, err
     return json.loads(out)
 
@@ -86,7 +67,7 @@ def test_readable_table(capsys, repo, sample_config):
     """Without --json, a table shows the quadrant, each file and each rule."""
     repo.remove("examples/old.py")
     repo.commit("delete example")
-    code, out, _ = _classify(capsys, repo, sample_config)
+    code, out, _ = classify_cli(capsys, repo, sample_config)
     assert code == 0
     assert "quadrant: C" in out
     assert "examples/old.py" in out and "removed" in out
@@ -111,7 +92,7 @@ def test_dry_run_writes_nothing(capsys, repo, sample_config, tmp_path):
     state = tmp_path / "state"
     repo.write("README.md", "x\n")
     repo.commit("x")
-    code, _, _ = _classify(capsys, repo, sample_config, "--state", str(state))
+    code, _, _ = classify_cli(capsys, repo, sample_config, "--state", str(state))
     assert code == 0
     assert not state.exists()
 
@@ -121,7 +102,7 @@ def test_record_appends_to_the_audit_log(capsys, repo, sample_config, tmp_path):
     state = tmp_path / "state"
     repo.write("README.md", "x\n")
     head = repo.commit("x")
-    code, _, err = _classify(capsys, repo, sample_config, "--state", str(state), "--record",
+    code, _, err = classify_cli(capsys, repo, sample_config, "--state", str(state), "--record",
                              "--name", "acme/widgets", "--number", "7")  # fmt: skip
     assert code == 0, err
     (line,) = (state / "classifier_audit.jsonl").read_text().splitlines()
@@ -172,7 +153,7 @@ def test_bad_config_exits_2_naming_file_and_key(capsys, repo, sample_config):
     (sample_config / "classifier.yml").write_text("extra_critical_globs:\n  - '[abc'\n")
     repo.write("README.md", "x\n")
     repo.commit("x")
-    code, out, err = _classify(capsys, repo, sample_config)
+    code, out, err = classify_cli(capsys, repo, sample_config)
     assert code == 2 and out == ""
     assert "classifier.yml:2: key 'extra_critical_globs[0]'" in err
     assert err.count("\n") == 1
@@ -180,7 +161,7 @@ def test_bad_config_exits_2_naming_file_and_key(capsys, repo, sample_config):
 
 def test_missing_explicit_config_dir_exits_2(capsys, repo, tmp_path):
     """--config naming a folder that does not exist is an error, not silently the defaults."""
-    code, _, err = _classify(capsys, repo, tmp_path / "typo")
+    code, _, err = classify_cli(capsys, repo, tmp_path / "typo")
     assert code == 2 and "does not exist" in err
 
 
@@ -190,14 +171,14 @@ def test_rule_file_with_syntax_error_exits_2(capsys, repo, sample_config):
     bad.write_text("def rule(snapshot):\n    return (\n")
     repo.write("README.md", "x\n")
     repo.commit("x")
-    code, _, err = _classify(capsys, repo, sample_config)
+    code, _, err = classify_cli(capsys, repo, sample_config)
     assert code == 2
     assert "broken.py" in err and "syntax error" in err
 
 
 def test_bad_now_exits_2(capsys, repo, sample_config):
     """--now without a time zone is refused."""
-    code, _, err = _classify(capsys, repo, sample_config, "--now", "2026-05-25T12:00:00")
+    code, _, err = classify_cli(capsys, repo, sample_config, "--now", "2026-05-25T12:00:00")
     assert code == 2 and "time zone" in err
 
 
@@ -223,8 +204,8 @@ def test_exit_code_gates_on_the_quadrant(capsys, repo, sample_config):
     """--exit-code: A exits 0, a workflow change (D) exits 12; without it both exit 0."""
     repo.write("README.md", "# Widgets\n\nThis project makes widgets.\n")
     repo.commit("fix typo")
-    assert _classify(capsys, repo, sample_config, "--exit-code")[0] == 0
+    assert classify_cli(capsys, repo, sample_config, "--exit-code")[0] == 0
     repo.write(".github/workflows/ci.yml", "on: push\n")
     repo.commit("ci")
-    assert _classify(capsys, repo, sample_config, "--exit-code")[0] == 12
-    assert _classify(capsys, repo, sample_config)[0] == 0
+    assert classify_cli(capsys, repo, sample_config, "--exit-code")[0] == 12
+    assert classify_cli(capsys, repo, sample_config)[0] == 0

@@ -5,29 +5,13 @@ from __future__ import annotations
 import json
 import time
 
-from capdaemon.cli import main
+from .conftest import classify_cli
 
 
 def _classify_json(capsys, monkeypatch, repo, config) -> dict:
     monkeypatch.delenv("CAPDAEMON_CONFIG", raising=False)
     monkeypatch.delenv("CAPDAEMON_STATE", raising=False)
-    code = main(
-        [
-            "classify",
-            "--repo",
-            str(repo.path),
-            "--base",
-            "main",
-            "--head",
-            "feat",
-            "--config",
-            str(config),
-            "--now",
-            "2026-05-25T12:00:00Z",
-            "--json",
-        ]
-    )
-    out, err = capsys.readouterr()
+    code, out, err = classify_cli(capsys, repo, config, "--json")
     assert code == 0, err
     return json.loads(out)
 
