@@ -1,20 +1,19 @@
 """Telegram one-tap for tier-2 PRs: post the request, act on a tap within seconds, expire it.
 
-GitHub stays the place of record: the `decision:one-tap` issue is opened first (safety.py),
-and its entry in safety.json is what the merge step reads. This module mirrors a pending entry
-into one Telegram message with two HMAC-bound buttons, and turns a verified tap by a mapped
-owner into that entry's outcome (approve → merge at the bound head; reject → a full ballot).
-Everything else (unknown user, forged or replayed data, another message, an expired request, a
-moved head) is refused, answered and audited. State: `bot-state/telegram.json` (the getUpdates
-offset and the requests). Every state change happens under the Ticker's busy lock, so a tap
-and a tick never write at the same time.
+GitHub stays the place of record: the `decision:one-tap` issue is opened first (the safety
+net's tiers), and its entry in safety.json is what the merge step reads. This module mirrors
+a pending entry into one Telegram message with two HMAC-bound buttons, and turns a verified
+tap by a mapped owner into that entry's outcome (approve → merge at the bound head; reject →
+a full ballot). Everything else (unknown user, forged or replayed data, another message, an
+expired request, a moved head) is refused, answered and audited. State:
+`bot-state/telegram.json` (the getUpdates offset and the requests). Every state change happens
+under the Ticker's busy lock, so a tap and a tick never write at the same time.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +33,6 @@ CLOSED = "closed"
 KEEP_CLOSED = timedelta(days=7)
 
 log = get_logger("capdaemon.telegram")
-_desks: weakref.WeakKeyDictionary[Any, TelegramDesk] = weakref.WeakKeyDictionary()
 
 
 def _parse(text: str) -> datetime:
@@ -116,11 +114,9 @@ class TelegramDesk:
     def sync(self, t: Any, now: datetime, report: Any = None) -> None:
         """Close requests whose one-tap moved on (edit the message to say why), then post one
         for every pending one-tap head that has none. Runs inside the tick (busy lock held)."""
-        from capdaemon.daemon import safety
-
         if self._quiet():
             return  # the Bot API asked for a pause (429): the next tick catches up
-        one_tap = safety.store(t)["one_tap"]
+        one_tap = t.safety.store["one_tap"]
         for _rid, req in self.store.live():
             rec = t.prs.records.get(req["pr"])
             entry = one_tap.get(req["pr"])
@@ -164,7 +160,6 @@ class TelegramDesk:
         self, t: Any, ref: str, rec: Any, entry: Mapping[str, Any], now: datetime, report: Any
     ) -> None:
         from capdaemon.channels.config import one_tap_ttl
-        from capdaemon.daemon import safety
 
         expires = utc_iso(_parse(str(entry["opened_at"])) + one_tap_ttl(t.config))
         if now >= _parse(expires):
@@ -180,7 +175,7 @@ class TelegramDesk:
             "state": LIVE,
         }
         b = _binding(rid, req)
-        tier = safety.store(t)["tiers"].get(ref) or {}
+        tier = t.safety.store["tiers"].get(ref) or {}
         issue = f"{t.decision_repo}#{entry.get('issue')}"
         try:
             req["message_id"] = self.client.send(
@@ -311,11 +306,9 @@ class TelegramDesk:
         now: datetime,
         refuse: Callable[[str], bool],
     ) -> bool:
-        from capdaemon.daemon import safety
-
         ref = str(req["pr"])
         rec = t.prs.records.get(ref)
-        s = safety.store(t)
+        s = t.safety.store
         entry = s["one_tap"].get(ref)
         if rec is None or rec.state != "open":
             return refuse("the PR is not open")
@@ -406,29 +399,11 @@ def build_desk(
     return TelegramDesk(tg, client, key, Path(state_dir))
 
 
-def attach(t: Any, desk: TelegramDesk | None) -> None:
-    """Give a Ticker its desk (None: Telegram off)."""
-    if desk is not None:
-        _desks[t] = desk
-
-
-def desk_of(t: Any) -> TelegramDesk | None:
-    """The Ticker's desk, if Telegram is on."""
-    return _desks.get(t)
-
-
-def sync_tick(t: Any, now: datetime, report: Any = None) -> None:
-    """The tick's hook (after one-tap issues are read): mirror one-taps into Telegram."""
-    desk = _desks.get(t)
-    if desk is not None:
-        desk.sync(t, now, report)
-
-
 def add_poll_job(sched: Any, ticker: Any, *, interval_seconds: float | None = None) -> None:
     """Schedule the getUpdates job on its own executor, every `telegram.poll_seconds`: idle
     (0 requests) when nothing is live, else one long poll 1 s shorter than the interval (so
     runs never overlap); a counted tap runs a tick at once so the merge follows in seconds."""
-    desk = _desks.get(ticker)
+    desk = ticker.safety.channels.desk
     if desk is None:
         return
     from apscheduler.executors.pool import ThreadPoolExecutor
