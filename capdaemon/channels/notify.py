@@ -140,7 +140,8 @@ class Outbox:
         )
         if not ok:
             raise StateError(f"{self.path}: not a capdaemon notifications.json (version {VERSION})")
-        return raw
+        data: dict[str, Any] = raw
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
         data["sent"] = data["sent"][-KEEP_SENT:]

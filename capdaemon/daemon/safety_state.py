@@ -133,7 +133,9 @@ class SafetyStore:
             self._saved = now
 
 
-def new_actions(state_dir: Path, cursor: dict[str, Any]) -> tuple[list[dict[str, Any]], dict]:
+def new_actions(
+    state_dir: Path, cursor: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Complete actions.jsonl records after `cursor` ({"seq", "offset"}), and the new cursor.
 
     Reads from the saved byte offset; a log shorter than the offset (replaced) is re-read

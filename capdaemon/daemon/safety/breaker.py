@@ -20,7 +20,7 @@ from capdaemon.daemon.safety_state import (
     read_breaker,
 )
 from capdaemon.decide._common import Action, ActionKind
-from capdaemon.decide.ballot import CommandKind, edit_reason, parse_command
+from capdaemon.decide.ballot import edit_reason
 from capdaemon.decide.breaker import (
     BreakerState,
     Incident,
@@ -29,6 +29,7 @@ from capdaemon.decide.breaker import (
     record_incident,
     reset,
 )
+from capdaemon.decide.commands import CommandKind, parse_command
 from capdaemon.decide.labels import Label
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.state import StateError
