@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from capdaemon.channels.notify import NotifyStep
 
 if TYPE_CHECKING:
-    from capdaemon.channels.onetap import TelegramDesk
+    from capdaemon.channels.onetap import DeskHost, TelegramDesk
     from capdaemon.config import Config
     from capdaemon.daemon.safety.common import Report
 
@@ -26,7 +26,7 @@ class Channels:
         """The tick's last step: notify owners of what this tick (or the CLI) recorded."""
         self.notify_step.run(self.state_dir, now, report)
 
-    def sync_desk(self, ticker: Any, now: datetime, report: Report | None = None) -> None:
+    def sync_desk(self, ticker: DeskHost, now: datetime, report: Report | None = None) -> None:
         """The tick's hook (after one-tap issues are read): mirror one-taps into Telegram."""
         if self.desk is not None:
             self.desk.sync(ticker, now, report)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from capdaemon.audit import utc_iso
 from capdaemon.channels import callback
@@ -32,7 +32,38 @@ LIVE = "live"
 CLOSED = "closed"
 KEEP_CLOSED = timedelta(days=7)
 
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
+
+    from capdaemon.audit import AuditLog
+    from capdaemon.config import Config
+    from capdaemon.daemon.botstate import PRRecord, PRStore
+    from capdaemon.daemon.safety import SafetyNet
+    from capdaemon.daemon.safety.common import Report
+    from capdaemon.forge.client import Forge as ForgePort
+
 log = get_logger("capdaemon.telegram")
+
+
+class DeskHost(Protocol):
+    """What the desk uses of the daemon it serves (the Ticker)."""
+
+    config: Config
+    prs: PRStore
+    forge: ForgePort
+    actions_log: AuditLog
+    safety: SafetyNet
+    _busy: threading.Lock
+    _clock: Callable[[], datetime]
+
+    @property
+    def decision_repo(self) -> str | None:
+        """Where decision issues go."""
+        ...
+
+    def tick(self) -> object:
+        """Run one tick now."""
+        ...
 
 
 def _parse(text: str) -> datetime:
@@ -82,7 +113,7 @@ def _binding(rid: str, req: Mapping[str, Any]) -> callback.Binding:
     )
 
 
-def request_text(ref: str, rec: Any, tier: Mapping[str, Any], issue: str, expires: str) -> str:
+def request_text(ref: str, rec: PRRecord, tier: Mapping[str, Any], issue: str, expires: str) -> str:
     """The message owners see: PR, quadrant, tier reasons, files and size, deadline."""
     reasons = "\n".join(f"• {r}" for r in tier.get("reasons") or ()) or "• tier 2"
     size = f"{tier.get('files', '?')} files, {tier.get('lines', '?')} changed lines"
@@ -111,7 +142,7 @@ class TelegramDesk:
         self._quiet_until = 0.0  # monotonic time before which a 429's retry_after holds calls
 
     # ------------------------------------------------------------------ from the tick
-    def sync(self, t: Any, now: datetime, report: Any = None) -> None:
+    def sync(self, t: DeskHost, now: datetime, report: Report | None = None) -> None:
         """Close requests whose one-tap moved on (edit the message to say why), then post one
         for every pending one-tap head that has none. Runs inside the tick (busy lock held)."""
         if self._quiet():
@@ -157,7 +188,13 @@ class TelegramDesk:
             self.store.save()
 
     def _open(
-        self, t: Any, ref: str, rec: Any, entry: Mapping[str, Any], now: datetime, report: Any
+        self,
+        t: DeskHost,
+        ref: str,
+        rec: PRRecord,
+        entry: Mapping[str, Any],
+        now: datetime,
+        report: Report | None,
     ) -> None:
         from capdaemon.channels.config import one_tap_ttl
 
@@ -204,7 +241,7 @@ class TelegramDesk:
             now=now,
         )
 
-    def _close(self, t: Any, req: dict[str, Any], outcome: str, report: Any) -> None:
+    def _close(self, t: DeskHost, req: dict[str, Any], outcome: str, report: Report | None) -> None:
         try:
             self.client.edit(int(req["chat_id"]), int(req["message_id"]), outcome)
         except TelegramError as exc:
@@ -218,7 +255,7 @@ class TelegramDesk:
         """True while the Bot API asked us (429 retry_after) to wait."""
         return time.monotonic() < self._quiet_until
 
-    def _failed(self, report: Any, exc: TelegramError, **kv: Any) -> None:
+    def _failed(self, report: Report | None, exc: TelegramError, **kv: Any) -> None:
         self.errors += 1
         if exc.retry_after:
             self._quiet_until = time.monotonic() + exc.retry_after
@@ -227,7 +264,7 @@ class TelegramDesk:
         log.warning("telegram.failed", error=str(exc), **kv)
 
     # ------------------------------------------------------------------ the poll job
-    def poll(self, t: Any, now: Callable[[], datetime] | None = None) -> int:
+    def poll(self, t: DeskHost, now: Callable[[], datetime] | None = None) -> int:
         """Long-poll getUpdates while a request is live (none live → no request at all) and
         handle each tap under the Ticker's busy lock; the number of taps that counted."""
         if not self.store.live() or self._quiet():
@@ -247,7 +284,7 @@ class TelegramDesk:
                     self.store.save()
             return counted
 
-    def handle(self, t: Any, tap: Tap, now: datetime) -> bool:
+    def handle(self, t: DeskHost, tap: Tap, now: datetime) -> bool:
         """Count or refuse one tap (audited either way); True when it decided a one-tap."""
         if not tap.query_id:
             return False  # not a callback query (allowed_updates asks for those only)
@@ -297,7 +334,7 @@ class TelegramDesk:
 
     def _count(
         self,
-        t: Any,
+        t: DeskHost,
         tap: Tap,
         action: str,
         rid: str,
@@ -374,7 +411,7 @@ class TelegramDesk:
 
 # ============================================================================ wiring
 def build_desk(
-    config: Any, state_dir: Path, env: Mapping[str, str] | None = None
+    config: Config, state_dir: Path, env: Mapping[str, str] | None = None
 ) -> TelegramDesk | None:
     """The desk for a config with `telegram:` (None without). ValueError (one line) for a
     missing token or key or a token the API refuses (401); an unreachable API only warns."""
@@ -399,7 +436,9 @@ def build_desk(
     return TelegramDesk(tg, client, key, Path(state_dir))
 
 
-def add_poll_job(sched: Any, ticker: Any, *, interval_seconds: float | None = None) -> None:
+def add_poll_job(
+    sched: BaseScheduler, ticker: DeskHost, *, interval_seconds: float | None = None
+) -> None:
     """Schedule the getUpdates job on its own executor, every `telegram.poll_seconds`: idle
     (0 requests) when nothing is live, else one long poll 1 s shorter than the interval (so
     runs never overlap); a counted tap runs a tick at once so the merge follows in seconds."""
