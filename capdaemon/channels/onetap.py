@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from capdaemon.daemon.botstate import PRRecord, PRStore
     from capdaemon.daemon.safety import SafetyNet
     from capdaemon.daemon.safety.common import Report
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 log = get_logger("capdaemon.telegram")
 

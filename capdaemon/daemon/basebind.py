@@ -26,7 +26,7 @@ from capdaemon.forge.types import PRSummary
 from capdaemon.logging import get_logger
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 log = get_logger("capdaemon.tick")
 

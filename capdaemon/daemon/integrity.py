@@ -20,7 +20,7 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.logging import get_logger
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 AUDIT_CHECK_EVERY = timedelta(hours=1)  # the whole chains again (edits in the middle of a log)
 log = get_logger("capdaemon.integrity")

@@ -16,7 +16,7 @@ from capdaemon.logging import get_logger
 log = get_logger("capdaemon.protection")
 if TYPE_CHECKING:
     from capdaemon.daemon.safety.common import Report
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 KIND = "protection"  # its marker and audit kind; labelled decision:incident like incidents
 

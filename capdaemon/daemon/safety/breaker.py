@@ -35,7 +35,7 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.state import StateError
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 
 @dataclass

@@ -28,7 +28,7 @@ from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.errors import ForgeError, RateLimited
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 
 @dataclass

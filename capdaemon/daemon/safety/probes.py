@@ -40,7 +40,7 @@ from capdaemon.decide.probe import (
 from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 
 @dataclass

@@ -18,7 +18,7 @@ from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.forge.errors import ForgeError, RateLimited
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 
 def protection_problems(prot: Mapping[str, Any] | None, app_id: int | None) -> list[str]:

@@ -16,7 +16,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due, sampled
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 
 @dataclass

@@ -43,7 +43,7 @@ from capdaemon.model import PRSnapshot
 from capdaemon.state import canonical_json
 
 if TYPE_CHECKING:
-    from capdaemon.forge.client import Forge as ForgePort
+    from capdaemon.forge.port import ForgePort
 
 
 @dataclass
