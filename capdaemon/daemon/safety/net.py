@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 class SafetyNet:
     """The safety net of one daemon: its parts share one SafetyStore (bot-state/safety.json)."""
 
+    state_dir: Path
     store: SafetyStore
     tiers: Tiers
     burn_in: BurnIn
@@ -101,6 +102,7 @@ class SafetyNet:
             required_checks=required_checks,
         )
         return cls(
+            state_dir=state_dir,
             store=store,
             tiers=Tiers(
                 config=config,
@@ -154,7 +156,7 @@ class SafetyNet:
         """Step 7: new merges → probes (+ revert, incident), protection drift, API-failure
         streaks, the incident issue and `/breaker reset` comments, random reviews."""
         s = self.store
-        records, cursor = new_actions(self.probes.state_dir, s["cursor"])
+        records, cursor = new_actions(self.state_dir, s["cursor"])
         parts: tuple[Callable[[], None], ...] = (
             lambda: self.probes.watch_merges(records, now, report),
             lambda: self.probes.probe(now, report),
