@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from capdaemon.channels.onetap import sync_tick
-from capdaemon.daemon import safety, texts
+from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -159,7 +158,7 @@ class BallotsMixin:
         todo: list[_Seen] = []
         for s in seen:
             rec = s.rec
-            needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
+            needs = rec.quadrant == Quadrant.D.value or self.safety.tiers.needs_ballot(rec)
             if not needs or not rec.ballot_round or rec.state != "open":
                 continue
             if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
@@ -201,8 +200,10 @@ class BallotsMixin:
                 rec.ballot_seen = {}
             self.prs.save(rec)
             self._heartbeat()
-        safety.poll_one_taps(self, seen, now, report)
-        sync_tick(self, now, report)  # mirror one-taps into Telegram (when configured)
+        self.safety.tiers.poll(seen, now, report)
+        self.safety.channels.sync_desk(
+            self, now, report
+        )  # mirror one-taps into Telegram (when configured)
 
     def _ballot_fp(self, rec: PRRecord, act: IssueActivity | None) -> str | None:
         """What the issue list says about a ballot, bound to its round (None: unknown → read).

@@ -85,7 +85,6 @@ def run_telegram_step(
     outcomes are appended to `failures`."""
     import argparse
 
-    from capdaemon.channels.onetap import desk_of
     from capdaemon.commands._common import load_config_and_rules
     from capdaemon.daemon.runner import open_ticker
     from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
@@ -119,7 +118,7 @@ def run_telegram_step(
             say(f"  the bot posts to the owners' chat: {' / '.join(first[:2])} [Approve] [Reject]")
             tapped = time.monotonic()
             _press(tg.api_url, int(messages[-1]["message_id"]))
-            desk = desk_of(ticker)
+            desk = ticker.safety.channels.desk
             counted = desk.poll(ticker) if desk is not None else 0
             if counted:
                 ticker.tick()  # what the poll job does after a counted tap

@@ -14,7 +14,7 @@ from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.daemon.safety_state import SAFETY_FILE, burn_in_raw, read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState
 from capdaemon.decide.digest import (
@@ -214,7 +214,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
                 DigestBallot(ref, _parse(ot["opened_at"]), url=url, kind="one-tap", issue=issue)
             )
 
-    burn_raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
+    burn_raw = burn_in_raw(safety, metrics)
     try:
         burn_in = BurnInState.from_json(burn_raw)
     except ValueError:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from capdaemon.config import Config, ConfigError, RepoConfig, parse_repo_policy
-from capdaemon.daemon import basebind, safety, texts
+from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tasks import capability_state
 from capdaemon.daemon.tickdata import (
@@ -52,7 +52,7 @@ class GatherMixin:
             self._repo_policy[rc.name] = policy_hash
             rc = self._apply_repo_policy(rc, policy, policy_hash, now, report)
             self._forget_closed(rc, {p.number for p in prs}, now, report)
-            basebind.note_retargeted(self, rc.base, prs, now)  # a ballot is bound to its base
+            self.safety.basebind.note_retargeted(rc.base, prs, now)  # a ballot is bound to its base
             prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
             for start in range(0, len(prs), GATHER_CHUNK):
                 chunk = prs[start : start + GATHER_CHUNK]
@@ -81,7 +81,7 @@ class GatherMixin:
                     if rec is not None:
                         seen.append(_Seen(rc, pr, rec))
                     self._heartbeat()
-                safety.save(self)  # once per chunk (see safety.on_classified)
+                self.safety.save()  # once per chunk (see Tiers.on_classified)
         report.prs_seen = len(seen)
         return seen
 
@@ -291,7 +291,7 @@ class GatherMixin:
         """
         if rec.light != light or not self._published(rec, pr.head_sha):
             return None
-        if not safety.tier_recorded(self, rec):
+        if not self.safety.tiers.recorded(rec):
             return None  # safety.json lost this head's tier (a crash before its save)
         return self._checks_cannot_matter(rec, pr)
 
@@ -317,7 +317,7 @@ class GatherMixin:
         if rec.blocking:
             return "blocked"
         firm = rec.quadrant == Quadrant.D.value and rec.firm_d is True
-        if (firm or safety.needs_ballot(self, rec)) and not self._ballot_mergeable(
+        if (firm or self.safety.tiers.needs_ballot(rec)) and not self._ballot_mergeable(
             rec, pr.head_sha
         ):
             return "ballot not approved"
@@ -342,7 +342,7 @@ class GatherMixin:
             return False
         if pr.ref in self._tampered:
             return False  # a decision issue was edited by someone else: rewrite it
-        if not safety.tier_recorded(self, rec):
+        if not self.safety.tiers.recorded(rec):
             return False  # classify again to record the head's tier (no second audit)
         if rec.quadrant == Quadrant.D.value and rec.firm_d is None:
             return False  # recorded before `firm_d` existed: classify once more to learn it

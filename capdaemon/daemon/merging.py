@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import basebind, safety
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.reconcile import recorded_outcome
 from capdaemon.daemon.tickdata import (
@@ -77,7 +76,9 @@ class MergingMixin:
                 rec.state, rec.merge_sha = "merged", status.merge_sha
                 if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
                     approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
-                    basebind.verify_merge(self, rec, approved, head, status.merge_sha, now, report)
+                    self.safety.basebind.verify_merge(
+                        rec, approved, head, status.merge_sha, now, report
+                    )
             elif op == "close" and status.state == "closed":
                 self.actions_log.append({**base, "status": "done"}, now=now)
                 rec.state = "merged" if status.merged else "closed"
@@ -146,12 +147,12 @@ class MergingMixin:
             self._heartbeat()
 
     def _tier(self, rec: PRRecord) -> TierDecision:
-        """The tier overlay of SPEC 4.1 for the PR's current head (capdaemon.daemon.safety)."""
-        return safety.tier_decision(self, rec)
+        """The tier overlay of SPEC 4.1 for the PR's current head (daemon.safety.tiers)."""
+        return self.safety.tiers.decision(rec)
 
     def _breaker(self) -> BreakerState:
-        """The circuit breaker's state (SPEC 6.3, capdaemon.daemon.safety)."""
-        return safety.breaker_state(self)
+        """The circuit breaker's state (SPEC 6.3, capdaemon.daemon.safety.breaker)."""
+        return self.safety.breaker.state()
 
     def _try_merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
         rec, pr = s.rec, s.pr
@@ -191,7 +192,7 @@ class MergingMixin:
 
     def _merge_facts(self, s: _Seen, checks: Sequence[CheckRun], now: datetime) -> MergeFacts:
         rec, pr, rc = s.rec, s.pr, s.rc
-        needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(self, rec)
+        needs = rec.quadrant == Quadrant.D.value or self.safety.tiers.needs_ballot(rec)
         ballot = self._outcome(rec, pr.head_sha, now) if needs else None
         return MergeFacts(
             head_sha=pr.head_sha,
@@ -208,7 +209,7 @@ class MergingMixin:
             verified_auto_revert=rec.auto_revert,
             capability_reasons=tuple(rec.blocking),
             ballot=ballot,
-            one_tap=safety.one_tap_result(self, rec, now),
+            one_tap=self.safety.tiers.one_tap_result(rec, now),
             shadow=self.shadow,
             l1c3_app_id=self.config.github.app_id,
         )
@@ -234,7 +235,7 @@ class MergingMixin:
                 now=now,
             )
             self.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
-            basebind.note_left(self, rec, exc.found, now)
+            self.safety.basebind.note_left(rec, exc.found, now)
         except HeadMoved as exc:
             self.actions_log.append(
                 {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
@@ -277,7 +278,7 @@ class MergingMixin:
             rec.state, rec.merge_sha = "merged", merge_sha
             report.merged.append(rec.ref)
             self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
-            basebind.verify_merge(self, rec, rc.base, sha, merge_sha, now, report)
+            self.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
         rec.pending = None
         self.prs.save(rec)
         if rec.state == "merged":

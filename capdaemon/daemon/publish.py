@@ -6,7 +6,7 @@ from datetime import datetime
 
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import recovery, safety, texts
+from capdaemon.daemon import recovery, texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
 from capdaemon.daemon.tickdata import (
@@ -81,7 +81,11 @@ class PublishMixin:
             self.log.info("pr.moved_during_gather", pr=pr.ref)
             return rec  # the list is stale; the next tick sees the new head or base
         tasks = linked_tasks(snap, rc.task_branch_pattern)
-        reverts = recovery.bot_revert_of(self, snap) if rc.require_capability else None
+        reverts = (
+            recovery.bot_revert_of(self.safety.probes, self.bot_login, snap)
+            if rc.require_capability
+            else None
+        )
         if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
             capv = recovery.revert_capability(reverts)
         else:
@@ -93,7 +97,7 @@ class PublishMixin:
             self.config,
             now=now,
             user_rules=self.rules,
-            agent_severity=safety.agent_severities(self),
+            agent_severity=self.safety.burn_in.agent_severities(),
         )
         if rec.head_sha and rec.head_sha != snap.head_sha:
             self._head_moved(rec, snap.head_sha, now)
@@ -107,7 +111,7 @@ class PublishMixin:
         rec.blocking = [f.message for f in verdict.blocking] + list(capv.blocking)
         rec.merge_blocked_head = ""
         rec.updated_at = _iso(now)
-        safety.on_classified(self, rec, snap, now)
+        self.safety.tiers.on_classified(rec, snap, now)
         # record: the classification (and any scope violation) is fsynced before anything is written
         if rec.audited != fp:
             self._audit_classification(rec, snap, verdict, capv, fp, now)
@@ -130,7 +134,9 @@ class PublishMixin:
             rec.auto_revert_floor = floor.isoformat() if floor else ""
         if not rec.auto_revert_floor:
             return snap
-        if snap.head_sha and snap.head_sha == safety.bot_revert_head(self, rec.repo, rec.number):
+        if snap.head_sha and snap.head_sha == self.safety.probes.bot_revert_head(
+            rec.repo, rec.number
+        ):
             return snap
         return without_stale_auto_revert(snap, datetime.fromisoformat(rec.auto_revert_floor))
 
@@ -213,7 +219,7 @@ class PublishMixin:
         report: TickReport,
     ) -> None:
         """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
-        is_d = verdict.quadrant is Quadrant.D or safety.needs_ballot(self, rec)
+        is_d = verdict.quadrant is Quadrant.D or self.safety.tiers.needs_ballot(rec)
         ballot_issue = None
         if is_d:  # the ballot first, so the check can link to it
             ballot_issue = self._ensure_ballot(rec, snap, verdict, now, report)
@@ -223,7 +229,7 @@ class PublishMixin:
             )
             self._close_issue(rec, BALLOT, note, now)
         outcome = self._outcome(rec, snap.head_sha, now) if is_d else None
-        safety.tier_gate(self, rec, snap, now, report)
+        self.safety.tiers.gate(rec, snap, now, report)
         check = render_check(
             verdict,
             CheckFacts(
@@ -231,7 +237,7 @@ class PublishMixin:
                 tier=self._tier(rec),
                 ballot=outcome,
                 ballot_url=self._issue_url(ballot_issue),
-                one_tap=safety.one_tap_result(self, rec, now),
+                one_tap=self.safety.tiers.one_tap_result(rec, now),
                 blocking=tuple(capv.blocking),
             ),
         )

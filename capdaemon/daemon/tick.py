@@ -27,9 +27,8 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.capability.snapshot import load_snapshot
-from capdaemon.channels.notify import notify_tick
 from capdaemon.config import Config
-from capdaemon.daemon import integrity, safety, texts
+from capdaemon.daemon import texts
 from capdaemon.daemon.ballots import BallotsMixin
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
@@ -38,6 +37,7 @@ from capdaemon.daemon.issues import IssuesMixin
 from capdaemon.daemon.merging import MergingMixin
 from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.publish import PublishMixin
+from capdaemon.daemon.safety import SafetyNet
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -121,6 +121,20 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         self.actions_log = AuditLog(actions_path)
         self.prs = PRStore(self.state_dir)
         self.metrics = Metrics(self.state_dir)
+        self.safety = SafetyNet.build(
+            config=config,
+            state_dir=self.state_dir,
+            forge=forge,
+            classifier_log=self.classifier_log,
+            actions_log=self.actions_log,
+            prs=self.prs,
+            metrics=self.metrics,
+            bot_login=lambda: self.bot_login,
+            load_cap=self._load_cap,
+            owners=self._owners,
+            required_checks=self._required_checks,
+            issue_activity=self.issue_activity,
+        )
         self.work_budget = TickBudget(self.state_dir, config.github)
         list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
         self.policy_hash = _digest(_config_json(config), [_rule_identity(r) for r in self.rules])
@@ -212,7 +226,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             self.work_budget.start(now, before.get("remaining"), before.get("limit"))
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
-                integrity.gate(self, now, report)  # a corrupt log: an incident, then no tick
+                self.safety.integrity.gate(now, report)  # a corrupt log: an incident, then no tick
                 self._check_stop()
                 if not self._access_checked:
                     self._access_checked = True
@@ -243,11 +257,13 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
                 if self._pool is not None:
                     self._pool.shutdown(wait=True, cancel_futures=True)
                     self._pool = None
-                safety.save(self)
+                self.safety.save()
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
                 self._step_metrics(report, before, now)  # step 8
-                notify_tick(self, now, report)  # owners' channels, after the GitHub writes
+                self.safety.channels.notify(
+                    now, report
+                )  # owners' channels, after the GitHub writes
             self.log.info(
                 "tick.done",
                 seconds=report.seconds,
@@ -293,11 +309,11 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
     # ------------------------------------------------------------------ steps 6-7 (hooks)
     def _step_burn_in(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
         """Step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)."""
-        safety.step_burn_in(self, seen, now, report)
+        self.safety.burn_in.step(seen, now, report)
 
     def _step_probes_and_breaker(self, now: datetime, report: TickReport) -> None:
         """Step 7: post-merge probes, auto-revert, branch protection drift and the breaker."""
-        safety.step_probes_and_breaker(self, now, report)
+        self.safety.step_probes_and_breaker(now, report)
 
     # ------------------------------------------------------------------ step 8
     def _budget(self) -> dict[str, Any]:

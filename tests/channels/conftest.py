@@ -63,7 +63,7 @@ class TgHarness(SafetyHarness):
     @property
     def desk(self) -> onetap.TelegramDesk:
         ticker = self.ticker or self.start()
-        desk = onetap.desk_of(ticker)
+        desk = ticker.safety.channels.desk
         assert desk is not None
         return desk
 
