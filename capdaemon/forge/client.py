@@ -51,6 +51,7 @@ from capdaemon.forge.errors import (
     Transient,
 )
 from capdaemon.forge.gql import GraphqlMixin
+from capdaemon.forge.port import RateBudget
 from capdaemon.forge.protection import ProtectionMixin
 from capdaemon.forge.reads import ReadsMixin
 from capdaemon.forge.scrub import Scrubber
@@ -282,7 +283,7 @@ class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin
         self._policy_seen.clear()
         self.forget_batch()
 
-    def rate_budget(self) -> dict[str, Any]:
+    def rate_budget(self) -> RateBudget:
         """The last primary rate-limit figures plus this tick's wait budget, for tick metrics."""
         r = self.transport.rate
         reset = datetime.fromtimestamp(r.reset, tz=UTC) if r.reset else None
