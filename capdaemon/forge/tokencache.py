@@ -76,7 +76,7 @@ def _header_value(forge: Forge) -> str | None:
     if forge.installation_auth is not None:
         held = forge.installation_auth.current()
         return f"token {held[0]}" if held else None
-    auth = getattr(forge._rq, "auth", None)
+    auth = forge.session.http.auth
     token = getattr(auth, "token", None)
     return f"{auth.token_type} {token}" if auth is not None and token else None
 
