@@ -110,24 +110,6 @@ class Writes:
         log.info("forge.write", op="publish_status", repo=repo, sha=sha[:12], conclusion=conclusion)
         return True
 
-    def _publish_status(
-        self, repo: str, sha: str, conclusion: str, title: str, name: str, details_url: str | None
-    ) -> bool:
-        description = title[:140]
-        statuses = self._http.get(f"/repos/{repo}/commits/{sha}/statuses", {"per_page": 100})
-        for s in statuses:  # newest first
-            if s.get("context") == name and self._identity.ours(_login(s.get("creator"))):
-                if s.get("state") == conclusion and (s.get("description") or "") == description:
-                    log.info("forge.write", op="publish_status", repo=repo, sha=sha[:12], noop=True)
-                    return False
-                break
-        body: dict[str, Any] = {"state": conclusion, "context": name, "description": description}
-        if details_url:
-            body["target_url"] = details_url
-        self._http.req("POST", f"/repos/{repo}/statuses/{sha}", body=body)
-        log.info("forge.write", op="publish_status", repo=repo, sha=sha[:12], conclusion=conclusion)
-        return True
-
     def close_pr(self, repo: str, number: int, comment: str | None) -> bool:
         """Comment once and close the PR; False when it was already closed and commented."""
         wrote = False
