@@ -130,39 +130,48 @@ class Issues:
         """
         labels = list(dict.fromkeys(labels))
         text = fit_body(body, marker, self._overflow.path)
-        if (repo, marker_key(marker)) in self._unsure:
+        key = (repo, marker_key(marker))
+        if key in self._unsure:
             self._indexed.discard(repo)  # a lost create may have landed since the last scan
         cur = self.find_issue(repo, marker)
         if cur is None and number is not None:
             cur = self._ours_by_number(repo, number, marker)
-        if cur is not None:
-            self._unsure.discard((repo, marker_key(marker)))
-        else:
-            self.ensure_repo_labels(repo, labels)
-            try:
-                _, it = self._http.req(
-                    "POST",
-                    f"/repos/{repo}/issues",
-                    body={"title": title, "body": text, "labels": labels},
-                )
-            except ForgeError:
-                # the reply was lost or refused: GitHub may still have created the issue, so the
-                # marker index is no longer complete — rescan before the next create (no duplicate)
-                self._indexed.discard(repo)
-                self._unsure.add((repo, marker_key(marker)))
-                raise
-            mi = self._marked(repo, it)
-            assert mi is not None
-            self._unsure.discard((repo, marker_key(marker)))
-            self._index[(repo, marker_key(marker))] = mi.number
-            log.info(
-                "forge.write",
-                op="create_issue",
-                repo=repo,
-                number=mi.number,
-                kind=marker.get("kind"),
+        if cur is None:
+            return self._create(repo, marker, title, text, labels)
+        self._unsure.discard(key)
+        return self._update(cur, title, text, labels, reopen)
+
+    def _create(
+        self, repo: str, marker: dict[str, Any], title: str, text: str, labels: list[str]
+    ) -> MarkedIssue:
+        key = (repo, marker_key(marker))
+        self.ensure_repo_labels(repo, labels)
+        try:
+            _, it = self._http.req(
+                "POST",
+                f"/repos/{repo}/issues",
+                body={"title": title, "body": text, "labels": labels},
             )
-            return mi
+        except ForgeError:
+            # the reply was lost or refused: GitHub may still have created the issue, so the
+            # marker index is no longer complete — rescan before the next create (no duplicate)
+            self._indexed.discard(repo)
+            self._unsure.add(key)
+            raise
+        mi = self._marked(repo, it)
+        assert mi is not None
+        self._unsure.discard(key)
+        self._index[key] = mi.number
+        log.info(
+            "forge.write", op="create_issue", repo=repo, number=mi.number, kind=marker.get("kind")
+        )
+        return mi
+
+    def _update(
+        self, cur: MarkedIssue, title: str, text: str, labels: list[str], reopen: bool
+    ) -> MarkedIssue:
+        """Bring title, body and state to what is wanted; add the labels it lacks."""
+        repo = cur.repo
         patch: dict[str, Any] = {}
         if cur.title != title:
             patch["title"] = title

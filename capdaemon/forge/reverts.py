@@ -101,41 +101,9 @@ class Reverts:
         if base_head is None:
             raise NotFound(f"branch {base} of {repo} not found", status=404)
         if base_head == merge_sha:
-            tree = self._http.get(f"/repos/{repo}/git/commits/{parent}")["tree"]["sha"]
+            tree = str(self._http.get(f"/repos/{repo}/git/commits/{parent}")["tree"]["sha"])
         else:
-            cmp = self._http.get(f"/repos/{repo}/compare/{parent}...{merge_sha}")
-            changed = cmp.get("files") or []
-            if len(changed) >= COMPARE_MAX_FILES:
-                raise RevertConflict(
-                    f"{merge_sha[:12]} changes {len(changed)}+ files; too many to revert per path"
-                )
-            paths = set()
-            for f in changed:
-                paths.add(f["filename"])
-                if f.get("previous_filename"):
-                    paths.add(f["previous_filename"])
-            at_parent = self._files.entries(repo, parent, paths)
-            at_merge = self._files.entries(repo, merge_sha, paths)
-            at_base = self._files.entries(repo, base_head, paths)
-            items: list[dict[str, Any]] = []
-            for p in sorted(paths):
-                if at_base.get(p) != at_merge.get(p):
-                    raise RevertConflict(
-                        f"revert of {merge_sha[:12]} does not apply cleanly: {p} changed since"
-                    )
-                want = at_parent.get(p)
-                if want is None:
-                    if p in at_base:
-                        items.append(
-                            {"path": p, "mode": at_base[p][0], "type": at_base[p][1], "sha": None}
-                        )
-                else:
-                    items.append({"path": p, "mode": want[0], "type": want[1], "sha": want[2]})
-            base_tree = self._http.get(f"/repos/{repo}/git/commits/{base_head}")["tree"]["sha"]
-            _, t = self._http.req(
-                "POST", f"/repos/{repo}/git/trees", body={"base_tree": base_tree, "tree": items}
-            )
-            tree = t["sha"]
+            tree = self._restored_tree(repo, merge_sha, parent, base_head)
         subject = (m.get("message") or "").splitlines()[0] if m.get("message") else merge_sha[:12]
         message = f'Revert "{subject}"\n\nThis reverts commit {merge_sha}.\n'
         _, c = self._http.req(
@@ -144,3 +112,38 @@ class Reverts:
             body={"message": message, "tree": tree, "parents": [base_head]},
         )
         return str(c["sha"])
+
+    def _restored_tree(self, repo: str, merge_sha: str, parent: str, base_head: str) -> str:
+        """A tree: `base_head`'s with each path `merge_sha` changed restored to `parent`'s
+        version (RevertConflict when such a path changed since, or too many changed)."""
+        cmp = self._http.get(f"/repos/{repo}/compare/{parent}...{merge_sha}")
+        changed = cmp.get("files") or []
+        if len(changed) >= COMPARE_MAX_FILES:
+            raise RevertConflict(
+                f"{merge_sha[:12]} changes {len(changed)}+ files; too many to revert per path"
+            )
+        paths = set()
+        for f in changed:
+            paths.add(f["filename"])
+            if f.get("previous_filename"):
+                paths.add(f["previous_filename"])
+        at_parent = self._files.entries(repo, parent, paths)
+        at_merge = self._files.entries(repo, merge_sha, paths)
+        at_base = self._files.entries(repo, base_head, paths)
+        items: list[dict[str, Any]] = []
+        for p in sorted(paths):
+            if at_base.get(p) != at_merge.get(p):
+                raise RevertConflict(
+                    f"revert of {merge_sha[:12]} does not apply cleanly: {p} changed since"
+                )
+            want = at_parent.get(p)
+            if want is None:
+                if p in at_base:
+                    mode, kind, _ = at_base[p]
+                    items.append({"path": p, "mode": mode, "type": kind, "sha": None})
+            else:
+                items.append({"path": p, "mode": want[0], "type": want[1], "sha": want[2]})
+        base_tree = self._http.get(f"/repos/{repo}/git/commits/{base_head}")["tree"]["sha"]
+        body = {"base_tree": base_tree, "tree": items}
+        _, t = self._http.req("POST", f"/repos/{repo}/git/trees", body=body)
+        return str(t["sha"])

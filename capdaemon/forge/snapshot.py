@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.forge.checks import Checks
@@ -99,70 +100,11 @@ class Snapshots:
         pick: Callable[[str], bool],
         known: tuple[str, tuple[CheckRun, ...]] | None = None,
     ) -> tuple[PRSnapshot, bool]:
+        """(the snapshot, whether the head moved while its unbound lists were read)."""
         pr = self._http.get(f"/repos/{repo}/pulls/{number}")
         head, base_sha, base_ref = pr["head"]["sha"], pr["base"]["sha"], pr["base"]["ref"]
-        n_files = int(pr.get("changed_files") or 0)
-        n_commits = int(pr.get("commits") or 0)
-        reasons: list[str] = []
-        files_ok = commits_ok = True
-        raw_files: list[dict[str, Any]] | None = None
-        raw_commits: list[dict[str, Any]] = []
-        merge_base: str | None = None
-        sha_bound = False
-
-        if n_files <= COMPARE_MAX_FILES and n_commits <= COMMITS_CAP:
-            # One call: files (≤300), commits (≤250), merge base — all bound to the two shas.
-            cmp = self._compare(repo, base_sha, head)
-            if (
-                cmp is not None
-                and len(cmp["files"]) == n_files
-                and len(cmp["commits"]) == n_commits == cmp["total_commits"]
-            ):
-                raw_files, raw_commits, merge_base = cmp["files"], cmp["commits"], cmp["merge_base"]
-                sha_bound = True
-        if raw_files is None:
-            try:
-                first = self._http.get(
-                    f"/repos/{repo}/compare/{base_sha}...{head}", {"per_page": 1}
-                )
-                merge_base = (first.get("merge_base_commit") or {}).get("sha")
-            except (NotFound, Incomplete, Transient, Invalid) as exc:
-                log.warning("forge.merge_base_unavailable", pr=f"{repo}#{number}", error=str(exc))
-            raw_files, files_ok = self._http.pages_partial(f"/repos/{repo}/pulls/{number}/files")
-            if not files_ok:
-                reasons.append("a page of the file list could not be read")
-            raw_commits, commits_ok = self._http.pages_partial(
-                f"/repos/{repo}/pulls/{number}/commits"
-            )
-            if not commits_ok:
-                reasons.append("a page of the commit list could not be read")
-        if len(raw_files) >= FILES_CAP or n_files > len(raw_files):
-            files_ok = False
-            reasons.append(
-                f"file list truncated: {len(raw_files)} of {n_files} files listed "
-                f"(GitHub lists at most {FILES_CAP})"
-            )
-        if n_commits > COMMITS_CAP or len(raw_commits) < n_commits:
-            commits_ok = False
-            reasons.append(
-                f"commit list truncated: {len(raw_commits)} of {n_commits} commits listed "
-                f"(GitHub lists at most {COMMITS_CAP})"
-            )
-
-        bound_key = (repo, base_sha, head, pick)
-        cached = self._caches.bound.get_(bound_key) if sha_bound else None
-        if cached is not None:  # same shas, same question: the answer cannot have changed
-            files, modes_ok, why = cached, True, ""
-        else:
-            files, modes_ok, why = self._file_changes(
-                repo, raw_files, merge_base or base_sha, head, pick
-            )
-            if sha_bound and modes_ok:
-                self._caches.bound.put(bound_key, files)
-        if not modes_ok:
-            files_ok = False
-            reasons.append(why)
-
+        listed = self._listed(repo, number, pr)
+        files = self._files_with_modes(repo, listed, base_sha, head, pick)
         labels = tuple(lb["name"] for lb in pr.get("labels") or ())
         label_events: tuple[LabelEvent, ...] = ()
         if labels:  # events only matter for labels the PR carries now
@@ -172,38 +114,85 @@ class Snapshots:
         else:
             check_runs = tuple(self._checks.check_runs(repo, head))
         policy = self._protection.policy_this_tick(repo, base_ref)
-
-        moved = False
-        if (
-            not sha_bound
-        ):  # the PR file/commit lists are not bound to a sha: make sure the head held still
-            again = self._http.get(f"/repos/{repo}/pulls/{number}")
-            moved = again["head"]["sha"] != head
-        snap = PRSnapshot(
-            repo=repo,
-            number=number,
-            base_ref=base_ref,
-            base_sha=base_sha,
-            head_sha=head,
-            author=_login(pr.get("user")),
-            head_ref=pr["head"].get("ref", ""),
-            draft=bool(pr.get("draft")),
-            title=pr.get("title") or "",
-            body=pr.get("body") or "",
-            labels=labels,
-            label_events=label_events,
-            files=tuple(files),
-            commits=tuple(_commit(c) for c in raw_commits),
-            check_runs=check_runs,
-            files_complete=files_ok,
-            commits_complete=commits_ok,
-            incomplete_reason="; ".join(reasons) or None,
-            mergeable=pr.get("mergeable"),
-            mergeable_state=pr.get("mergeable_state"),
-            state=pr.get("state", "open"),
-            base_policy_text=policy,
-        )
+        # the PR file/commit lists are not bound to a sha: make sure the head held still
+        moved = not listed.sha_bound and self._head_moved(repo, number, head)
+        snap = _snapshot(repo, number, pr, listed, files, label_events, check_runs, policy)
         return snap, moved
+
+    def _head_moved(self, repo: str, number: int, head: str) -> bool:
+        again = self._http.get(f"/repos/{repo}/pulls/{number}")
+        return bool(again["head"]["sha"] != head)
+
+    def _listed(self, repo: str, number: int, pr: dict[str, Any]) -> _Listed:
+        """The changed files and commits: one compare bound to both shas when it can list them
+        all, else the PR's own (paged, unbound) lists; caps and failed pages are recorded."""
+        head, base_sha = pr["head"]["sha"], pr["base"]["sha"]
+        n_files = int(pr.get("changed_files") or 0)
+        n_commits = int(pr.get("commits") or 0)
+        listed = None
+        if n_files <= COMPARE_MAX_FILES and n_commits <= COMMITS_CAP:
+            listed = self._compared(repo, base_sha, head, n_files, n_commits)
+        if listed is None:
+            listed = self._paged(repo, number, base_sha, head)
+        if len(listed.files) >= FILES_CAP or n_files > len(listed.files):
+            listed.files_ok = False
+            listed.reasons.append(
+                f"file list truncated: {len(listed.files)} of {n_files} files listed "
+                f"(GitHub lists at most {FILES_CAP})"
+            )
+        if n_commits > COMMITS_CAP or len(listed.commits) < n_commits:
+            listed.commits_ok = False
+            listed.reasons.append(
+                f"commit list truncated: {len(listed.commits)} of {n_commits} commits listed "
+                f"(GitHub lists at most {COMMITS_CAP})"
+            )
+        return listed
+
+    def _compared(
+        self, repo: str, base_sha: str, head: str, n_files: int, n_commits: int
+    ) -> _Listed | None:
+        """One call: files (≤300), commits (≤250), merge base — all bound to the two shas."""
+        cmp = self._compare(repo, base_sha, head)
+        if (
+            cmp is not None
+            and len(cmp["files"]) == n_files
+            and len(cmp["commits"]) == n_commits == cmp["total_commits"]
+        ):
+            return _Listed(cmp["files"], cmp["commits"], cmp["merge_base"], sha_bound=True)
+        return None
+
+    def _paged(self, repo: str, number: int, base_sha: str, head: str) -> _Listed:
+        """The PR's file and commit lists, every page (a failed page is a recorded reason)."""
+        merge_base: str | None = None
+        try:
+            first = self._http.get(f"/repos/{repo}/compare/{base_sha}...{head}", {"per_page": 1})
+            merge_base = (first.get("merge_base_commit") or {}).get("sha")
+        except (NotFound, Incomplete, Transient, Invalid) as exc:
+            log.warning("forge.merge_base_unavailable", pr=f"{repo}#{number}", error=str(exc))
+        pulls = f"/repos/{repo}/pulls/{number}"
+        files, files_ok = self._http.pages_partial(f"{pulls}/files")
+        reasons = [] if files_ok else ["a page of the file list could not be read"]
+        commits, commits_ok = self._http.pages_partial(f"{pulls}/commits")
+        if not commits_ok:
+            reasons.append("a page of the commit list could not be read")
+        return _Listed(files, commits, merge_base, False, files_ok, commits_ok, reasons)
+
+    def _files_with_modes(
+        self, repo: str, listed: _Listed, base_sha: str, head: str, pick: Callable[[str], bool]
+    ) -> list[FileChange]:
+        """FileChanges with modes and picked contents (kept per sha pair when bound)."""
+        bound_key = (repo, base_sha, head, pick)
+        cached = self._caches.bound.get_(bound_key) if listed.sha_bound else None
+        if cached is not None:  # same shas, same question: the answer cannot have changed
+            return cached
+        old_sha = listed.merge_base or base_sha
+        files, modes_ok, why = self._file_changes(repo, listed.files, old_sha, head, pick)
+        if listed.sha_bound and modes_ok:
+            self._caches.bound.put(bound_key, files)
+        if not modes_ok:
+            listed.files_ok = False
+            listed.reasons.append(why)
+        return files
 
     def _compare(self, repo: str, base: str, head: str) -> dict[str, Any] | None:
         key = (repo, base, head)
@@ -262,14 +251,8 @@ class Snapshots:
             if pick(path) or pick(prev) or link:
                 try:
                     patch = f.get("patch")
-                    if o is not None and o[1] == "blob":
-                        base_text = _from_patch(patch, "-", o[2]) if status == "removed" else None
-                        if base_text is None:
-                            base_text = self._files.blob(repo, o[2])
-                    if n is not None and n[1] == "blob":
-                        head_text = _from_patch(patch, "+", n[2]) if status == "added" else None
-                        if head_text is None:
-                            head_text = self._files.blob(repo, n[2])
+                    base_text = self._text(repo, o, patch, "-", status == "removed")
+                    head_text = self._text(repo, n, patch, "+", status == "added")
                 except RateLimited:
                     raise
                 except ForgeError as exc:
@@ -282,6 +265,16 @@ class Snapshots:
             + (" …" if len(missing) > 5 else "")
         )
         return out, ok, why
+
+    def _text(
+        self, repo: str, entry: Entry | None, patch: str | None, sign: str, whole: bool
+    ) -> str | None:
+        """A blob's text: rebuilt from the patch of a wholly added (`+`) or removed (`-`) file
+        when that hashes to the blob, else read by sha; None for no blob (absent, submodule)."""
+        if entry is None or entry[1] != "blob":
+            return None
+        text = _from_patch(patch, sign, entry[2]) if whole else None
+        return text if text is not None else self._files.blob(repo, entry[2])
 
     @staticmethod
     def _change(
@@ -320,3 +313,52 @@ class Snapshots:
                         )
                     )
         return tuple(out)
+
+
+@dataclass
+class _Listed:
+    """A PR's changed files and commits as GitHub listed them, and how complete they are."""
+
+    files: list[dict[str, Any]]
+    commits: list[dict[str, Any]]
+    merge_base: str | None
+    sha_bound: bool  # read by one compare of the two shas (so the head cannot have moved)
+    files_ok: bool = True
+    commits_ok: bool = True
+    reasons: list[str] = field(default_factory=list)
+
+
+def _snapshot(
+    repo: str,
+    number: int,
+    pr: dict[str, Any],
+    listed: _Listed,
+    files: list[FileChange],
+    label_events: tuple[LabelEvent, ...],
+    check_runs: tuple[CheckRun, ...],
+    policy: str | None,
+) -> PRSnapshot:
+    return PRSnapshot(
+        repo=repo,
+        number=number,
+        base_ref=pr["base"]["ref"],
+        base_sha=pr["base"]["sha"],
+        head_sha=pr["head"]["sha"],
+        author=_login(pr.get("user")),
+        head_ref=pr["head"].get("ref", ""),
+        draft=bool(pr.get("draft")),
+        title=pr.get("title") or "",
+        body=pr.get("body") or "",
+        labels=tuple(lb["name"] for lb in pr.get("labels") or ()),
+        label_events=label_events,
+        files=tuple(files),
+        commits=tuple(_commit(c) for c in listed.commits),
+        check_runs=check_runs,
+        files_complete=listed.files_ok,
+        commits_complete=listed.commits_ok,
+        incomplete_reason="; ".join(listed.reasons) or None,
+        mergeable=pr.get("mergeable"),
+        mergeable_state=pr.get("mergeable_state"),
+        state=pr.get("state", "open"),
+        base_policy_text=policy,
+    )

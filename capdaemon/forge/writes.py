@@ -47,50 +47,39 @@ class Writes:
             return self._publish_status(repo, head_sha, conclusion, title, name, details_url)
         text = fit_body(summary, marker, self._overflow.path, limit=CHECK_SUMMARY_LIMIT)
         out = {"title": title[:1000], "summary": text}
-        app_id = self._identity.app_id
-        runs = self._http.pages(
-            f"/repos/{repo}/commits/{head_sha}/check-runs", {"check_name": name}, key="check_runs"
-        )
-        mine = [
-            r for r in runs if r.get("name") == name and (r.get("app") or {}).get("id") == app_id
-        ]
-        mine.sort(key=lambda r: int(r.get("id") or 0), reverse=True)
-        if mine:
-            cur = mine[0]
-            co = cur.get("output") or {}
-            if (
-                cur.get("status") == "completed"
-                and cur.get("conclusion") == conclusion
-                and co.get("title") == out["title"]
-                and co.get("summary") == out["summary"]
-            ):
-                log.info("forge.write", op="publish_check", repo=repo, sha=head_sha[:12], noop=True)
-                return False
-            body: dict[str, Any] = {
-                "status": "completed",
-                "conclusion": conclusion,
-                "output": out,
-                "completed_at": _iso(self._clock()),
-            }
-            if details_url:
-                body["details_url"] = details_url
+        cur = self._my_latest_run(repo, head_sha, name)
+        if cur is not None and _same_run(cur, conclusion, out):
+            log.info("forge.write", op="publish_check", repo=repo, sha=head_sha[:12], noop=True)
+            return False
+        body: dict[str, Any] = {
+            "status": "completed",
+            "conclusion": conclusion,
+            "completed_at": _iso(self._clock()),
+            "output": out,
+        }
+        if details_url:
+            body["details_url"] = details_url
+        if cur is not None:
             self._http.req("PATCH", f"/repos/{repo}/check-runs/{cur['id']}", body=body)
         else:
-            body = {
-                "name": name,
-                "head_sha": head_sha,
-                "status": "completed",
-                "conclusion": conclusion,
-                "completed_at": _iso(self._clock()),
-                "output": out,
-            }
-            if details_url:
-                body["details_url"] = details_url
+            body = {"name": name, "head_sha": head_sha, **body}
             self._http.req("POST", f"/repos/{repo}/check-runs", body=body)
         log.info(
             "forge.write", op="publish_check", repo=repo, sha=head_sha[:12], conclusion=conclusion
         )
         return True
+
+    def _my_latest_run(self, repo: str, head_sha: str, name: str) -> dict[str, Any] | None:
+        """Our App's newest check run called `name` on `head_sha`, if any."""
+        runs = self._http.pages(
+            f"/repos/{repo}/commits/{head_sha}/check-runs", {"check_name": name}, key="check_runs"
+        )
+        app_id = self._identity.app_id
+        mine = [
+            r for r in runs if r.get("name") == name and (r.get("app") or {}).get("id") == app_id
+        ]
+        mine.sort(key=lambda r: int(r.get("id") or 0), reverse=True)
+        return mine[0] if mine else None
 
     def _publish_status(
         self, repo: str, sha: str, conclusion: str, title: str, name: str, details_url: str | None
@@ -208,3 +197,14 @@ class Writes:
         )
         log.info("forge.write", op="set_protection", repo=repo, branch=branch, check=check_name)
         return True
+
+
+def _same_run(cur: dict[str, Any], conclusion: str, out: dict[str, str]) -> bool:
+    """Does check run `cur` already say this (completed, same conclusion, title and summary)?"""
+    co = cur.get("output") or {}
+    return bool(
+        cur.get("status") == "completed"
+        and cur.get("conclusion") == conclusion
+        and co.get("title") == out["title"]
+        and co.get("summary") == out["summary"]
+    )
