@@ -27,7 +27,6 @@ from capdaemon.model import (
 log = structlog.get_logger("capdaemon.forge.client")  # one logger for the whole Forge
 
 CHECK_NAME = "L1.C3"
-POLICY_FILE = ".capdaemon.yml"
 FILES_CAP = 3000  # GitHub lists at most 3,000 files of a PR
 COMMITS_CAP = 250  # ... and at most 250 commits
 COMPARE_MAX_FILES = 300  # the compare API returns at most 300 files

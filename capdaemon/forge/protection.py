@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
-from capdaemon.forge.convert import POLICY_FILE, POLICY_TTL
+from capdaemon.filenames import REPO_POLICY_FILE
+from capdaemon.forge.convert import POLICY_TTL
 from capdaemon.forge.errors import NotFound
 from capdaemon.forge.files import Files
 
@@ -118,12 +119,12 @@ class Protection:
         info = self._branch(repo, branch)
         sha = ((info or {}).get("commit") or {}).get("sha")
         if not isinstance(sha, str):
-            return self._files.read_file(repo, POLICY_FILE, branch)
+            return self._files.read_file(repo, REPO_POLICY_FILE, branch)
         key = (repo, sha)
         cached = self._caches.policy.get_(key)
         if cached is not None:
             return cached[0]
-        text = self._files.read_file(repo, POLICY_FILE, sha)
+        text = self._files.read_file(repo, REPO_POLICY_FILE, sha)
         self._caches.policy.put(key, (text,))
         return text
 
