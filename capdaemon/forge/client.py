@@ -2,23 +2,21 @@
 
 `Forge` builds its collaborators once (HTTP, identity, caches in one ForgeSession; GraphQL,
 files, checks, batch, snapshots, reads, protection, issues, writes, reverts) and exposes the
-ForgePort methods by delegating to them; `Forge.from_config` builds the auth and transport.
+ForgePort methods by delegating to them; `Forge.from_config` connects (see forge.build).
 """
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from github import Auth, Github, GithubException, GithubIntegration
+from github import Github, GithubIntegration
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.auth import InstallationTokenAuth
 from capdaemon.forge.batch import Batch
+from capdaemon.forge.build import connect
 from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import (
     CHECK_NAME,
@@ -35,10 +33,9 @@ from capdaemon.forge.convert import (
     git_blob_sha,
     protection_ok,
 )
-from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.files import Files
 from capdaemon.forge.gql import Graphql
-from capdaemon.forge.http import Http, mount
+from capdaemon.forge.http import Http
 from capdaemon.forge.issues import Issues
 from capdaemon.forge.port import JsonObject, Marker, RateBudget
 from capdaemon.forge.protection import Protection
@@ -47,7 +44,7 @@ from capdaemon.forge.reverts import Reverts
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.session import ForgeSession, Identity, OverflowDir, ShaCaches, TickMemo
 from capdaemon.forge.snapshot import Snapshots
-from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
+from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget
 from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
 from capdaemon.forge.writes import Writes
 from capdaemon.model import CheckRun, PRSnapshot
@@ -143,66 +140,24 @@ class Forge:
         `sleep` and `clock` are injectable (tests pass a recording sleeper); `write_interval`
         paces writes (GitHub asks for about one write a second).
         """
-        clock = clock if clock is not None else utc_now
-        scrubber = Scrubber()
-        transport = Transport(
-            budget=WaitBudget(gh.per_tick_wait_seconds),
-            sleep=sleep if sleep is not None else time.sleep,
+        c = connect(
+            gh,
+            token=token,
+            key_pem=key_pem,
             clock=clock,
-            scrubber=scrubber,
-            attempts=attempts,
+            sleep=sleep,
             write_interval=write_interval,
+            attempts=attempts,
+            timeout=timeout,
         )
-        common = _client_options(gh, timeout)
-        if gh.app_id is not None and (key_pem is not None or gh.private_key_file):
-            return cls._as_app(gh, key_pem, common, transport, scrubber, clock)
-        if token is None:
-            token = os.environ.get(gh.token_env) or None
-        if not token:
-            raise ForgeError(
-                f"no GitHub credentials: set github.app_id + private_key_file, "
-                f"or the {gh.token_env} variable"
-            )
-        scrubber.add(token)
-        client = Github(auth=Auth.Token(token), **common)
-        mount(client.requester, transport)
-        return cls(client, transport, scrubber=scrubber, clock=clock)
-
-    @classmethod
-    def _as_app(
-        cls,
-        gh: GitHubConfig,
-        key_pem: bytes | None,
-        common: dict[str, Any],
-        transport: Transport,
-        scrubber: Scrubber,
-        clock: Clock,
-    ) -> Forge:
-        """A Forge acting as the App's installation (its key read from the file unless given)."""
-        assert gh.app_id is not None
-        if key_pem is None:
-            assert gh.private_key_file is not None
-            key_pem = Path(gh.private_key_file).read_bytes()
-        key_text = key_pem.decode("utf-8") if isinstance(key_pem, bytes) else str(key_pem)
-        scrubber.add(key_text)
-        integration = GithubIntegration(auth=Auth.AppAuth(gh.app_id, key_text), **common)
-        mount(integration.requester, transport)
-        installation_id = gh.installation_id
-        if installation_id is None:
-            installation_id = _only_installation(integration, scrubber)
-        inst_auth = InstallationTokenAuth(
-            integration, installation_id, clock=clock, scrubber=scrubber
-        )
-        client = Github(auth=inst_auth, **common)
-        mount(client.requester, transport)
         return cls(
-            client,
-            transport,
-            scrubber=scrubber,
-            clock=clock,
-            app_id=gh.app_id,
-            integration=integration,
-            installation_auth=inst_auth,
+            c.client,
+            c.transport,
+            scrubber=c.scrubber,
+            clock=c.clock,
+            app_id=c.app_id,
+            integration=c.integration,
+            installation_auth=c.installation_auth,
         )
 
     def close(self) -> None:
@@ -453,28 +408,3 @@ class Forge:
         return self._reverts.open_revert_pr(
             repo, merge_sha, base, title=title, body=body, label=label
         )
-
-
-def _client_options(gh: GitHubConfig, timeout: int) -> dict[str, Any]:
-    """PyGithub client options: our Transport does all retrying and pacing."""
-    return {
-        "base_url": gh.base_url.rstrip("/"),
-        "timeout": timeout,
-        "user_agent": USER_AGENT,
-        "per_page": 100,
-        "retry": None,  # retries live in our Transport only
-        "seconds_between_requests": None,
-        "seconds_between_writes": None,
-    }
-
-
-def _only_installation(integration: GithubIntegration, scrubber: Scrubber) -> int:
-    try:
-        ids = [i.id for i in integration.get_installations()]
-    except GithubException as exc:
-        raise ForgeError(
-            scrubber.scrub(f"listing App installations failed: {exc.status}")
-        ) from None
-    if len(ids) != 1:
-        raise ForgeError(f"the App has {len(ids)} installations; set github.installation_id")
-    return ids[0]
