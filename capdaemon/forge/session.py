@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from github import GithubIntegration
 
@@ -78,7 +78,13 @@ class Identity:
         return inst_id, login, {str(k): str(v) for k, v in perms.items()}
 
 
-Compared = dict[str, Any]  # files, commits, total_commits, merge_base of one compare
+class Compared(TypedDict):
+    """What one compare of two shas says (all bound to those shas)."""
+
+    files: list[dict[str, Any]]
+    commits: list[dict[str, Any]]
+    total_commits: int
+    merge_base: str | None
 
 
 @dataclass

@@ -41,7 +41,7 @@ from capdaemon.model import (
 if TYPE_CHECKING:
     from capdaemon.forge.files import Files
     from capdaemon.forge.protection import Protection
-    from capdaemon.forge.session import ForgeSession
+    from capdaemon.forge.session import Compared, ForgeSession
 
 
 class Snapshots:
@@ -194,7 +194,7 @@ class Snapshots:
             listed.reasons.append(why)
         return files
 
-    def _compare(self, repo: str, base: str, head: str) -> dict[str, Any] | None:
+    def _compare(self, repo: str, base: str, head: str) -> Compared | None:
         key = (repo, base, head)
         hit = self._caches.compare.get_(key)
         if hit is not None:
@@ -204,7 +204,7 @@ class Snapshots:
         except (NotFound, Invalid, Transient, Incomplete) as exc:
             log.warning("forge.compare_failed", repo=repo, error=str(exc))
             return None
-        out = {
+        out: Compared = {
             "files": data.get("files") or [],
             "commits": data.get("commits") or [],
             "total_commits": int(data.get("total_commits", -1)),
