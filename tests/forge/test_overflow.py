@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from capdaemon.filenames import OVERFLOW_DIR
 from capdaemon.forge.client import Forge
-from capdaemon.forge.overflow import BODY_LIMIT, OVERFLOW_DIR, overflow_name
+from capdaemon.forge.overflow import BODY_LIMIT, overflow_name
 from capdaemon.sandbox import Sandbox
 
 
