@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from capdaemon.config import ScheduleConfig  # noqa: E402
-from capdaemon.sandbox import Sandbox  # noqa: E402
-from capdaemon.sandbox import testing as std  # noqa: E402
-from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox  # noqa: E402
+from ghsandbox import Sandbox  # noqa: E402
+from ghsandbox import testing as std  # noqa: E402
+from ghsandbox.telegram import DEFAULT_TOKEN, TelegramSandbox  # noqa: E402
 
 CHAT = -1001
 OWNER_TG = 4242

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import yaml
 
 from capdaemon.daemon.demo_output import Narrator, ballots_line, explain, outcome_table
-from capdaemon.sandbox import testing as std
+from ghsandbox import testing as std
 
 REPO = std.REPO
 BOT_REPO = std.BOT_REPO
@@ -422,7 +422,7 @@ def run_demo(
 ) -> DemoResult:
     """The whole demo; returns its result (the caller maps `ok` to the exit code)."""
     from capdaemon.cli import main as cli_main
-    from capdaemon.sandbox import Sandbox
+    from ghsandbox import Sandbox
 
     say = Narrator(stream or sys.stdout)
     started = time.monotonic()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from capdaemon.sandbox import testing as std
+from ghsandbox import testing as std
 
 TABLE_WIDTH = 100
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from capdaemon.sandbox import testing as std
+from ghsandbox import testing as std
 
 CHAT_ID = -100200300
 ALICE_TELEGRAM_ID = 4242
@@ -88,7 +88,7 @@ def run_telegram_step(
     from capdaemon.channels.onetap import desk_of
     from capdaemon.commands._common import load_config_and_rules
     from capdaemon.daemon.runner import open_ticker
-    from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
+    from ghsandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
 
     with TelegramSandbox() as tg:
         tg.state.add_chat(CHAT_ID, "widgets owners")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from capdaemon.forge.client import Forge
 from capdaemon.forge.overflow import BODY_LIMIT, OVERFLOW_DIR, overflow_name
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 def test_an_over_long_issue_body_is_cut_and_saved_in_full(

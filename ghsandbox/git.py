@@ -18,7 +18,7 @@ ZERO = "0" * 40
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 PRE_RECEIVE_HOOK = """#!/bin/sh
-# capdaemon sandbox: branch protection for pushes (see capdaemon/sandbox/protection.py).
+# capdaemon sandbox: branch protection for pushes (see ghsandbox/protection.py).
 exec "{python}" -I -S "{script}"
 """
 
