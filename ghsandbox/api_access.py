@@ -7,7 +7,10 @@ from typing import Any
 from . import render
 from .core import PERMISSION_RANK, Backend, not_found, validation
 from .protection import ruleset_applies
-from .routing import Ctx, Paged, Result, field_of, route
+from .routing import Ctx, Paged, Result, RouteList, field_of
+
+ROUTES = RouteList()
+route = ROUTES.route
 
 RULE_TYPES = (
     "creation",

@@ -13,7 +13,10 @@ from .clock import parse_iso
 from .core import SandboxApiError, not_found, validation
 from .git import Person
 from .protection import effective_rule
-from .routing import Ctx, Paged, Result, field_of, route
+from .routing import Ctx, Paged, Result, RouteList, field_of
+
+ROUTES = RouteList()
+route = ROUTES.route
 
 MODES = ("100644", "100755", "040000", "160000", "120000")
 

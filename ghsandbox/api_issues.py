@@ -17,7 +17,10 @@ from .core import (
     sort_items,
     validation,
 )
-from .routing import Ctx, Paged, Result, field_of, route
+from .routing import Ctx, Paged, Result, RouteList, field_of
+
+ROUTES = RouteList()
+route = ROUTES.route
 
 
 def _issue(ctx: Ctx, full: str, number: int) -> dict[str, Any]:

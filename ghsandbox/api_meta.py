@@ -9,7 +9,10 @@ from . import render
 from .auth import Identity
 from .clock import iso
 from .core import Backend, SandboxApiError, not_found
-from .routing import Ctx, Paged, Result, route
+from .routing import Ctx, Paged, Result, RouteList
+
+ROUTES = RouteList()
+route = ROUTES.route
 
 
 def budget(b: Backend, ident: Identity) -> int:

@@ -15,7 +15,10 @@ from .core import (
     sort_items,
     validation,
 )
-from .routing import Ctx, Paged, Result, field_of, route
+from .routing import Ctx, Paged, Result, RouteList, field_of
+
+ROUTES = RouteList()
+route = ROUTES.route
 
 MAX_FILES = 3000
 MAX_COMMITS = 250

@@ -13,7 +13,10 @@ from .clock import iso, parse_iso
 from .core import SandboxApiError, not_found, validation
 from .git import EMPTY_TREE
 from .http import paginate
-from .routing import Ctx, Paged, Result, field_of, route
+from .routing import Ctx, Paged, Result, RouteList, field_of
+
+ROUTES = RouteList()
+route = ROUTES.route
 
 STATES = ("error", "failure", "pending", "success")
 CHECK_STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")

@@ -35,7 +35,8 @@ from .http import (
     request_id,
 )
 from .render import Urls
-from .routing import Ctx, Paged, Result, build_map
+from .routes import build_map
+from .routing import Ctx, Paged, Result
 
 API_PREFIX = "/api/v3"
 UNCOUNTED = {"GET /rate_limit"}

@@ -1,11 +1,10 @@
-"""The REST route table, the per-request context handed to handlers, and body validation helpers."""
+"""Route lists, the per-request context handed to handlers, and body validation helpers."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,17 +17,34 @@ from .http import Fragments
 from .render import RepoCache, Urls
 
 Handler = Callable[..., Any]
-ROUTES: list[tuple[str, str, Handler]] = []
 
 
-def route(method: str, rule: str) -> Callable[[Handler], Handler]:
-    """Register a handler for ``METHOD rule`` (werkzeug rule syntax)."""
+@dataclass(frozen=True)
+class Route:
+    """One REST route: ``METHOD rule`` (werkzeug rule syntax) answered by ``handler``."""
 
-    def deco(fn: Handler) -> Handler:
-        ROUTES.append((method, rule, fn))
-        return fn
+    method: str
+    rule: str
+    handler: Handler
 
-    return deco
+
+class RouteList:
+    """One handler module's routes, in declaration order; the app composes the lists."""
+
+    def __init__(self) -> None:
+        self.routes: list[Route] = []
+
+    def route(self, method: str, rule: str) -> Callable[[Handler], Handler]:
+        """A decorator adding the handler to this list for ``METHOD rule``."""
+
+        def deco(fn: Handler) -> Handler:
+            self.routes.append(Route(method, rule, fn))
+            return fn
+
+        return deco
+
+    def __iter__(self) -> Iterator[Route]:
+        return iter(self.routes)
 
 
 def template(rule: str) -> str:
@@ -36,24 +52,15 @@ def template(rule: str) -> str:
     return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule)
 
 
-@functools.cache
-def build_map() -> tuple[Map, dict[str, Handler]]:
-    """A werkzeug Map of all registered routes (built once per process; ``METHOD template`` ids)."""
-    from . import (  # noqa: F401  (register routes)
-        api_access,
-        api_gitdata,
-        api_issues,
-        api_meta,
-        api_pulls,
-        api_repos,
-    )
-
+def compose(lists: Iterable[RouteList]) -> tuple[Map, dict[str, Handler]]:
+    """A werkzeug Map of the given route lists (``METHOD template`` endpoint ids)."""
     rules = []
     handlers: dict[str, Handler] = {}
-    for method, rule, fn in ROUTES:
-        endpoint = f"{method} {template(rule)}"
-        handlers[endpoint] = fn
-        rules.append(Rule(rule, methods=[method], endpoint=endpoint, strict_slashes=False))
+    for one in lists:
+        for r in one:
+            endpoint = f"{r.method} {template(r.rule)}"
+            handlers[endpoint] = r.handler
+            rules.append(Rule(r.rule, methods=[r.method], endpoint=endpoint, strict_slashes=False))
     return Map(rules, strict_slashes=False, merge_slashes=False), handlers
 
 

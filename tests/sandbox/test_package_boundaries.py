@@ -30,7 +30,8 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
             if node.level:
                 anchor = package[: len(package) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.append((node.lineno, base))
+            if node.module:  # `from . import x` names module x, not the package itself
+                found.append((node.lineno, base))
             found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
     return found
 
@@ -43,3 +44,50 @@ def test_ghsandbox_imports_nothing_from_capdaemon() -> None:
         if name == "capdaemon" or name.startswith("capdaemon.")
     ]
     assert offenders == []
+
+
+def sandbox_import_graph() -> dict[str, set[str]]:
+    """ghsandbox module → the ghsandbox modules it names in an import (at any depth)."""
+    modules = {_module_name(path): path for path in SANDBOX.rglob("*.py")}
+    return {
+        name: {
+            target
+            for _line, target in imported_modules(path)
+            if target in modules and target != name
+        }
+        for name, path in modules.items()
+    }
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle as a path that ends where it starts, or [] when there is none."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return []
+        for nxt in sorted(graph[node]):
+            cycle = visit(nxt, [*path, node])
+            if cycle:
+                return cycle
+        done.add(node)
+        return []
+
+    for start in sorted(graph):
+        cycle = visit(start, [])
+        if cycle:
+            return cycle
+    return []
+
+
+def test_find_cycle_reports_a_circle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_ghsandbox_import_graph_is_acyclic() -> None:
+    graph = sandbox_import_graph()
+    assert "ghsandbox.routing" in graph and graph["ghsandbox.routes"] >= {"ghsandbox.api_meta"}
+    assert find_cycle(graph) == []
