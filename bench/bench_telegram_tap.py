@@ -78,8 +78,8 @@ def run(taps: int, idle_seconds: float) -> dict[str, float]:
     from capdaemon.capability.taskfile import parse_task
     from capdaemon.channels.onetap import add_poll_job
     from capdaemon.commands._common import load_config_and_rules
-    from capdaemon.daemon.demo import user_github
     from capdaemon.daemon.runner import open_ticker
+    from ghsandbox.testing import user_github
 
     keys = std.generate_keys()
     with tempfile.TemporaryDirectory() as tmp, TelegramSandbox() as tg:

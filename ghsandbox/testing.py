@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from github import Github
 
 OWNER = "alice"
 SECOND_OWNER = "bob"
@@ -158,3 +161,15 @@ def standard_seed(keys: AppKeys, rate_limit: int = 5000) -> dict[str, Any]:
             },
         ],
     }
+
+
+def user_github(base_url: str, token: str) -> Github:
+    """PyGithub as one sandbox user (no client-side pacing: the sandbox is local)."""
+    import github
+
+    return github.Github(
+        base_url=base_url,
+        auth=github.Auth.Token(token),
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )

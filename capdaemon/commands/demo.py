@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every expected outcome happened, 1 otherwise (2: no sandbox)."""
     if not require_sandbox("capdaemon demo"):
         return 2
-    from capdaemon.daemon.demo import run_demo
+    from capdaemon.demo.run import run_demo
 
     result = run_demo(args.dir, keep_running=args.keep_running)
     return 0 if result.ok else 1

@@ -91,3 +91,28 @@ def test_ghsandbox_import_graph_is_acyclic() -> None:
     graph = sandbox_import_graph()
     assert "ghsandbox.routing" in graph and graph["ghsandbox.routes"] >= {"ghsandbox.api_meta"}
     assert find_cycle(graph) == []
+
+
+def _imports_under(folder: Path, *roots: str) -> list[str]:
+    """`file:line: module` for every import under `folder` naming one of the root packages."""
+    return [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted(folder.rglob("*.py"))
+        for line, name in imported_modules(path)
+        if any(name == root or name.startswith(f"{root}.") for root in roots)
+    ]
+
+
+def test_only_the_demo_package_imports_the_sandbox() -> None:
+    demo = ROOT / "capdaemon" / "demo"
+    outside = [
+        hit
+        for hit in _imports_under(ROOT / "capdaemon", "ghsandbox")
+        if not hit.startswith(f"{demo.relative_to(ROOT)}/")
+    ]
+    assert outside == []
+    assert _imports_under(demo, "ghsandbox")  # the walker does see the demo's imports
+
+
+def test_the_demo_uses_neither_the_cli_entry_point_nor_pygithub() -> None:
+    assert _imports_under(ROOT / "capdaemon" / "demo", "capdaemon.cli", "github") == []

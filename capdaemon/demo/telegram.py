@@ -8,6 +8,7 @@ poll step counts the tap and the next tick merges the bound head.
 
 from __future__ import annotations
 
+import argparse
 import json
 import secrets
 import time
@@ -15,11 +16,12 @@ import urllib.request
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from ghsandbox import testing as std
+from ghsandbox.rest import RestClient
+from ghsandbox.server import Sandbox
 
 CHAT_ID = -100200300
 ALICE_TELEGRAM_ID = 4242
@@ -73,7 +75,7 @@ def _press(api_url: str, message_id: int) -> None:
 
 
 def run_telegram_step(
-    sb: Any,
+    sb: Sandbox,
     root: Path,
     config_dir: Path,
     state_dir: Path,
@@ -83,8 +85,6 @@ def run_telegram_step(
 ) -> int | None:
     """Run the tap scenario; the PR number (None if it could not be opened). Unexpected
     outcomes are appended to `failures`."""
-    import argparse
-
     from capdaemon.channels.onetap import desk_of
     from capdaemon.commands._common import load_config_and_rules
     from capdaemon.daemon.runner import open_ticker
@@ -124,10 +124,8 @@ def run_telegram_step(
             if counted:
                 ticker.tick()  # what the poll job does after a counted tap
             took = time.monotonic() - tapped
-        from capdaemon.daemon.demo import user_github
-
-        gh = user_github(sb.base_url, std.token_for(std.OWNER))
-        merged = bool(counted) and gh.get_repo(std.REPO).get_pull(number).merged
+        owner = RestClient(sb.base_url, std.token_for(std.OWNER))
+        merged = bool(counted) and bool(owner.get(f"/repos/{std.REPO}/pulls/{number}")["merged"])
         if merged:
             say(f"  alice taps Approve → counted, one-tap issue closed, merged in {took:.1f} s")
         else:
