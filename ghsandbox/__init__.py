@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .cli import cli_main
 from .client import SandboxAdmin
-from .core import SandboxApiError
+from .errors import SandboxApiError
 from .git import CommitSpec, Person
 from .seed import SeedError, load_seed
 from .server import Sandbox

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import render
-from .core import PERMISSION_RANK, Backend, not_found, validation
+from .backend.accounts import PERMISSION_RANK
+from .core import Backend
+from .errors import not_found, validation
 from .protection import ruleset_applies
 from .routing import Ctx, Paged, Result, RouteList, field_of
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 from . import render
 from .api_repos import full_name
 from .clock import parse_iso
-from .core import SandboxApiError, not_found, validation
+from .errors import SandboxApiError, not_found, validation
 from .git import Person
 from .protection import effective_rule
 from .routing import Ctx, Paged, Result, RouteList, field_of

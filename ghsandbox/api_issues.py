@@ -7,16 +7,10 @@ from typing import Any
 from . import render
 from .api_repos import full_name
 from .auth import app_allows, repo_permission
+from .backend.accounts import PERMISSION_RANK
+from .backend.issues import REACTIONS
 from .clock import parse_iso
-from .core import (
-    PERMISSION_RANK,
-    REACTIONS,
-    SandboxApiError,
-    filter_state,
-    not_found,
-    sort_items,
-    validation,
-)
+from .errors import SandboxApiError, filter_state, not_found, sort_items, validation
 from .routing import Ctx, Paged, Result, RouteList, field_of
 
 ROUTES = RouteList()

@@ -8,7 +8,8 @@ from typing import Any
 from . import render
 from .auth import Identity
 from .clock import iso
-from .core import Backend, SandboxApiError, not_found
+from .core import Backend
+from .errors import SandboxApiError, not_found
 from .routing import Ctx, Paged, Result, RouteList
 
 ROUTES = RouteList()

@@ -7,14 +7,8 @@ from typing import Any
 from . import render
 from .api_repos import full_name
 from .auth import app_allows, repo_permission
-from .core import (
-    PERMISSION_RANK,
-    SandboxApiError,
-    filter_state,
-    not_found,
-    sort_items,
-    validation,
-)
+from .backend.accounts import PERMISSION_RANK
+from .errors import SandboxApiError, filter_state, not_found, sort_items, validation
 from .routing import Ctx, Paged, Result, RouteList, field_of
 
 ROUTES = RouteList()

@@ -10,7 +10,7 @@ from . import render
 from .api_access import permissions_for
 from .auth import repo_permission
 from .clock import iso, parse_iso
-from .core import SandboxApiError, not_found, validation
+from .errors import SandboxApiError, not_found, validation
 from .git import EMPTY_TREE
 from .http import paginate
 from .routing import Ctx, Paged, Result, RouteList, field_of

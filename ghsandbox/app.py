@@ -16,7 +16,8 @@ from . import githttp
 from .api_meta import budget
 from .auth import ANONYMOUS, Identity, identify
 from .clock import parse_iso
-from .core import Backend, SandboxApiError
+from .core import Backend
+from .errors import SandboxApiError
 from .fidelity import Refusal, oversized, settings
 from .gql import GRAPHQL_PATHS, GraphqlEndpoint, fault_path
 from .gql.schema import warm_in_background

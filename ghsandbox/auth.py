@@ -10,7 +10,9 @@ from typing import Any
 
 import jwt
 
-from .core import PERMISSION_RANK, Backend, SandboxApiError
+from .backend.accounts import PERMISSION_RANK
+from .core import Backend
+from .errors import SandboxApiError
 
 BAD_CREDENTIALS = "Bad credentials"
 

@@ -9,7 +9,9 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from .auth import Identity, identify, repo_permission
-from .core import PERMISSION_RANK, Backend, SandboxApiError
+from .backend.accounts import PERMISSION_RANK
+from .core import Backend
+from .errors import SandboxApiError
 from .git import git_env
 
 GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<repo>[^/]+?)\.git(?P<rest>/.*)?$")

@@ -12,7 +12,8 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request
 
 from .auth import Identity, require
-from .core import Backend, SandboxApiError, validation
+from .core import Backend
+from .errors import SandboxApiError, validation
 from .http import Fragments
 from .render import RepoCache, Urls
 

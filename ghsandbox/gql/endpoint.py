@@ -20,7 +20,8 @@ from graphql.execution.values import get_variable_values
 from werkzeug.wrappers import Request, Response
 
 from ..auth import ANONYMOUS, Identity, identify
-from ..core import Backend, SandboxApiError
+from ..core import Backend
+from ..errors import SandboxApiError
 from ..http import Counters, error_body, json_response, rate_headers, request_id
 from .cost import plan_query
 from .resolvers import GqlContext, served, served_schema, type_of

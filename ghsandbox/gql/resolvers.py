@@ -16,7 +16,8 @@ from typing import Any
 from graphql import GraphQLError, GraphQLResolveInfo, GraphQLSchema
 
 from ..auth import Identity, require
-from ..core import Backend, SandboxApiError
+from ..core import Backend
+from ..errors import SandboxApiError
 from ..http import Bucket
 from ..protection import SUCCESSFUL
 from .nodes import (
