@@ -7,7 +7,7 @@ import binascii
 from typing import Any
 from urllib.parse import quote
 
-from . import render
+from . import render, render_objects
 from .api_repos import full_name
 from .clock import parse_iso
 from .errors import SandboxApiError, not_found, validation
@@ -172,7 +172,7 @@ def get_git_commit(ctx: Ctx, owner: str, repo: str, sha: str) -> Result:
         raise not_found()
     info = g.commit_info(sha)
     assert info is not None
-    return Result(200, render.git_commit(ctx.urls, full, info))
+    return Result(200, render_objects.git_commit(ctx.urls, full, info))
 
 
 def _person(ctx: Ctx, value: Any, name: str) -> tuple[Person, Any]:
@@ -223,7 +223,7 @@ def create_git_commit(ctx: Ctx, owner: str, repo: str) -> Result:
     sha = g.commit_tree(tree, parents, message, author, when, committer, cwhen)
     info = g.commit_info(sha)
     assert info is not None
-    return Result(201, render.git_commit(ctx.urls, full, info))
+    return Result(201, render_objects.git_commit(ctx.urls, full, info))
 
 
 # -- trees and blobs -----------------------------------------------------------------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import render
+from . import render, render_objects
+from .api_labels import label_names
 from .api_repos import full_name
 from .auth import app_allows, repo_permission
 from .backend.accounts import PERMISSION_RANK
@@ -35,20 +36,6 @@ def _need_writer(ctx: Ctx, full: str) -> None:
     ctx.require(full, "read", "issues" if ctx.ident.kind == "installation" else None)
     if not app_allows(ctx.b, ctx.ident, "issues", "write"):
         raise SandboxApiError(403, "Resource not accessible by integration")
-
-
-def _label_names(value: Any) -> list[str]:
-    if not isinstance(value, list):
-        raise validation("Label", "labels", "invalid")
-    out = []
-    for item in value:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            out.append(item["name"])
-        else:
-            raise validation("Label", "labels", "invalid")
-    return out
 
 
 # -- issues --------------------------------------------------------------------------------
@@ -103,7 +90,7 @@ def create_issue(ctx: Ctx, owner: str, repo: str) -> Result:
     body = ctx.body()
     title = field_of(body, "title", (str, int), "Issue", required=True)
     text = field_of(body, "body", str, "Issue")
-    labels = _label_names(body["labels"]) if body.get("labels") is not None else []
+    labels = label_names(body["labels"]) if body.get("labels") is not None else []
     assignees = field_of(body, "assignees", list, "Issue", default=[])
     if body.get("assignee"):
         assignees = [*assignees, field_of(body, "assignee", str, "Issue")]
@@ -138,7 +125,7 @@ def update_issue(ctx: Ctx, owner: str, repo: str, number: int) -> Result:
         if "body" in body:
             rec["body"] = text
         if "labels" in body and triage:
-            names = _label_names(body["labels"] or [])
+            names = label_names(body["labels"] or [])
             for old in list(rec["labels"]):
                 if old.lower() not in {n.lower() for n in names}:
                     ctx.b.remove_label(full, number, old, ctx.actor)
@@ -172,7 +159,7 @@ def list_comments(ctx: Ctx, owner: str, repo: str, number: int) -> Paged:
         except ValueError as exc:
             raise validation("IssueComment", "since", "invalid") from exc
         comments = [c for c in comments if parse_iso(c["updated_at"]) >= since]
-    return Paged(comments, lambda c: render.comment(ctx.b, ctx.urls, full, c, ctx.cache))
+    return Paged(comments, lambda c: render_objects.comment(ctx.b, ctx.urls, full, c, ctx.cache))
 
 
 @route("GET", "/repos/<owner>/<repo>/issues/comments")
@@ -180,7 +167,7 @@ def list_repo_comments(ctx: Ctx, owner: str, repo: str) -> Paged:
     """GET /repos/{owner}/{repo}/issues/comments."""
     full = full_name(ctx, owner, repo)
     comments = list(ctx.b.repo(full)["comments"].values())
-    return Paged(comments, lambda c: render.comment(ctx.b, ctx.urls, full, c, ctx.cache))
+    return Paged(comments, lambda c: render_objects.comment(ctx.b, ctx.urls, full, c, ctx.cache))
 
 
 @route("POST", "/repos/<owner>/<repo>/issues/<int:number>/comments")
@@ -194,14 +181,16 @@ def create_comment(ctx: Ctx, owner: str, repo: str, number: int) -> Result:
     if rec["locked"] and not _can_triage(ctx, full):
         raise SandboxApiError(403, "Unable to create comment because issue is locked.")
     c = ctx.b.add_comment(full, number, text, ctx.actor)
-    return Result(201, render.comment(ctx.b, ctx.urls, full, c))
+    return Result(201, render_objects.comment(ctx.b, ctx.urls, full, c))
 
 
 @route("GET", "/repos/<owner>/<repo>/issues/comments/<int:comment_id>")
 def get_comment(ctx: Ctx, owner: str, repo: str, comment_id: int) -> Result:
     """GET /repos/{owner}/{repo}/issues/comments/{id}."""
     full = full_name(ctx, owner, repo)
-    return Result(200, render.comment(ctx.b, ctx.urls, full, ctx.b.comment(full, comment_id)))
+    return Result(
+        200, render_objects.comment(ctx.b, ctx.urls, full, ctx.b.comment(full, comment_id))
+    )
 
 
 @route("PATCH", "/repos/<owner>/<repo>/issues/comments/<int:comment_id>")
@@ -222,7 +211,7 @@ def edit_comment(ctx: Ctx, owner: str, repo: str, comment_id: int) -> Result:
         c["body"] = text
         c["updated_at"] = now
         ctx.b.store.save()
-    return Result(200, render.comment(ctx.b, ctx.urls, full, c))
+    return Result(200, render_objects.comment(ctx.b, ctx.urls, full, c))
 
 
 @route("DELETE", "/repos/<owner>/<repo>/issues/comments/<int:comment_id>")
@@ -251,7 +240,7 @@ def _reactions(ctx: Ctx, full: str, subject: str, target: int) -> Paged:
         if content not in REACTIONS:
             raise validation("Reaction", "content", "invalid")
         rs = [r for r in rs if r["content"] == content]
-    return Paged(rs, lambda r: render.reaction(ctx.b, ctx.urls, r))
+    return Paged(rs, lambda r: render_objects.reaction(ctx.b, ctx.urls, r))
 
 
 def _react(ctx: Ctx, full: str, subject: str, target: int) -> Result:
@@ -259,7 +248,7 @@ def _react(ctx: Ctx, full: str, subject: str, target: int) -> Result:
     body = ctx.body()
     content = field_of(body, "content", str, "Reaction", required=True, choices=REACTIONS)
     r, created = ctx.b.add_reaction(full, subject, target, content, ctx.actor)
-    return Result(201 if created else 200, render.reaction(ctx.b, ctx.urls, r))
+    return Result(201 if created else 200, render_objects.reaction(ctx.b, ctx.urls, r))
 
 
 @route("GET", "/repos/<owner>/<repo>/issues/<int:number>/reactions")
@@ -334,172 +323,10 @@ def delete_comment_reaction(
 # -- labels and events ---------------------------------------------------------------------
 
 
-def _labels_of(ctx: Ctx, full: str, rec: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for n in rec["labels"]:
-        lab = ctx.b.label(full, n)
-        if lab:
-            out.append(render.label(ctx.urls, full, lab))
-    return out
-
-
-def _label_body(ctx: Ctx) -> list[str]:
-    data = ctx.json()
-    if isinstance(data, dict):
-        if "labels" not in data:
-            raise validation("Label", "labels", "missing_field")
-        data = data["labels"]
-    if data is None:
-        raise validation("Label", "labels", "missing_field")
-    return _label_names(data)
-
-
-def _need_triage(ctx: Ctx, full: str) -> None:
-    if ctx.ident.kind == "anonymous":
-        raise SandboxApiError(401, "Requires authentication")
-    ctx.require(full, "triage", "issues")
-
-
-@route("GET", "/repos/<owner>/<repo>/issues/<int:number>/labels")
-def list_issue_labels(ctx: Ctx, owner: str, repo: str, number: int) -> Paged:
-    """GET /repos/{owner}/{repo}/issues/{number}/labels."""
-    full = full_name(ctx, owner, repo)
-    rec = _issue(ctx, full, number)
-    return Paged(_labels_of(ctx, full, rec))
-
-
-@route("POST", "/repos/<owner>/<repo>/issues/<int:number>/labels")
-def add_issue_labels(ctx: Ctx, owner: str, repo: str, number: int) -> Result:
-    """POST /repos/{owner}/{repo}/issues/{number}/labels (object or bare array body)."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    names = _label_body(ctx)
-    rec = _issue(ctx, full, number)
-    ctx.b.add_labels(full, number, names, ctx.actor)
-    return Result(200, _labels_of(ctx, full, rec))
-
-
-@route("PUT", "/repos/<owner>/<repo>/issues/<int:number>/labels")
-def set_issue_labels(ctx: Ctx, owner: str, repo: str, number: int) -> Result:
-    """PUT /repos/{owner}/{repo}/issues/{number}/labels (replace the set)."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    names = _label_body(ctx)
-    with ctx.b.lock:
-        rec = _issue(ctx, full, number)
-        for old in list(rec["labels"]):
-            if old.lower() not in {n.lower() for n in names}:
-                ctx.b.remove_label(full, number, old, ctx.actor)
-        ctx.b.add_labels(full, number, names, ctx.actor)
-    return Result(200, _labels_of(ctx, full, rec))
-
-
-@route("DELETE", "/repos/<owner>/<repo>/issues/<int:number>/labels/<path:name>")
-def remove_issue_label(ctx: Ctx, owner: str, repo: str, number: int, name: str) -> Result:
-    """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name} → the remaining labels."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    rec = _issue(ctx, full, number)
-    ctx.b.remove_label(full, number, name, ctx.actor)
-    return Result(200, _labels_of(ctx, full, rec))
-
-
-@route("DELETE", "/repos/<owner>/<repo>/issues/<int:number>/labels")
-def clear_issue_labels(ctx: Ctx, owner: str, repo: str, number: int) -> Result:
-    """DELETE /repos/{owner}/{repo}/issues/{number}/labels."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    with ctx.b.lock:
-        rec = _issue(ctx, full, number)
-        for old in list(rec["labels"]):
-            ctx.b.remove_label(full, number, old, ctx.actor)
-    return Result(204, None)
-
-
-@route("GET", "/repos/<owner>/<repo>/labels")
-def list_repo_labels(ctx: Ctx, owner: str, repo: str) -> Paged:
-    """GET /repos/{owner}/{repo}/labels."""
-    full = full_name(ctx, owner, repo)
-    labels = list(ctx.b.repo(full)["labels"].values())
-    return Paged(labels, lambda lab: render.label(ctx.urls, full, lab))
-
-
-@route("POST", "/repos/<owner>/<repo>/labels")
-def create_repo_label(ctx: Ctx, owner: str, repo: str) -> Result:
-    """POST /repos/{owner}/{repo}/labels."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    body = ctx.body()
-    name = field_of(body, "name", str, "Label", required=True)
-    color = field_of(body, "color", str, "Label", default="ededed") or "ededed"
-    desc = field_of(body, "description", str, "Label")
-    if len(color.lstrip("#")) != 6 or any(
-        ch not in "0123456789abcdefABCDEF" for ch in color.lstrip("#")
-    ):
-        raise validation("Label", "color", "invalid")
-    lab = ctx.b.create_label(full, name, color, desc)
-    return Result(201, render.label(ctx.urls, full, lab))
-
-
-@route("GET", "/repos/<owner>/<repo>/labels/<path:name>")
-def get_repo_label(ctx: Ctx, owner: str, repo: str, name: str) -> Result:
-    """GET /repos/{owner}/{repo}/labels/{name}."""
-    full = full_name(ctx, owner, repo)
-    lab = ctx.b.label(full, name)
-    if lab is None:
-        raise not_found()
-    return Result(200, render.label(ctx.urls, full, lab))
-
-
-@route("PATCH", "/repos/<owner>/<repo>/labels/<path:name>")
-def update_repo_label(ctx: Ctx, owner: str, repo: str, name: str) -> Result:
-    """PATCH /repos/{owner}/{repo}/labels/{name} (color, description; renames via new_name)."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    body = ctx.body()
-    with ctx.b.lock:
-        lab = ctx.b.label(full, name)
-        if lab is None:
-            raise not_found()
-        color = field_of(body, "color", str, "Label")
-        desc = field_of(body, "description", str, "Label")
-        new_name = field_of(body, "new_name", str, "Label")
-        if color:
-            lab["color"] = color.lstrip("#")
-        if "description" in body:
-            lab["description"] = desc
-        if new_name and new_name != lab["name"]:
-            labels = ctx.b.repo(full)["labels"]
-            del labels[lab["name"]]
-            for rec in ctx.b.repo(full)["issues"].values():
-                rec["labels"] = [new_name if n == lab["name"] else n for n in rec["labels"]]
-            lab["name"] = new_name
-            labels[new_name] = lab
-        ctx.b.store.save()
-    return Result(200, render.label(ctx.urls, full, lab))
-
-
-@route("DELETE", "/repos/<owner>/<repo>/labels/<path:name>")
-def delete_repo_label(ctx: Ctx, owner: str, repo: str, name: str) -> Result:
-    """DELETE /repos/{owner}/{repo}/labels/{name}."""
-    full = full_name(ctx, owner, repo)
-    _need_triage(ctx, full)
-    with ctx.b.lock:
-        lab = ctx.b.label(full, name)
-        if lab is None:
-            raise not_found()
-        del ctx.b.repo(full)["labels"][lab["name"]]
-        for rec in ctx.b.repo(full)["issues"].values():
-            if lab["name"] in rec["labels"]:
-                rec["labels"].remove(lab["name"])
-        ctx.b.store.save()
-    return Result(204, None)
-
-
 @route("GET", "/repos/<owner>/<repo>/issues/<int:number>/events")
 def list_issue_events(ctx: Ctx, owner: str, repo: str, number: int) -> Paged:
     """GET /repos/{owner}/{repo}/issues/{number}/events (labeled, unlabeled, closed, ...)."""
     full = full_name(ctx, owner, repo)
     _issue(ctx, full, number)
     events = [e for e in ctx.b.repo(full)["events"] if e["issue"] == number]
-    return Paged(events, lambda e: render.event(ctx.b, ctx.urls, full, e))
+    return Paged(events, lambda e: render_objects.event(ctx.b, ctx.urls, full, e))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from . import render
+from . import render, render_objects
 from .auth import Identity
 from .clock import iso
 from .core import Backend
@@ -89,7 +89,7 @@ def _need_app(ctx: Ctx) -> dict[str, Any]:
 @route("GET", "/app")
 def get_app(ctx: Ctx) -> Result:
     """GET /app (JWT)."""
-    return Result(200, render.app(ctx.b, ctx.urls, _need_app(ctx)))
+    return Result(200, render_objects.app(ctx.b, ctx.urls, _need_app(ctx)))
 
 
 @route("GET", "/apps/<slug>")
@@ -97,7 +97,7 @@ def get_app_by_slug(ctx: Ctx, slug: str) -> Result:
     """GET /apps/{slug}."""
     for a in ctx.b.data["apps"].values():
         if a["slug"] == slug:
-            return Result(200, render.app(ctx.b, ctx.urls, a))
+            return Result(200, render_objects.app(ctx.b, ctx.urls, a))
     raise not_found()
 
 
@@ -109,7 +109,7 @@ def _installations(ctx: Ctx) -> list[dict[str, Any]]:
 @route("GET", "/app/installations")
 def list_installations(ctx: Ctx) -> Paged:
     """GET /app/installations (JWT; a plain array like GitHub)."""
-    return Paged(_installations(ctx), lambda i: render.installation(ctx.b, ctx.urls, i))
+    return Paged(_installations(ctx), lambda i: render_objects.installation(ctx.b, ctx.urls, i))
 
 
 @route("GET", "/app/installations/<int:installation_id>")
@@ -117,7 +117,7 @@ def get_installation(ctx: Ctx, installation_id: int) -> Result:
     """GET /app/installations/{id} (JWT)."""
     for i in _installations(ctx):
         if i["id"] == installation_id:
-            return Result(200, render.installation(ctx.b, ctx.urls, i))
+            return Result(200, render_objects.installation(ctx.b, ctx.urls, i))
     raise not_found()
 
 
@@ -147,7 +147,7 @@ def get_repo_installation(ctx: Ctx, owner: str, repo: str) -> Result:
     full = ctx.b.repo(f"{owner}/{repo}")["full_name"]
     for i in _installations(ctx):
         if full in ctx.b.installation_repos(i):
-            return Result(200, render.installation(ctx.b, ctx.urls, i))
+            return Result(200, render_objects.installation(ctx.b, ctx.urls, i))
     raise not_found()
 
 
@@ -156,7 +156,7 @@ def get_org_installation(ctx: Ctx, org: str) -> Result:
     """GET /orgs/{org}/installation (JWT)."""
     for i in _installations(ctx):
         if i["account"].lower() == org.lower():
-            return Result(200, render.installation(ctx.b, ctx.urls, i))
+            return Result(200, render_objects.installation(ctx.b, ctx.urls, i))
     raise not_found()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import render
+from . import render, render_objects
 from .api_repos import full_name
 from .auth import app_allows, repo_permission
 from .backend.accounts import PERMISSION_RANK
@@ -153,7 +153,7 @@ def list_pull_files(ctx: Ctx, owner: str, repo: str, number: int) -> Paged:
     rec = _pr(ctx, full, number)
     base, head = _range(ctx, full, rec)
     files = ctx.b.git(full).diff_files(base, head)[:MAX_FILES]
-    return Paged(files, lambda f: render.diff_file(ctx.urls, full, head, f))
+    return Paged(files, lambda f: render_objects.diff_file(ctx.urls, full, head, f))
 
 
 @route("GET", "/repos/<owner>/<repo>/pulls/<int:number>/commits")
@@ -163,7 +163,7 @@ def list_pull_commits(ctx: Ctx, owner: str, repo: str, number: int) -> Paged:
     rec = _pr(ctx, full, number)
     base, head = _range(ctx, full, rec)
     commits = ctx.b.git(full).log_range([f"{base}..{head}"], reverse=True, limit=MAX_COMMITS)
-    return Paged(commits, lambda c: render.commit(ctx.b, ctx.urls, full, c))
+    return Paged(commits, lambda c: render_objects.commit(ctx.b, ctx.urls, full, c))
 
 
 @route("GET", "/repos/<owner>/<repo>/pulls/<int:number>/merge")

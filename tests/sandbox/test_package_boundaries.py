@@ -116,3 +116,17 @@ def test_only_the_demo_package_imports_the_sandbox() -> None:
 
 def test_the_demo_uses_neither_the_cli_entry_point_nor_pygithub() -> None:
     assert _imports_under(ROOT / "capdaemon" / "demo", "capdaemon.cli", "github") == []
+
+
+def test_every_route_list_is_composed() -> None:
+    """A handler module whose ROUTES the app forgot would answer 404 for all its endpoints."""
+    from ghsandbox import routes
+
+    declaring = sorted(
+        _module_name(path)
+        for path in SANDBOX.rglob("*.py")
+        if "ROUTES = RouteList()" in path.read_text(encoding="utf-8")
+    )
+    composed = sorted({r.handler.__module__ for one in routes.ROUTE_LISTS for r in one})
+    assert declaring == composed
+    assert len(routes.ROUTE_LISTS) == len(declaring)
