@@ -5,7 +5,7 @@ from __future__ import annotations
 from .cli import cli_main
 from .client import SandboxAdmin
 from .errors import SandboxApiError
-from .git import CommitSpec, Person
+from .gittypes import CommitSpec, Person
 from .seed import SeedError, load_seed
 from .server import Sandbox
 from .store import StoreError

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from . import render_objects
 from .api_repos import full_name, resolve_commit
 from .errors import SandboxApiError, not_found, validation
-from .git import EMPTY_TREE
+from .gittypes import EMPTY_TREE
 from .http import paginate
 from .routing import Ctx, Paged, Result, RouteList, field_of
 

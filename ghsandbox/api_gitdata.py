@@ -11,7 +11,7 @@ from . import render, render_objects
 from .api_repos import full_name
 from .clock import parse_iso
 from .errors import SandboxApiError, not_found, validation
-from .git import Person
+from .gittypes import Person
 from .protection import effective_rule
 from .routing import Ctx, Paged, Result, RouteList, field_of
 

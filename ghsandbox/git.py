@@ -1,472 +1,18 @@
-"""Plumbing over real bare git repositories: commits, diffs, merges, trees, refs."""
+"""Plumbing over real bare git repositories: commits, trees, blobs, logs, diffs, merges."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import tempfile
-import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ZERO = "0" * 40
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
-PRE_RECEIVE_HOOK = """#!/bin/sh
-# capdaemon sandbox: branch protection for pushes (see ghsandbox/protection.py).
-exec "{python}" -I -S "{script}"
-"""
+from .gitrefs import GitRefs
+from .gittypes import SHA_RANGE, ZERO, CommitInfo, CommitSpec, Person, epoch, is_sha, quote_path
 
 
-class GitError(RuntimeError):
-    """A git command failed."""
-
-
-@dataclass(frozen=True)
-class Person:
-    """An author or committer identity."""
-
-    name: str
-    email: str
-
-
-@dataclass
-class CommitSpec:
-    """One commit for :meth:`GitRepo.fast_import`.
-
-    ``files`` maps a path to text/bytes (a regular file), ``None`` (delete) or a dict
-    ``{"content": ..., "mode": "100644"|"100755"|"120000"|"160000"}`` (160000: a commit sha).
-    """
-
-    branch: str
-    files: Mapping[str, Any]
-    message: str
-    author: Person
-    when: datetime
-    parent: str | None = None
-    committer: Person | None = None
-    extra_parents: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """A parsed commit object."""
-
-    sha: str
-    tree: str
-    parents: list[str]
-    author: Person
-    author_date: datetime
-    committer: Person
-    committer_date: datetime
-    message: str
-
-
-def _quote_path(path: str) -> str:
-    if any(c in path for c in '"\\\n') or path.startswith(" "):
-        return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    return path
-
-
-def _epoch(dt: datetime) -> int:
-    return int(dt.timestamp())
-
-
-def _base_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        {
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "LC_ALL": "C",
-        }
-    )
-    return env
-
-
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_SHA_RANGE = re.compile(r"^\^?[0-9a-f]{40}(?:\.\.[0-9a-f]{40})?$")
-_PLAIN_REF = re.compile(r"^refs/[A-Za-z0-9._/+-]+$")
-# git subcommands that may move refs: the in-memory ref table is dropped when one runs.
-_REF_WRITERS = frozenset(
-    {
-        "update-ref",
-        "fast-import",
-        "symbolic-ref",
-        "pack-refs",
-        "gc",
-        "branch",
-        "tag",
-        "fetch",
-        "receive-pack",
-        "push",
-        "replace",
-        "reflog",
-        "prune",
-    }
-)
-MEMO_LIMIT = 20_000
-
-
-def is_sha(text: str) -> bool:
-    """Is ``text`` a full (40 hex digits) object id? Such names are immutable cache keys."""
-    return _SHA.match(text) is not None
-
-
-class Memo:
-    """A thread-safe, size-bounded memo for results keyed by immutable object ids."""
-
-    def __init__(self, limit: int = MEMO_LIMIT) -> None:
-        self._data: dict[Any, Any] = {}
-        self._lock = threading.Lock()
-        self.limit = limit
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        """The stored value or ``default``."""
-        with self._lock:
-            return self._data.get(key, default)
-
-    def put(self, key: Any, value: Any) -> Any:
-        """Store ``value`` (dropping the oldest half when full) and return it."""
-        with self._lock:
-            if len(self._data) >= self.limit:
-                for old in list(self._data)[: self.limit // 2]:
-                    del self._data[old]
-            self._data[key] = value
-        return value
-
-    def clear(self) -> None:
-        """Forget everything."""
-        with self._lock:
-            self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-_ENV_LOCK = threading.Lock()
-_ENV: dict[str, str] | None = None
-
-
-def git_env() -> dict[str, str]:
-    """The environment git subprocesses run with (computed once, lazily)."""
-    global _ENV
-    with _ENV_LOCK:
-        if _ENV is None:
-            _ENV = _base_env()
-        return dict(_ENV)
-
-
-_UNKNOWN = object()
-
-
-class GitRepo:
+class GitRepo(GitRefs):
     """A bare repository on disk, driven through git plumbing commands."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._diff_cache = Memo(2_000)
-        self._merge_cache = Memo()
-        # Answers that only depend on immutable objects (keyed by full shas): merge bases,
-        # ancestry, commit counts, logs, object types, trees, small blobs.
-        self._memo = Memo()
-        self._cache_lock = threading.Lock()
-        # refname -> (object id, object type, peeled commit or None); None = reload on demand.
-        self._refs: dict[str, tuple[str, str, str | None]] | None = None
-        self._ref_tails: frozenset[str] = frozenset()  # slash-bounded suffixes of ref names
-        self._ref_commits: frozenset[str] = frozenset()  # commits that refs point at
-        self._refs_gen = 0
-        self.subprocesses = 0  # git processes started (for tests and profiling)
-
-    # -- caches ----------------------------------------------------------------------------
-
-    def invalidate_refs(self) -> None:
-        """Forget the in-memory ref table (call after anything outside this object moved refs;
-        pushes through git http-backend and every ref-writing git command run here do)."""
-        with self._cache_lock:
-            self._refs = None
-            self._refs_gen += 1
-
-    def _ref_table(self) -> dict[str, tuple[str, str, str | None]]:
-        with self._cache_lock:
-            table, gen = self._refs, self._refs_gen
-        if table is not None:
-            return table
-        fmt = "--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype) %(refname)"
-        text = self.run("for-each-ref", fmt, "refs/").stdout.decode("utf-8", "replace")
-        table = {}
-        tails: set[str] = set()
-        for line in text.splitlines():
-            sha, typ, peeled, peeled_type, name = line.split(" ", 4)
-            commit = sha if typ == "commit" else peeled if peeled_type == "commit" else None
-            table[name] = (sha, typ, commit)
-            stem = name.removesuffix("/HEAD")
-            for i, c in enumerate(stem):
-                if c == "/":
-                    tails.add(stem[i + 1 :])
-        with self._cache_lock:
-            if self._refs_gen == gen:
-                self._refs = table
-                self._ref_tails = frozenset(tails)
-                self._ref_commits = frozenset(v[2] for v in table.values() if v[2])
-        return table
-
-    # -- running ---------------------------------------------------------------------------
-
-    def run(
-        self,
-        *args: str,
-        input: bytes | None = None,
-        env: Mapping[str, str] | None = None,
-        ok_codes: Iterable[int] = (0,),
-    ) -> subprocess.CompletedProcess[bytes]:
-        """Run ``git <args>`` inside the repository; raise GitError on an unexpected exit code."""
-        full_env = git_env()
-        if env:
-            full_env.update(env)
-        writes_refs = bool(args) and args[0] in _REF_WRITERS
-        if writes_refs:
-            self.invalidate_refs()
-        self.subprocesses += 1
-        try:
-            proc = subprocess.run(
-                ["git", *args],
-                cwd=self.path,
-                input=input,
-                capture_output=True,
-                env=full_env,
-                check=False,
-            )
-        finally:
-            if writes_refs:
-                self.invalidate_refs()
-        if proc.returncode not in tuple(ok_codes):
-            raise GitError(
-                f"git {' '.join(args[:3])} failed ({proc.returncode}): "
-                f"{proc.stderr.decode('utf-8', 'replace').strip()}"
-            )
-        return proc
-
-    def out(
-        self, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None
-    ) -> str:
-        """Run git and return stdout as stripped text."""
-        return self.run(*args, input=input, env=env).stdout.decode("utf-8", "replace").strip()
-
-    # -- setup -----------------------------------------------------------------------------
-
-    def init_bare(self, default_branch: str) -> None:
-        """Create the bare repository (laid out directly, no ``git init`` process) with the hook."""
-        for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "hooks", "info"):
-            (self.path / sub).mkdir(parents=True, exist_ok=True)
-        (self.path / "HEAD").write_text(f"ref: refs/heads/{default_branch}\n", encoding="utf-8")
-        (self.path / "config").write_text(
-            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
-            "\tlogAllRefUpdates = false\n[http]\n\treceivepack = true\n"
-            "[receive]\n\tdenyDeleteCurrent = ignore\n[gc]\n\tauto = 0\n",
-            encoding="utf-8",
-        )
-        (self.path / "description").write_text("capdaemon sandbox repository\n", encoding="utf-8")
-        self.install_hooks()
-
-    def install_hooks(self) -> None:
-        """Write the pre-receive hook that enforces branch protection on pushes."""
-        hook = self.path / "hooks" / "pre-receive"
-        hook.parent.mkdir(parents=True, exist_ok=True)
-        script = Path(__file__).with_name("protection.py")
-        hook.write_text(
-            PRE_RECEIVE_HOOK.format(python=sys.executable, script=script), encoding="utf-8"
-        )
-        hook.chmod(0o755)
-
-    # -- refs ------------------------------------------------------------------------------
-
-    def refs(self, prefix: str = "refs/") -> dict[str, str]:
-        """All refs under ``prefix`` (a full ref name or a ``/``-bounded prefix) → object ids."""
-        if any(c in prefix for c in "*?[\\"):
-            text = self.run(
-                "for-each-ref", "--format=%(objectname) %(refname)", prefix
-            ).stdout.decode()
-            out = {}
-            for line in text.splitlines():
-                sha, _, name = line.partition(" ")
-                out[name] = sha
-            return out
-        table = self._ref_table()
-        stem = prefix.rstrip("/")
-        if not stem:
-            return {name: v[0] for name, v in table.items()}
-        under = stem + "/"
-        return {name: v[0] for name, v in table.items() if name == stem or name.startswith(under)}
-
-    def resolve(self, rev: str) -> str | None:
-        """Resolve a revision to a commit sha, or None."""
-        if not rev or rev.startswith("-"):
-            return None
-        fast = self._resolve_fast(rev)
-        if fast is not _UNKNOWN:
-            return fast  # type: ignore[return-value]
-        proc = self.run(
-            "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", ok_codes=(0, 1, 128)
-        )
-        if proc.returncode != 0:
-            return None
-        sha = proc.stdout.decode().strip()
-        if rev == sha:
-            self._memo.put(("type", sha), "commit")
-        return sha
-
-    def _resolve_fast(self, rev: str) -> str | object | None:
-        """Answer ``rev^{commit}`` from memory when that is exact, else ``_UNKNOWN``.
-
-        Full refnames come from the ref table; full shas from the object-type memo. A refname
-        missing from the table is None unless some other ref could match it under git's
-        DWIM rules (``refs/tags/<rev>`` ...), in which case git is asked.
-        """
-        if is_sha(rev):
-            if self._memo.get(("type", rev)) == "commit":
-                return rev
-            self._ref_table()
-            with self._cache_lock:
-                known = rev in self._ref_commits
-            return rev if known else _UNKNOWN
-        if _PLAIN_REF.match(rev) is None:
-            return _UNKNOWN
-        table = self._ref_table()
-        hit = table.get(rev)
-        if hit is not None:
-            return hit[2] if hit[2] is not None else _UNKNOWN
-        with self._cache_lock:
-            ambiguous = rev in self._ref_tails
-        return _UNKNOWN if ambiguous else None
-
-    def resolve_ref_or_sha(self, ref: str) -> str | None:
-        """Resolve a branch name, tag, full ref or (abbreviated) sha (``{ref}``)."""
-        for candidate in (f"refs/heads/{ref}", f"refs/tags/{ref}", ref):
-            sha = self.resolve(candidate)
-            if sha:
-                return sha
-        return None
-
-    def object_type(self, sha: str) -> str | None:
-        """The type of an object (commit, tree, blob, tag) or None if missing."""
-        if is_sha(sha):
-            typ = self._memo.get(("type", sha))
-            if typ is not None:
-                return typ  # type: ignore[no-any-return]
-        proc = self.run("cat-file", "-t", sha, ok_codes=(0, 1, 128))
-        if proc.returncode != 0:
-            return None
-        typ = proc.stdout.decode().strip()
-        if is_sha(sha):
-            self._memo.put(("type", sha), typ)
-        return typ
-
-    def update_ref(self, ref: str, new: str, old: str | None = None) -> None:
-        """Move a ref (optionally only if it still points at ``old``)."""
-        args = ["update-ref", ref, new]
-        if old is not None:
-            args.append(old)
-        table, gen = self._ref_snapshot()
-        self.run(*args)
-        self._patch_refs(table, gen, {ref: self._ref_value(ref, new)})
-
-    def update_refs(self, refs: Mapping[str, str]) -> None:
-        """Point many refs at commits with one ``git update-ref --stdin``."""
-        if not refs:
-            return
-        table, gen = self._ref_snapshot()
-        lines = "".join(f"update {ref} {sha}\n" for ref, sha in refs.items())
-        self.run("update-ref", "--stdin", input=lines.encode())
-        self._patch_refs(table, gen, {ref: self._ref_value(ref, sha) for ref, sha in refs.items()})
-
-    def delete_ref(self, ref: str) -> None:
-        """Delete a ref."""
-        table, gen = self._ref_snapshot()
-        self.run("update-ref", "-d", ref)
-        self._patch_refs(table, gen, {ref: None})
-
-    def _ref_value(self, ref: str, sha: str) -> tuple[str, str, str | None] | bool:
-        """The ref-table entry for ``ref`` → ``sha`` (False when the type is not known)."""
-        typ = "commit" if ref.startswith("refs/heads/") else self._memo.get(("type", sha))
-        if typ is None and sha in self._ref_commits:
-            typ = "commit"
-        if typ not in ("commit", "tree", "blob"):
-            return False
-        return (sha, typ, sha if typ == "commit" else None)
-
-    def _ref_snapshot(self) -> tuple[dict[str, tuple[str, str, str | None]] | None, int]:
-        with self._cache_lock:
-            return self._refs, self._refs_gen
-
-    def _patch_refs(
-        self,
-        table: dict[str, tuple[str, str, str | None]] | None,
-        gen: int,
-        changes: Mapping[str, tuple[str, str, str | None] | bool | None],
-    ) -> None:
-        """Install ``table`` with ``changes`` applied (None deletes a ref) if nothing else
-        touched refs meanwhile (``run`` invalidated exactly twice) and every entry is known;
-        otherwise the table is simply reloaded on the next lookup."""
-        if table is None or any(v is False for v in changes.values()):
-            return
-        patched = dict(table)
-        tails: set[str] = set()
-        commits: set[str] = set()
-        for ref, value in changes.items():
-            if value is None:
-                patched.pop(ref, None)
-                continue
-            assert isinstance(value, tuple)
-            patched[ref] = value
-            stem = ref.removesuffix("/HEAD")
-            tails.update(stem[i + 1 :] for i, c in enumerate(stem) if c == "/")
-            if value[2]:
-                commits.add(value[2])
-        with self._cache_lock:
-            if self._refs is None and self._refs_gen == gen + 2:
-                self._refs = patched
-                # Both sets only grow: an extra tail merely sends a lookup to git, and
-                # objects outlive their refs (gc.auto = 0).
-                self._ref_tails = self._ref_tails | tails
-                self._ref_commits = self._ref_commits | commits
-
-    def _memoised(self, key: tuple[Any, ...], shas: Iterable[str], compute: Any) -> Any:
-        """``compute()``, remembered under ``key`` when every name in ``shas`` is a full sha."""
-        if not all(is_sha(x) for x in shas):
-            return compute()
-        hit = self._memo.get(key, _UNKNOWN)
-        if hit is not _UNKNOWN:
-            return hit
-        return self._memo.put(key, compute())
-
-    def is_ancestor(self, a: str, b: str) -> bool:
-        """True if commit ``a`` is an ancestor of (or equal to) ``b``."""
-        return bool(
-            self._memoised(
-                ("ancestor", a, b),
-                (a, b),
-                lambda: (
-                    self.run("merge-base", "--is-ancestor", a, b, ok_codes=(0, 1)).returncode == 0
-                ),
-            )
-        )
-
-    def merge_base(self, a: str, b: str) -> str | None:
-        """The best common ancestor of two commits."""
-
-        def compute() -> str | None:
-            proc = self.run("merge-base", a, b, ok_codes=(0, 1))
-            return proc.stdout.decode().strip() or None
-
-        return self._memoised(("merge-base", a, b), (a, b), compute)  # type: ignore[no-any-return]
-
-    # -- writing ---------------------------------------------------------------------------
 
     def fast_import(self, commits: list[CommitSpec]) -> list[str]:
         """Write commits with one ``git fast-import`` run; return their shas in order."""
@@ -476,7 +22,7 @@ class GitRepo:
         for i, c in enumerate(commits, start=1):
             committer = c.committer or c.author
             msg = c.message.encode()
-            ts = _epoch(c.when)
+            ts = epoch(c.when)
             chunks.append(
                 f"commit refs/heads/{c.branch}\nmark :{i}\n"
                 f"author {c.author.name} <{c.author.email}> {ts} +0000\n"
@@ -490,7 +36,7 @@ class GitRepo:
             for p in c.extra_parents:
                 chunks.append(f"merge {p}\n".encode())
             for path, value in c.files.items():
-                qp = _quote_path(path).encode()
+                qp = quote_path(path).encode()
                 if value is None:
                     chunks.append(b"D " + qp + b"\n")
                     continue
@@ -550,10 +96,10 @@ class GitRepo:
         env = {
             "GIT_AUTHOR_NAME": author.name,
             "GIT_AUTHOR_EMAIL": author.email,
-            "GIT_AUTHOR_DATE": f"{_epoch(when)} +0000",
+            "GIT_AUTHOR_DATE": f"{epoch(when)} +0000",
             "GIT_COMMITTER_NAME": committer.name,
             "GIT_COMMITTER_EMAIL": committer.email,
-            "GIT_COMMITTER_DATE": f"{_epoch(committer_when or when)} +0000",
+            "GIT_COMMITTER_DATE": f"{epoch(committer_when or when)} +0000",
         }
         args = ["commit-tree", tree]
         for p in parents:
@@ -600,8 +146,6 @@ class GitRepo:
                 self.run("read-tree", f"--prefix={path}/", sha, env=env)
             return self.out("write-tree", env=env)
 
-    # -- reading ---------------------------------------------------------------------------
-
     def commit_info(self, rev: str) -> CommitInfo | None:
         """Parse one commit, or None if ``rev`` is not a commit."""
         infos = self.log_range([rev], limit=1, no_walk=True)
@@ -615,7 +159,7 @@ class GitRepo:
         reverse: bool = False,
     ) -> list[CommitInfo]:
         """Commits selected by ``git log revs`` (newest first unless ``reverse``)."""
-        if revs and all(_SHA_RANGE.match(r) for r in revs):
+        if revs and all(SHA_RANGE.match(r) for r in revs):
             key = ("log", tuple(revs), limit, no_walk, reverse)
             hit = self._memo.get(key)
             if hit is None:

@@ -12,7 +12,7 @@ from .auth import Identity, identify, repo_permission
 from .backend.accounts import PERMISSION_RANK
 from .core import Backend
 from .errors import SandboxApiError
-from .git import git_env
+from .gittypes import git_env
 
 GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<repo>[^/]+?)\.git(?P<rest>/.*)?$")
 

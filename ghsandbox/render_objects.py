@@ -6,7 +6,7 @@ from typing import Any
 
 from .clock import iso
 from .core import Backend
-from .git import CommitInfo
+from .gittypes import CommitInfo
 from .render import RepoCache, Urls, author_association, node_id, reaction_rollup, user
 
 

@@ -19,7 +19,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from .app import SandboxApp
 from .clock import Clock
 from .core import Backend
-from .git import CommitSpec
+from .gittypes import CommitSpec
 from .http import Fault
 from .seed import load_seed
 

@@ -8,7 +8,8 @@ from typing import Any
 from ..clock import Clock, iso
 from ..errors import not_found
 from ..fidelity import MergeabilityClock, SecondaryLimits
-from ..git import GitRepo, Person
+from ..git import GitRepo
+from ..gittypes import Person
 from ..http import RateLimiter
 from ..store import Store
 

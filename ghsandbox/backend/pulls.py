@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import SandboxApiError, not_found, validation
 from ..fidelity import settings
-from ..git import Person
+from ..gittypes import Person
 from ..protection import SUCCESSFUL, effective_rule
 from .checks import Checks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SandboxApiError, validation
-from ..git import CommitSpec, Person
+from ..gittypes import CommitSpec, Person
 from .accounts import Accounts
 
 
