@@ -191,7 +191,7 @@ def create_check_run(ctx: Ctx, owner: str, repo: str) -> Result:
 
 
 def _run(ctx: Ctx, full: str, check_run_id: int) -> dict[str, Any]:
-    run = ctx.b.repo(full)["check_runs"].get(str(check_run_id))
+    run: dict[str, Any] | None = ctx.b.repo(full)["check_runs"].get(str(check_run_id))
     if run is None:
         raise not_found()
     return run

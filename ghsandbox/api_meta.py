@@ -83,7 +83,8 @@ def _need_app(ctx: Ctx) -> dict[str, Any]:
             "A JSON web token could not be decoded",
             doc="https://docs.github.com/rest/apps/apps#get-the-authenticated-app",
         )
-    return ctx.b.data["apps"][str(ctx.ident.app_id)]
+    app: dict[str, Any] = ctx.b.data["apps"][str(ctx.ident.app_id)]
+    return app
 
 
 @route("GET", "/app")

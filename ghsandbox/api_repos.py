@@ -17,7 +17,7 @@ route = ROUTES.route
 
 def full_name(ctx: Ctx, owner: str, repo: str) -> str:
     """The canonical ``owner/name`` (case-insensitive lookup, 404 if unknown or invisible)."""
-    full = ctx.b.repo(f"{owner}/{repo}")["full_name"]
+    full: str = ctx.b.repo(f"{owner}/{repo}")["full_name"]
     ctx.require(full, "read")
     return full
 

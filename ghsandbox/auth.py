@@ -105,7 +105,8 @@ def _identify_jwt(b: Backend, token: str, th: str) -> Identity:
     if header.get("alg") != "RS256":
         raise SandboxApiError(401, "A JSON web token could not be decoded")
     try:
-        app_id = int(claims.get("iss"))
+        iss: Any = claims.get("iss")
+        app_id = int(iss)
     except (TypeError, ValueError) as exc:
         raise SandboxApiError(401, "'Issuer' claim ('iss') must be an Integer") from exc
     app = b.app_by_id(app_id)

@@ -73,7 +73,8 @@ def git_commit(u: Urls, full: str, c: CommitInfo) -> dict[str, Any]:
 
 
 def _login_for_email(b: Backend, email: str) -> str | None:
-    for login, rec in b.data["users"].items():
+    users: dict[str, dict[str, Any]] = b.data["users"]
+    for login, rec in users.items():
         if rec.get("email") == email or email == f"{rec['id']}+{login}@users.noreply.github.com":
             return login
     return None

@@ -60,7 +60,7 @@ def _check_keys(obj: dict[str, Any], where: str, allowed: set[str]) -> None:
 
 
 def _login(value: Any, where: str) -> str:
-    text = _typed(value, where, str)
+    text: str = _typed(value, where, str)
     if not _LOGIN.match(text):
         raise SeedError(f"seed: {where}: not a valid login: {text!r}")
     return text
@@ -285,6 +285,7 @@ def _apps(
 
 def _app_public_key(a: dict[str, Any], where: str, base_dir: Path | None) -> str:
     """The App's PEM public key, inline or read from ``public_key_file``."""
+    pem: str
     if "public_key" in a:
         pem = _typed(a["public_key"], f"{where}.public_key", str)
     elif "public_key_file" in a:

@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -234,7 +235,8 @@ class Sandbox:
         backend.store.start_writer()
         app = SandboxApp(backend)
         server = make_server(host, port, app, threaded=True, request_handler=_Handler)
-        server.daemon_threads = True
+        if isinstance(server, ThreadingMixIn):  # threaded=True: handler threads are daemons
+            server.daemon_threads = True
         server.sandbox_connections = _Connections()  # type: ignore[attr-defined]
         sb = cls(root, backend, app, server)
         sb.host = host

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from socketserver import ThreadingMixIn
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
@@ -140,7 +141,7 @@ class TelegramState:
                 if chosen is None:
                     raise BotApiError(400, f"Bad Request: no button {button!r} on the message")
                 data = str(chosen.get("callback_data", ""))
-            update = {
+            update: dict[str, Any] = {
                 "update_id": next(self._update_ids),
                 "callback_query": {
                     "id": str(next(self._query_ids)),
@@ -348,7 +349,8 @@ class TelegramSandbox:
         self._server: BaseWSGIServer = make_server(
             host, port, self._wsgi, threaded=True, request_handler=_QuietHandler
         )
-        self._server.daemon_threads = True
+        if isinstance(self._server, ThreadingMixIn):  # threaded=True: handler threads are daemons
+            self._server.daemon_threads = True
         self.port = self._server.server_port
         self.api_url = f"http://{host}:{self.port}"
         self._thread: threading.Thread | None = None

@@ -32,7 +32,7 @@ class Accounts(BackendState):
                 "members": [],
                 "rate_limit": None,
             }
-        rec = users[login]
+        rec: dict[str, Any] = users[login]
         rec["type"] = type
         for k, v in fields.items():
             if v is not None:
@@ -82,7 +82,8 @@ class Accounts(BackendState):
 
     def app_by_id(self, app_id: int) -> dict[str, Any] | None:
         """An app record."""
-        return self.data["apps"].get(str(app_id))
+        apps: dict[str, dict[str, Any]] = self.data["apps"]
+        return apps.get(str(app_id))
 
     def bot_login(self, app_id: int) -> str:
         """``<slug>[bot]`` for an app."""
@@ -120,7 +121,7 @@ class Accounts(BackendState):
         owner = self.data["users"].get(repo["owner"], {})
         if login in owner.get("admins", []):
             return "admin"
-        role = repo["collaborators"].get(login)
+        role: str | None = repo["collaborators"].get(login)
         if role in PERMISSIONS:
             return role
         if login in owner.get("members", []):

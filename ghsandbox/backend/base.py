@@ -48,10 +48,11 @@ class BackendState:
 
     def repo(self, full: str) -> dict[str, Any]:
         """A repo record or a 404 error."""
-        repo = self.data["repos"].get(full)
+        repos: dict[str, dict[str, Any]] = self.data["repos"]
+        repo = repos.get(full)
         if repo is None:
             # GitHub matches owner and name case-insensitively.
-            for name, rec in self.data["repos"].items():
+            for name, rec in repos.items():
                 if name.lower() == full.lower():
                     return rec
             raise not_found()

@@ -41,7 +41,7 @@ class Issues(Repos):
 
     def issue(self, full: str, number: int | str) -> dict[str, Any]:
         """An issue or PR record by number, or 404."""
-        rec = self.repo(full)["issues"].get(str(number))
+        rec: dict[str, Any] | None = self.repo(full)["issues"].get(str(number))
         if rec is None:
             raise not_found()
         return rec
@@ -159,7 +159,7 @@ class Issues(Repos):
 
     def comment(self, full: str, comment_id: int | str) -> dict[str, Any]:
         """A comment by id or 404."""
-        c = self.repo(full)["comments"].get(str(comment_id))
+        c: dict[str, Any] | None = self.repo(full)["comments"].get(str(comment_id))
         if c is None:
             raise not_found()
         return c

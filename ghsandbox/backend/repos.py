@@ -161,10 +161,10 @@ class Repos(Accounts):
 
     def label(self, full: str, name: str) -> dict[str, Any] | None:
         """A label by name (case-insensitive)."""
-        repo = self.repo(full)
-        if name in repo["labels"]:
-            return repo["labels"][name]
-        for n, rec in repo["labels"].items():
+        labels: dict[str, dict[str, Any]] = self.repo(full)["labels"]
+        if name in labels:
+            return labels[name]
+        for n, rec in labels.items():
             if n.lower() == name.lower():
                 return rec
         return None
