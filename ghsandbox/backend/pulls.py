@@ -205,53 +205,10 @@ class Pulls(Checks):
             clean, tree = g.merge_tree(base_sha, head)
             if not clean or tree is None:
                 raise SandboxApiError(405, "Pull Request is not mergeable")
-            rule = effective_rule(self.repo(full), pr["base_ref"])
-            bypass = actor_is_admin and rule is not None and not rule["enforce_admins"]
-            if rule and not bypass:
-                missing = self.missing_required_checks(full, pr["base_ref"], head)
-                if missing:
-                    ctx, why = missing[0]
-                    raise SandboxApiError(405, f'Required status check "{ctx}" is {why}.')
-                reviews = rule.get("required_pull_request_reviews") or {}
-                count = reviews.get("required_approving_review_count", 0)
-                if count > 0:
-                    raise SandboxApiError(
-                        405,
-                        f"At least {count} approving review{'s are' if count > 1 else ' is'} "
-                        "required by "
-                        "reviewers with write access.",
-                    )
-                if (
-                    rule["required_status_checks"]
-                    and rule["required_status_checks"]["strict"]
-                    and not g.is_ancestor(base_sha, head)
-                ):
-                    raise SandboxApiError(405, "Head branch is not up to date with the base branch")
-            when = self.clock.now()
-            committer = Person("GitHub", "noreply@github.com")
-            author = self.person(actor)
-            head_label = f"{full.split('/')[0]}:{pr['head_ref']}"
-            if method == "merge":
-                msg = title or f"Merge pull request #{number} from {head_label.replace(':', '/')}"
-                msg += "\n\n" + (message if message is not None else rec["title"])
-                new = g.commit_tree(
-                    tree, [base_sha, head], msg.rstrip("\n") + "\n", author, when, committer
-                )
-            elif method == "squash":
-                commits = g.log_range([f"{base_sha}..{head}"], reverse=True)
-                if message is None:
-                    message = "\n\n".join(f"* {c.message}" for c in commits)
-                msg = (title or f"{rec['title']} (#{number})") + "\n\n" + message
-                pr_author = self.person(rec["user"])
-                new = g.commit_tree(
-                    tree, [base_sha], msg.rstrip("\n") + "\n", pr_author, when, committer
-                )
-            else:
-                commits = g.log_range([f"{base_sha}..{head}"], reverse=True)
-                new_tip = g.rebase_commits(base_sha, commits, committer, when)
-                if new_tip is None:
-                    raise SandboxApiError(405, "This branch can't be rebased")
-                new = new_tip
+            self._check_merge_rule(full, pr, head, base_sha, actor_is_admin)
+            new = self._merge_commit(
+                full, number, rec, method, tree, base_sha, actor, title, message
+            )
             g.update_ref(base_ref, new, base_sha)
             now = self.now()
             pr.update(
@@ -265,3 +222,72 @@ class Pulls(Checks):
             self.after_push(full)
             self.store.save()
             return {"sha": new, "merged": True, "message": "Pull Request successfully merged"}
+
+    def _check_merge_rule(
+        self, full: str, pr: dict[str, Any], head: str, base_sha: str, actor_is_admin: bool
+    ) -> None:
+        """Branch protection on the base: required checks, reviews, up to date (admins may
+        bypass when the rule does not enforce admins); a 405 with GitHub's message otherwise."""
+        rule = effective_rule(self.repo(full), pr["base_ref"])
+        bypass = actor_is_admin and rule is not None and not rule["enforce_admins"]
+        if not rule or bypass:
+            return
+        missing = self.missing_required_checks(full, pr["base_ref"], head)
+        if missing:
+            ctx, why = missing[0]
+            raise SandboxApiError(405, f'Required status check "{ctx}" is {why}.')
+        reviews = rule.get("required_pull_request_reviews") or {}
+        count = reviews.get("required_approving_review_count", 0)
+        if count > 0:
+            raise SandboxApiError(
+                405,
+                f"At least {count} approving review{'s are' if count > 1 else ' is'} "
+                "required by "
+                "reviewers with write access.",
+            )
+        if (
+            rule["required_status_checks"]
+            and rule["required_status_checks"]["strict"]
+            and not self.git(full).is_ancestor(base_sha, head)
+        ):
+            raise SandboxApiError(405, "Head branch is not up to date with the base branch")
+
+    def _merge_commit(
+        self,
+        full: str,
+        number: int,
+        rec: dict[str, Any],
+        method: str,
+        tree: str,
+        base_sha: str,
+        actor: str,
+        title: str | None,
+        message: str | None,
+    ) -> str:
+        """The new base tip: a merge commit, a squashed commit, or the rebased commits."""
+        g = self.git(full)
+        pr = rec["pull"]
+        head = pr["head_sha"]
+        when = self.clock.now()
+        committer = Person("GitHub", "noreply@github.com")
+        if method == "merge":
+            head_label = f"{full.split('/')[0]}:{pr['head_ref']}"
+            msg = title or f"Merge pull request #{number} from {head_label.replace(':', '/')}"
+            msg += "\n\n" + (message if message is not None else rec["title"])
+            author = self.person(actor)
+            return g.commit_tree(
+                tree, [base_sha, head], msg.rstrip("\n") + "\n", author, when, committer
+            )
+        commits = g.log_range([f"{base_sha}..{head}"], reverse=True)
+        if method == "squash":
+            if message is None:
+                message = "\n\n".join(f"* {c.message}" for c in commits)
+            msg = (title or f"{rec['title']} (#{number})") + "\n\n" + message
+            pr_author = self.person(rec["user"])
+            return g.commit_tree(
+                tree, [base_sha], msg.rstrip("\n") + "\n", pr_author, when, committer
+            )
+        new_tip = g.rebase_commits(base_sha, commits, committer, when)
+        if new_tip is None:
+            raise SandboxApiError(405, "This branch can't be rebased")
+        return new_tip
