@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ghsandbox import testing as std
+from ghsandbox.server import Sandbox
 
 TABLE_WIDTH = 100
 
@@ -75,7 +76,7 @@ def ballots_line(ballots: dict[str, str]) -> str:
 def explain(
     say: Callable[[str], None],
     root: Path,
-    sb: Any,
+    sb: Sandbox,
     config_dir: Path,
     state_dir: Path,
     keep_running: bool,
