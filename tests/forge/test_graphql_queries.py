@@ -8,9 +8,9 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse, vali
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.gql import QUERIES, REACTION_CONTENT
-from capdaemon.sandbox.gql import github_schema
-from capdaemon.sandbox.gql.cost import plan_query
-from capdaemon.sandbox.gql.resolvers import REST_TO_REACTION, served
+from ghsandbox.gql import github_schema
+from ghsandbox.gql.cost import plan_query
+from ghsandbox.gql.resolvers import REST_TO_REACTION, served
 
 VARIABLES = {"owner": "acme", "name": "widgets", "number": 1, "after": None}
 

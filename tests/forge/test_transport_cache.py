@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from capdaemon.forge.client import Forge
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 def test_304s_reuse_the_pooled_connection(

@@ -13,7 +13,7 @@ import yaml
 
 from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.decide.breaker import BreakerState
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 from tests.daemon.conftest import SESSION, T0, Harness, write_config
 
 __all__ = ["SESSION", "T0", "SafetyHarness"]
