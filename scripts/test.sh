@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up a virtualenv (if missing), then lint, format-check and run the whole test suite.
+# Set up a virtualenv (if missing), then lint, format-check, type-check and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,4 +9,5 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy
 .venv/bin/python -m pytest -q -n 2 "$@"
