@@ -213,7 +213,7 @@ class Forge:
         """Call at the start of each tick: resets the wait budget and per-tick negative caches."""
         self.transport.budget.reset()
         self.transport.cache.new_tick()
-        self.session.memo.policy_seen.clear()
+        self.session.memo.clear()
         self._batch.forget()
 
     def rate_budget(self) -> RateBudget:

@@ -84,11 +84,15 @@ class Protection:
             return []
 
     def _branch(self, repo: str, branch: str) -> dict[str, Any] | None:
-        try:
-            data = self._http.get(f"/repos/{repo}/branches/{quote(branch, safe='')}")
-        except NotFound:
-            return None
-        return data if isinstance(data, dict) else None
+        """The branch object (its head commit, `protected`), read once a tick."""
+        key = (repo, branch)
+        if key not in self._memo.branches:
+            try:
+                data = self._http.get(f"/repos/{repo}/branches/{quote(branch, safe='')}")
+            except NotFound:
+                data = None
+            self._memo.branches[key] = data if isinstance(data, dict) else None
+        return self._memo.branches[key]
 
     def get_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
         """The branch protection document, or None when the branch is not protected."""
@@ -102,13 +106,18 @@ class Protection:
         """What protects `branch`: classic protection plus rulesets (see `fold_rules`).
 
         Classic protection is read only when the branch says it has some (`protected`), so an
-        unprotected branch costs two ETag-cached reads (free 304s) per tick, not a 404.
+        unprotected branch costs two ETag-cached reads (free 304s) per tick, not a 404. Read
+        once a tick (the merge gate and the probes both ask).
         """
-        info = self._branch(repo, branch)
-        classic = None
-        if info is None or info.get("protected") is not False:
-            classic = self.get_protection(repo, branch)
-        return fold_rules(classic, self.branch_rules(repo, branch))
+        key = (repo, branch)
+        if key not in self._memo.effective:
+            info = self._branch(repo, branch)
+            classic = None
+            if info is None or info.get("protected") is not False:
+                classic = self.get_protection(repo, branch)
+            self._memo.effective[key] = fold_rules(classic, self.branch_rules(repo, branch))
+        found = self._memo.effective[key]
+        return None if found is None else dict(found)
 
     def policy_text(self, repo: str, branch: str) -> str | None:
         """`.capdaemon.yml` at the head of `branch` (None when absent), remembered per commit.

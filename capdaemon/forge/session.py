@@ -117,6 +117,23 @@ class TickMemo:
 
     # .capdaemon.yml per (repo, base ref), remembered for one tick (a minute at most)
     policy_seen: dict[tuple[str, str], tuple[str | None, datetime]] = field(default_factory=dict)
+    # (repo, branch) → the branch object and the effective protection, read once a tick (the
+    # policy, the merge gate and the probes all ask; GitHub enforces protection at merge anyway)
+    branches: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+    effective: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        """Forget everything (a new tick)."""
+        self.policy_seen.clear()
+        self.forget_branch()
+
+    def forget_branch(self, key: tuple[str, str] | None = None) -> None:
+        """Forget one branch's reads (after the daemon changed its protection) or all."""
+        for memo in (self.branches, self.effective):
+            if key is None:
+                memo.clear()
+            else:
+                memo.pop(key, None)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ class Writes:
         self._identity = session.identity
         self._clock = session.clock
         self._overflow = session.overflow
+        self._memo = session.memo
         self._issues = issues
         self._protection = protection
 
@@ -192,6 +193,7 @@ class Writes:
             "allow_force_pushes": False,
             "allow_deletions": False,
         }
+        self._memo.forget_branch((repo, branch))
         self._http.req(
             "PUT", f"/repos/{repo}/branches/{quote(branch, safe='')}/protection", body=body
         )

@@ -78,6 +78,7 @@ class SafetyHarness(Harness):
     def step7(self, now: datetime | None = None) -> None:
         """Run the safety step 7 directly (idempotent; the tick calls it too once hooked)."""
         ticker = self.ticker or self.start()
+        ticker.forge.new_tick()  # as at the start of a tick: the forge reads afresh
         ticker.safety.step_probes_and_breaker(now or self.sb.now())
 
 
