@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from capdaemon.channels.onetap import sync_tick
@@ -40,7 +41,7 @@ def step_ballots(
     todo: list[_Seen] = []
     for s in seen:
         rec = s.rec
-        needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(deps.net, rec)
+        needs = s.quadrant is Quadrant.D or safety.needs_ballot(deps.net, rec)
         if not needs or not rec.ballot_round or rec.state != "open":
             continue
         if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
@@ -137,8 +138,8 @@ def read_ballots(
     calls: dict[tuple[str, str], Callable[[], Any]] = {}
     if repo is not None:
         for ref, number in wanted.items():
-            calls[(ref, "c")] = lambda n=number: deps.forge.comments(repo, n)
-            calls[(ref, "r")] = lambda n=number: deps.forge.reactions(repo, n)
+            calls[(ref, "c")] = partial(deps.forge.comments, repo, number)
+            calls[(ref, "r")] = partial(deps.forge.reactions, repo, number)
     got = concurrently(deps, ctx, calls)
     out: dict[str, _BallotReads] = {}
     for ref in wanted:

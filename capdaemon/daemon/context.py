@@ -25,7 +25,7 @@ from capdaemon.model import CheckRun
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
-    from capdaemon.forge.client import Forge
+    from capdaemon.forge.port import ForgePort
 
 
 class SafetyHost(Protocol):
@@ -37,7 +37,7 @@ class SafetyHost(Protocol):
 
     config: Config
     state_dir: Path
-    forge: Forge
+    forge: ForgePort
     prs: PRStore
     metrics: Metrics
     actions_log: AuditLog
@@ -56,7 +56,7 @@ class TickDeps:
 
     config: Config
     state_dir: Path
-    forge: Forge
+    forge: ForgePort
     rules: tuple[UserRule, ...]
     log: Any  # a structlog BoundLogger (capdaemon.logging.get_logger)
     classifier_log: AuditLog

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
@@ -32,6 +32,10 @@ from capdaemon.decide.labels import Label
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+
+if TYPE_CHECKING:
+    from capdaemon.daemon.tick import Ticker
+    from capdaemon.forge.port import ForgePort
 
 DIGEST_DIR = "digests"
 DIGEST_STATE = "digest_state.json"
@@ -144,7 +148,7 @@ def _classified(
             continue
         seen.add(key)
         try:
-            counts[Quadrant(rec.get("quadrant"))] += 1
+            counts[Quadrant(str(rec.get("quadrant")))] += 1
         except ValueError:
             continue
         for f in rec.get("findings") or ():
@@ -338,7 +342,7 @@ def write(state_dir: Path, day: date, text: str) -> Path:
     return path
 
 
-def post(config: Config, forge: Any, day: date, text: str) -> int | None:
+def post(config: Config, forge: ForgePort, day: date, text: str) -> int | None:
     """Post (or update) the digest issue of `day` in the decision repo; its number."""
     repo = config.ballot_repo
     if repo is None:
@@ -353,7 +357,7 @@ def post(config: Config, forge: Any, day: date, text: str) -> int | None:
     return int(issue.number)
 
 
-def send_if_due(config: Config, state_dir: Path, forge: Any, now: datetime) -> date | None:
+def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime) -> date | None:
     """Send today's digest when it is due and not yet sent; the date sent, else None.
 
     Order for crash safety: file, issue (found again by its marker), then the sent date
@@ -390,7 +394,7 @@ def cron_trigger(config: Config) -> Any:
 
 
 def add_digest_job(
-    scheduler: Any, ticker: Any, *, clock: Callable[[], datetime] | None = None
+    scheduler: Any, ticker: Ticker, *, clock: Callable[[], datetime] | None = None
 ) -> Callable[[], date | None]:
     """Schedule the digest: daily at digest_time (misfire grace 6 h, coalesced) and once at
     start-up (sends only when today's is due and missing). A failed post retries every 10 min

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from capdaemon.daemon import safety
@@ -93,32 +94,29 @@ def gather(
     got = concurrently(
         deps,
         ctx,
-        {
-            n: (lambda pr=pr: deps.forge.check_runs(pr.repo, pr.head_sha))
-            for n, pr in wanted.items()
-        },
+        {n: partial(deps.forge.check_runs, pr.repo, pr.head_sha) for n, pr in wanted.items()},
     )
     snaps: dict[int, PRSummary] = {}
     for n, pr in wanted.items():
-        g, result = plans[n], got.get(n)
+        g, result = plans[n], got[n]
         if isinstance(result, BaseException):
             g.error = result
             continue
-        g.checks = result
+        checks: list[CheckRun] = result
+        g.checks = checks
         rec = deps.prs.records.get(pr.ref)
-        if rec is None or not unchanged(deps, ctx, rec, pr, result, policy_hash, g.cap):
+        if rec is None or not unchanged(deps, ctx, rec, pr, checks, policy_hash, g.cap):
             snaps[n] = pr
     got = concurrently(
         deps,
         ctx,
         {
-            n: (
-                lambda pr=pr, runs=plans[n].checks: deps.forge.snapshot(
-                    pr.repo,
-                    pr.number,
-                    contents_for=deps.contents_for,
-                    known_runs=(pr.head_sha, runs or ()),
-                )
+            n: partial(
+                deps.forge.snapshot,
+                pr.repo,
+                pr.number,
+                contents_for=deps.contents_for,
+                known_runs=(pr.head_sha, plans[n].checks or ()),
             )
             for n, pr in snaps.items()
         },

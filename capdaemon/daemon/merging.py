@@ -194,11 +194,11 @@ def merge_facts(
     deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
 ) -> MergeFacts:
     rec, pr, rc = s.rec, s.pr, s.rc
-    needs = rec.quadrant == Quadrant.D.value or safety.needs_ballot(deps.net, rec)
+    needs = s.quadrant is Quadrant.D or safety.needs_ballot(deps.net, rec)
     ballot = ballot_outcome(rec, pr.head_sha, now) if needs else None
     return MergeFacts(
         head_sha=pr.head_sha,
-        quadrant=Quadrant(rec.quadrant),
+        quadrant=s.quadrant,
         tier=safety.tier_decision(deps.net, rec),
         checks=tuple(checks),
         required_checks=required_checks_for(deps, ctx, rc),

@@ -55,7 +55,7 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
                     report.backlog_left += 1
                     continue
                 try:
-                    rec = process_pr(deps, ctx, rc, pr, policy_hash, now, report, g)
+                    handled = process_pr(deps, ctx, rc, pr, policy_hash, now, report, g)
                 except (RateLimited, _Stopped, StateError):
                     raise
                 except ForgeError as exc:
@@ -65,8 +65,7 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
                     deps.log.exception("pr.failed", pr=pr.ref)
                     report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
                     continue
-                if rec is not None:
-                    seen.append(_Seen(rc, pr, rec))
+                seen.append(handled)
                 deps.heartbeat()
             safety.save(deps.net)  # once per chunk (see safety.on_classified)
     report.prs_seen = len(seen)

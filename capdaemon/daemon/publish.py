@@ -27,6 +27,7 @@ from capdaemon.daemon.tickdata import (
     _digest,
     _Gathered,
     _iso,
+    _Seen,
     auto_revert_floor,
     firm_d,
     without_stale_auto_revert,
@@ -52,7 +53,7 @@ def process_pr(
     now: datetime,
     report: TickReport,
     gathered: _Gathered | None = None,
-) -> PRRecord | None:
+) -> _Seen:
     """Reclassify and republish one PR when its inputs (or its ballot state) changed.
 
     `gathered` comes from the gather phase; without it (a ballot decision republishing
@@ -67,7 +68,8 @@ def process_pr(
         note_reopened(rec)
     if g.settled is not None:
         deps.log.debug("pr.settled", pr=pr.ref, why=g.settled)
-        return rec  # nothing changed that could matter: no read, no classification, no write
+        # nothing changed that could matter: no read, no classification, no write
+        return _Seen(rc, pr, rec)
     checks = g.checks
     if checks is None:
         checks = deps.forge.check_runs(pr.repo, pr.head_sha)
@@ -76,7 +78,7 @@ def process_pr(
         if rec.light != g.light:  # e.g. draft toggled: not a classification input
             rec.light = g.light
             deps.prs.save(rec)
-        return rec  # unchanged: no snapshot, no classification, no write
+        return _Seen(rc, pr, rec)  # unchanged: no snapshot, no classification, no write
     snap = g.snapshot
     if snap is None:
         snap = deps.forge.snapshot(
@@ -87,7 +89,7 @@ def process_pr(
         )
     if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
         deps.log.info("pr.moved_during_gather", pr=pr.ref)
-        return rec  # the list is stale; the next tick sees the new head or base
+        return _Seen(rc, pr, rec)  # the list is stale; the next tick sees the new head or base
     tasks = linked_tasks(snap, rc.task_branch_pattern)
     reverts = recovery.bot_revert_of(deps.net, snap) if rc.require_capability else None
     if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
@@ -127,7 +129,7 @@ def process_pr(
     rec.light = light_fingerprint(pr, policy_hash, cap)
     rec.published = _digest(fp, ballot_key(rec, snap.head_sha))
     deps.prs.save(rec)
-    return rec
+    return _Seen(rc, pr, rec, verdict)
 
 
 def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:

@@ -6,16 +6,23 @@ import contextlib
 import dataclasses
 import os
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.notify import Notifier
 from capdaemon.daemon.preflight import CredentialsError, UnreachableError
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
+
+if TYPE_CHECKING:
+    from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.tick import Ticker
+    from capdaemon.forge import tokencache
+    from capdaemon.forge.client import Forge
+    from capdaemon.forge.port import ForgePort
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -90,13 +97,13 @@ def open_ticker(
     config: Config,
     state_dir: Path,
     *,
-    rules: tuple[Any, ...] = (),
+    rules: tuple[UserRule, ...] = (),
     env: Mapping[str, str] | None = None,
-    heartbeat: Any = None,
-    forge: Any = None,
+    heartbeat: Callable[[], object] | None = None,
+    forge: ForgePort | None = None,
     verify: bool = False,
     wait_for_github: bool = False,
-) -> Iterator[Any]:
+) -> Iterator[Ticker]:
     """Read credentials, build the Forge (unless given), lock the state dir, build the Ticker.
 
     With `verify`, the key must parse and GitHub must accept the credentials before anything
@@ -110,22 +117,23 @@ def open_ticker(
     from capdaemon.forge import tokencache
 
     cache: tokencache.Loaded | None = None  # set when this function builds the Forge
+    built: Forge | None = None
     if forge is None:
         config_dir = Path(config.config_dir) if config.config_dir else None
         token, key_pem = github_credentials(config.github, env, config_dir)
         if verify and key_pem is not None:
             check_key_pem(key_pem, app_key_path(config.github, env, config_dir) or "")
-        forge = build_forge(
+        forge = built = build_forge(
             config.github,
             token=token,
             key_pem=key_pem,
             write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
         )
         # a cron tick starts where the last process left off: same token, same ETags
-        cache = tokencache.load(forge, Path(state_dir), config.github.base_url)
+        cache = tokencache.load(built, Path(state_dir), config.github.base_url)
         if verify:
             try:
-                authenticate(forge, config.github)
+                authenticate(built, config.github)
             except UnreachableError as exc:
                 if not wait_for_github:
                     raise
@@ -145,12 +153,14 @@ def open_ticker(
         try:
             yield ticker
         finally:
-            if cache is not None:
-                _keep_cache(tokencache, forge, state_dir, config.github.base_url, cache)
+            if cache is not None and built is not None:
+                _keep_cache(built, state_dir, config.github.base_url, cache)
 
 
-def _keep_cache(tokencache: Any, forge: Any, state_dir: Path, base_url: str, cache: Any) -> None:
+def _keep_cache(forge: Forge, state_dir: Path, base_url: str, cache: tokencache.Loaded) -> None:
     """Save the token and ETag cache for the next process (never over an unreadable file)."""
+    from capdaemon.forge import tokencache
+
     try:
         if not cache.unreadable:
             tokencache.save(forge, state_dir, base_url)
@@ -160,7 +170,7 @@ def _keep_cache(tokencache: Any, forge: Any, state_dir: Path, base_url: str, cac
         forge.close()
 
 
-def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None) -> int:
+def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = None) -> int:
     """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0).
 
     The signal handler asks the tick to stop after its current step and stops the scheduler;
@@ -222,7 +232,7 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
     return outcome["code"]
 
 
-def tick_job(ticker: Any) -> int | None:
+def tick_job(ticker: Ticker) -> int | None:
     """One scheduled tick. The credentials are proven first: a tick that cannot authenticate
     (key or token revoked, GitHub unreachable) is skipped — nothing written, not counted.
     Returns EXIT_FAILED when the daemon must stop (corrupt state), else None."""
@@ -273,6 +283,6 @@ def _iso_or_none(when: Any) -> str | None:
     return when.isoformat() if isinstance(when, datetime) else None
 
 
-def run_once(ticker: Any) -> dict[str, Any]:
+def run_once(ticker: Ticker) -> dict[str, Any]:
     """One tick, in this thread (what `capdaemon tick --once` and the demo do)."""
     return ticker.tick().to_dict()

@@ -66,7 +66,7 @@ from capdaemon.model import Quadrant
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
-    from capdaemon.forge.client import Forge
+    from capdaemon.forge.port import ForgePort
 
 __all__ = [
     "BALLOT",
@@ -97,7 +97,7 @@ class Ticker:
         self,
         config: Config,
         state_dir: Path,
-        forge: Forge,
+        forge: ForgePort,
         *,
         rules: Iterable[UserRule] = (),
         env: Mapping[str, str] | None = None,
@@ -107,7 +107,7 @@ class Ticker:
         self.config = config
         self.state_dir = Path(state_dir)
         self.forge = forge
-        if getattr(forge, "state_dir", False) is None:
+        if forge.state_dir is None:
             forge.state_dir = self.state_dir  # over-long bodies are saved here in full
         self.rules = tuple(rules)
         self._clock = clock or (lambda: datetime.now(UTC))

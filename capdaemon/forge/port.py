@@ -1,0 +1,229 @@
+"""ForgePort: the daemon's typed view of GitHub — every read and write it needs from the forge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+from capdaemon.forge.convert import CHECK_NAME
+from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
+from capdaemon.model import CheckRun, PRSnapshot
+
+if TYPE_CHECKING:
+    from capdaemon.forge.auth import InstallationTokenAuth
+    from capdaemon.forge.transport import Transport
+
+__all__ = ["ForgePort", "JsonObject", "Marker", "RateBudget"]
+
+# A JSON object as GitHub sends it (branch protection, rate limits): its shape is GitHub's.
+JsonObject = dict[str, Any]
+# The hidden marker written into a body to find an issue, comment or check again (JSON object).
+Marker = dict[str, Any]
+
+
+class RateBudget(TypedDict):
+    """The last primary rate-limit figures plus this tick's wait budget (tick metrics)."""
+
+    remaining: int | None
+    limit: int | None
+    used: int | None
+    reset: str | None  # ISO 8601, UTC
+    wait_budget_left: float
+    wait_spent: float
+    requests: int
+    not_modified: int
+    writes: int
+
+
+class ForgePort(Protocol):
+    """What the daemon, its commands and its checks need from GitHub, and nothing more.
+
+    Reads return frozen values (forge.types, model); writes are idempotent and marked, and
+    return whether they changed anything. Failures raise forge.errors.ForgeError subclasses.
+    """
+
+    # ------------------------------------------------------------ identity and plumbing
+    state_dir: Path | None  # where over-long bodies are saved in full (see forge.overflow)
+
+    @property
+    def transport(self) -> Transport:
+        """The one HTTP adapter: retries, ETag cache, pacing, counters."""
+        ...
+
+    @property
+    def installation_auth(self) -> InstallationTokenAuth | None:
+        """The App installation's token source; None with a personal token."""
+        ...
+
+    @property
+    def as_app(self) -> bool:
+        """True as a GitHub App installation (check runs), False with a token (statuses)."""
+        ...
+
+    @property
+    def login(self) -> str:
+        """Who we act as: `<app-slug>[bot]` for an App, the token's user login otherwise."""
+        ...
+
+    def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
+        """(installation id, account login, granted permissions); None with a token."""
+        ...
+
+    def new_tick(self) -> None:
+        """Reset the wait budget and the per-tick caches."""
+        ...
+
+    def rate_budget(self) -> RateBudget:
+        """Rate-limit figures and this tick's wait budget."""
+        ...
+
+    def rate_limit_core(self) -> JsonObject:
+        """The core REST budget: `limit`, `remaining`, `reset`."""
+        ...
+
+    def close(self) -> None:
+        """Close HTTP connections."""
+        ...
+
+    # ------------------------------------------------------------ reads
+    def list_open_prs(self, repo: str) -> list[PRSummary]:
+        """Every open PR of `repo`."""
+        ...
+
+    def snapshot(
+        self,
+        repo: str,
+        number: int,
+        *,
+        contents_for: Callable[[str], bool] | None = None,
+        known_runs: tuple[str, Iterable[CheckRun]] | None = None,
+    ) -> PRSnapshot:
+        """One PR, gathered once, immutable."""
+        ...
+
+    def pull_status(self, repo: str, number: int) -> PRStatus:
+        """Where a PR stands right now."""
+        ...
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
+        """Check runs on a commit."""
+        ...
+
+    def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
+        """Commit statuses on a commit, as check runs."""
+        ...
+
+    def commit_checks(self, repo: str, sha: str, *, status_history: bool = False) -> list[CheckRun]:
+        """Check runs and commit statuses on a commit."""
+        ...
+
+    def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
+        """The parents of a commit."""
+        ...
+
+    def branch_contains(self, repo: str, branch: str, sha: str) -> bool:
+        """True when `sha` is reachable from `branch`."""
+        ...
+
+    def comments(self, repo: str, issue_no: int) -> list[Comment]:
+        """Every comment on an issue or PR."""
+        ...
+
+    def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
+        """Every reaction on an issue or PR."""
+        ...
+
+    def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
+        """Issue number → its activity as the issue list shows it."""
+        ...
+
+    def permission(self, repo: str, login: str) -> str:
+        """A user's permission on `repo` (`admin`, `write`, `read`, `none`, …)."""
+        ...
+
+    def collaborators(self, repo: str) -> list[tuple[str, str]] | None:
+        """(login, permission) of every collaborator; None when the list cannot be read."""
+        ...
+
+    def repo_permissions(self, repo: str) -> dict[str, bool]:
+        """Our permissions on `repo` (`push`, `admin`, …)."""
+        ...
+
+    def get_protection(self, repo: str, branch: str) -> JsonObject | None:
+        """The branch protection document; None when the branch is not protected."""
+        ...
+
+    def effective_protection(self, repo: str, branch: str) -> JsonObject | None:
+        """Branch protection and rulesets merged into one document; None when unprotected."""
+        ...
+
+    def policy_text(self, repo: str, branch: str) -> str | None:
+        """`.capdaemon.yml` as committed on `branch`; None when absent."""
+        ...
+
+    # ------------------------------------------------------------ writes
+    def publish_check(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        success: bool,
+        title: str,
+        summary: str,
+        marker: Marker,
+        name: str = CHECK_NAME,
+        details_url: str | None = None,
+    ) -> bool:
+        """Publish the verdict as a check run (App) or a commit status (token)."""
+        ...
+
+    def ensure_issue(
+        self,
+        repo: str,
+        marker: Marker,
+        title: str,
+        body: str,
+        labels: Iterable[str] = (),
+        *,
+        reopen: bool = False,
+        number: int | None = None,
+    ) -> MarkedIssue:
+        """The issue carrying `marker`, created or updated to this title, body and labels."""
+        ...
+
+    def close_issue(self, repo: str, number: int, comment: str | None = None) -> bool:
+        """Close an issue, with an optional closing comment."""
+        ...
+
+    def comment_once(self, repo: str, number: int, marker: Marker, body: str) -> bool:
+        """Comment unless a comment with this marker is already there."""
+        ...
+
+    def close_pr(self, repo: str, number: int, comment: str | None) -> bool:
+        """Close a PR, with an optional comment."""
+        ...
+
+    def merge(
+        self, repo: str, number: int, sha: str, method: str, *, base: str | None = None
+    ) -> str:
+        """Merge a PR at exactly `sha` (and base `base`); the merge commit's sha."""
+        ...
+
+    def open_revert_pr(
+        self, repo: str, merge_sha: str, base: str, *, title: str, body: str, label: str
+    ) -> tuple[int, str]:
+        """Open a PR reverting `merge_sha` on `base`: (number, head sha)."""
+        ...
+
+    def set_protection(
+        self,
+        repo: str,
+        branch: str,
+        check_name: str = CHECK_NAME,
+        app_id: int | None = None,
+        *,
+        enforce_admins: bool = False,
+    ) -> bool:
+        """Require the capdaemon check on `branch`."""
+        ...
