@@ -46,7 +46,7 @@ def step_ballots(
             continue
         if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
             if not rec.ballot_round.get("reopened"):
-                retry_rejection(deps, ctx, s, now, report)
+                retry_rejection(deps, s, now, report)
             continue
         if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
             continue  # not rebound yet (the snapshot failed this tick)
@@ -59,7 +59,7 @@ def step_ballots(
             rec = s.rec
             number = int(rec.ballot_round["issue"])  # type: ignore[index]
             fps[rec.ref] = fp = ballot_fp(deps, ctx, rec, activity.get(number))
-            if not ballot_quiet(deps, ctx, rec, fp, s.pr.head_sha, now):
+            if not ballot_quiet(rec, fp, s.pr.head_sha, now):
                 wanted[rec.ref] = number
     reads = read_ballots(deps, ctx, wanted)
     for s in todo:
@@ -116,9 +116,7 @@ def ballot_fp(
     )
 
 
-def ballot_quiet(
-    deps: TickDeps, ctx: TickContext, rec: PRRecord, fp: str | None, head_sha: str, now: datetime
-) -> bool:
+def ballot_quiet(rec: PRRecord, fp: str | None, head_sha: str, now: datetime) -> bool:
     """True when a ballot needs no read: same activity as at the last full read, less than
     BALLOT_REREAD ago, and not approved (an approval is re-read every tick until merged)."""
     seen = rec.ballot_seen
@@ -306,9 +304,7 @@ def record_ballot(
     deps.prs.save(rec)
 
 
-def retry_rejection(
-    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
-) -> None:
+def retry_rejection(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
     """A rejection recorded on the round whose close did not happen (failed, or lost to a
     crash): close the PR now. Votes are not read again: the round is over."""
     rec = s.rec

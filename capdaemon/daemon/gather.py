@@ -143,12 +143,10 @@ def settled(
         return None
     if not safety.tier_recorded(deps.net, rec):
         return None  # safety.json lost this head's tier (a crash before its save)
-    return checks_cannot_matter(deps, ctx, rec, pr)
+    return checks_cannot_matter(deps, rec, pr)
 
 
-def checks_cannot_matter(
-    deps: TickDeps, ctx: TickContext, rec: PRRecord, pr: PRSummary
-) -> str | None:
+def checks_cannot_matter(deps: TickDeps, rec: PRRecord, pr: PRSummary) -> str | None:
     """Why no check run on this head can change an outcome (None: they can — read them).
 
     - draft: GitHub refuses to merge a draft, and leaving draft changes the PR list entry;

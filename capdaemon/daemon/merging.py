@@ -34,7 +34,7 @@ from capdaemon.model import CheckRun, Quadrant
 
 
 # ------------------------------------------------------------------ step 0
-def step_reconcile(deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport) -> None:
+def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
     """Finish what a crash left between an "attempted" record and its outcome (by PR state)."""
     for rec in list(deps.prs.records.values()):
         if not rec.pending:
@@ -187,7 +187,7 @@ def try_merge(
         report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    merge(deps, ctx, s, now, report)
+    merge(deps, s, now, report)
 
 
 def merge_facts(
@@ -217,7 +217,7 @@ def merge_facts(
     )
 
 
-def merge(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport) -> None:
+def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
     """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
     rec, pr, rc = s.rec, s.pr, s.rc
     sha = pr.head_sha

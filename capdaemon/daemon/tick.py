@@ -224,7 +224,7 @@ class Ticker:
         if not self._access_checked:
             self._access_checked = True
             self.check_decision_access(now, report)
-        merging.step_reconcile(deps, ctx, now, report)
+        merging.step_reconcile(deps, now, report)
         issues.find_tampered(deps, ctx, report)
         issues.restore_reviews(deps, ctx, now, report)
         seen = poll.poll_and_classify(deps, ctx, now)  # steps 1-2
