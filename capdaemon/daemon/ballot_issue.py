@@ -47,27 +47,8 @@ def ensure_ballot(
         now=start,
         issue_restored=bool(ctx.tampered.get(rec.ref, {}).get(BALLOT)),
     )
-    reason = why.value if why else ""
     new_round = prior is not None and why is not None
-    voided = None
-    if (
-        prior is not None
-        and new_round
-        and rec.ballot.get("head_sha") == prior.head_sha
-        and BallotStatus(rec.ballot.get("status", "pending")).mergeable
-    ):
-        voided = prior.head_sha
-        if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
-            deps.actions_log.append(
-                {
-                    "action": "approval_voided",
-                    "pr": rec.ref,
-                    "head_sha": prior.head_sha,
-                    "new_head_sha": snap.head_sha,
-                    "reason": texts.round_reason(why, prior.base_ref, snap.base_ref),
-                },
-                now=now,
-            )
+    voided = _void_approval(deps, rec, snap, prior, why, now) if new_round else None
     if new_round or prior is None:
         rec.ballot = {"status": "pending", "head_sha": snap.head_sha, "round": rnd.round}
     labels = [Label.PENDING_OWNER.value]
@@ -88,46 +69,79 @@ def ensure_ballot(
     )
     if number is None:
         return None
-    if new_round and prior is not None:
-        assert deps.decision_repo is not None
-        if why is RoundReason.HEAD_CHANGED:
-            deps.forge.comment_once(
-                deps.decision_repo,
-                number,
-                {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
-                texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided),
-            )
-        elif why is not RoundReason.ISSUE_RESTORED:
-            deps.forge.comment_once(
-                deps.decision_repo,
-                number,
-                {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"},
-                texts.rebound_round_comment(
-                    texts.round_reason(why, prior.base_ref, snap.base_ref),
-                    snap.head_sha,
-                    snap.base_ref,
-                    rnd.round,
-                    voided,
-                ),
-            )
-        # every vote already on the issue belongs to an earlier round, whatever its time
-        stale = [f"comment:{c.id}" for c in deps.forge.comments(deps.decision_repo, number)]
-        stale += [f"reaction:{r.id}" for r in deps.forge.reactions(deps.decision_repo, number)]
-        rnd = rnd.with_stale_votes(stale)
+    if prior is not None and why is not None:
+        rnd = _start_round(deps, rec, snap, prior, rnd, why, voided, number, now)
+    rec.ballot_round = {**rnd.to_json(), "issue": number}
+    return number
+
+
+def _void_approval(
+    deps: TickDeps,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    prior: BallotRound | None,
+    why: RoundReason | None,
+    now: datetime,
+) -> str | None:
+    """The head whose approval a new round voids (None: nothing approved was voided)."""
+    if (
+        prior is None
+        or rec.ballot.get("head_sha") != prior.head_sha
+        or not BallotStatus(rec.ballot.get("status", "pending")).mergeable
+    ):
+        return None
+    if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
         deps.actions_log.append(
             {
-                "action": "ballot_round",
+                "action": "approval_voided",
                 "pr": rec.ref,
-                "head_sha": snap.head_sha,
-                "round": rnd.round,
-                "issue": number,
-                "reason": reason,
-                "stale_votes": len(rnd.stale_vote_ids),
+                "head_sha": prior.head_sha,
+                "new_head_sha": snap.head_sha,
+                "reason": texts.round_reason(why, prior.base_ref, snap.base_ref),
             },
             now=now,
         )
-    rec.ballot_round = {**rnd.to_json(), "issue": number}
-    return number
+    return prior.head_sha
+
+
+def _start_round(
+    deps: TickDeps,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    prior: BallotRound,
+    rnd: BallotRound,
+    why: RoundReason,
+    voided: str | None,
+    number: int,
+    now: datetime,
+) -> BallotRound:
+    """Say on the issue why a new round starts; every vote already on it is stale."""
+    assert deps.decision_repo is not None
+    marker = {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"}
+    if why is RoundReason.HEAD_CHANGED:
+        text = texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided)
+        deps.forge.comment_once(deps.decision_repo, number, marker, text)
+    elif why is not RoundReason.ISSUE_RESTORED:
+        reason = texts.round_reason(why, prior.base_ref, snap.base_ref)
+        text = texts.rebound_round_comment(reason, snap.head_sha, snap.base_ref, rnd.round, voided)
+        deps.forge.comment_once(deps.decision_repo, number, marker, text)
+    # every vote already on the issue belongs to an earlier round, whatever its time
+    stale = [f"comment:{c.id}" for c in deps.forge.comments(deps.decision_repo, number)]
+    stale += [f"reaction:{r.id}" for r in deps.forge.reactions(deps.decision_repo, number)]
+    rnd = rnd.with_stale_votes(stale)
+    deps.actions_log.append(
+        {
+            "action": "ballot_round",
+            "pr": rec.ref,
+            "head_sha": snap.head_sha,
+            "round": rnd.round,
+            "issue": number,
+            "reason": why.value,
+            "stale_votes": len(rnd.stale_vote_ids),
+        },
+        now=now,
+    )
+    return rnd
 
 
 def note_reopened(rec: PRRecord) -> None:

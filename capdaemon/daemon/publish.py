@@ -90,12 +90,7 @@ def process_pr(
     if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
         deps.log.info("pr.moved_during_gather", pr=pr.ref)
         return _Seen(rc, pr, rec)  # the list is stale; the next tick sees the new head or base
-    tasks = linked_tasks(snap, rc.task_branch_pattern)
-    reverts = recovery.bot_revert_of(deps.net, snap) if rc.require_capability else None
-    if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
-        capv = recovery.revert_capability(reverts)
-    else:
-        capv = evaluate(snap, tasks, ctx.load_cap, require=rc.require_capability, now=now)
+    capv = _capability(deps, ctx, rc, snap, now)
     cap = capability_state(capv.task_id, ctx.load_cap, now)
     fp = full_fingerprint(pr, checks, policy_hash, cap)
     verdict = classify(
@@ -108,6 +103,36 @@ def process_pr(
     )
     if rec.head_sha and rec.head_sha != snap.head_sha:
         head_moved(deps, rec, snap.head_sha, now)
+    _note_verdict(rec, snap, verdict, capv, now)
+    safety.on_classified(deps.net, rec, snap, now)
+    # record: the classification (and any scope violation) is fsynced before anything is written
+    if rec.audited != fp:
+        audit_classification(deps, rec, snap, verdict, capv, fp, now)
+        report.classified.append(rec.ref)
+    # act: the check, then the decision issues
+    publish(deps, ctx, rec, snap, verdict, capv, now, report)
+    rec.fingerprint = fp
+    rec.light = light_fingerprint(pr, policy_hash, cap)
+    rec.published = _digest(fp, ballot_key(rec, snap.head_sha))
+    deps.prs.save(rec)
+    return _Seen(rc, pr, rec, verdict)
+
+
+def _capability(
+    deps: TickDeps, ctx: TickContext, rc: RepoConfig, snap: PRSnapshot, now: datetime
+) -> CapabilityVerdict:
+    """The head against its task's capability (the bot's own verified revert needs none)."""
+    tasks = linked_tasks(snap, rc.task_branch_pattern)
+    reverts = recovery.bot_revert_of(deps.net, snap) if rc.require_capability else None
+    if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
+        return recovery.revert_capability(reverts)
+    return evaluate(snap, tasks, ctx.load_cap, require=rc.require_capability, now=now)
+
+
+def _note_verdict(
+    rec: PRRecord, snap: PRSnapshot, verdict: Verdict, capv: CapabilityVerdict, now: datetime
+) -> None:
+    """What later ticks need of this head's verdict, kept on its record (prs.json)."""
     rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
     rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
     rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
@@ -118,18 +143,6 @@ def process_pr(
     rec.blocking = [f.message for f in verdict.blocking] + list(capv.blocking)
     rec.merge_blocked_head = ""
     rec.updated_at = _iso(now)
-    safety.on_classified(deps.net, rec, snap, now)
-    # record: the classification (and any scope violation) is fsynced before anything is written
-    if rec.audited != fp:
-        audit_classification(deps, rec, snap, verdict, capv, fp, now)
-        report.classified.append(rec.ref)
-    # act: the check, then the decision issues
-    publish(deps, ctx, rc, rec, snap, verdict, capv, now, report)
-    rec.fingerprint = fp
-    rec.light = light_fingerprint(pr, policy_hash, cap)
-    rec.published = _digest(fp, ballot_key(rec, snap.head_sha))
-    deps.prs.save(rec)
-    return _Seen(rc, pr, rec, verdict)
 
 
 def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
@@ -220,7 +233,6 @@ def head_moved(deps: TickDeps, rec: PRRecord, new_head: str, now: datetime) -> N
 def publish(
     deps: TickDeps,
     ctx: TickContext,
-    rc: RepoConfig,
     rec: PRRecord,
     snap: PRSnapshot,
     verdict: Verdict,
@@ -253,48 +265,9 @@ def publish(
     if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
         # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
         # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)
-        label = (
-            Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
-            if verdict.quadrant is Quadrant.B
-            else Label.AUTO_APPROVED_IRREVERSIBLE_NON_CRITICAL
-        )
-        ensure_issue(
-            deps,
-            ctx,
-            rec,
-            REVIEW,
-            {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
-            texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
-            passive_issue_body(
-                verdict.quadrant,
-                rec.ref,
-                "",
-                snap.title,
-                verdict,
-                days=deps.config.passive_review_days,
-            ),
-            [label.value],
-            now,
-            report,
-        )
+        _passive_review(deps, ctx, rec, snap, verdict, now, report)
     if capv.blocking:
-        ensure_issue(
-            deps,
-            ctx,
-            rec,
-            SCOPE,
-            {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
-            texts.scope_title(rec.repo, rec.number),
-            texts.scope_body(
-                pr_ref=rec.ref,
-                task=capv.task_id,
-                head_sha=snap.head_sha,
-                problems=capv.blocking,
-            ),
-            [Label.SCOPE_VIOLATION.value],
-            now,
-            report,
-        )
+        _scope_issue(deps, ctx, rec, snap, capv, now, report)
     deps.forge.publish_check(
         rec.repo,
         snap.head_sha,
@@ -306,3 +279,59 @@ def publish(
     ctx.tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
     rec.check_success = check.success
     deps.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
+
+
+def _passive_review(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    verdict: Verdict,
+    now: datetime,
+    report: TickReport,
+) -> None:
+    """Open (or keep) the passive review issue of a B or C head capdaemon merges by itself."""
+    label = (
+        Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
+        if verdict.quadrant is Quadrant.B
+        else Label.AUTO_APPROVED_IRREVERSIBLE_NON_CRITICAL
+    )
+    days = deps.config.passive_review_days
+    ensure_issue(
+        deps,
+        ctx,
+        rec,
+        REVIEW,
+        {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
+        texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
+        passive_issue_body(verdict.quadrant, rec.ref, "", snap.title, verdict, days=days),
+        [label.value],
+        now,
+        report,
+    )
+
+
+def _scope_issue(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    capv: CapabilityVerdict,
+    now: datetime,
+    report: TickReport,
+) -> None:
+    """Open (or keep) the issue that says why this head is outside its task's scope."""
+    ensure_issue(
+        deps,
+        ctx,
+        rec,
+        SCOPE,
+        {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
+        texts.scope_title(rec.repo, rec.number),
+        texts.scope_body(
+            pr_ref=rec.ref, task=capv.task_id, head_sha=snap.head_sha, problems=capv.blocking
+        ),
+        [Label.SCOPE_VIOLATION.value],
+        now,
+        report,
+    )
