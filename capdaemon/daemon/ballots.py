@@ -186,6 +186,24 @@ def count_votes(
         answered_comment_ids=answered,
     )
     outcome = resolve_ballot(facts, now)
+    _audit_votes(deps, rec, issue, rnd, outcome, now)
+    _answer_unknown_commands(deps, rec, issue, outcome, now)
+    report.ballots[rec.ref] = outcome.status.value
+    previous = ballot_key(rec, s.pr.head_sha)
+    if outcome.status.value != previous:
+        apply_ballot(deps, ctx, s, issue, rnd, outcome, previous, now, report)
+    return outcome.status.value
+
+
+def _audit_votes(
+    deps: TickDeps,
+    rec: PRRecord,
+    issue: int,
+    rnd: BallotRound,
+    outcome: BallotOutcome,
+    now: datetime,
+) -> None:
+    """Each vote counted or ignored, in the actions log once."""
     handled = set(rec.handled)
     for vote in (*outcome.counted, *outcome.ignored):
         key = f"vote:{vote.key}"
@@ -204,6 +222,13 @@ def count_votes(
         if not vote.counted:
             deps.log.info("vote.ignored", pr=rec.ref, user=vote.user, reason=vote.reason)
         rec.handled.append(key)
+
+
+def _answer_unknown_commands(
+    deps: TickDeps, rec: PRRecord, issue: int, outcome: BallotOutcome, now: datetime
+) -> None:
+    """One reply per comment whose command capdaemon does not know (audited)."""
+    assert deps.decision_repo is not None
     for unknown in outcome.unknown_commands:
         deps.forge.comment_once(
             deps.decision_repo,
@@ -222,11 +247,6 @@ def count_votes(
             now=now,
         )
         rec.handled.append(f"reply:{unknown.comment_id}")
-    report.ballots[rec.ref] = outcome.status.value
-    previous = ballot_key(rec, s.pr.head_sha)
-    if outcome.status.value != previous:
-        apply_ballot(deps, ctx, s, issue, rnd, outcome, previous, now, report)
-    return outcome.status.value
 
 
 def apply_ballot(

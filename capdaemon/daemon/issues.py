@@ -22,7 +22,7 @@ from capdaemon.daemon.tickdata import (
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError, RateLimited
-from capdaemon.forge.types import IssueActivity
+from capdaemon.forge.types import IssueActivity, MarkedIssue
 
 
 def issue_activity(
@@ -83,6 +83,24 @@ def ensure_issue(
         number=int(known["number"]) if known and known.get("number") else None,
     )
     ctx.decision_writes = True
+    known = _note_issue(deps, rec, kind, issue, now, report)
+    if tampered and kind in WATCHED_KINDS:
+        restored(deps, ctx, rec, kind, issue.number, tampered, round_no, now)
+    done_tampered(ctx, rec.ref, kind)
+    if kind in WATCHED_KINDS:
+        known["body_sha"] = issue_text_hash(issue.title, issue.body)
+    if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
+        known["text"] = {"title": title, "body": body, "marker": marker, "labels": labels}
+    return issue.number
+
+
+def _note_issue(
+    deps: TickDeps, rec: PRRecord, kind: str, issue: MarkedIssue, now: datetime, report: TickReport
+) -> dict[str, Any]:
+    """The record's entry for this issue, updated from what GitHub returned (opened or reopened
+    issues audited)."""
+    repo = deps.decision_repo
+    known = rec.issues.get(kind)
     if not known or known.get("number") != issue.number:
         opened = issue.created_at or now
         known = rec.issues[kind] = {
@@ -102,24 +120,17 @@ def ensure_issue(
         )
         report.issues.append(f"{kind}:{repo}#{issue.number}")
         deps.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
-    else:
-        was_open = known.get("open", True)
-        known["open"] = issue.state == "open"
-        if known["open"] and not was_open:
-            deps.actions_log.append(
-                {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
-                 "issue": f"{repo}#{issue.number}"},
-                now=now,
-            )  # fmt: skip
-            deps.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
-    if tampered and kind in WATCHED_KINDS:
-        restored(deps, ctx, rec, kind, issue.number, tampered, round_no, now)
-    done_tampered(ctx, rec.ref, kind)
-    if kind in WATCHED_KINDS:
-        known["body_sha"] = issue_text_hash(issue.title, issue.body)
-    if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
-        known["text"] = {"title": title, "body": body, "marker": marker, "labels": labels}
-    return issue.number
+        return known
+    was_open = known.get("open", True)
+    known["open"] = issue.state == "open"
+    if known["open"] and not was_open:
+        deps.actions_log.append(
+            {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
+             "issue": f"{repo}#{issue.number}"},
+            now=now,
+        )  # fmt: skip
+        deps.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
+    return known
 
 
 def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport) -> None:
