@@ -107,7 +107,7 @@ class Ticker:
         self.config = config
         self.state_dir = Path(state_dir)
         self.forge = forge
-        if forge.state_dir is None:
+        if getattr(forge, "state_dir", False) is None:
             forge.state_dir = self.state_dir  # over-long bodies are saved here in full
         self.rules = tuple(rules)
         self._clock = clock or (lambda: datetime.now(UTC))
