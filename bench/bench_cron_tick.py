@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_tick import seed_repo, write_config  # noqa: E402
 
-from capdaemon.sandbox import Sandbox  # noqa: E402
-from capdaemon.sandbox import testing as std  # noqa: E402
+from ghsandbox import Sandbox  # noqa: E402
+from ghsandbox import testing as std  # noqa: E402
 
 TICKS = ("cold tick (all new)", "second tick (no change)", "steady tick (no change)")
 

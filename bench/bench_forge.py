@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from capdaemon.config import GitHubConfig  # noqa: E402
 from capdaemon.forge.client import Forge  # noqa: E402
-from capdaemon.sandbox import CommitSpec, Sandbox  # noqa: E402
-from capdaemon.sandbox import testing as std  # noqa: E402
+from ghsandbox import CommitSpec, Sandbox  # noqa: E402
+from ghsandbox import testing as std  # noqa: E402
 
 
 def measure(sb: Sandbox, fn: Callable[[], Any]) -> dict[str, Any]:

@@ -37,8 +37,8 @@ from github import Auth
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from capdaemon.sandbox import CommitSpec, Person, Sandbox  # noqa: E402
-from capdaemon.sandbox import testing as std  # noqa: E402
+from ghsandbox import CommitSpec, Person, Sandbox  # noqa: E402
+from ghsandbox import testing as std  # noqa: E402
 
 WHO = Person("Agent One", "agent-1@agents.example.com")
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)

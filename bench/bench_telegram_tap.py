@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from capdaemon.config import ScheduleConfig  # noqa: E402
-from capdaemon.sandbox import Sandbox  # noqa: E402
-from capdaemon.sandbox import testing as std  # noqa: E402
-from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox  # noqa: E402
+from ghsandbox import Sandbox  # noqa: E402
+from ghsandbox import testing as std  # noqa: E402
+from ghsandbox.telegram import DEFAULT_TOKEN, TelegramSandbox  # noqa: E402
 
 CHAT = -1001
 OWNER_TG = 4242
@@ -78,8 +78,8 @@ def run(taps: int, idle_seconds: float) -> dict[str, float]:
     from capdaemon.capability.taskfile import parse_task
     from capdaemon.channels.onetap import add_poll_job
     from capdaemon.commands._common import load_config_and_rules
-    from capdaemon.daemon.demo import user_github
     from capdaemon.daemon.runner import open_ticker
+    from ghsandbox.testing import user_github
 
     keys = std.generate_keys()
     with tempfile.TemporaryDirectory() as tmp, TelegramSandbox() as tg:

@@ -34,8 +34,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from capdaemon.sandbox import CommitSpec, Person, Sandbox  # noqa: E402
-from capdaemon.sandbox import testing as std  # noqa: E402
+from ghsandbox import CommitSpec, Person, Sandbox  # noqa: E402
+from ghsandbox import testing as std  # noqa: E402
 
 BASE = {
     "src/multiagent_protocol/__init__.py": '"""Bot."""\n',

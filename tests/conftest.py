@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from capdaemon.sandbox import Sandbox
-from capdaemon.sandbox import testing as std
+from ghsandbox import Sandbox
+from ghsandbox import testing as std
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +39,7 @@ def start_sandbox(state: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> 
 
 @pytest.fixture
 def sandbox(tmp_path: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Iterator[Sandbox]:
-    """A running sandbox with the standard seed (capdaemon/sandbox/testing.py).
+    """A running sandbox with the standard seed (ghsandbox/testing.py).
 
     Extra attributes: ``tokens`` (login → token), ``owner``, ``second_owner``, ``agents``,
     ``outsider``, ``org``, ``repo`` ("acme/widgets"), ``bot_repo`` ("acme/capdaemon-bot"),

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import time
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import utc_iso
 from capdaemon.channels.config import NotificationsConfig
@@ -29,6 +28,10 @@ STATE_FILE = "notifications.json"
 LOCK_FILE = ".notifications.lock"
 VERSION = 1
 KEEP_SENT = 2000  # ids of delivered notifications remembered (dedup window)
+
+if TYPE_CHECKING:
+    from capdaemon.config import Config
+    from capdaemon.daemon.safety.common import Report
 
 log = get_logger("capdaemon.notify")
 
@@ -137,7 +140,8 @@ class Outbox:
         )
         if not ok:
             raise StateError(f"{self.path}: not a capdaemon notifications.json (version {VERSION})")
-        return raw
+        data: dict[str, Any] = raw
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
         data["sent"] = data["sent"][-KEEP_SENT:]
@@ -313,26 +317,30 @@ def channel_names(urls: Iterable[str]) -> dict[str, str]:
     return out
 
 
-_notifiers: weakref.WeakKeyDictionary[Any, Notifier] = weakref.WeakKeyDictionary()
+class NotifyStep:
+    """The tick's last step for one daemon: its Notifier, built on first use."""
 
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.notifier: Notifier | None = None
 
-def notify_tick(t: Any, now: datetime, report: Any = None) -> None:
-    """The tick's last step: notify owners of what this tick (or the CLI) recorded. Bounded
-    in time; never raises (a dead channel never stops a tick)."""
-    cfg = t.config.channels.notifications
-    if not cfg.urls:
-        return
-    notifier = _notifiers.get(t)
-    if notifier is None:
-        notifier = _notifiers[t] = Notifier(cfg, t.state_dir, t.config.github.base_url)
-    before = notifier.failures
-    try:
-        notifier.tick(now)
-    except StateError:
-        raise
-    except Exception as exc:
-        notifier.failures += 1
-        log.warning("notify.step_failed", error=f"{type(exc).__name__}: {exc}"[:300])
-    failed = notifier.failures - before
-    if failed and report is not None:
-        report.errors.append(f"notifications: {failed} send(s) failed; retried next tick")
+    def run(self, state_dir: Path, now: datetime, report: Report | None = None) -> None:
+        """Notify owners of what this tick (or the CLI) recorded. Bounded in time; never
+        raises (a dead channel never stops a tick)."""
+        cfg = self.config.channels.notifications
+        if not cfg.urls:
+            return
+        notifier = self.notifier
+        if notifier is None:
+            notifier = self.notifier = Notifier(cfg, state_dir, self.config.github.base_url)
+        before = notifier.failures
+        try:
+            notifier.tick(now)
+        except StateError:
+            raise
+        except Exception as exc:
+            notifier.failures += 1
+            log.warning("notify.step_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        failed = notifier.failures - before
+        if failed and report is not None:
+            report.errors.append(f"notifications: {failed} send(s) failed; retried next tick")

@@ -1,24 +1,23 @@
 """Telegram one-tap for tier-2 PRs: post the request, act on a tap within seconds, expire it.
 
-GitHub stays the place of record: the `decision:one-tap` issue is opened first (safety.py),
-and its entry in safety.json is what the merge step reads. This module mirrors a pending entry
-into one Telegram message with two HMAC-bound buttons, and turns a verified tap by a mapped
-owner into that entry's outcome (approve → merge at the bound head; reject → a full ballot).
-Everything else (unknown user, forged or replayed data, another message, an expired request, a
-moved head) is refused, answered and audited. State: `bot-state/telegram.json` (the getUpdates
-offset and the requests). Every state change happens under the Ticker's busy lock, so a tap
-and a tick never write at the same time.
+GitHub stays the place of record: the `decision:one-tap` issue is opened first (the safety
+net's tiers), and its entry in safety.json is what the merge step reads. This module mirrors
+a pending entry into one Telegram message with two HMAC-bound buttons, and turns a verified
+tap by a mapped owner into that entry's outcome (approve → merge at the bound head; reject →
+a full ballot). Everything else (unknown user, forged or replayed data, another message, an
+expired request, a moved head) is refused, answered and audited. State:
+`bot-state/telegram.json` (the getUpdates offset and the requests). Every state change happens
+under the Ticker's busy lock, so a tap and a tick never write at the same time.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from capdaemon.audit import utc_iso
 from capdaemon.channels import callback
@@ -33,8 +32,38 @@ LIVE = "live"
 CLOSED = "closed"
 KEEP_CLOSED = timedelta(days=7)
 
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
+
+    from capdaemon.audit import AuditLog
+    from capdaemon.config import Config
+    from capdaemon.daemon.botstate import PRRecord, PRStore
+    from capdaemon.daemon.safety import SafetyNet
+    from capdaemon.daemon.safety.common import Report
+    from capdaemon.forge.port import ForgePort
+
 log = get_logger("capdaemon.telegram")
-_desks: weakref.WeakKeyDictionary[Any, TelegramDesk] = weakref.WeakKeyDictionary()
+
+
+class DeskHost(Protocol):
+    """What the desk uses of the daemon it serves (the Ticker)."""
+
+    config: Config
+    prs: PRStore
+    forge: ForgePort
+    actions_log: AuditLog
+    safety: SafetyNet
+    _busy: threading.Lock
+    _clock: Callable[[], datetime]
+
+    @property
+    def decision_repo(self) -> str | None:
+        """Where decision issues go."""
+        ...
+
+    def tick(self) -> object:
+        """Run one tick now."""
+        ...
 
 
 def _parse(text: str) -> datetime:
@@ -84,7 +113,7 @@ def _binding(rid: str, req: Mapping[str, Any]) -> callback.Binding:
     )
 
 
-def request_text(ref: str, rec: Any, tier: Mapping[str, Any], issue: str, expires: str) -> str:
+def request_text(ref: str, rec: PRRecord, tier: Mapping[str, Any], issue: str, expires: str) -> str:
     """The message owners see: PR, quadrant, tier reasons, files and size, deadline."""
     reasons = "\n".join(f"• {r}" for r in tier.get("reasons") or ()) or "• tier 2"
     size = f"{tier.get('files', '?')} files, {tier.get('lines', '?')} changed lines"
@@ -113,14 +142,12 @@ class TelegramDesk:
         self._quiet_until = 0.0  # monotonic time before which a 429's retry_after holds calls
 
     # ------------------------------------------------------------------ from the tick
-    def sync(self, t: Any, now: datetime, report: Any = None) -> None:
+    def sync(self, t: DeskHost, now: datetime, report: Report | None = None) -> None:
         """Close requests whose one-tap moved on (edit the message to say why), then post one
         for every pending one-tap head that has none. Runs inside the tick (busy lock held)."""
-        from capdaemon.daemon import safety
-
         if self._quiet():
             return  # the Bot API asked for a pause (429): the next tick catches up
-        one_tap = safety.store(t)["one_tap"]
+        one_tap = t.safety.store["one_tap"]
         for _rid, req in self.store.live():
             rec = t.prs.records.get(req["pr"])
             entry = one_tap.get(req["pr"])
@@ -161,10 +188,15 @@ class TelegramDesk:
             self.store.save()
 
     def _open(
-        self, t: Any, ref: str, rec: Any, entry: Mapping[str, Any], now: datetime, report: Any
+        self,
+        t: DeskHost,
+        ref: str,
+        rec: PRRecord,
+        entry: Mapping[str, Any],
+        now: datetime,
+        report: Report | None,
     ) -> None:
         from capdaemon.channels.config import one_tap_ttl
-        from capdaemon.daemon import safety
 
         expires = utc_iso(_parse(str(entry["opened_at"])) + one_tap_ttl(t.config))
         if now >= _parse(expires):
@@ -180,7 +212,7 @@ class TelegramDesk:
             "state": LIVE,
         }
         b = _binding(rid, req)
-        tier = safety.store(t)["tiers"].get(ref) or {}
+        tier = t.safety.store["tiers"].get(ref) or {}
         issue = f"{t.decision_repo}#{entry.get('issue')}"
         try:
             req["message_id"] = self.client.send(
@@ -209,7 +241,7 @@ class TelegramDesk:
             now=now,
         )
 
-    def _close(self, t: Any, req: dict[str, Any], outcome: str, report: Any) -> None:
+    def _close(self, t: DeskHost, req: dict[str, Any], outcome: str, report: Report | None) -> None:
         try:
             self.client.edit(int(req["chat_id"]), int(req["message_id"]), outcome)
         except TelegramError as exc:
@@ -223,7 +255,7 @@ class TelegramDesk:
         """True while the Bot API asked us (429 retry_after) to wait."""
         return time.monotonic() < self._quiet_until
 
-    def _failed(self, report: Any, exc: TelegramError, **kv: Any) -> None:
+    def _failed(self, report: Report | None, exc: TelegramError, **kv: Any) -> None:
         self.errors += 1
         if exc.retry_after:
             self._quiet_until = time.monotonic() + exc.retry_after
@@ -232,7 +264,7 @@ class TelegramDesk:
         log.warning("telegram.failed", error=str(exc), **kv)
 
     # ------------------------------------------------------------------ the poll job
-    def poll(self, t: Any, now: Callable[[], datetime] | None = None) -> int:
+    def poll(self, t: DeskHost, now: Callable[[], datetime] | None = None) -> int:
         """Long-poll getUpdates while a request is live (none live → no request at all) and
         handle each tap under the Ticker's busy lock; the number of taps that counted."""
         if not self.store.live() or self._quiet():
@@ -252,7 +284,7 @@ class TelegramDesk:
                     self.store.save()
             return counted
 
-    def handle(self, t: Any, tap: Tap, now: datetime) -> bool:
+    def handle(self, t: DeskHost, tap: Tap, now: datetime) -> bool:
         """Count or refuse one tap (audited either way); True when it decided a one-tap."""
         if not tap.query_id:
             return False  # not a callback query (allowed_updates asks for those only)
@@ -302,7 +334,7 @@ class TelegramDesk:
 
     def _count(
         self,
-        t: Any,
+        t: DeskHost,
         tap: Tap,
         action: str,
         rid: str,
@@ -311,11 +343,9 @@ class TelegramDesk:
         now: datetime,
         refuse: Callable[[str], bool],
     ) -> bool:
-        from capdaemon.daemon import safety
-
         ref = str(req["pr"])
         rec = t.prs.records.get(ref)
-        s = safety.store(t)
+        s = t.safety.store
         entry = s["one_tap"].get(ref)
         if rec is None or rec.state != "open":
             return refuse("the PR is not open")
@@ -381,7 +411,7 @@ class TelegramDesk:
 
 # ============================================================================ wiring
 def build_desk(
-    config: Any, state_dir: Path, env: Mapping[str, str] | None = None
+    config: Config, state_dir: Path, env: Mapping[str, str] | None = None
 ) -> TelegramDesk | None:
     """The desk for a config with `telegram:` (None without). ValueError (one line) for a
     missing token or key or a token the API refuses (401); an unreachable API only warns."""
@@ -406,29 +436,13 @@ def build_desk(
     return TelegramDesk(tg, client, key, Path(state_dir))
 
 
-def attach(t: Any, desk: TelegramDesk | None) -> None:
-    """Give a Ticker its desk (None: Telegram off)."""
-    if desk is not None:
-        _desks[t] = desk
-
-
-def desk_of(t: Any) -> TelegramDesk | None:
-    """The Ticker's desk, if Telegram is on."""
-    return _desks.get(t)
-
-
-def sync_tick(t: Any, now: datetime, report: Any = None) -> None:
-    """The tick's hook (after one-tap issues are read): mirror one-taps into Telegram."""
-    desk = _desks.get(t)
-    if desk is not None:
-        desk.sync(t, now, report)
-
-
-def add_poll_job(sched: Any, ticker: Any, *, interval_seconds: float | None = None) -> None:
+def add_poll_job(
+    sched: BaseScheduler, ticker: DeskHost, *, interval_seconds: float | None = None
+) -> None:
     """Schedule the getUpdates job on its own executor, every `telegram.poll_seconds`: idle
     (0 requests) when nothing is live, else one long poll 1 s shorter than the interval (so
     runs never overlap); a counted tap runs a tick at once so the merge follows in seconds."""
-    desk = _desks.get(ticker)
+    desk = ticker.safety.channels.desk
     if desk is None:
         return
     from apscheduler.executors.pool import ThreadPoolExecutor

@@ -62,7 +62,8 @@ class TelegramClient:
 
         self.requests += 1
         try:
-            apihelper.API_URL = self._url  # no lock: a long poll must not hold up a send
+            # no lock: a long poll must not hold up a send; telebot annotates API_URL as None
+            apihelper.API_URL = self._url  # type: ignore[assignment]
             return fn(*args, **kwargs)
         except ApiTelegramException as exc:
             params = (exc.result_json or {}).get("parameters") or {}

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
         command_inputs,
         error,
     )
+    from capdaemon.daemon.safety_state import burn_in_raw
     from capdaemon.decide.burnin import BurnInState
     from capdaemon.state import StateError, read_json
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         config, now, sdir = command_inputs(args)
         safety = read_json(sdir / "safety.json", None) or {}
         metrics = read_json(sdir / "tick_metrics.json", None) or {}
-        raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
+        raw = burn_in_raw(safety, metrics)
         try:
             state = BurnInState.from_json(raw)
         except ValueError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from capdaemon.demo.extra import require_sandbox
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon demo`."""
@@ -15,8 +17,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo; 0 when every expected outcome happened, 1 otherwise."""
-    from capdaemon.daemon.demo import run_demo
+    """Run the demo; 0 when every expected outcome happened, 1 otherwise (2: no sandbox)."""
+    if not require_sandbox("capdaemon demo"):
+        return 2
+    from capdaemon.demo.run import run_demo
 
     result = run_demo(args.dir, keep_running=args.keep_running)
     return 0 if result.ok else 1

@@ -1,1 +1,1 @@
-"""The daemon: tick orchestration, scheduler, bot-state records, systemd notify, the demo."""
+"""The daemon: tick orchestration, scheduler, bot-state records, systemd notify."""

@@ -7,8 +7,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.channels.onetap import sync_tick
-from capdaemon.daemon import safety, texts
+from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.gather import concurrently
@@ -41,7 +40,7 @@ def step_ballots(
     todo: list[_Seen] = []
     for s in seen:
         rec = s.rec
-        needs = s.quadrant is Quadrant.D or safety.needs_ballot(deps.net, rec)
+        needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
         if not needs or not rec.ballot_round or rec.state != "open":
             continue
         if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
@@ -83,8 +82,7 @@ def step_ballots(
             rec.ballot_seen = {}
         deps.prs.save(rec)
         deps.heartbeat()
-    safety.poll_one_taps(deps.net, seen, now, report)
-    sync_tick(deps.net, now, report)  # mirror one-taps into Telegram (when configured)
+    deps.safety.tiers.poll(seen, now, report)
 
 
 def ballot_fp(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
@@ -25,29 +25,8 @@ from capdaemon.model import CheckRun
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.safety import SafetyNet
     from capdaemon.forge.port import ForgePort
-
-
-class SafetyHost(Protocol):
-    """What the safety functions (capdaemon.daemon.safety and its helpers) read from the daemon.
-
-    The Ticker provides it; the safety store is keyed on this object, so it is the same one for
-    every tick of a daemon.
-    """
-
-    config: Config
-    state_dir: Path
-    forge: ForgePort
-    prs: PRStore
-    metrics: Metrics
-    actions_log: AuditLog
-    classifier_log: AuditLog
-
-    @property
-    def decision_repo(self) -> str | None: ...
-
-    @property
-    def bot_login(self) -> str: ...
 
 
 @dataclass
@@ -66,12 +45,14 @@ class TickDeps:
     work_budget: TickBudget
     policy_hash: str
     contents_for: Callable[[str], bool]
-    net: SafetyHost  # what `safety.<fn>(...)` receives (the store is keyed on it)
     heartbeat: Callable[[], object]
     crash_after: str = ""
     stop: threading.Event = field(default_factory=threading.Event)
     # repo → the policy hash whose parse error is already in the actions log (once per text)
     policy_error_audited: dict[str, str] = field(default_factory=dict)
+    # the daemon's safety net, built once right after these deps (its callables read them and
+    # the tick now running: see capdaemon.daemon.tick.build_safety)
+    safety: SafetyNet = field(init=False)
 
     @property
     def shadow(self) -> bool:

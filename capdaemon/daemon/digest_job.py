@@ -14,7 +14,7 @@ from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.daemon.safety_state import SAFETY_FILE, burn_in_raw, read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState
 from capdaemon.decide.digest import (
@@ -273,7 +273,7 @@ def _burn_in(
     safety: Mapping[str, Any], metrics: Mapping[str, Any], errors: list[str]
 ) -> BurnInState:
     """The L4 burn-in clocks (an error line when their state is malformed)."""
-    burn_raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
+    burn_raw = burn_in_raw(safety, metrics)
     try:
         return BurnInState.from_json(burn_raw)
     except ValueError:

@@ -8,7 +8,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon import safety
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.prstate import (
@@ -141,7 +140,7 @@ def settled(
     """
     if rec.light != light or not published(rec, pr.head_sha):
         return None
-    if not safety.tier_recorded(deps.net, rec):
+    if not deps.safety.tiers.recorded(rec):
         return None  # safety.json lost this head's tier (a crash before its save)
     return checks_cannot_matter(deps, rec, pr)
 
@@ -168,7 +167,7 @@ def checks_cannot_matter(deps: TickDeps, rec: PRRecord, pr: PRSummary) -> str | 
     if rec.blocking:
         return "blocked"
     firm = rec.quadrant == Quadrant.D.value and rec.firm_d is True
-    if (firm or safety.needs_ballot(deps.net, rec)) and not ballot_mergeable(rec, pr.head_sha):
+    if (firm or deps.safety.tiers.needs_ballot(rec)) and not ballot_mergeable(rec, pr.head_sha):
         return "ballot not approved"
     return None
 
@@ -187,7 +186,7 @@ def unchanged(
         return False
     if pr.ref in ctx.tampered:
         return False  # a decision issue was edited by someone else: rewrite it
-    if not safety.tier_recorded(deps.net, rec):
+    if not deps.safety.tiers.recorded(rec):
         return False  # classify again to record the head's tier (no second audit)
     if rec.quadrant == Quadrant.D.value and rec.firm_d is None:
         return False  # recorded before `firm_d` existed: classify once more to learn it

@@ -29,10 +29,6 @@ class _Cursor:
     full_reads: int = 0  # how often the whole log was read (for tests and benchmarks)
 
 
-_cursors: dict[str, _Cursor] = {}
-_lock = threading.Lock()
-
-
 def _anchor_holds(fh: IO[bytes], cur: _Cursor) -> bool:
     """Is the last line we folded still there, byte for byte as far as its hash goes?"""
     if cur.offset == 0:
@@ -76,31 +72,37 @@ def _fold(fh: IO[bytes], cur: _Cursor, *, check_chain: bool = True) -> bool:
     return True
 
 
-def tripped_per_log(state_dir: Path | str) -> bool:
-    """True when actions.jsonl's newest breaker.tripped is later than its newest breaker.reset."""
-    path = log_paths(Path(state_dir))[1]
-    key = str(path)
-    with _lock:
-        cur = _cursors.get(key) or _Cursor()
-        try:
-            size = path.stat().st_size
-            if size == cur.offset and cur.offset > 0:
+class BreakerLogTail:
+    """The breaker's incremental reader of one state directory's actions.jsonl (one per daemon)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = log_paths(Path(state_dir))[1]
+        self._cursor: _Cursor | None = None
+        self._lock = threading.Lock()
+
+    def tripped(self) -> bool:
+        """True when the newest breaker.tripped is later than the newest breaker.reset."""
+        path = self.path
+        with self._lock:
+            cur = self._cursor or _Cursor()
+            try:
+                size = path.stat().st_size
+                if size == cur.offset and cur.offset > 0:
+                    with open(path, "rb") as fh:
+                        if _anchor_holds(fh, cur):
+                            return cur.tripped
                 with open(path, "rb") as fh:
-                    if _anchor_holds(fh, cur):
-                        return cur.tripped
-            with open(path, "rb") as fh:
-                if size < cur.offset or not _anchor_holds(fh, cur) or not _fold(fh, cur):
-                    cur = _Cursor(full_reads=cur.full_reads + 1)
-                    # from the start; a chain break here is `audit verify`'s to report
-                    _fold(fh, cur, check_chain=False)
-        except FileNotFoundError:
-            _cursors.pop(key, None)
-            return False
-        _cursors[key] = cur
-        return cur.tripped
+                    if size < cur.offset or not _anchor_holds(fh, cur) or not _fold(fh, cur):
+                        cur = _Cursor(full_reads=cur.full_reads + 1)
+                        # from the start; a chain break here is `audit verify`'s to report
+                        _fold(fh, cur, check_chain=False)
+            except FileNotFoundError:
+                self._cursor = None
+                return False
+            self._cursor = cur
+            return cur.tripped
 
-
-def full_reads(state_dir: Path | str) -> int:
-    """How many times the whole log of `state_dir` was re-read (0 while only tails were)."""
-    cur = _cursors.get(str(log_paths(Path(state_dir))[1]))
-    return cur.full_reads if cur is not None else 0
+    @property
+    def full_reads(self) -> int:
+        """How many times the whole log was re-read (0 while only tails were)."""
+        return self._cursor.full_reads if self._cursor is not None else 0

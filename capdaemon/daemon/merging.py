@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import basebind, safety
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.issues import close_issue
@@ -75,7 +74,9 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
             rec.state, rec.merge_sha = "merged", status.merge_sha
             if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
                 approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
-                basebind.verify_merge(deps.net, rec, approved, head, status.merge_sha, now, report)
+                deps.safety.basebind.verify_merge(
+                    rec, approved, head, status.merge_sha, now, report
+                )
         elif op == "close" and status.state == "closed":
             deps.actions_log.append({**base, "status": "done"}, now=now)
             rec.state = "merged" if status.merged else "closed"
@@ -194,12 +195,12 @@ def merge_facts(
     deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
 ) -> MergeFacts:
     rec, pr, rc = s.rec, s.pr, s.rc
-    needs = s.quadrant is Quadrant.D or safety.needs_ballot(deps.net, rec)
+    needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
     ballot = ballot_outcome(rec, pr.head_sha, now) if needs else None
     return MergeFacts(
         head_sha=pr.head_sha,
         quadrant=s.quadrant,
-        tier=safety.tier_decision(deps.net, rec),
+        tier=deps.safety.tiers.decision(rec),
         checks=tuple(checks),
         required_checks=required_checks_for(deps, ctx, rc),
         extra_checks=rc.extra_checks,
@@ -207,11 +208,11 @@ def merge_facts(
         labels=pr.labels,
         blocking_labels=rc.blocking_labels,
         mergeable=rec.mergeable,
-        breaker=safety.breaker_state(deps.net),
+        breaker=deps.safety.breaker.state(),
         verified_auto_revert=rec.auto_revert,
         capability_reasons=tuple(rec.blocking),
         ballot=ballot,
-        one_tap=safety.one_tap_result(deps.net, rec, now),
+        one_tap=deps.safety.tiers.one_tap_result(rec, now),
         shadow=deps.shadow,
         l1c3_app_id=deps.config.github.app_id,
     )
@@ -238,7 +239,7 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
             now=now,
         )
         deps.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
-        basebind.note_left(deps.net, rec, exc.found, now)
+        deps.safety.basebind.note_left(rec, exc.found, now)
     except HeadMoved as exc:
         deps.actions_log.append(
             {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
@@ -281,7 +282,7 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
         rec.state, rec.merge_sha = "merged", merge_sha
         report.merged.append(rec.ref)
         deps.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
-        basebind.verify_merge(deps.net, rec, rc.base, sha, merge_sha, now, report)
+        deps.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
     rec.pending = None
     deps.prs.save(rec)
     if rec.state == "merged":

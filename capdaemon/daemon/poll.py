@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
-from capdaemon.daemon import basebind, safety, texts
+from capdaemon.daemon import texts
 from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
 from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
@@ -41,7 +41,7 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
         rc = read_repo_policy(deps, ctx, rc, policy, now)
         policy_hash = ctx.policies[rc.name].policy_hash
         forget_closed(deps, ctx, rc, {p.number for p in prs}, now)
-        basebind.note_retargeted(deps.net, rc.base, prs, now)  # a ballot is bound to its base
+        deps.safety.basebind.note_retargeted(rc.base, prs, now)  # a ballot is bound to its base
         prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
         for start in range(0, len(prs), GATHER_CHUNK):
             chunk = prs[start : start + GATHER_CHUNK]
@@ -67,7 +67,7 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
                     continue
                 seen.append(handled)
                 deps.heartbeat()
-            safety.save(deps.net)  # once per chunk (see safety.on_classified)
+            deps.safety.save()  # once per chunk (see Tiers.on_classified)
     report.prs_seen = len(seen)
     return seen
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from capdaemon.audit import AuditLog
+from capdaemon.config import Config, RepoConfig
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.decide.probe import ProbeWatch, red, trusted_probe_checks
 from capdaemon.logging import get_logger
@@ -15,23 +18,32 @@ UNTRUSTED_ACTION = "probe.untrusted_status"
 
 
 def split_checks(
-    t: Any, watch: ProbeWatch, checks: list[CheckRun]
+    config: Config,
+    required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]],
+    owners: Callable[[str, Iterable[str]], set[str]],
+    bot_login: str,
+    watch: ProbeWatch,
+    checks: list[CheckRun],
 ) -> tuple[list[CheckRun], list[CheckRun]]:
     """(counted, not counted): the merge gate's trust (App check runs, pins of the base
     branch's required checks and the repo's extra checks) plus statuses an owner or the bot
     posted. Reading the protection may raise ForgeError (the probe is retried next tick)."""
-    rc = t.config.repo(watch.repo)
+    rc = config.repo(watch.repo)
     required: list[RequiredCheck] = []
     if rc is not None:
-        required += t._required_checks(rc)
+        required += required_checks(rc)
         required += [RequiredCheck.of(c, apps_only=True) for c in rc.extra_checks]
     creators = sorted({c.creator for c in checks if c.app_id is None and c.creator})
-    trusted = set(t._owners(watch.repo, creators)) | {str(t.bot_login).lower()}
+    trusted = set(owners(watch.repo, creators)) | {bot_login.lower()}
     return trusted_probe_checks(checks, required, trusted)
 
 
 def untrusted_note(
-    t: Any, raw: dict[str, Any], watch: ProbeWatch, untrusted: list[CheckRun], now: datetime
+    actions_log: AuditLog,
+    raw: dict[str, Any],
+    watch: ProbeWatch,
+    untrusted: list[CheckRun],
+    now: datetime,
 ) -> str:
     """Audit (once per status) the red statuses the probe did not count; a sentence for the
     incident ("" when there are none). Remembered on the watch's JSON (`raw`)."""
@@ -43,7 +55,7 @@ def untrusted_note(
     new = sorted({str(c.id) for c in bad} - seen)
     if new:
         raw["untrusted_reported"] = sorted(seen | set(new))
-        t.actions_log.append(
+        actions_log.append(
             {
                 "action": UNTRUSTED_ACTION,
                 "pr": watch.ref,

@@ -5,15 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from capdaemon.audit import AuditLog
 from capdaemon.decide._text import md
 from capdaemon.decide.labels import L1C3_CHECK_NAME, Label
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.logging import get_logger
 
 log = get_logger("capdaemon.protection")
+if TYPE_CHECKING:
+    from capdaemon.daemon.safety.common import Report
+    from capdaemon.forge.port import ForgePort
+
 KIND = "protection"  # its marker and audit kind; labelled decision:incident like incidents
+
+
+class Branch(NamedTuple):
+    """A supervised base branch: its repo, its name, and the base configured for the repo."""
+
+    repo: str
+    name: str
+    configured_base: str | None = None
 
 
 def protect_command(repo: str, branch: str, configured_base: str | None = None) -> str:
@@ -42,35 +55,35 @@ def issue_body(repo: str, branch: str, problems: Sequence[str], command: str) ->
 
 
 def sync(
-    t: Any,
-    repo: str,
-    branch: str,
+    forge: ForgePort,
+    actions_log: AuditLog,
+    decision_repo: str | None,
+    branch: Branch,
     problems: Sequence[str],
     entry: dict[str, Any],
     now: datetime,
-    report: Any = None,
+    report: Report | None = None,
 ) -> None:
     """Open (once) the repo's protection issue while `problems`; close it when there are none.
 
     `entry` is the repo's record in safety.json (`issue`: the open issue's number).
     """
-    decision_repo = t.decision_repo
     if decision_repo is None:
         return
-    where = f"{repo}:{branch}"
-    rc = t.config.repo(repo)
-    command = protect_command(repo, branch, rc.base if rc is not None else None)
+    repo = branch.repo
+    where = f"{repo}:{branch.name}"
+    command = protect_command(repo, branch.name, branch.configured_base)
     try:
         if problems and not entry.get("issue"):
-            issue = t.forge.ensure_issue(
+            issue = forge.ensure_issue(
                 decision_repo,
-                {"kind": KIND, "key": issue_key(repo, branch)},
+                {"kind": KIND, "key": issue_key(repo, branch.name)},
                 f"Branch protection missing: {where}"[:200],
-                issue_body(repo, branch, problems, command),
+                issue_body(repo, branch.name, problems, command),
                 [Label.INCIDENT.value],
             )
             entry["issue"] = issue.number
-            t.actions_log.append(
+            actions_log.append(
                 {
                     "action": "issue_opened",
                     "kind": KIND,
@@ -86,11 +99,11 @@ def sync(
                 report.issues.append(f"{KIND}:{decision_repo}#{issue.number}")
         elif not problems and entry.get("issue"):
             number = int(entry["issue"])
-            t.forge.close_issue(
+            forge.close_issue(
                 decision_repo, number, f"{where} is now protected as required. Closing."
             )
             entry["issue"] = None
-            t.actions_log.append(
+            actions_log.append(
                 {
                     "action": "issue_closed",
                     "kind": KIND,

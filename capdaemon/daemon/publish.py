@@ -6,7 +6,7 @@ from datetime import datetime
 
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import recovery, safety, texts
+from capdaemon.daemon import recovery, texts
 from capdaemon.daemon.ballot_issue import ensure_ballot, note_reopened
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
@@ -99,12 +99,12 @@ def process_pr(
         now=now,
         policy_error=ctx.policy_error(rc.name),
         user_rules=deps.rules,
-        agent_severity=safety.agent_severities(deps.net),
+        agent_severity=deps.safety.burn_in.agent_severities(),
     )
     if rec.head_sha and rec.head_sha != snap.head_sha:
         head_moved(deps, rec, snap.head_sha, now)
     _note_verdict(rec, snap, verdict, capv, now)
-    safety.on_classified(deps.net, rec, snap, now)
+    deps.safety.tiers.on_classified(rec, snap, now)
     # record: the classification (and any scope violation) is fsynced before anything is written
     if rec.audited != fp:
         audit_classification(deps, rec, snap, verdict, capv, fp, now)
@@ -123,7 +123,11 @@ def _capability(
 ) -> CapabilityVerdict:
     """The head against its task's capability (the bot's own verified revert needs none)."""
     tasks = linked_tasks(snap, rc.task_branch_pattern)
-    reverts = recovery.bot_revert_of(deps.net, snap) if rc.require_capability else None
+    reverts = (
+        recovery.bot_revert_of(deps.safety.probes, deps.bot_login, snap)
+        if rc.require_capability
+        else None
+    )
     if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
         return recovery.revert_capability(reverts)
     return evaluate(snap, tasks, ctx.load_cap, require=rc.require_capability, now=now)
@@ -155,7 +159,7 @@ def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
         rec.auto_revert_floor = floor.isoformat() if floor else ""
     if not rec.auto_revert_floor:
         return snap
-    if snap.head_sha and snap.head_sha == safety.bot_revert_head(deps.net, rec.repo, rec.number):
+    if snap.head_sha and snap.head_sha == deps.safety.probes.bot_revert_head(rec.repo, rec.number):
         return snap
     return without_stale_auto_revert(snap, datetime.fromisoformat(rec.auto_revert_floor))
 
@@ -241,7 +245,7 @@ def publish(
     report: TickReport,
 ) -> None:
     """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
-    is_d = verdict.quadrant is Quadrant.D or safety.needs_ballot(deps.net, rec)
+    is_d = verdict.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
     ballot_issue = None
     if is_d:  # the ballot first, so the check can link to it
         ballot_issue = ensure_ballot(deps, ctx, rec, snap, verdict, now, report)
@@ -249,19 +253,19 @@ def publish(
         note = f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
         close_issue(deps, rec, BALLOT, note, now)
     outcome = ballot_outcome(rec, snap.head_sha, now) if is_d else None
-    safety.tier_gate(deps.net, rec, snap, now, report)
+    deps.safety.tiers.gate(rec, snap, now, report)
     check = render_check(
         verdict,
         CheckFacts(
             head_sha=snap.head_sha,
-            tier=safety.tier_decision(deps.net, rec),
+            tier=deps.safety.tiers.decision(rec),
             ballot=outcome,
             ballot_url=deps.issue_url(ballot_issue),
-            one_tap=safety.one_tap_result(deps.net, rec, now),
+            one_tap=deps.safety.tiers.one_tap_result(rec, now),
             blocking=tuple(capv.blocking),
         ),
     )
-    automatic = not is_d and safety.tier_decision(deps.net, rec).requirement is Requirement.NONE
+    automatic = not is_d and deps.safety.tiers.decision(rec).requirement is Requirement.NONE
     if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
         # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
         # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)

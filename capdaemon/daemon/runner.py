@@ -147,7 +147,7 @@ def open_ticker(
         from capdaemon.channels import onetap
 
         try:
-            onetap.attach(ticker, onetap.build_desk(config, state_dir, env))
+            ticker.safety.channels.desk = onetap.build_desk(config, state_dir, env)
         except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
             raise CredentialsError(str(exc)) from None
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,17 +95,29 @@ class SafetyStore:
 
     def __init__(self, state_dir: Path) -> None:
         self.path = Path(state_dir) / SAFETY_FILE
+        self._data: dict[str, Any] | None = None  # read on first use
+        self._saved = ""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The file's content (read on first use; a malformed file raises StateError)."""
+        if self._data is None:
+            self._data = self._load()
+            self._saved = json.dumps(self._data, sort_keys=True)
+        return self._data
+
+    def _load(self) -> dict[str, Any]:
         raw = read_json(self.path, None)
         if raw is not None and (not isinstance(raw, dict) or raw.get("version") != VERSION):
             raise StateError(f"{self.path}: not a capdaemon safety.json (version {VERSION})")
         raw = dict(raw or {})
-        self.data: dict[str, Any] = {"version": VERSION}
+        data: dict[str, Any] = {"version": VERSION}
         for key, default in self.KEYS:
             value = raw.get(key, json.loads(json.dumps(default)))
             if type(value) is not type(default):
                 raise StateError(f"{self.path}: key {key!r} is malformed; never overwritten")
-            self.data[key] = value
-        self._saved = json.dumps(self.data, sort_keys=True)
+            data[key] = value
+        return data
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -121,7 +133,9 @@ class SafetyStore:
             self._saved = now
 
 
-def new_actions(state_dir: Path, cursor: dict[str, Any]) -> tuple[list[dict[str, Any]], dict]:
+def new_actions(
+    state_dir: Path, cursor: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Complete actions.jsonl records after `cursor` ({"seq", "offset"}), and the new cursor.
 
     Reads from the saved byte offset; a log shorter than the offset (replaced) is re-read
@@ -150,3 +164,9 @@ def new_actions(state_dir: Path, cursor: dict[str, Any]) -> tuple[list[dict[str,
                 seq = int(rec["seq"])
                 out.append(rec)
     return out, {"seq": seq, "offset": offset}
+
+
+def burn_in_raw(safety: Mapping[str, Any], metrics: Mapping[str, Any]) -> Any:
+    """The L4 burn-in clocks' JSON: safety.json's `burn_in`, else the copy mirrored to
+    tick_metrics.json (`l4_burn_in`, the only home before safety.json), else none."""
+    return safety.get("burn_in") or metrics.get("l4_burn_in") or {}

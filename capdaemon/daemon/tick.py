@@ -3,15 +3,15 @@
 Steps, each idempotent: 0 reconcile actions left "attempted" by a crash; 1 poll open PRs;
 2 reclassify what changed, publish L1.C3, open/update decision issues; 3 poll ballots and
 apply owners' votes; 4 merge what may merge; 5 auto-close passive reviews (and notify owners
-of escalations); 6 burn-in and 7 probes/breaker (hooks for the safety-net issue); 8 metrics.
+of escalations); 6 burn-in and 7 probes/breaker (the SafetyNet); 8 metrics.
 Decisions come from the pure core (capdaemon.classify, capdaemon.decide); every write goes
 through the Forge, after its audit record is fsynced.
 
 This module holds the Ticker: it builds the daemon's long-lived collaborators once (TickDeps,
-in context) and runs each tick on a fresh TickContext. The steps are functions receiving
-(deps, ctx, now): poll (steps 1-2) with gather (its reads) and publish (its writes), issues,
-ballots (step 3), merging (steps 0 and 4); shared records and pure helpers are in tickdata
-and prstate.
+in context, with the SafetyNet as `deps.safety`) and runs each tick on a fresh TickContext.
+The steps are functions receiving (deps, ctx, now): poll (steps 1-2) with gather (its reads)
+and publish (its writes), issues, ballots (step 3), merging (steps 0 and 4); shared records
+and pure helpers are in tickdata and prstate.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.audit import AuditLog, log_paths
 from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilitySnapshot
-from capdaemon.channels.notify import notify_tick
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon import ballots, integrity, issues, merging, poll, safety
+from capdaemon.daemon import ballots, issues, merging, poll
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
+from capdaemon.daemon.safety import SafetyNet
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -91,7 +91,7 @@ __all__ = [
 
 class Ticker:
     """One daemon's tick runner: builds its collaborators once (TickDeps), then runs ticks one
-    at a time, each on a fresh TickContext. It is also what the safety functions receive."""
+    at a time, each on a fresh TickContext. It is also the Telegram desk's host (DeskHost)."""
 
     def __init__(
         self,
@@ -137,13 +137,14 @@ class Ticker:
             contents_for=GlobSet.of(
                 (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
             ).match,
-            net=self,
             heartbeat=heartbeat or (lambda: None),
             crash_after=(os.environ if env is None else env).get(CRASH_ENV, ""),
         )
         self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
         self._ctx = self._new_context(datetime.now(UTC))
+        # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
+        self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
 
     def _new_context(self, now: datetime) -> TickContext:
         progress = Progress(self.log, every=self.progress_every)
@@ -200,11 +201,11 @@ class Ticker:
                 self.log.warning("tick.rate_limited", wait_seconds=exc.wait_seconds)
             finally:
                 ctx.close_pool()
-                safety.save(self)
+                self.safety.save()
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
                 self._step_metrics(report, before, now)  # step 8
-                notify_tick(self, now, report)  # owners' channels, after the GitHub writes
+                self.safety.channels.notify(now, report)  # owners' channels, after GitHub
             self.log.info(
                 "tick.done",
                 seconds=report.seconds,
@@ -219,7 +220,7 @@ class Ticker:
     def _run_steps(self, ctx: TickContext, now: datetime) -> None:
         """Steps 0-7 in order; a stop request is honoured between them."""
         deps, report = self.deps, ctx.report
-        integrity.gate(self, now, report)  # a corrupt log: an incident, then no tick
+        deps.safety.integrity.gate(now, report)  # a corrupt log: an incident, then no tick
         deps.check_stop()
         if not self._access_checked:
             self._access_checked = True
@@ -232,6 +233,7 @@ class Ticker:
             ctx.activity = None  # step 3 lists the issues again, after our writes
         deps.check_stop()
         ballots.step_ballots(deps, ctx, seen, now, report)  # step 3
+        deps.safety.channels.sync_desk(self, now, report)  # mirror one-taps into Telegram
         deps.check_stop()
         merging.step_merge(deps, ctx, seen, now, report)  # step 4
         deps.check_stop()
@@ -239,9 +241,9 @@ class Ticker:
         issues.step_escalations(deps, now, report)
         deps.check_stop()
         # step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)
-        safety.step_burn_in(self, seen, now, report)
+        deps.safety.burn_in.step(seen, now, report)
         # step 7: post-merge probes, auto-revert, branch protection drift and the breaker
-        safety.step_probes_and_breaker(self, now, report)
+        deps.safety.step_probes_and_breaker(now, report)
 
     # ------------------------------------------------------------------ start-up
     def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
@@ -314,27 +316,39 @@ class Ticker:
         )
         self.metrics.save()
 
-    # ------------------------------------------------- what the safety functions call back
-    def _load_cap(self, task_id: str) -> CapabilitySnapshot:
-        """A task's capability snapshot, verified against the audit log once per tick."""
-        return self._ctx.load_cap(task_id)
 
-    def _error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
-        self.deps.error(report, event, message, **kv)
+def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNet:
+    """The daemon's SafetyNet over `deps`. What it reads per tick (task capabilities, owners
+    under the repo's policy, required checks, the decision repo's issue activity) comes from
+    `current()`, the context of the tick now running, looked up at each call: nothing one tick
+    read is seen by the next."""
 
-    def _required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
-        return merging.required_checks_for(self.deps, self._ctx, rc)
+    def load_cap(task_id: str) -> CapabilitySnapshot:
+        return current().load_cap(task_id)
 
-    def _owners(self, repo: str, users: Iterable[str]) -> set[str]:
-        return issues.decision_owners(self.deps, self._ctx, repo, users)
+    def owners(repo: str, users: Iterable[str]) -> set[str]:
+        return issues.decision_owners(deps, current(), repo, users)
 
-    def issue_activity(self, report: TickReport | None = None) -> dict[int, IssueActivity]:
-        """The decision repo's open issues' activity, listed once per tick."""
-        return issues.issue_activity(self.deps, self._ctx, report)
+    def required(rc: RepoConfig) -> tuple[RequiredCheck, ...]:
+        return merging.required_checks_for(deps, current(), rc)
 
-    def config_for(self, repo: str) -> Config:
-        """The effective config of a supervised repo this tick (central config until polled)."""
-        return self._ctx.config_for(repo)
+    def activity(report: TickReport | None = None) -> dict[int, IssueActivity]:
+        return issues.issue_activity(deps, current(), report)
+
+    return SafetyNet.build(
+        config=deps.config,
+        state_dir=deps.state_dir,
+        forge=deps.forge,
+        classifier_log=deps.classifier_log,
+        actions_log=deps.actions_log,
+        prs=deps.prs,
+        metrics=deps.metrics,
+        bot_login=lambda: deps.bot_login,
+        load_cap=load_cap,
+        owners=owners,
+        required_checks=required,
+        issue_activity=activity,
+    )
 
 
 def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:

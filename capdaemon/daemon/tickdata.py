@@ -13,8 +13,8 @@ from typing import Any
 from capdaemon.audit import utc_iso
 from capdaemon.classify.rules import BUILTIN_RULES
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon import safety
 from capdaemon.daemon.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
+from capdaemon.daemon.safety.common import QUIET_REREAD
 from capdaemon.decide.labels import Label
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import Comment, PRSummary, Reaction
@@ -29,7 +29,7 @@ BALLOT, REVIEW, SCOPE = BALLOT_KIND, REVIEW_KIND, SCOPE_KIND
 GATHER_WORKERS = 8
 GATHER_CHUNK = 100
 # A ballot whose issue activity did not change is still read in full this often (see notes).
-BALLOT_REREAD = safety.QUIET_REREAD
+BALLOT_REREAD = QUIET_REREAD
 # Built-in rules that read snapshot.check_runs: a D they vote for can be lifted by a newer
 # check run (tests/daemon/test_steady.py keeps this list honest). User rules may read check
 # runs too, so a D that rests on them is never "firm" either.

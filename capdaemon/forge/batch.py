@@ -16,17 +16,20 @@ The merge step's last re-read (``commit_checks``) always goes to REST.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import _dt, log
 from capdaemon.forge.errors import ForgeError, RateLimited
-from capdaemon.forge.gql import OPEN_PULLS_QUERY, GraphqlUnavailable, _author
+from capdaemon.forge.gql import OPEN_PULLS_QUERY, Graphql, GraphqlUnavailable, _author
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
 
 MAX_PR_PAGES = 100  # 10,000 open PRs in one repo
 
 Kept = tuple[tuple[CheckRun, ...], tuple[CheckRun, ...]]  # (check runs, statuses)
+OpenPrLister = Callable[[str], list[PRSummary]]  # the REST list of a repo's open PRs
 
 
 class BatchIncomplete(ForgeError):
@@ -131,51 +134,37 @@ def _commits_error(err: dict[str, Any]) -> int | None:
     return None
 
 
-class BatchMixin:
+class Batch:
     """``list_open_prs`` through GraphQL, keeping each head's checks for this tick."""
 
-    batch_gathering: bool = True  # off: the REST list and per-PR check reads (benchmarks)
+    def __init__(self, graphql: Graphql, checks: Checks, rest_open_prs: OpenPrLister) -> None:
+        self._graphql = graphql
+        self._checks = checks
+        self._rest_open_prs = rest_open_prs
+        self._kept: dict[tuple[str, str], Kept] = {}
 
-    if TYPE_CHECKING:  # provided by Forge, the GraphQL reads and the REST reads
-        _graphql_available: bool
-
-        def graphql_partial(
-            self, query: str, variables: dict[str, Any], what: str, *, partial: bool = True
-        ) -> tuple[dict[str, Any], list[dict[str, Any]]]: ...
-        def _fall_back(self) -> None: ...
-        def _rest_open_prs(self, repo: str) -> list[PRSummary]: ...
-        def _rest_check_runs(self, repo: str, sha: str) -> list[CheckRun]: ...
-        def _rest_statuses(self, repo: str, sha: str) -> list[CheckRun]: ...
-
-    _batch_kept: dict[tuple[str, str], Kept]
-
-    def _kept_checks(self) -> dict[tuple[str, str], Kept]:
-        try:
-            return self._batch_kept
-        except AttributeError:
-            self._batch_kept = {}
-            return self._batch_kept
-
-    def forget_batch(self) -> None:
+    def forget(self) -> None:
         """Drop the kept checks (at the start of each tick)."""
-        self._kept_checks().clear()
+        self._kept.clear()
 
-    def list_open_prs(self, repo: str) -> list[PRSummary]:
-        """All open PRs of `repo`, oldest first; never a partial list (a failed page raises)."""
-        kept = self._kept_checks()
-        for key in [k for k in kept if k[0] == repo]:
-            del kept[key]
-        if self.batch_gathering and self._graphql_available:
+    def list_open_prs(self, repo: str, *, batch: bool = True) -> list[PRSummary]:
+        """All open PRs of `repo`, oldest first; never a partial list (a failed page raises).
+
+        `batch` off: the REST list and per-PR check reads (benchmarks compare the two).
+        """
+        for key in [k for k in self._kept if k[0] == repo]:
+            del self._kept[key]
+        if batch and self._graphql.available:
             try:
                 prs, checks = self._batch(repo)
             except RateLimited:
                 raise
             except GraphqlUnavailable:
-                self._fall_back()
+                self._graphql.fall_back()
             except ForgeError as exc:
                 log.warning("forge.batch_failed", repo=repo, error=str(exc), fallback="REST")
             else:
-                kept.update(checks)
+                self._kept.update(checks)
                 return prs
         return self._rest_open_prs(repo)
 
@@ -186,7 +175,9 @@ class BatchMixin:
         after: str | None = None
         for _ in range(MAX_PR_PAGES):
             variables = {"owner": owner, "name": name, "after": after}
-            data, errors = self.graphql_partial(OPEN_PULLS_QUERY, variables, f"open PRs of {repo}")
+            data, errors = self._graphql.graphql_partial(
+                OPEN_PULLS_QUERY, variables, f"open PRs of {repo}"
+            )
             confined = {_commits_error(e) for e in errors}
             if None in confined:
                 text = "; ".join(str(e.get("message", "")) for e in errors)[:300]
@@ -210,10 +201,10 @@ class BatchMixin:
 
     def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
         """The check runs on `sha` (what a PRSnapshot carries): this tick's batch, else REST."""
-        got = self._kept_checks().get((repo, sha))
-        return list(got[0]) if got is not None else self._rest_check_runs(repo, sha)
+        got = self._kept.get((repo, sha))
+        return list(got[0]) if got is not None else self._checks.check_runs(repo, sha)
 
     def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
         """The latest commit status per context on `sha`: this tick's batch, else REST."""
-        got = self._kept_checks().get((repo, sha))
-        return list(got[1]) if got is not None else self._rest_statuses(repo, sha)
+        got = self._kept.get((repo, sha))
+        return list(got[1]) if got is not None else self._checks.statuses(repo, sha)

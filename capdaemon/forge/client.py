@@ -1,25 +1,23 @@
 """Forge: the only PyGithub user — gathers PR snapshots and makes idempotent, marked writes.
 
-This module builds the Forge (auth, transport) and holds its HTTP choke point; the reads and
-writes are its mixins in snapshot, reads and writes; pure helpers are in convert.
+`Forge` builds its collaborators once (HTTP, identity, caches in one ForgeSession; GraphQL,
+files, checks, batch, snapshots, reads, protection, issues, writes, reverts) and exposes the
+ForgePort methods by delegating to them; `Forge.from_config` connects (see forge.build).
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import requests
-from github import Auth, Github, GithubException, GithubIntegration
+from github import Github, GithubIntegration
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.auth import InstallationTokenAuth
-from capdaemon.forge.batch import BatchMixin
+from capdaemon.forge.batch import Batch
+from capdaemon.forge.build import connect
+from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import (
     CHECK_NAME,
     COMMITS_CAP,
@@ -28,35 +26,28 @@ from capdaemon.forge.convert import (
     DEFAULT_CONTENT_GLOBS,
     FILES_CAP,
     LABEL_COLOR,
-    POLICY_FILE,
     POLICY_TTL,
     USER_AGENT,
     _from_patch,
-    _Lru,
-    _next_link,
     default_contents_for,
     git_blob_sha,
-    log,
     protection_ok,
 )
-from capdaemon.forge.errors import (
-    Forbidden,
-    ForgeError,
-    HeadMoved,
-    Incomplete,
-    Invalid,
-    NotFound,
-    NotMergeable,
-    RateLimited,
-    Transient,
-)
-from capdaemon.forge.gql import GraphqlMixin
-from capdaemon.forge.protection import ProtectionMixin
-from capdaemon.forge.reads import ReadsMixin
+from capdaemon.forge.files import Files
+from capdaemon.forge.gql import Graphql
+from capdaemon.forge.http import Http
+from capdaemon.forge.issues import Issues
+from capdaemon.forge.port import JsonObject, Marker, RateBudget
+from capdaemon.forge.protection import Protection
+from capdaemon.forge.reads import Reads
+from capdaemon.forge.reverts import Reverts
 from capdaemon.forge.scrub import Scrubber
-from capdaemon.forge.snapshot import SnapshotMixin
-from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
-from capdaemon.forge.writes import WritesMixin
+from capdaemon.forge.session import ForgeSession, Identity, OverflowDir, ShaCaches, TickMemo
+from capdaemon.forge.snapshot import Snapshots
+from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget
+from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
+from capdaemon.forge.writes import Writes
+from capdaemon.model import CheckRun, PRSnapshot
 
 __all__ = [
     "CHECK_NAME",
@@ -66,7 +57,6 @@ __all__ = [
     "DEFAULT_CONTENT_GLOBS",
     "FILES_CAP",
     "LABEL_COLOR",
-    "POLICY_FILE",
     "POLICY_TTL",
     "USER_AGENT",
     "Forge",
@@ -77,8 +67,10 @@ __all__ = [
 ]
 
 
-class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin, WritesMixin):
+class Forge:
     """The GitHub adapter: immutable snapshots in, idempotent marked writes out."""
+
+    batch_gathering: bool = True  # off: the REST list and per-PR check reads (benchmarks)
 
     def __init__(
         self,
@@ -92,43 +84,41 @@ class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin
         installation_auth: InstallationTokenAuth | None = None,
         login: str | None = None,
     ) -> None:
-        self._gh = gh
-        self._rq = gh.requester
-        # PyGithub's Requester is not safe for concurrent requests (its one connection object
-        # keeps the verb/url/headers of the request being built between two calls), so each
-        # concurrent request borrows a Requester of its own; all share the Transport (ETag
-        # cache, retries, rate limits, counters) and the auth, so a 304 is a 304 whichever
-        # thread asks.
-        self._free: list[Any] = [self._rq]
-        self._all_rq: list[Any] = [self._rq]
-        self._rq_lock = threading.Lock()
+        http = Http(gh, transport, scrubber, installation_auth)
+        identity = Identity(
+            http,
+            app_id=app_id,
+            integration=integration,
+            installation_auth=installation_auth,
+            login=login,
+        )
+        session = ForgeSession(
+            http=http,
+            identity=identity,
+            scrubber=scrubber,
+            clock=clock,
+            caches=ShaCaches(),
+            overflow=OverflowDir(),
+            memo=TickMemo(),
+        )
+        self.session = session
         self.transport = transport
         self.scrubber = scrubber
         self.clock = clock
-        self.app_id = app_id
-        self._integration = integration
-        self.installation_auth = installation_auth
-        self._login = login
-        self._app_slug: str | None = None
-        self._lock = threading.RLock()
-        # content-addressed caches: never stale
-        self._compare_cache = _Lru(128)
-        self._tree_cache = _Lru(16)
-        self._subtree_cache = _Lru(512)
-        self._blob_cache = _Lru(512)
-        self._bound_cache = _Lru(1024)  # (repo, base, head, picker) → FileChanges with modes
-        self._sha_cache = _Lru(1024)  # (kind, repo, sha) → facts about an immutable commit
-        # marker index: (repo, marker_key) → issue number, built by one full scan per repo
-        self._issue_index: dict[tuple[str, str], int] = {}
-        self._indexed: set[str] = set()
-        # markers whose create reply was lost: GitHub may create the issue later, so an index
-        # scanned meanwhile cannot vouch that it does not exist (rescanned until found)
-        self._unsure: set[tuple[str, str]] = set()
-        self._labels: dict[str, set[str]] = {}
-        # .capdaemon.yml per (repo, base ref), remembered for one tick (a minute at most)
-        self._policy_seen: dict[tuple[str, str], tuple[str | None, datetime]] = {}
-        # where over-long bodies are saved in full (the daemon's state dir; see forge.overflow)
-        self.state_dir: Path | None = None
+        self._build(session)
+
+    def _build(self, session: ForgeSession) -> None:
+        """The collaborators, each given what it needs."""
+        self._graphql = Graphql(session)
+        self._files = Files(session)
+        self._checks = Checks(session)
+        self._reads = Reads(session, self._graphql)
+        self._batch = Batch(self._graphql, self._checks, self._reads.rest_open_prs)
+        self._protection = Protection(session, self._files)
+        self._snapshots = Snapshots(session, self._files, self._checks, self._protection)
+        self._issues = Issues(session)
+        self._writes = Writes(session, self._issues, self._protection)
+        self._reverts = Reverts(session, self._files, self._issues)
 
     # ================================================================ construction
     @classmethod
@@ -150,125 +140,69 @@ class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin
         `sleep` and `clock` are injectable (tests pass a recording sleeper); `write_interval`
         paces writes (GitHub asks for about one write a second).
         """
-        clock = clock if clock is not None else utc_now
-        scrubber = Scrubber()
-        budget = WaitBudget(gh.per_tick_wait_seconds)
-        transport = Transport(
-            budget=budget,
-            sleep=sleep if sleep is not None else _real_sleep,
+        c = connect(
+            gh,
+            token=token,
+            key_pem=key_pem,
             clock=clock,
-            scrubber=scrubber,
-            attempts=attempts,
+            sleep=sleep,
             write_interval=write_interval,
+            attempts=attempts,
+            timeout=timeout,
         )
-        base_url = gh.base_url.rstrip("/")
-        common: dict[str, Any] = {
-            "base_url": base_url,
-            "timeout": timeout,
-            "user_agent": USER_AGENT,
-            "per_page": 100,
-            "retry": None,  # retries live in our Transport only
-            "seconds_between_requests": None,
-            "seconds_between_writes": None,
-        }
-        if gh.app_id is not None and (key_pem is not None or gh.private_key_file):
-            if key_pem is None:
-                assert gh.private_key_file is not None
-                key_pem = Path(gh.private_key_file).read_bytes()
-            key_text = key_pem.decode("utf-8") if isinstance(key_pem, bytes) else str(key_pem)
-            scrubber.add(key_text)
-            app_auth = Auth.AppAuth(gh.app_id, key_text)
-            integration = GithubIntegration(auth=app_auth, **common)
-            _mount(integration.requester, transport)
-            installation_id = gh.installation_id
-            if installation_id is None:
-                installation_id = _only_installation(integration, scrubber)
-            inst_auth = InstallationTokenAuth(
-                integration, installation_id, clock=clock, scrubber=scrubber
-            )
-            client = Github(auth=inst_auth, **common)
-            _mount(client.requester, transport)
-            return cls(
-                client,
-                transport,
-                scrubber=scrubber,
-                clock=clock,
-                app_id=gh.app_id,
-                integration=integration,
-                installation_auth=inst_auth,
-            )
-        if token is None:
-            token = os.environ.get(gh.token_env) or None
-        if not token:
-            raise ForgeError(
-                f"no GitHub credentials: set github.app_id + private_key_file, "
-                f"or the {gh.token_env} variable"
-            )
-        scrubber.add(token)
-        client = Github(auth=Auth.Token(token), **common)
-        _mount(client.requester, transport)
-        return cls(client, transport, scrubber=scrubber, clock=clock)
+        return cls(
+            c.client,
+            c.transport,
+            scrubber=c.scrubber,
+            clock=c.clock,
+            app_id=c.app_id,
+            integration=c.integration,
+            installation_auth=c.installation_auth,
+        )
 
     def close(self) -> None:
         """Close HTTP connections."""
-        self._gh.close()
-        for rq in self._all_rq[1:]:
-            rq.close()
-
-    @contextmanager
-    def _requester(self) -> Iterator[Any]:
-        """A Requester for this one request (reads may run in several threads at once)."""
-        with self._rq_lock:
-            rq = self._free.pop() if self._free else None
-        if rq is None:
-            rq = self._rq.withAuth(self._rq.auth)
-            _mount(rq, self.transport)
-            with self._rq_lock:
-                self._all_rq.append(rq)
-        try:
-            yield rq
-        finally:
-            with self._rq_lock:
-                self._free.append(rq)
+        self.session.http.close()
 
     # ================================================================ identity, budget
     @property
+    def app_id(self) -> int | None:
+        """The App's id (None with a token)."""
+        return self.session.identity.app_id
+
+    @property
+    def installation_auth(self) -> InstallationTokenAuth | None:
+        """The App installation's token source; None with a personal token."""
+        return self.session.identity.installation_auth
+
+    @property
+    def state_dir(self) -> Path | None:
+        """Where over-long bodies are saved in full (the daemon's state dir; see forge.overflow)."""
+        return self.session.overflow.path
+
+    @state_dir.setter
+    def state_dir(self, path: Path | None) -> None:
+        self.session.overflow.path = path
+
+    @property
     def as_app(self) -> bool:
         """True as a GitHub App installation (check runs), False with a token (statuses)."""
-        return self.installation_auth is not None
+        return self.session.identity.as_app
 
     @property
     def login(self) -> str:
         """Who we act as: `<app-slug>[bot]` for an App, the token's user login otherwise."""
-        if self._login is None:
-            if self._integration is not None:
-                with self._errors("GET /app"):
-                    app = self._integration.get_app()
-                self._app_slug = app.slug
-                self._login = f"{app.slug}[bot]"
-            else:
-                _, data = self._req("GET", "/user")
-                self._login = data["login"]
-        return self._login
+        return self.session.identity.login
 
     @property
     def app_slug(self) -> str | None:
         """The App's slug (None with a token)."""
-        if self._integration is not None and self._app_slug is None:
-            _ = self.login
-        return self._app_slug
+        return self.session.identity.app_slug
 
     def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
         """(installation id, account login, granted permissions) of our App installation;
         None with a token."""
-        if self._integration is None or self.installation_auth is None:
-            return None
-        inst_id = self.installation_auth.installation_id
-        with self._errors(f"GET /app/installations/{inst_id}"):
-            inst = self._integration.get_app_installation(inst_id)
-        raw = inst.raw_data
-        login = str((raw.get("account") or {}).get("login") or "")
-        return inst_id, login, {str(k): str(v) for k, v in (raw.get("permissions") or {}).items()}
+        return self.session.identity.installation_info()
 
     @property
     def budget(self) -> WaitBudget:
@@ -279,10 +213,10 @@ class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin
         """Call at the start of each tick: resets the wait budget and per-tick negative caches."""
         self.transport.budget.reset()
         self.transport.cache.new_tick()
-        self._policy_seen.clear()
-        self.forget_batch()
+        self.session.memo.policy_seen.clear()
+        self._batch.forget()
 
-    def rate_budget(self) -> dict[str, Any]:
+    def rate_budget(self) -> RateBudget:
         """The last primary rate-limit figures plus this tick's wait budget, for tick metrics."""
         r = self.transport.rate
         reset = datetime.fromtimestamp(r.reset, tz=UTC) if r.reset else None
@@ -298,127 +232,179 @@ class Forge(GraphqlMixin, BatchMixin, SnapshotMixin, ReadsMixin, ProtectionMixin
             "writes": self.transport.stats.writes,
         }
 
-    # ================================================================ HTTP helpers
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except ForgeError:
-            raise
-        except GithubException as exc:
-            raise self._translate(exc, what) from None
-        except requests.RequestException as exc:
-            raise Transient(self.scrubber.scrub(f"GitHub {what}: {type(exc).__name__}")) from None
+    def list_open_prs(self, repo: str) -> list[PRSummary]:
+        """All open PRs of `repo`, oldest first; never a partial list (a failed page raises)."""
+        return self._batch.list_open_prs(repo, batch=self.batch_gathering)
 
-    def _translate(self, exc: GithubException, what: str) -> ForgeError:
-        status = exc.status
-        message = ""
-        if isinstance(exc.data, dict):
-            message = str(exc.data.get("message", ""))
-        text = self.scrubber.scrub(f"GitHub {what}: {status} {message}".strip())
-        kind: type[ForgeError]
-        if status == 404:
-            kind = NotFound
-        elif status == 409:
-            kind = HeadMoved
-        elif status == 405:
-            kind = NotMergeable
-        elif status in (401, 403):
-            if status == 401 and self.installation_auth is not None:
-                self.installation_auth.invalidate()
-            kind = Forbidden
-        elif status == 422:
-            kind = Invalid
-        elif status is not None and status >= 500:
-            kind = Transient
-        else:
-            kind = ForgeError
-        return kind(text, status=status)
-
-    def _req(
-        self, verb: str, url: str, *, params: dict[str, Any] | None = None, body: Any = None
-    ) -> tuple[dict[str, Any], Any]:
-        with self._errors(f"{verb} {url.split('?')[0]}"), self._requester() as rq:
-            return rq.requestJsonAndCheck(verb, url, parameters=params, input=body)
-
-    def _get(self, url: str, params: dict[str, Any] | None = None) -> Any:
-        return self._req("GET", url, params=params)[1]
-
-    def _pages(
+    # ================================================================ reads
+    def snapshot(
         self,
-        url: str,
-        params: dict[str, Any] | None = None,
+        repo: str,
+        number: int,
         *,
-        key: str | None = None,
-        limit: int | None = None,
-    ) -> list[Any]:
-        """Every item of a paginated list (per_page=100); any failed page raises (ForgeError)."""
-        items, _ = self._pages_partial(url, params, key=key, limit=limit, strict=True)
-        return items
+        contents_for: Callable[[str], bool] | None = None,
+        known_runs: tuple[str, Iterable[CheckRun]] | None = None,
+    ) -> PRSnapshot:
+        """A complete, immutable PRSnapshot, or one marked incomplete (see forge.snapshot)."""
+        return self._snapshots.snapshot(
+            repo, number, contents_for=contents_for, known_runs=known_runs
+        )
 
-    def _pages_partial(
+    def pull_status(self, repo: str, number: int) -> PRStatus:
+        return self._reads.pull_status(repo, number)
+
+    def check_runs(self, repo: str, sha: str) -> list[CheckRun]:
+        return self._batch.check_runs(repo, sha)
+
+    def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
+        return self._batch.commit_statuses(repo, sha)
+
+    def forget_batch(self) -> None:
+        self._batch.forget()
+
+    def commit_checks(self, repo: str, sha: str, *, status_history: bool = False) -> list[CheckRun]:
+        return self._checks.commit_checks(repo, sha, status_history=status_history)
+
+    def commit_status_history(self, repo: str, sha: str) -> list[CheckRun]:
+        return self._checks.status_history(repo, sha)
+
+    def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
+        return self._reads.commit_parents(repo, sha)
+
+    def branch_contains(self, repo: str, branch: str, sha: str) -> bool:
+        return self._reads.branch_contains(repo, branch, sha)
+
+    def read_file(self, repo: str, path: str, ref: str, *, strict: bool = False) -> str | None:
+        return self._files.read_file(repo, path, ref, strict=strict)
+
+    def comments(self, repo: str, issue_no: int) -> list[Comment]:
+        return self._reads.comments(repo, issue_no)
+
+    def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
+        return self._reads.reactions(repo, issue_no)
+
+    def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
+        return self._reads.issue_activity(repo, state)
+
+    def permission(self, repo: str, login: str) -> str:
+        return self._reads.permission(repo, login)
+
+    def collaborators(self, repo: str) -> list[tuple[str, str]] | None:
+        return self._reads.collaborators(repo)
+
+    def repo_permissions(self, repo: str) -> dict[str, bool]:
+        return self._reads.repo_permissions(repo)
+
+    def rate_limit_core(self) -> JsonObject:
+        return self._reads.rate_limit_core()
+
+    def graphql(self, query: str, variables: JsonObject, what: str) -> JsonObject:
+        return self._graphql.graphql(query, variables, what)
+
+    def get_protection(self, repo: str, branch: str) -> JsonObject | None:
+        return self._protection.get_protection(repo, branch)
+
+    def effective_protection(self, repo: str, branch: str) -> JsonObject | None:
+        return self._protection.effective_protection(repo, branch)
+
+    def branch_rules(self, repo: str, branch: str) -> list[JsonObject]:
+        return self._protection.branch_rules(repo, branch)
+
+    def policy_text(self, repo: str, branch: str) -> str | None:
+        return self._protection.policy_text(repo, branch)
+
+    def marked_issues(
+        self, repo: str, kind: str | None = None, state: str = "all"
+    ) -> list[MarkedIssue]:
+        return self._issues.marked_issues(repo, kind, state)
+
+    def find_issue(self, repo: str, marker: Marker) -> MarkedIssue | None:
+        return self._issues.find_issue(repo, marker)
+
+    # ================================================================ writes
+    def publish_check(
         self,
-        url: str,
-        params: dict[str, Any] | None = None,
+        repo: str,
+        head_sha: str,
         *,
-        key: str | None = None,
-        limit: int | None = None,
-        strict: bool = False,
-    ) -> tuple[list[Any], bool]:
-        """(items, all read). A failed later page ends the walk with False (raises if strict)."""
-        p = {"per_page": 100, **(params or {})}
-        headers, data = self._req("GET", url, params=p)
-        items = list(data[key] if key else data)
-        nxt = _next_link(headers.get("link"))
-        while nxt and (limit is None or len(items) < limit):
-            try:
-                headers, data = self._req("GET", nxt)
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                if strict:
-                    raise Incomplete(f"{exc} (a later page of {url})", status=exc.status) from None
-                log.warning("forge.page_failed", url=url, error=str(exc))
-                return items, False
-            items.extend(data[key] if key else data)
-            nxt = _next_link(headers.get("link"))
-        return items, True
+        success: bool,
+        title: str,
+        summary: str,
+        marker: Marker,
+        name: str = CHECK_NAME,
+        details_url: str | None = None,
+    ) -> bool:
+        """Publish the verdict on `head_sha`; False when already there (see forge.writes)."""
+        return self._writes.publish_check(
+            repo,
+            head_sha,
+            success=success,
+            title=title,
+            summary=summary,
+            marker=marker,
+            name=name,
+            details_url=details_url,
+        )
 
+    def ensure_issue(
+        self,
+        repo: str,
+        marker: Marker,
+        title: str,
+        body: str,
+        labels: Iterable[str] = (),
+        *,
+        reopen: bool = False,
+        number: int | None = None,
+    ) -> MarkedIssue:
+        """The issue for `marker`, created or brought up to date (see forge.issues)."""
+        return self._issues.ensure_issue(
+            repo, marker, title, body, labels, reopen=reopen, number=number
+        )
 
-def _real_sleep(seconds: float) -> None:
-    import time
+    def close_issue(self, repo: str, number: int, comment: str | None = None) -> bool:
+        return self._issues.close_issue(repo, number, comment)
 
-    time.sleep(seconds)
+    def comment_once(self, repo: str, number: int, marker: Marker, body: str) -> bool:
+        return self._issues.comment_once(repo, number, marker, body)
 
+    def add_labels(self, repo: str, number: int, labels: Iterable[str]) -> bool:
+        return self._issues.add_labels(repo, number, labels)
 
-def _mount(requester: Any, transport: Transport) -> None:
-    """Mount our Transport on every requests.Session this PyGithub Requester creates.
+    def remove_label(self, repo: str, number: int, label: str) -> bool:
+        return self._issues.remove_label(repo, number, label)
 
-    PyGithub 2.x builds its session inside a connection class chosen per Requester; there is no
-    public hook, so we wrap that (name-mangled) attribute of this one Requester only — no global
-    injection, no change for other Requesters in the process.
-    """
-    attr = "_Requester__connectionClass"
-    base_cls = getattr(requester, attr, None)
-    if base_cls is None:
-        raise ForgeError("unsupported PyGithub: Requester has no connection class to wrap")
+    def close_pr(self, repo: str, number: int, comment: str | None) -> bool:
+        return self._writes.close_pr(repo, number, comment)
 
-    def factory(*args: Any, **kwargs: Any) -> Any:
-        cnx = base_cls(*args, **kwargs)
-        cnx.session.mount("http://", transport)
-        cnx.session.mount("https://", transport)
-        return cnx
+    def merge(
+        self, repo: str, number: int, sha: str, method: str, *, base: str | None = None
+    ) -> str:
+        return self._writes.merge(repo, number, sha, method, base=base)
 
-    setattr(requester, attr, factory)
+    def set_protection(
+        self,
+        repo: str,
+        branch: str,
+        check_name: str = CHECK_NAME,
+        app_id: int | None = None,
+        *,
+        enforce_admins: bool = False,
+    ) -> bool:
+        return self._writes.set_protection(
+            repo, branch, check_name, app_id, enforce_admins=enforce_admins
+        )
 
+    def create_revert_pr(
+        self, repo: str, merge_sha: str, base: str, *, title: str, body: str, label: str
+    ) -> int:
+        return self._reverts.create_revert_pr(
+            repo, merge_sha, base, title=title, body=body, label=label
+        )
 
-def _only_installation(integration: GithubIntegration, scrubber: Scrubber) -> int:
-    try:
-        ids = [i.id for i in integration.get_installations()]
-    except GithubException as exc:
-        raise ForgeError(
-            scrubber.scrub(f"listing App installations failed: {exc.status}")
-        ) from None
-    if len(ids) != 1:
-        raise ForgeError(f"the App has {len(ids)} installations; set github.installation_id")
-    return ids[0]
+    def open_revert_pr(
+        self, repo: str, merge_sha: str, base: str, *, title: str, body: str, label: str
+    ) -> tuple[int, str]:
+        return self._reverts.open_revert_pr(
+            repo, merge_sha, base, title=title, body=body, label=label
+        )

@@ -27,7 +27,6 @@ from capdaemon.model import (
 log = structlog.get_logger("capdaemon.forge.client")  # one logger for the whole Forge
 
 CHECK_NAME = "L1.C3"
-POLICY_FILE = ".capdaemon.yml"
 FILES_CAP = 3000  # GitHub lists at most 3,000 files of a PR
 COMMITS_CAP = 250  # ... and at most 250 commits
 COMPARE_MAX_FILES = 300  # the compare API returns at most 300 files
@@ -43,7 +42,6 @@ DEFAULT_CONTENT_GLOBS: tuple[str, ...] = (
 USER_AGENT = "capdaemon/0.1 (+PyGithub)"
 LABEL_COLOR = "ededed"
 
-T = TypeVar("T")
 Entry = tuple[str, str, str]  # (mode, type, sha) of a tree entry
 
 
@@ -95,10 +93,11 @@ def _decode(content_b64: str | None) -> str | None:
         return None
 
 
-_MISS: Any = object()
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-class _Lru(OrderedDict[Any, Any]):
+class Lru(OrderedDict[K, V]):
     """A tiny LRU for immutable (content-addressed) results (safe across gather threads)."""
 
     def __init__(self, size: int) -> None:
@@ -106,15 +105,21 @@ class _Lru(OrderedDict[Any, Any]):
         self.size = size
         self._lock = threading.Lock()
 
-    def get_(self, key: Any, default: Any = None) -> Any:
+    def get_(self, key: K) -> V | None:
+        """The value kept for `key` (now the most recent), or None."""
+        return self.find(key)[1]
+
+    def find(self, key: K) -> tuple[bool, V | None]:
+        """(found, value): for caches where None is a valid answer."""
         with self._lock:
             try:
                 self.move_to_end(key)
             except KeyError:
-                return default
-            return self[key]
+                return False, None
+            return True, self[key]
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: K, value: V) -> None:
+        """Keep `value` for `key`, dropping the least recently used beyond `size`."""
         with self._lock:
             self[key] = value
             self.move_to_end(key)

@@ -14,7 +14,7 @@ REST itself shows the edit: the ballot then ignores it (fail closed).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from github import GithubException
@@ -23,6 +23,9 @@ from capdaemon.forge.convert import _dt, log
 from capdaemon.forge.errors import ForgeError, NotFound
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.types import Comment, Reaction
+
+if TYPE_CHECKING:
+    from capdaemon.forge.session import ForgeSession
 
 _PAGE_OF_COMMENTS = """
 fragment CommentPage on IssueCommentConnection {
@@ -169,19 +172,13 @@ def reaction_from_node(node: dict[str, Any]) -> Reaction:
     )
 
 
-class GraphqlMixin:
-    """Forge reads through GraphQL (mixed into Forge before the REST reads it replaces)."""
+class Graphql:
+    """Sends the forge's GraphQL queries; remembers when the endpoint is not there."""
 
-    _graphql_available: bool = True
-
-    if TYPE_CHECKING:  # provided by Forge and the REST reads
-        scrubber: Scrubber
-
-        def _errors(self, what: str) -> AbstractContextManager[None]: ...
-        def _requester(self) -> AbstractContextManager[Any]: ...
-        def _translate(self, exc: GithubException, what: str) -> ForgeError: ...
-        def _rest_comments(self, repo: str, issue_no: int) -> list[Comment]: ...
-        def _rest_reactions(self, repo: str, issue_no: int) -> list[Reaction]: ...
+    def __init__(self, session: ForgeSession) -> None:
+        self._http = session.http
+        self._scrubber = session.scrubber
+        self.available = True
 
     @contextmanager
     def _graphql_errors(self, what: str, partial: bool = False) -> Iterator[None]:
@@ -193,15 +190,10 @@ class GraphqlMixin:
             if partial and exc.status == 400 and isinstance(data.get("data"), dict):
                 raise _Partial(data) from None
             if isinstance(errors, list) and errors:
-                kinds = {str(e.get("type")) for e in errors if isinstance(e, dict)}
-                text = "; ".join(str(e.get("message", "")) for e in errors if isinstance(e, dict))[
-                    :500
-                ]
-                kind = NotFound if "NOT_FOUND" in kinds else ForgeError
-                raise kind(self.scrubber.scrub(f"GitHub GraphQL {what}: {text}")) from None
+                raise _error_of(errors, what, self._scrubber) from None
             if exc.status in (404, 410):
                 raise GraphqlUnavailable(f"GitHub GraphQL {what}: endpoint unavailable") from None
-            raise self._translate(exc, f"GraphQL {what}") from None
+            raise self._http.translate(exc, f"GraphQL {what}") from None
 
     def graphql(self, query: str, variables: dict[str, Any], what: str) -> dict[str, Any]:
         """Run one of ``QUERIES``; its ``data`` (any GraphQL error raises: never partial)."""
@@ -218,9 +210,9 @@ class GraphqlMixin:
         body: Any = None
         try:
             with (
-                self._errors(f"GraphQL {what}"),
+                self._http.errors(f"GraphQL {what}"),
                 self._graphql_errors(what, partial),
-                self._requester() as rq,
+                self._http.requester() as rq,
             ):
                 _headers, body = rq.graphql_query(query, variables)
         except _Partial as p:
@@ -230,6 +222,18 @@ class GraphqlMixin:
             raise ForgeError(f"GitHub GraphQL {what}: no data in the answer")
         errors = body.get("errors") if isinstance(body.get("errors"), list) else []
         return data, [e for e in errors if isinstance(e, dict)]
+
+    def issue_nodes(
+        self, query: str, repo: str, number: int, field: str
+    ) -> list[dict[str, Any]] | None:
+        """Every node of one connection of an issue or PR; None when GraphQL is not there."""
+        if not self.available:
+            return None
+        try:
+            return self._issue_pages(query, repo, number, field)
+        except GraphqlUnavailable:
+            self.fall_back()
+            return None
 
     def _issue_pages(self, query: str, repo: str, number: int, field: str) -> list[dict[str, Any]]:
         owner, name = repo.split("/", 1)
@@ -251,30 +255,19 @@ class GraphqlMixin:
                 break
         raise ForgeError(f"GitHub GraphQL: {field} of {repo}#{number}: over {MAX_PAGES} pages")
 
-    def comments(self, repo: str, issue_no: int) -> list[Comment]:
-        """All comments of an issue or PR, oldest first, with GitHub's edit record."""
-        if self._graphql_available:
-            try:
-                nodes = self._issue_pages(COMMENTS_QUERY, repo, issue_no, "comments")
-                return [comment_from_node(n) for n in nodes]
-            except GraphqlUnavailable:
-                self._fall_back()
-        return self._rest_comments(repo, issue_no)
-
-    def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
-        """All reactions on the issue itself, oldest first."""
-        if self._graphql_available:
-            try:
-                nodes = self._issue_pages(REACTIONS_QUERY, repo, issue_no, "reactions")
-                return [reaction_from_node(n) for n in nodes]
-            except GraphqlUnavailable:
-                self._fall_back()
-        return self._rest_reactions(repo, issue_no)
-
-    def _fall_back(self) -> None:
-        if self._graphql_available:
+    def fall_back(self) -> None:
+        """GraphQL is not there: every read uses REST from now on (logged once)."""
+        if self.available:
             log.warning(
                 "forge.graphql_unavailable",
                 fallback="REST: an edit cannot be ruled out, so no command comment counts",
             )
-        self._graphql_available = False
+        self.available = False
+
+
+def _error_of(errors: list[Any], what: str, scrubber: Scrubber) -> ForgeError:
+    """The ForgeError for a GraphQL `errors` list (NotFound when GitHub says NOT_FOUND)."""
+    kinds = {str(e.get("type")) for e in errors if isinstance(e, dict)}
+    text = "; ".join(str(e.get("message", "")) for e in errors if isinstance(e, dict))[:500]
+    kind = NotFound if "NOT_FOUND" in kinds else ForgeError
+    return kind(scrubber.scrub(f"GitHub GraphQL {what}: {text}"))

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from capdaemon.filenames import OVERFLOW_DIR
 from capdaemon.forge.markers import render_marker, with_marker
 from capdaemon.state import atomic_write_text
 
 BODY_LIMIT = 65536  # GitHub refuses longer issue, comment and PR bodies (422)
 CHECK_SUMMARY_LIMIT = 65535  # ... and longer check-run output summaries
-OVERFLOW_DIR = "overflow"
 
 
 def overflow_name(text: str) -> str:

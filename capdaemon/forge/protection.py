@@ -8,11 +8,16 @@ again (on GitHub every 404 is a counted request and never a 304).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
-from capdaemon.forge.convert import POLICY_FILE
+from capdaemon.filenames import REPO_POLICY_FILE
+from capdaemon.forge.convert import POLICY_TTL
 from capdaemon.forge.errors import NotFound
+from capdaemon.forge.files import Files
+
+if TYPE_CHECKING:
+    from capdaemon.forge.session import ForgeSession
 
 
 def fold_rules(
@@ -60,23 +65,38 @@ def fold_rules(
     return out
 
 
-class ProtectionMixin:
+class Protection:
     """Forge reads of branch protection, rulesets and the repo's `.capdaemon.yml`."""
+
+    def __init__(self, session: ForgeSession, files: Files) -> None:
+        self._http = session.http
+        self._caches = session.caches
+        self._memo = session.memo
+        self._clock = session.clock
+        self._files = files
 
     def branch_rules(self, repo: str, branch: str) -> list[dict[str, Any]]:
         """The active ruleset rules on `branch` (`GET /repos/{repo}/rules/branches/{branch}`);
         [] when none apply or the server has no rulesets (404)."""
         try:
-            return list(self._pages(f"/repos/{repo}/rules/branches/{quote(branch, safe='')}"))
+            return list(self._http.pages(f"/repos/{repo}/rules/branches/{quote(branch, safe='')}"))
         except NotFound:
             return []
 
     def _branch(self, repo: str, branch: str) -> dict[str, Any] | None:
         try:
-            data = self._get(f"/repos/{repo}/branches/{quote(branch, safe='')}")
+            data = self._http.get(f"/repos/{repo}/branches/{quote(branch, safe='')}")
         except NotFound:
             return None
         return data if isinstance(data, dict) else None
+
+    def get_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
+        """The branch protection document, or None when the branch is not protected."""
+        try:
+            data = self._http.get(f"/repos/{repo}/branches/{quote(branch, safe='')}/protection")
+        except NotFound:
+            return None
+        return cast(dict[str, Any], data)
 
     def effective_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
         """What protects `branch`: classic protection plus rulesets (see `fold_rules`).
@@ -99,11 +119,22 @@ class ProtectionMixin:
         info = self._branch(repo, branch)
         sha = ((info or {}).get("commit") or {}).get("sha")
         if not isinstance(sha, str):
-            return self.read_file(repo, POLICY_FILE, branch)
-        key = ("policy", repo, sha)
-        cached = self._sha_cache.get_(key)
+            return self._files.read_file(repo, REPO_POLICY_FILE, branch)
+        key = (repo, sha)
+        cached = self._caches.policy.get_(key)
         if cached is not None:
             return cached[0]
-        text = self.read_file(repo, POLICY_FILE, sha)
-        self._sha_cache.put(key, (text,))
+        text = self._files.read_file(repo, REPO_POLICY_FILE, sha)
+        self._caches.policy.put(key, (text,))
+        return text
+
+    def policy_this_tick(self, repo: str, base_ref: str) -> str | None:
+        """`.capdaemon.yml` from the base branch, read once per repo and tick (then 304s)."""
+        key = (repo, base_ref)
+        seen = self._memo.policy_seen.get(key)
+        now = self._clock()
+        if seen is not None and now - seen[1] < POLICY_TTL:
+            return seen[0]
+        text = self.policy_text(repo, base_ref)
+        self._memo.policy_seen[key] = (text, now)
         return text

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import (
-    _MISS,
     COMMITS_CAP,
     COMPARE_MAX_FILES,
     FILES_CAP,
-    POLICY_TTL,
     Entry,
-    _check_run,
     _commit,
-    _decode,
     _dt,
     _from_patch,
     _join,
     _login,
-    _next_link,
     _status,
     default_contents_for,
     log,
@@ -41,9 +38,23 @@ from capdaemon.model import (
     PRSnapshot,
 )
 
+if TYPE_CHECKING:
+    from capdaemon.forge.files import Files
+    from capdaemon.forge.protection import Protection
+    from capdaemon.forge.session import Compared, ForgeSession
 
-class SnapshotMixin:
-    """Forge methods that read a PRSnapshot (complete, or marked incomplete)."""
+
+class Snapshots:
+    """Reads a PRSnapshot (complete, or marked incomplete)."""
+
+    def __init__(
+        self, session: ForgeSession, files: Files, checks: Checks, protection: Protection
+    ) -> None:
+        self._http = session.http
+        self._caches = session.caches
+        self._files = files
+        self._checks = checks
+        self._protection = protection
 
     def snapshot(
         self,
@@ -89,66 +100,11 @@ class SnapshotMixin:
         pick: Callable[[str], bool],
         known: tuple[str, tuple[CheckRun, ...]] | None = None,
     ) -> tuple[PRSnapshot, bool]:
-        pr = self._get(f"/repos/{repo}/pulls/{number}")
+        """(the snapshot, whether the head moved while its unbound lists were read)."""
+        pr = self._http.get(f"/repos/{repo}/pulls/{number}")
         head, base_sha, base_ref = pr["head"]["sha"], pr["base"]["sha"], pr["base"]["ref"]
-        n_files = int(pr.get("changed_files") or 0)
-        n_commits = int(pr.get("commits") or 0)
-        reasons: list[str] = []
-        files_ok = commits_ok = True
-        raw_files: list[dict[str, Any]] | None = None
-        raw_commits: list[dict[str, Any]] = []
-        merge_base: str | None = None
-        sha_bound = False
-
-        if n_files <= COMPARE_MAX_FILES and n_commits <= COMMITS_CAP:
-            # One call: files (≤300), commits (≤250), merge base — all bound to the two shas.
-            cmp = self._compare(repo, base_sha, head)
-            if (
-                cmp is not None
-                and len(cmp["files"]) == n_files
-                and len(cmp["commits"]) == n_commits == cmp["total_commits"]
-            ):
-                raw_files, raw_commits, merge_base = cmp["files"], cmp["commits"], cmp["merge_base"]
-                sha_bound = True
-        if raw_files is None:
-            try:
-                first = self._get(f"/repos/{repo}/compare/{base_sha}...{head}", {"per_page": 1})
-                merge_base = (first.get("merge_base_commit") or {}).get("sha")
-            except (NotFound, Incomplete, Transient, Invalid) as exc:
-                log.warning("forge.merge_base_unavailable", pr=f"{repo}#{number}", error=str(exc))
-            raw_files, files_ok = self._pages_partial(f"/repos/{repo}/pulls/{number}/files")
-            if not files_ok:
-                reasons.append("a page of the file list could not be read")
-            raw_commits, commits_ok = self._pages_partial(f"/repos/{repo}/pulls/{number}/commits")
-            if not commits_ok:
-                reasons.append("a page of the commit list could not be read")
-        if len(raw_files) >= FILES_CAP or n_files > len(raw_files):
-            files_ok = False
-            reasons.append(
-                f"file list truncated: {len(raw_files)} of {n_files} files listed "
-                f"(GitHub lists at most {FILES_CAP})"
-            )
-        if n_commits > COMMITS_CAP or len(raw_commits) < n_commits:
-            commits_ok = False
-            reasons.append(
-                f"commit list truncated: {len(raw_commits)} of {n_commits} commits listed "
-                f"(GitHub lists at most {COMMITS_CAP})"
-            )
-
-        bound_key = (repo, base_sha, head, pick)
-        cached = self._bound_cache.get_(bound_key) if sha_bound else None
-        if cached is not None:  # same shas, same question: the answer cannot have changed
-            files, modes_ok, why = cached, True, ""
-        else:
-            files, modes_ok, why = self._file_changes(
-                repo, raw_files, merge_base or base_sha, head, pick
-            )
-            if sha_bound and modes_ok:
-                self._bound_cache.put(bound_key, files)
-        if not modes_ok:
-            files_ok = False
-            reasons.append(why)
-
+        listed = self._listed(repo, number, pr)
+        files = self._files_with_modes(repo, listed, base_sha, head, pick)
         labels = tuple(lb["name"] for lb in pr.get("labels") or ())
         label_events: tuple[LabelEvent, ...] = ()
         if labels:  # events only matter for labels the PR carries now
@@ -156,58 +112,105 @@ class SnapshotMixin:
         if known is not None and known[0] == head:
             check_runs = known[1]
         else:
-            check_runs = tuple(self._check_runs(repo, head))
-        policy = self._policy(repo, base_ref)
-
-        moved = False
-        if (
-            not sha_bound
-        ):  # the PR file/commit lists are not bound to a sha: make sure the head held still
-            again = self._get(f"/repos/{repo}/pulls/{number}")
-            moved = again["head"]["sha"] != head
-        snap = PRSnapshot(
-            repo=repo,
-            number=number,
-            base_ref=base_ref,
-            base_sha=base_sha,
-            head_sha=head,
-            author=_login(pr.get("user")),
-            head_ref=pr["head"].get("ref", ""),
-            draft=bool(pr.get("draft")),
-            title=pr.get("title") or "",
-            body=pr.get("body") or "",
-            labels=labels,
-            label_events=label_events,
-            files=tuple(files),
-            commits=tuple(_commit(c) for c in raw_commits),
-            check_runs=check_runs,
-            files_complete=files_ok,
-            commits_complete=commits_ok,
-            incomplete_reason="; ".join(reasons) or None,
-            mergeable=pr.get("mergeable"),
-            mergeable_state=pr.get("mergeable_state"),
-            state=pr.get("state", "open"),
-            base_policy_text=policy,
-        )
+            check_runs = tuple(self._checks.check_runs(repo, head))
+        policy = self._protection.policy_this_tick(repo, base_ref)
+        # the PR file/commit lists are not bound to a sha: make sure the head held still
+        moved = not listed.sha_bound and self._head_moved(repo, number, head)
+        snap = _snapshot(repo, number, pr, listed, files, label_events, check_runs, policy)
         return snap, moved
 
-    def _compare(self, repo: str, base: str, head: str) -> dict[str, Any] | None:
+    def _head_moved(self, repo: str, number: int, head: str) -> bool:
+        again = self._http.get(f"/repos/{repo}/pulls/{number}")
+        return bool(again["head"]["sha"] != head)
+
+    def _listed(self, repo: str, number: int, pr: dict[str, Any]) -> _Listed:
+        """The changed files and commits: one compare bound to both shas when it can list them
+        all, else the PR's own (paged, unbound) lists; caps and failed pages are recorded."""
+        head, base_sha = pr["head"]["sha"], pr["base"]["sha"]
+        n_files = int(pr.get("changed_files") or 0)
+        n_commits = int(pr.get("commits") or 0)
+        listed = None
+        if n_files <= COMPARE_MAX_FILES and n_commits <= COMMITS_CAP:
+            listed = self._compared(repo, base_sha, head, n_files, n_commits)
+        if listed is None:
+            listed = self._paged(repo, number, base_sha, head)
+        if len(listed.files) >= FILES_CAP or n_files > len(listed.files):
+            listed.files_ok = False
+            listed.reasons.append(
+                f"file list truncated: {len(listed.files)} of {n_files} files listed "
+                f"(GitHub lists at most {FILES_CAP})"
+            )
+        if n_commits > COMMITS_CAP or len(listed.commits) < n_commits:
+            listed.commits_ok = False
+            listed.reasons.append(
+                f"commit list truncated: {len(listed.commits)} of {n_commits} commits listed "
+                f"(GitHub lists at most {COMMITS_CAP})"
+            )
+        return listed
+
+    def _compared(
+        self, repo: str, base_sha: str, head: str, n_files: int, n_commits: int
+    ) -> _Listed | None:
+        """One call: files (≤300), commits (≤250), merge base — all bound to the two shas."""
+        cmp = self._compare(repo, base_sha, head)
+        if (
+            cmp is not None
+            and len(cmp["files"]) == n_files
+            and len(cmp["commits"]) == n_commits == cmp["total_commits"]
+        ):
+            return _Listed(cmp["files"], cmp["commits"], cmp["merge_base"], sha_bound=True)
+        return None
+
+    def _paged(self, repo: str, number: int, base_sha: str, head: str) -> _Listed:
+        """The PR's file and commit lists, every page (a failed page is a recorded reason)."""
+        merge_base: str | None = None
+        try:
+            first = self._http.get(f"/repos/{repo}/compare/{base_sha}...{head}", {"per_page": 1})
+            merge_base = (first.get("merge_base_commit") or {}).get("sha")
+        except (NotFound, Incomplete, Transient, Invalid) as exc:
+            log.warning("forge.merge_base_unavailable", pr=f"{repo}#{number}", error=str(exc))
+        pulls = f"/repos/{repo}/pulls/{number}"
+        files, files_ok = self._http.pages_partial(f"{pulls}/files")
+        reasons = [] if files_ok else ["a page of the file list could not be read"]
+        commits, commits_ok = self._http.pages_partial(f"{pulls}/commits")
+        if not commits_ok:
+            reasons.append("a page of the commit list could not be read")
+        return _Listed(files, commits, merge_base, False, files_ok, commits_ok, reasons)
+
+    def _files_with_modes(
+        self, repo: str, listed: _Listed, base_sha: str, head: str, pick: Callable[[str], bool]
+    ) -> list[FileChange]:
+        """FileChanges with modes and picked contents (kept per sha pair when bound)."""
+        bound_key = (repo, base_sha, head, pick)
+        cached = self._caches.bound.get_(bound_key) if listed.sha_bound else None
+        if cached is not None:  # same shas, same question: the answer cannot have changed
+            return cached
+        old_sha = listed.merge_base or base_sha
+        files, modes_ok, why = self._file_changes(repo, listed.files, old_sha, head, pick)
+        if listed.sha_bound and modes_ok:
+            self._caches.bound.put(bound_key, files)
+        if not modes_ok:
+            listed.files_ok = False
+            listed.reasons.append(why)
+        return files
+
+    def _compare(self, repo: str, base: str, head: str) -> Compared | None:
         key = (repo, base, head)
-        hit = self._compare_cache.get_(key)
+        hit = self._caches.compare.get_(key)
         if hit is not None:
             return hit
         try:
-            data = self._get(f"/repos/{repo}/compare/{base}...{head}")
+            data = self._http.get(f"/repos/{repo}/compare/{base}...{head}")
         except (NotFound, Invalid, Transient, Incomplete) as exc:
             log.warning("forge.compare_failed", repo=repo, error=str(exc))
             return None
-        out = {
+        out: Compared = {
             "files": data.get("files") or [],
             "commits": data.get("commits") or [],
             "total_commits": int(data.get("total_commits", -1)),
             "merge_base": (data.get("merge_base_commit") or {}).get("sha"),
         }
-        self._compare_cache.put(key, out)
+        self._caches.compare.put(key, out)
         return out
 
     def _file_changes(
@@ -224,8 +227,8 @@ class SnapshotMixin:
         }
         new_paths = {f["filename"] for f in raw if f["status"] != "removed"}
         try:
-            old = self._entries(repo, old_sha, old_paths)
-            new = self._entries(repo, new_sha, new_paths)
+            old = self._files.entries(repo, old_sha, old_paths)
+            new = self._files.entries(repo, new_sha, new_paths)
         except RateLimited:
             raise
         except ForgeError as exc:
@@ -248,14 +251,8 @@ class SnapshotMixin:
             if pick(path) or pick(prev) or link:
                 try:
                     patch = f.get("patch")
-                    if o is not None and o[1] == "blob":
-                        base_text = _from_patch(patch, "-", o[2]) if status == "removed" else None
-                        if base_text is None:
-                            base_text = self._blob(repo, o[2])
-                    if n is not None and n[1] == "blob":
-                        head_text = _from_patch(patch, "+", n[2]) if status == "added" else None
-                        if head_text is None:
-                            head_text = self._blob(repo, n[2])
+                    base_text = self._text(repo, o, patch, "-", status == "removed")
+                    head_text = self._text(repo, n, patch, "+", status == "added")
                 except RateLimited:
                     raise
                 except ForgeError as exc:
@@ -268,6 +265,16 @@ class SnapshotMixin:
             + (" …" if len(missing) > 5 else "")
         )
         return out, ok, why
+
+    def _text(
+        self, repo: str, entry: Entry | None, patch: str | None, sign: str, whole: bool
+    ) -> str | None:
+        """A blob's text: rebuilt from the patch of a wholly added (`+`) or removed (`-`) file
+        when that hashes to the blob, else read by sha; None for no blob (absent, submodule)."""
+        if entry is None or entry[1] != "blob":
+            return None
+        text = _from_patch(patch, sign, entry[2]) if whole else None
+        return text if text is not None else self._files.blob(repo, entry[2])
 
     @staticmethod
     def _change(
@@ -290,68 +297,8 @@ class SnapshotMixin:
             head_content=head_text,
         )
 
-    def _entries(self, repo: str, commit_sha: str, paths: set[str]) -> dict[str, Entry]:
-        """(mode, type, sha) of each of `paths` at a commit (absent paths left out).
-
-        One recursive tree per commit (cached: a sha never changes); if GitHub truncates it (huge
-        repos), walk only the directories on the changed paths, one non-recursive tree each.
-        """
-        if not paths:
-            return {}
-        key = (repo, commit_sha)
-        index = self._tree_cache.get_(key)
-        if index is None:
-            data = self._get(f"/repos/{repo}/git/trees/{commit_sha}", {"recursive": "1"})
-            if not data.get("truncated"):
-                index = {
-                    e["path"]: (e["mode"], e["type"], e["sha"])
-                    for e in data.get("tree", ())
-                    if e.get("type") != "tree"
-                }
-                self._tree_cache.put(key, index)
-        if index is not None:
-            return {p: index[p] for p in paths if p in index}
-        return {p: e for p in paths if (e := self._walk(repo, commit_sha, p)) is not None}
-
-    def _walk(self, repo: str, tree_ish: str, path: str) -> Entry | None:
-        parts = path.split("/")
-        cur = tree_ish
-        for i, name in enumerate(parts):
-            listing = self._subtree_cache.get_((repo, cur))
-            if listing is None:
-                data = self._get(f"/repos/{repo}/git/trees/{cur}")
-                if data.get("truncated"):
-                    raise Incomplete(f"tree {cur} of {repo} is truncated")
-                listing = {
-                    e["path"]: (e["mode"], e["type"], e["sha"]) for e in data.get("tree", ())
-                }
-                self._subtree_cache.put((repo, cur), listing)
-            e = listing.get(name)
-            if e is None:
-                return None
-            if i == len(parts) - 1:
-                return e
-            if e[1] != "tree":
-                return None
-            cur = e[2]
-        return None
-
-    def _blob(self, repo: str, sha: str) -> str | None:
-        key = (repo, sha)
-        hit = self._blob_cache.get_(key, _MISS)  # None is a valid answer (binary or too big)
-        if hit is not _MISS:
-            return hit
-        data = self._get(f"/repos/{repo}/git/blobs/{sha}")
-        text = (
-            _decode(data.get("content"))
-            if data.get("encoding", "base64") == "base64"
-            else data.get("content")
-        )
-        self._blob_cache.put(key, text)
-        return text
-
     def _label_events(self, repo: str, number: int) -> tuple[LabelEvent, ...]:
-        items = self._pages(f"/repos/{repo}/issues/{number}/events")
+        items = self._http.pages(f"/repos/{repo}/issues/{number}/events")
         out = []
         for e in items:
             if e.get("event") in ("labeled", "unlabeled") and e.get("label"):
@@ -367,28 +314,51 @@ class SnapshotMixin:
                     )
         return tuple(out)
 
-    def _check_runs(self, repo: str, sha: str) -> list[CheckRun]:
-        headers, data = self._req(
-            "GET", f"/repos/{repo}/commits/{sha}/check-runs", params={"per_page": 100}
-        )
-        runs = list(data.get("check_runs") or [])
-        nxt = _next_link(headers.get("link"))
-        while nxt:
-            headers, data = self._req("GET", nxt)
-            runs.extend(data.get("check_runs") or [])
-            nxt = _next_link(headers.get("link"))
-        total = int(data.get("total_count", len(runs)))
-        if total > len(runs):
-            raise Incomplete(f"check runs of {repo}@{sha[:12]}: {len(runs)} of {total} listed")
-        return [_check_run(r) for r in runs]
 
-    def _policy(self, repo: str, base_ref: str) -> str | None:
-        """`.capdaemon.yml` from the base branch, read once per repo and tick (then 304s)."""
-        key = (repo, base_ref)
-        seen = self._policy_seen.get(key)
-        now = self.clock()
-        if seen is not None and now - seen[1] < POLICY_TTL:
-            return seen[0]
-        text = self.policy_text(repo, base_ref)
-        self._policy_seen[key] = (text, now)
-        return text
+@dataclass
+class _Listed:
+    """A PR's changed files and commits as GitHub listed them, and how complete they are."""
+
+    files: list[dict[str, Any]]
+    commits: list[dict[str, Any]]
+    merge_base: str | None
+    sha_bound: bool  # read by one compare of the two shas (so the head cannot have moved)
+    files_ok: bool = True
+    commits_ok: bool = True
+    reasons: list[str] = field(default_factory=list)
+
+
+def _snapshot(
+    repo: str,
+    number: int,
+    pr: dict[str, Any],
+    listed: _Listed,
+    files: list[FileChange],
+    label_events: tuple[LabelEvent, ...],
+    check_runs: tuple[CheckRun, ...],
+    policy: str | None,
+) -> PRSnapshot:
+    return PRSnapshot(
+        repo=repo,
+        number=number,
+        base_ref=pr["base"]["ref"],
+        base_sha=pr["base"]["sha"],
+        head_sha=pr["head"]["sha"],
+        author=_login(pr.get("user")),
+        head_ref=pr["head"].get("ref", ""),
+        draft=bool(pr.get("draft")),
+        title=pr.get("title") or "",
+        body=pr.get("body") or "",
+        labels=tuple(lb["name"] for lb in pr.get("labels") or ()),
+        label_events=label_events,
+        files=tuple(files),
+        commits=tuple(_commit(c) for c in listed.commits),
+        check_runs=check_runs,
+        files_complete=listed.files_ok,
+        commits_complete=listed.commits_ok,
+        incomplete_reason="; ".join(listed.reasons) or None,
+        mergeable=pr.get("mergeable"),
+        mergeable_state=pr.get("mergeable_state"),
+        state=pr.get("state", "open"),
+        base_policy_text=policy,
+    )

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from capdaemon.filenames import FORGE_CACHE_FILE
 from capdaemon.forge.etagcache import CacheEntry, CacheKey
 from capdaemon.forge.transport import auth_identity
 from capdaemon.state import atomic_write_text, set_aside
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-CACHE_FILE = "forge-cache.json"
 FORMAT = 1
 # A persisted token is dropped this long before it expires (tokens live one hour): a tick that
 # starts with it never runs into its expiry, and a leaked file is worth little.
@@ -59,7 +59,7 @@ class Loaded:
 
 def cache_path(state_dir: Path) -> Path:
     """Where the cache lives in a state directory."""
-    return Path(state_dir) / CACHE_FILE
+    return Path(state_dir) / FORGE_CACHE_FILE
 
 
 def _binding(forge: Forge, base_url: str) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def _header_value(forge: Forge) -> str | None:
     if forge.installation_auth is not None:
         held = forge.installation_auth.current()
         return f"token {held[0]}" if held else None
-    auth = getattr(forge._rq, "auth", None)
+    auth = forge.session.http.auth
     token = getattr(auth, "token", None)
     return f"{auth.token_type} {token}" if auth is not None and token else None
 

@@ -195,11 +195,10 @@ class Transport(HTTPAdapter):
         key: tuple[str, str, str] | None = None
         entry: CacheEntry | None = None
         if method == "GET" and not kwargs.get("stream"):
-            key = (
-                request.url or "",
-                auth_identity(request.headers),
-                request.headers.get("Accept", ""),
-            )
+            accept = request.headers.get("Accept", "")
+            if isinstance(accept, bytes):  # requests allows bytes header values
+                accept = accept.decode("latin-1")
+            key = (request.url or "", auth_identity(request.headers), accept)
             entry = self.cache.get(key)
             if entry is not None and "If-None-Match" not in request.headers:
                 request.headers["If-None-Match"] = entry.etag

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 from tests.daemon.conftest import Harness
 from tests.safety.conftest import SafetyHarness
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 
 from capdaemon.cli import main as cli
-from capdaemon.daemon import safety
 from capdaemon.decide.breaker import Incident, IncidentKind
 
 from .conftest import quadrant
@@ -21,7 +20,9 @@ def _trip(safe) -> int:
     """Trip the breaker (threshold 1); the incident issue's number."""
     safe.configure(breaker={"threshold": 1, "window_hours": 24})
     ticker = safe.start()
-    safety.record(ticker, Incident(safe.sb.now(), IncidentKind.OTHER, "attack test"), safe.sb.now())
+    ticker.safety.breaker.record(
+        Incident(safe.sb.now(), IncidentKind.OTHER, "attack test"), safe.sb.now()
+    )
     safe.tick()
     (issue,) = [i for i in safe.issues("incident") if i.state == "open"]
     return int(issue.number)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from capdaemon.daemon.demo import user_github
 from capdaemon.forge.markers import parse_marker
+from ghsandbox.testing import user_github
 
 from .conftest import quadrant
 

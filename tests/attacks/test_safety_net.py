@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from capdaemon.config import TierConfig
-from capdaemon.daemon import safety
 from capdaemon.decide.burnin import AgentClock, BurnInStatus
 from capdaemon.decide.probe import ProbeWatch, evaluate_probe, reverts_in_window
 from capdaemon.decide.review import sampled
@@ -159,7 +158,7 @@ def _trip(safe: SafetyHarness, **extra: object) -> int:
 
     safe.configure(breaker={"threshold": 1, "window_hours": 24}, **extra)
     ticker = safe.start()
-    safety.record(ticker, Incident(safe.sb.now(), IncidentKind.OTHER, "x"), safe.sb.now())
+    ticker.safety.breaker.record(Incident(safe.sb.now(), IncidentKind.OTHER, "x"), safe.sb.now())
     safe.tick()
     issues = [i for i in safe.issues("incident") if i.state == "open"]
     assert len(issues) == 1
@@ -210,7 +209,7 @@ def test_deleting_breaker_json_while_tripped_is_refused(safe: SafetyHarness) -> 
     (safe.state_dir / "breaker.json").unlink()
     ticker = safe.ticker or safe.start()
     with pytest.raises(StateError, match="breaker"):
-        safety.breaker_state(ticker)
+        ticker.safety.breaker.state()
 
 
 def test_agent_labelled_revert_lookalike_gets_no_breaker_exception(safe: SafetyHarness) -> None:
@@ -344,7 +343,7 @@ def test_deleted_burn_in_clocks_are_refused_not_restarted(safe: SafetyHarness) -
     data.pop("l4_burn_in", None)
     metrics.write_text(json.dumps(data))
     with pytest.raises(StateError, match="burn-in"):
-        safety.burn_in_state(safe.start())
+        safe.start().safety.burn_in.state()
 
 
 def test_undone_promotion_is_refused() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from capdaemon.channels import onetap
-from capdaemon.sandbox import Sandbox
-from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
+from ghsandbox import Sandbox
+from ghsandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
 from tests.daemon.conftest import daemon  # noqa: F401 (the plain daemon Harness fixture)
 from tests.safety.conftest import SESSION, SafetyHarness
 
@@ -63,7 +63,7 @@ class TgHarness(SafetyHarness):
     @property
     def desk(self) -> onetap.TelegramDesk:
         ticker = self.ticker or self.start()
-        desk = onetap.desk_of(ticker)
+        desk = ticker.safety.channels.desk
         assert desk is not None
         return desk
 

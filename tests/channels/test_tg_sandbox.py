@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from capdaemon.channels.telegram import TelegramClient, TelegramError
-from capdaemon.sandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
+from ghsandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
 
 from .conftest import ALICE_TG, CHAT
 

@@ -1,6 +1,6 @@
 """The built wheel, installed into a fresh virtualenv, carries everything a first run needs:
-`capdaemon init` writes the packaged sample, `doctor --offline` accepts it, `demo` runs green
-and removes its temporary folder."""
+`capdaemon init` writes the packaged sample, `doctor --offline` accepts it; without the sandbox
+extra `demo` refuses in one line, and with it `demo` runs green and removes its temporary folder."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _source_copy(dest: Path) -> Path:
     return dest
 
 
-def _install(pip: Path, wheel: Path) -> None:
+def _install(pip: Path, wheel: Path | str) -> None:
     offline = [pip, "install", "-q", "--no-index", "--find-links", WHEELHOUSE, wheel]
     proc = subprocess.run([str(c) for c in offline], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:  # first run on this machine: fetch the dependency wheels once
@@ -86,6 +86,8 @@ def test_wheel_in_a_fresh_virtualenv_runs_init_doctor_and_demo(tmp_path: Path) -
         "capdaemon/data/config/capdaemon.yml",
         "capdaemon/data/schemas/capdaemon.schema.json",
         "capdaemon/data/systemd/capdaemon.service",
+        "ghsandbox/gql/schema.graphql",
+        "ghsandbox/py.typed",
     ):
         assert packaged in names, packaged
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
@@ -94,6 +96,13 @@ def test_wheel_in_a_fresh_virtualenv_runs_init_doctor_and_demo(tmp_path: Path) -
     _run(sys.executable, "-m", "venv", venv)
     _install(venv / "bin" / "pip", wheel)
     capdaemon = venv / "bin" / "capdaemon"
+    # The daemon's own commands run without the sandbox's dependencies.
+    assert "--once" in _run(capdaemon, "tick", "--help")
+    bare = subprocess.run([capdaemon, "demo"], capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 2, bare
+    [line] = bare.stderr.splitlines()
+    assert "pip install 'capdaemon[sandbox]'" in line
+    _install(venv / "bin" / "pip", f"{wheel}[sandbox]")
 
     work = tmp_path / "work"
     work.mkdir()

@@ -16,11 +16,11 @@ import yaml
 
 from capdaemon.audit import log_paths
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.demo import user_github
 from capdaemon.daemon.runner import open_ticker
 from capdaemon.daemon.tick import Ticker, TickReport
 from capdaemon.forge.markers import parse_marker
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
+from ghsandbox.testing import user_github
 
 T0 = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
 SESSION = "Agent-Session: claude-code/claude-opus-4/sess-00000001"

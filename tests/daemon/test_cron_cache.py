@@ -11,7 +11,7 @@ import sys
 import pytest
 from structlog.testing import capture_logs
 
-from capdaemon.forge.tokencache import CACHE_FILE
+from capdaemon.filenames import FORGE_CACHE_FILE as CACHE_FILE
 
 from .conftest import Harness
 

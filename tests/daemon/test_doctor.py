@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from capdaemon.cli import main as cli
-from capdaemon.sandbox import Sandbox
-from capdaemon.sandbox import testing as std
+from ghsandbox import Sandbox
+from ghsandbox import testing as std
 
 from .conftest import write_config
 

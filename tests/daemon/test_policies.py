@@ -10,7 +10,7 @@ import pytest
 
 from capdaemon.capability.escalation import list_escalations, write_escalation
 from capdaemon.capability.model import Violation, ViolationKind
-from capdaemon.daemon.demo import dispatch_tasks
+from capdaemon.demo.steps import dispatch_tasks
 
 from .conftest import T0, Harness
 

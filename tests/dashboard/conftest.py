@@ -15,7 +15,7 @@ from capdaemon.cli import main
 from capdaemon.commands._common import load_config_from_args
 from capdaemon.config import Config
 from capdaemon.daemon import digest_job
-from capdaemon.sandbox import testing as std
+from ghsandbox import testing as std
 from tests.conftest import start_sandbox
 from tests.daemon.conftest import SESSION, Harness
 

@@ -9,7 +9,7 @@ import pytest
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.client import Forge
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 class Sleeps(list[float]):

@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import Forbidden, ForgeError, NotFound
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 def test_app_auth_end_to_end(sandbox: Sandbox, forge: Forge, open_pr: Callable[..., int]) -> None:

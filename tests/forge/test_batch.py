@@ -9,7 +9,7 @@ import github
 
 from capdaemon.forge.batch import _commits_error, _kept
 from capdaemon.forge.client import Forge
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 CHECK_RUNS = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
 STATUS = "GET /repos/{owner}/{repo}/commits/{ref}/status"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse, validate
 
+from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import ForgeError
-from capdaemon.forge.gql import QUERIES, REACTION_CONTENT, GraphqlMixin
-from capdaemon.sandbox.gql import github_schema
-from capdaemon.sandbox.gql.cost import plan_query
-from capdaemon.sandbox.gql.resolvers import REST_TO_REACTION, served
+from capdaemon.forge.gql import QUERIES, REACTION_CONTENT
+from ghsandbox.gql import github_schema
+from ghsandbox.gql.cost import plan_query
+from ghsandbox.gql.resolvers import REST_TO_REACTION, served
 
 VARIABLES = {"owner": "acme", "name": "widgets", "number": 1, "after": None}
 
@@ -43,7 +44,7 @@ def test_reaction_contents_map_both_ways() -> None:
     assert set(REACTION_CONTENT) == set(enum.values)  # type: ignore[union-attr]
 
 
-def test_only_listed_queries_are_sent() -> None:
+def test_only_listed_queries_are_sent(forge: Forge) -> None:
     """The forge refuses to send a query that is not in QUERIES (so the tests above cover all)."""
     with pytest.raises(ForgeError, match="not one of the forge's queries"):
-        GraphqlMixin.graphql(GraphqlMixin(), "{ viewer { login } }", {}, "viewer")
+        forge.graphql("{ viewer { login } }", {}, "viewer")

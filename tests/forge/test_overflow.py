@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from capdaemon.filenames import OVERFLOW_DIR
 from capdaemon.forge.client import Forge
-from capdaemon.forge.overflow import BODY_LIMIT, OVERFLOW_DIR, overflow_name
-from capdaemon.sandbox import Sandbox
+from capdaemon.forge.overflow import BODY_LIMIT, overflow_name
+from ghsandbox import Sandbox
 
 
 def test_an_over_long_issue_body_is_cut_and_saved_in_full(

@@ -9,7 +9,7 @@ import pytest
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import RateLimited
 from capdaemon.forge.pacing import ContentPacer, creates_content
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 class _Clock:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from capdaemon.forge.client import Forge, _from_patch, git_blob_sha
 from capdaemon.model import MODE_SUBMODULE, MODE_SYMLINK, FileStatus
-from capdaemon.sandbox import CommitSpec, Sandbox
+from ghsandbox import CommitSpec, Sandbox
 
 
 def test_small_pr_snapshot_has_files_commits_modes_and_contents(

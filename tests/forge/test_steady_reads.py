@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import github
 
 from capdaemon.forge.client import Forge
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 def _as(sandbox: Sandbox, login: str) -> github.Github:

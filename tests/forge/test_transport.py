@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import RateLimited, Transient
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from capdaemon.forge.client import Forge
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 
 def test_304s_reuse_the_pooled_connection(
@@ -36,7 +36,7 @@ def test_content_addressed_reads_stay_out_of_the_etag_cache(
     f = make_forge(app=True)
     f.batch_gathering = False  # the REST PR list, which the conditional-request cache keeps
     sha = sandbox.branch_sha(sandbox.repo, "main")
-    f._get(f"/repos/{sandbox.repo}/git/commits/{sha}")
+    f.session.http.get(f"/repos/{sandbox.repo}/git/commits/{sha}")
     assert len(f.transport.cache) == 0
     f.list_open_prs(sandbox.repo)
     assert len(f.transport.cache) == 1

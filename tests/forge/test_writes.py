@@ -9,7 +9,7 @@ import pytest
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import HeadMoved, RevertConflict
 from capdaemon.forge.markers import parse_marker
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 
 Writes = Callable[[], dict[str, int]]
 

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from capdaemon.daemon import safety
 from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.decide.breaker import BreakerState
-from capdaemon.sandbox import Sandbox
+from ghsandbox import Sandbox
 from tests.daemon.conftest import SESSION, T0, Harness, write_config
 
 __all__ = ["SESSION", "T0", "SafetyHarness"]
@@ -79,7 +78,7 @@ class SafetyHarness(Harness):
     def step7(self, now: datetime | None = None) -> None:
         """Run the safety step 7 directly (idempotent; the tick calls it too once hooked)."""
         ticker = self.ticker or self.start()
-        safety.step_probes_and_breaker(ticker, now or self.sb.now())
+        ticker.safety.step_probes_and_breaker(now or self.sb.now())
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from capdaemon.cli import main as cli
-from capdaemon.daemon import safety
 from capdaemon.decide.breaker import Incident, IncidentKind
 
 from .conftest import SafetyHarness
@@ -15,8 +14,8 @@ def _trip(safe: SafetyHarness) -> int:
     """Trip the breaker (threshold 1) with one incident; the incident issue's number."""
     safe.configure(breaker={"threshold": 1, "window_hours": 24})
     ticker = safe.start()
-    safety.record(
-        ticker, Incident(safe.sb.now(), IncidentKind.OTHER, "test incident"), safe.sb.now()
+    ticker.safety.breaker.record(
+        Incident(safe.sb.now(), IncidentKind.OTHER, "test incident"), safe.sb.now()
     )
     assert safe.breaker().tripped
     safe.tick()

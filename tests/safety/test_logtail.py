@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from capdaemon.audit import AuditLog, log_paths, verify
-from capdaemon.daemon import logtail
-from capdaemon.daemon.safety import breaker_state
+from capdaemon.daemon.logtail import BreakerLogTail
+from capdaemon.daemon.safety.breaker import breaker_state
 from capdaemon.state import StateError
 
 
@@ -20,16 +20,17 @@ def _log(state: Path) -> AuditLog:
 def test_growing_log_is_read_by_its_tail_only(tmp_path: Path) -> None:
     """200 appends with a check after each: no full re-read, and the answer follows the log."""
     log = _log(tmp_path)
+    tail = BreakerLogTail(tmp_path)
     for i in range(200):
         log.append({"action": "merge.done", "pr": f"acme/w#{i}"})
-        assert logtail.tripped_per_log(tmp_path) is False
+        assert tail.tripped() is False
     log.append({"action": "breaker.tripped"})
-    assert logtail.tripped_per_log(tmp_path) is True
+    assert tail.tripped() is True
     log.append({"action": "merge.refused"})
-    assert logtail.tripped_per_log(tmp_path) is True
+    assert tail.tripped() is True
     log.append({"action": "breaker.reset"})
-    assert logtail.tripped_per_log(tmp_path) is False
-    assert logtail.full_reads(tmp_path) == 0
+    assert tail.tripped() is False
+    assert tail.full_reads == 0
 
 
 def _rewrite_without_trip(path: Path) -> None:
@@ -43,44 +44,41 @@ def test_rewritten_earlier_part_forces_a_full_read_and_fails_verify(tmp_path: Pa
     """Appending after an in-place rewrite of the line the reader stopped at: the reader sees its
     anchor changed, re-reads the whole log, and `audit verify` reports the broken chain."""
     log = _log(tmp_path)
+    tail = BreakerLogTail(tmp_path)
     log.append({"action": "merge.done"})
     log.append({"action": "breaker.tripped"})
-    assert logtail.tripped_per_log(tmp_path) is True
+    assert tail.tripped() is True
     path = log_paths(tmp_path)[1]
     _rewrite_without_trip(path)
     with path.open("a", encoding="utf-8") as fh:
         fh.write('{"action": "merge.done", "seq": 3, "prev": "x", "hash": "y"}\n')
-    assert logtail.tripped_per_log(tmp_path) is False  # what the file now says, read in full
-    assert logtail.full_reads(tmp_path) == 1
+    assert tail.tripped() is False  # what the file now says, read in full
+    assert tail.full_reads == 1
     assert not verify(path).ok
 
 
 def test_appended_record_that_does_not_chain_forces_a_full_read(tmp_path: Path) -> None:
     """A tail whose first record's prev is not the hash read last is not trusted on its own."""
     log = _log(tmp_path)
+    tail = BreakerLogTail(tmp_path)
     log.append({"action": "breaker.tripped"})
-    assert logtail.tripped_per_log(tmp_path) is True
+    assert tail.tripped() is True
     path = log_paths(tmp_path)[1]
     with path.open("a", encoding="utf-8") as fh:
         fh.write('{"action": "breaker.reset", "seq": 2, "prev": "forged", "hash": "h"}\n')
-    logtail.tripped_per_log(tmp_path)
-    assert logtail.full_reads(tmp_path) == 1
+    tail.tripped()
+    assert tail.full_reads == 1
     assert not verify(path).ok
-
-
-class _T:
-    def __init__(self, state: Path) -> None:
-        self.state_dir = state
 
 
 def test_deleting_breaker_json_after_a_long_log_still_refuses(tmp_path: Path) -> None:
     """The breaker was tripped and the log grew since; deleting breaker.json is still refused
     (the incremental reader kept the trip)."""
     log = _log(tmp_path)
+    tail = BreakerLogTail(tmp_path)
     log.append({"action": "breaker.tripped"})
-    t = _T(tmp_path)
     for i in range(50):
         log.append({"action": "merge.refused", "pr": f"acme/w#{i}"})
         with pytest.raises(StateError, match=r"missing but actions\.jsonl says"):
-            breaker_state(t)
-    assert logtail.full_reads(tmp_path) == 0
+            breaker_state(tmp_path, tail)
+    assert tail.full_reads == 0

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests
 
-from capdaemon.sandbox import CommitSpec, Person, Sandbox, SeedError, load_seed
+from ghsandbox import CommitSpec, Person, Sandbox, SeedError, load_seed
 
 from .helpers import gh, settled_pull
 
@@ -112,7 +112,7 @@ def test_cli_refuses_a_bad_seed_file(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from capdaemon.sandbox import cli_main; sys.exit(cli_main(sys.argv[1:]))",
+            "import sys; from ghsandbox import cli_main; sys.exit(cli_main(sys.argv[1:]))",
             "serve",
             "--root",
             str(tmp_path / "s"),
@@ -138,7 +138,7 @@ def test_cli_serves_and_prints_the_base_url_first(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from capdaemon.sandbox import cli_main; sys.exit(cli_main(sys.argv[1:]))",
+            "import sys; from ghsandbox import cli_main; sys.exit(cli_main(sys.argv[1:]))",
             "serve",
             "--root",
             str(tmp_path / "s"),
@@ -195,7 +195,7 @@ def test_corrupt_state_refuses_to_start(tmp_path: Path) -> None:
     root = tmp_path / "s"
     root.mkdir()
     (root / "state.json").write_text("{truncated")
-    from capdaemon.sandbox import StoreError
+    from ghsandbox import StoreError
 
     with pytest.raises(StoreError, match=r"state\.json"):
         Sandbox.start(root, None)

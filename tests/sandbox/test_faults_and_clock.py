@@ -130,7 +130,7 @@ def test_clock_stamps_objects_and_moves_forward(sandbox: Any) -> None:
 
 def test_sandbox_admin_client_drives_a_running_sandbox(sandbox: Any) -> None:
     """SandboxAdmin (for `sandbox serve` in another process) scripts faults and moves the clock."""
-    from capdaemon.sandbox import SandboxAdmin
+    from ghsandbox import SandboxAdmin
 
     admin = SandboxAdmin(sandbox.base_url)
     admin.faults("GET", r"/user$", status=500)

@@ -181,7 +181,7 @@ def test_secondary_limits_refuse_with_retry_after(sandbox: Any) -> None:
 
 def test_concurrent_requests_over_the_limit_are_refused() -> None:
     """7: more requests in flight than allowed are refused; finished ones free their slot."""
-    from capdaemon.sandbox.fidelity import FIDELITY_DEFAULTS, SecondaryLimits
+    from ghsandbox.fidelity import FIDELITY_DEFAULTS, SecondaryLimits
 
     cfg = {k: float(v) for k, v in FIDELITY_DEFAULTS.items()} | {"max_concurrent": 2.0}
     limits = SecondaryLimits()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capdaemon.sandbox.gql.nodes import page
+from ghsandbox.gql.nodes import page
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,0 +1,32 @@
+"""One daemon's owner channels: its notifier step and its Telegram desk (when configured)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from capdaemon.channels.notify import NotifyStep
+
+if TYPE_CHECKING:
+    from capdaemon.channels.onetap import DeskHost, TelegramDesk
+    from capdaemon.config import Config
+    from capdaemon.daemon.safety.common import Report
+
+
+class Channels:
+    """Built once per daemon; the desk is attached by the runner when Telegram is on."""
+
+    def __init__(self, config: Config, state_dir: Path) -> None:
+        self.state_dir = Path(state_dir)
+        self.notify_step = NotifyStep(config)
+        self.desk: TelegramDesk | None = None
+
+    def notify(self, now: datetime, report: Report | None = None) -> None:
+        """The tick's last step: notify owners of what this tick (or the CLI) recorded."""
+        self.notify_step.run(self.state_dir, now, report)
+
+    def sync_desk(self, ticker: DeskHost, now: datetime, report: Report | None = None) -> None:
+        """The tick's hook (after one-tap issues are read): mirror one-taps into Telegram."""
+        if self.desk is not None:
+            self.desk.sync(ticker, now, report)

@@ -1,0 +1,87 @@
+"""What the safety-net parts share: issue kinds, the report they write to, the log reader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from capdaemon.audit import log_paths
+from capdaemon.daemon.botstate import PRRecord
+from capdaemon.decide.ballot import BallotStatus
+from capdaemon.forge.types import IssueActivity
+from capdaemon.logging import get_logger
+
+API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
+ONE_TAP = "one-tap"
+INCIDENT = "incident"
+# A ballot or one-tap whose issue activity (issue list) did not change is still read in full
+# this often: the activity cannot show one reaction swapped for another of the same kind.
+QUIET_REREAD = timedelta(minutes=30)
+
+log = get_logger("capdaemon.safety")
+
+
+class Report(Protocol):
+    """What a tick's report offers the safety net: its error and opened-issue lists."""
+
+    errors: list[str]
+    issues: list[str]
+
+
+class SeenPR(Protocol):
+    """One open PR of this tick, as the tick hands it over."""
+
+    @property
+    def rec(self) -> PRRecord:
+        """The PR's record."""
+        ...
+
+
+def parse_ts(text: str) -> datetime:
+    """An ISO time as written to bot-state ("Z" accepted)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def report_error(report: Report | None, event: str, message: str, **kv: Any) -> None:
+    """Add `message` to the tick's errors (when there is a report) and log it."""
+    if report is not None:
+        report.errors.append(message)
+    log.warning(event, error=message, **kv)
+
+
+def log_records(state_dir: Path) -> list[dict[str, Any]]:
+    """Every complete record of actions.jsonl (for the rare cross-checks of the safety net)."""
+    path = log_paths(state_dir)[1]
+    out: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def ballot_approved(rec: PRRecord) -> bool:
+    """True when the PR's ballot approved its current head."""
+    b = rec.ballot or {}
+    if b.get("head_sha") != rec.head_sha:
+        return False
+    try:
+        return BallotStatus(b.get("status", "pending")).mergeable
+    except ValueError:
+        return False
+
+
+OwnersFn = Callable[[str, Iterable[str]], set[str]]  # (repo, users) → the owners among them
+ActivityFn = Callable[..., Mapping[int, IssueActivity]]  # (report) → this tick's issue list

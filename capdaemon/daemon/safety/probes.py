@@ -1,0 +1,374 @@
+"""Post-merge probes and reverts: watch each merge, judge its checks, revert or report it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.config import Config, RepoConfig
+from capdaemon.daemon import probe_sources
+from capdaemon.daemon.botstate import PRStore
+from capdaemon.daemon.safety.breaker import Breaker
+from capdaemon.daemon.safety.common import (
+    INCIDENT,
+    OwnersFn,
+    Report,
+    log,
+    log_records,
+    parse_ts,
+    report_error,
+)
+from capdaemon.daemon.safety.reviews import RandomReviews
+from capdaemon.daemon.safety_state import SafetyStore
+from capdaemon.decide._text import md, short_sha
+from capdaemon.decide.breaker import Incident, IncidentKind
+from capdaemon.decide.labels import Label
+from capdaemon.decide.merge import RequiredCheck
+from capdaemon.decide.probe import (
+    ProbeStatus,
+    ProbeWatch,
+    RevertAction,
+    evaluate_probe,
+    quiet_until,
+    revert_decision,
+    reverts_in_window,
+)
+from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
+
+if TYPE_CHECKING:
+    from capdaemon.forge.port import ForgePort
+
+
+@dataclass
+class Probes:
+    """Probe watches in safety.json; a failed probe is an incident, maybe with a revert PR."""
+
+    config: Config
+    state_dir: Path
+    store: SafetyStore
+    forge: ForgePort
+    actions_log: AuditLog
+    prs: PRStore
+    decision_repo: str | None
+    bot_login: Callable[[], str]
+    shadow: bool
+    breaker: Breaker
+    reviews: RandomReviews
+    owners: OwnersFn
+    required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]]
+
+    def _audit(self, entry: Mapping[str, Any], now: datetime) -> None:
+        self.actions_log.append(dict(entry), now=now)
+
+    # ------------------------------------------------------------------ new merges
+    def watch_merges(
+        self, records: Sequence[Mapping[str, Any]], now: datetime, report: Report | None
+    ) -> None:
+        """New merges capdaemon made → probe watches and the random-review sample."""
+        s = self.store
+        watched = {w["merge_sha"] for w in s["watches"]} | set(s["probed"])
+        for r in records:
+            if r.get("action") != "merge" or r.get("status") != "done" or not r.get("merge_sha"):
+                continue
+            ref, sha = str(r.get("pr", "")), str(r["merge_sha"])
+            repo, _, num = ref.rpartition("#")
+            rc = self.config.repo(repo)
+            if rc is None or not num.isdigit():
+                continue
+            rec = self.prs.get(repo, int(num))
+            if sha not in watched:
+                watch = self._watch(repo, int(num), rc.base, r, now, report)
+                s["watches"].append(watch.to_json())
+                watched.add(sha)
+            head = str(r.get("head_sha") or (rec.head_sha if rec else ""))
+            if rec is not None and head:
+                self.reviews.sample(rec, head, now, report)
+        s.save()
+
+    def _watch(
+        self,
+        repo: str,
+        number: int,
+        base: str,
+        r: Mapping[str, Any],
+        now: datetime,
+        report: Report | None,
+    ) -> ProbeWatch:
+        """A new watch of merge record `r` (audited)."""
+        ref, sha = str(r.get("pr", "")), str(r["merge_sha"])
+        try:  # how many parents the merge commit has (read from GitHub, never trusted)
+            parents = max(1, len(self.forge.commit_parents(repo, sha)))
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            report_error(report, "probe.parents_failed", f"{ref}: {exc}", pr=ref)
+            parents = 2  # unknown: never auto-revert it
+        merged_at = parse_ts(str(r.get("ts"))) if r.get("ts") else now
+        revertible = self._own_merge(repo, number, r, sha, report)
+        watch = ProbeWatch(repo, number, sha, parents, merged_at, base, revertible)
+        self._audit(
+            {
+                "action": "probe.watch",
+                "pr": ref,
+                "merge_sha": sha,
+                "parents": parents,
+                "revertible": revertible,
+                "window_minutes": self.config.post_merge.window_minutes,
+            },
+            now,
+        )
+        return watch
+
+    def _own_merge(
+        self, repo: str, number: int, r: Mapping[str, Any], sha: str, report: Report | None
+    ) -> bool:
+        """True when merge record `r` is verifiably capdaemon's own merge of the head it decided.
+
+        A merge the bot made itself carries the merge sha GitHub answered. A *reconciled* one
+        (a crash between the merge call and its record) only says the PR is merged now: a human
+        may have merged another head. It stays revertible only when GitHub's merged head is the
+        head the bot attempted; otherwise (or unknown) the probe reports, never auto-reverts."""
+        if not r.get("reconciled"):
+            return True
+        ref = f"{repo}#{number}"
+        try:
+            status = self.forge.pull_status(repo, number)
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            report_error(report, "probe.status_failed", f"{ref}: {exc}", pr=ref)
+            return False
+        return bool(
+            status.merged and status.merge_sha == sha and status.head_sha == r.get("head_sha")
+        )
+
+    # ------------------------------------------------------------------ judging
+    def probe(self, now: datetime, report: Report | None) -> None:
+        """Judge each watched merge commit; a failure is an incident (maybe with a revert PR)."""
+        s = self.store
+        cfg = self.config.post_merge
+        keep: list[dict[str, Any]] = []
+        for raw in s["watches"]:
+            watch = ProbeWatch.from_json(raw)
+            if _quiet(raw, now):  # all checks done and green: next read at the window's end
+                keep.append(raw)
+                continue
+            try:
+                checks = self.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
+                trusted, untrusted = probe_sources.split_checks(
+                    self.config, self.required_checks, self.owners, self.bot_login(), watch, checks
+                )
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                report_error(report, "probe.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+                keep.append(raw)
+                continue
+            note = probe_sources.untrusted_note(self.actions_log, raw, watch, untrusted, now)
+            res = evaluate_probe(watch, trusted, now, cfg)
+            if res.status is ProbeStatus.PENDING:
+                until = quiet_until(watch, checks, res, cfg)
+                raw = {k: v for k, v in raw.items() if k != "quiet_until"}
+                keep.append({**raw, "quiet_until": utc_iso(until)} if until else raw)
+                continue
+            if res.status is ProbeStatus.HEALTHY:
+                self._audit(
+                    {
+                        "action": "probe.healthy",
+                        "pr": watch.ref,
+                        "merge_sha": watch.merge_sha,
+                        "reason": res.reason,
+                    },
+                    now,
+                )
+                s["probed"][watch.merge_sha] = {"status": "healthy", "at": utc_iso(now)}
+                continue
+            if not self.failed(watch, res.reason + note, list(res.failed_checks), now, report):
+                keep.append(raw)  # a transient error opening the revert: retried next tick
+        s["watches"] = keep
+        s.save()
+
+    def failed(
+        self,
+        watch: ProbeWatch,
+        why: str,
+        failed: list[str],
+        now: datetime,
+        report: Report | None,
+        kind: IncidentKind | None = None,
+    ) -> bool:
+        """Incident for a failed probe (or `kind`); a revert PR when allowed. False to retry."""
+        cfg = self.config.post_merge
+        decision = revert_decision(
+            watch,
+            True,
+            auto_revert_pr=cfg.auto_revert_pr and not self.shadow,
+            reverts_today=reverts_in_window(self._revert_times(now), now),
+            cap=cfg.revert_daily_cap,
+            applies_cleanly=True,
+        )
+        action, reason, revert_pr = decision.action, decision.reason, None
+        if action is RevertAction.OPEN_REVERT:
+            try:
+                revert_pr = self._open_revert(watch, why, now, report)
+            except RevertConflict as exc:
+                action, reason = RevertAction.INCIDENT_ONLY, f"revert does not apply cleanly: {exc}"
+            except _RevertFailed:
+                return False
+        base = {"pr": watch.ref, "merge_sha": watch.merge_sha}
+        self.store["probed"][watch.merge_sha] = {
+            "status": "failed",
+            "at": utc_iso(now),
+            "action": action.value,
+            "revert_pr": revert_pr,
+        }
+        self.store.save()
+        detail = f"{why}; {reason}" + (f"; revert PR #{revert_pr}" if revert_pr else "")
+        self._audit(
+            {
+                "action": "probe.failed",
+                **base,
+                "failed_checks": failed,
+                "revert": action.value,
+                "reason": detail,
+            },
+            now,
+        )
+        self._incident_issue(watch, why, reason, revert_pr, report)
+        kind = kind or (IncidentKind.REVERT if revert_pr else IncidentKind.PROBE_FAILED)
+        self.breaker.record(Incident(now, kind, detail[:300], watch.ref), now)
+        log.warning(
+            "probe.failed", pr=watch.ref, merge_sha=watch.merge_sha[:12], revert=action.value
+        )
+        return True
+
+    def _open_revert(
+        self, watch: ProbeWatch, why: str, now: datetime, report: Report | None
+    ) -> int:
+        """Open the revert PR (audited before and after); RevertConflict when it does not apply,
+        _RevertFailed on another forge error (retried next tick)."""
+        base = {"pr": watch.ref, "merge_sha": watch.merge_sha}
+        self._audit({"action": "revert", "status": "attempted", **base}, now)
+        rec = self.prs.get(watch.repo, watch.pr)
+        title = rec.title if rec else ""
+        try:
+            revert_pr, revert_sha = self.forge.open_revert_pr(
+                watch.repo,
+                watch.merge_sha,
+                watch.base,
+                title=f"Revert {watch.ref}: {title}"[:200],
+                body=(
+                    f"capdaemon reverts {watch.ref} (merge commit {watch.merge_sha}): the "
+                    f"post-merge probe failed ({why}). Labelled `decision:auto-revert` by the bot."
+                ),
+                label=Label.AUTO_REVERT.value,
+            )
+        except RevertConflict as exc:
+            self._audit({"action": "revert", "status": "conflict", **base, "reason": str(exc)}, now)
+            raise
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            failure = {"action": "revert", "status": "failed", **base, "error": str(exc)[:300]}
+            self._audit(failure, now)
+            report_error(report, "revert.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+            raise _RevertFailed from exc
+        s = self.store
+        s["reverts"].append(
+            {"at": utc_iso(now), **base, "revert_pr": revert_pr, "revert_sha": revert_sha}
+        )
+        s["reverts"] = s["reverts"][-100:]
+        self._audit({"action": "revert", "status": "done", **base, "revert_pr": revert_pr}, now)
+        return revert_pr
+
+    def _incident_issue(
+        self, watch: ProbeWatch, why: str, reason: str, revert_pr: int | None, report: Report | None
+    ) -> None:
+        repo = self.decision_repo
+        if not repo:
+            return
+        try:
+            issue = self.forge.ensure_issue(
+                repo,
+                {"kind": INCIDENT, "key": f"probe-{watch.merge_sha}", "pr": watch.ref},
+                f"Post-merge probe failed: {watch.ref}"[:200],
+                _probe_issue_body(watch, why, reason, revert_pr),
+                [Label.INCIDENT.value],
+            )
+            if report is not None:
+                report.issues.append(f"incident:{repo}#{issue.number}")
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            report_error(report, "incident.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+
+    def _revert_times(self, now: datetime) -> list[datetime]:
+        """When reverts were opened: safety.json plus actions.jsonl (attempted ones count too),
+        so a lost or reset safety.json (or a crash mid-revert) never re-opens the daily cap."""
+        times = {(str(r.get("merge_sha")), r["at"]) for r in self.store["reverts"] if r.get("at")}
+        out = [parse_ts(at) for _sha, at in times]
+        seen = {sha for sha, _at in times}
+        for r in log_records(self.state_dir):
+            if r.get("action") != "revert" or r.get("status") not in ("attempted", "done"):
+                continue
+            sha = str(r.get("merge_sha"))
+            if sha in seen or not r.get("ts"):
+                continue
+            seen.add(sha)
+            try:
+                out.append(parse_ts(str(r["ts"])))
+            except ValueError:
+                out.append(now)  # unreadable time: count it (fail closed)
+        return out
+
+    # ------------------------------------------------------------------ the bot's reverts
+    def bot_revert(self, repo: str, number: int) -> Mapping[str, Any] | None:
+        """The newest revert the bot opened as PR `repo#number` (None: not one of ours)."""
+        for r in reversed(self.store["reverts"]):
+            pr = str(r.get("pr", ""))
+            if r.get("revert_pr") == number and pr.rpartition("#")[0].lower() == repo.lower():
+                found: Mapping[str, Any] = r
+                return found
+        return None
+
+    def bot_revert_head(self, repo: str, number: int) -> str | None:
+        """The revert commit sha the bot opened revert PR `repo#number` with (None: not ours).
+
+        Its own `decision:auto-revert` label is trusted at exactly that head even though the
+        label was already there when the daemon first saw the head (see publish._label_floor)."""
+        r = self.bot_revert(repo, number)
+        sha = r.get("revert_sha") if r is not None else None
+        return str(sha) if sha else None
+
+
+class _RevertFailed(Exception):
+    """Opening the revert PR failed (audited and reported); the probe retries next tick."""
+
+
+def _quiet(raw: Mapping[str, Any], now: datetime) -> bool:
+    """True while a watch's checks were all complete and its window has not ended."""
+    until = raw.get("quiet_until")
+    if not isinstance(until, str):
+        return False
+    try:
+        return now < datetime.fromisoformat(until)
+    except (ValueError, TypeError):
+        return False  # unreadable: read the commit (never skip on a guess)
+
+
+def _probe_issue_body(watch: ProbeWatch, why: str, reason: str, revert_pr: int | None) -> str:
+    revert = (
+        f"A revert PR was opened: {watch.repo}#{revert_pr} (label `decision:auto-revert`)."
+        if revert_pr
+        else f"No revert PR: {md(reason)}. A human decides."
+    )
+    return (
+        f"## Post-merge probe failed: {watch.ref}\n\n"
+        f"The merge commit {short_sha(watch.merge_sha)} on `{md(watch.base)}` failed its checks "
+        f"within the probe window: {md(why)}.\n\n{revert}\n\n"
+        "This counts as one incident for the circuit breaker.\n"
+    )

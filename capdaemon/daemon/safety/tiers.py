@@ -1,0 +1,310 @@
+"""Tiers and one-tap: each head's tier (task level + changed files) and its one-tap issue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
+from capdaemon.channels.config import one_tap_ttl
+from capdaemon.classify.trailers import commit_agent_session
+from capdaemon.config import Config
+from capdaemon.daemon.botstate import PRRecord, PRStore
+from capdaemon.daemon.safety.common import (
+    ONE_TAP,
+    QUIET_REREAD,
+    ActivityFn,
+    OwnersFn,
+    Report,
+    SeenPR,
+    ballot_approved,
+    log,
+    parse_ts,
+    report_error,
+)
+from capdaemon.daemon.safety_state import SafetyStore
+from capdaemon.decide.checks import one_tap_issue_body
+from capdaemon.decide.labels import Label
+from capdaemon.decide.rounds import after_rejection_tier
+from capdaemon.decide.tiers import (
+    OneTapResult,
+    OneTapState,
+    Requirement,
+    TierDecision,
+    one_tap_state,
+    tier_for,
+)
+from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.types import IssueActivity
+from capdaemon.model import PRSnapshot
+from capdaemon.state import canonical_json
+
+if TYPE_CHECKING:
+    from capdaemon.forge.port import ForgePort
+
+
+@dataclass
+class Tiers:
+    """The tier of each PR head and the one-tap requests of tier-2 heads (safety.json)."""
+
+    config: Config
+    store: SafetyStore
+    forge: ForgePort
+    actions_log: AuditLog
+    prs: PRStore
+    decision_repo: str | None
+    bot_login: Callable[[], str]
+    load_cap: Callable[[str], CapabilitySnapshot]
+    owners: OwnersFn
+    issue_activity: ActivityFn | None = None
+
+    # ------------------------------------------------------------------ tiers
+    def _level(self, task_id: str | None) -> int | None:
+        if not task_id:
+            return None
+        try:
+            return int(self.load_cap(task_id).capability.level)
+        except (CapabilityError, AttributeError):
+            return None  # the capability layer already blocks such a PR
+
+    def on_classified(self, rec: PRRecord, snap: PRSnapshot, now: datetime) -> None:
+        """Record the head's tier (task level + changed files) and the agent ids of its commits.
+
+        Not saved here (that re-serialised the whole safety.json per PR: quadratic on a first
+        tick): the tick saves once per chunk and at its end. Crash-safe because a PR whose tier
+        entry is missing for its head is never "settled" or "unchanged" (`recorded`): the
+        next tick reclassifies it (without a second classification audit) and records it again.
+        """
+        s = self.store
+        policy = rec.merge_policy or "auto"
+        level = self._level(rec.task_id)
+        cfg = self.config
+        td = tier_for(
+            level, snap.files, cfg.tiers, policy, secret_globs=cfg.classifier.secret_globs
+        )
+        size = {
+            "files": len(snap.files),
+            "lines": sum(f.additions + f.deletions for f in snap.files),
+        }
+        entry = {"head_sha": snap.head_sha, "level": level, **td.to_dict(), **size}
+        if s["tiers"].get(rec.ref) != entry:
+            s["tiers"][rec.ref] = entry
+            if td.tier > 1:
+                self.actions_log.append({"action": "tier", "pr": rec.ref, **entry}, now=now)
+        ids: set[str] = set()
+        for c in snap.commits:
+            session, _why = commit_agent_session(c.message)
+            if session is not None:
+                ids.add(session.agent_id)
+        s["agents_by_pr"][rec.ref] = sorted(ids)
+
+    def recorded(self, rec: PRRecord) -> bool:
+        """True when safety.json holds the tier of the PR's current head (see on_classified)."""
+        entry = self.store["tiers"].get(rec.ref)
+        return (
+            bool(entry)
+            and entry.get("head_sha") == rec.head_sha
+            and rec.ref in self.store["agents_by_pr"]
+        )
+
+    def decision(self, rec: PRRecord) -> TierDecision:
+        """The PR's tier for its current head; unknown under `tiered` → tier 3 (fail closed); a
+        PR an owner rejected once → at least a full ballot (capdaemon.decide.rounds)."""
+        after_rejection = bool((rec.ballot_round or {}).get("after_rejection"))
+        return after_rejection_tier(self._decision(rec), after_rejection)
+
+    def _decision(self, rec: PRRecord) -> TierDecision:
+        policy = rec.merge_policy or "auto"
+        entry = self.store["tiers"].get(rec.ref)
+        if entry and entry.get("head_sha") == rec.head_sha and entry.get("merge_policy") == policy:
+            return TierDecision(int(entry["tier"]), tuple(entry.get("reasons") or ()), policy)
+        if policy == "tiered":
+            return TierDecision(3, ("tier not computed for this head",), policy)
+        return TierDecision(1, (), policy)
+
+    def needs_ballot(self, rec: PRRecord) -> bool:
+        """True when the tier asks for a full ballot: tier 3 (tiered), or an expired one-tap."""
+        req = self.decision(rec).requirement
+        if req is Requirement.BALLOT:
+            return True
+        if req is Requirement.ONE_TAP:
+            entry = self._one_tap(rec)
+            return entry is not None and entry.get("state") == OneTapState.EXPIRED.value
+        return False
+
+    # ------------------------------------------------------------------ one-tap
+    def _one_tap(self, rec: PRRecord) -> dict[str, Any] | None:
+        entry: dict[str, Any] | None = self.store["one_tap"].get(rec.ref)
+        return entry if entry and entry.get("head_sha") == rec.head_sha else None
+
+    def gate(
+        self, rec: PRRecord, snap: PRSnapshot, now: datetime, report: Report | None = None
+    ) -> bool:
+        """For a tier-2 head: open its `decision:one-tap` issue; False until an owner's 👍 (or
+        an approved ballot after expiry). Other tiers: True (ballots are the quadrant path's)."""
+        td = self.decision(rec)
+        if td.requirement is not Requirement.ONE_TAP:
+            return True
+        if ballot_approved(rec):
+            return True
+        entry = self._one_tap(rec)
+        if entry is None:
+            entry = self._open_one_tap(rec, snap, td, now, report)
+            if entry is None:
+                return False
+        return entry.get("state") == OneTapState.APPROVED.value
+
+    def _open_one_tap(
+        self,
+        rec: PRRecord,
+        snap: PRSnapshot,
+        td: TierDecision,
+        now: datetime,
+        report: Report | None,
+    ) -> dict[str, Any] | None:
+        repo = self.decision_repo
+        if repo is None:
+            log.warning("one_tap.no_decision_repo", pr=rec.ref)
+            return None
+        s = self.store
+        old = s["one_tap"].get(rec.ref)
+        ttl = one_tap_ttl(self.config)
+        issue = self.forge.ensure_issue(
+            repo,
+            {"kind": ONE_TAP, "key": f"{rec.ref}@{snap.head_sha}", "pr": rec.ref},
+            f"One-tap: {rec.ref} {snap.title}"[:200],
+            one_tap_issue_body(rec.ref, "", snap.title, snap.head_sha, td, ttl),
+            [Label.ONE_TAP.value],
+        )
+        opened = issue.created_at or now
+        entry: dict[str, Any] = {
+            "head_sha": snap.head_sha,
+            "issue": issue.number,
+            "opened_at": utc_iso(opened),
+            "state": OneTapState.PENDING.value,
+            "reason": "waiting for an owner 👍",
+            "by": None,
+        }
+        s["one_tap"][rec.ref] = entry
+        s.save()
+        self.actions_log.append(
+            {
+                "action": "one_tap_opened",
+                "pr": rec.ref,
+                "head_sha": snap.head_sha,
+                "issue": f"{repo}#{issue.number}",
+                "tier": td.tier,
+                "reasons": list(td.reasons),
+            },
+            now=now,
+        )
+        if report is not None:
+            report.issues.append(f"{ONE_TAP}:{repo}#{issue.number}")
+        if old and old.get("state") == OneTapState.PENDING.value and old.get("issue"):
+            self._close(
+                int(old["issue"]), "The PR head moved: a new one-tap request replaces this."
+            )
+        return entry
+
+    def one_tap_result(self, rec: PRRecord, now: datetime) -> OneTapResult | None:
+        """The one-tap state of the PR's current head, for MergeFacts (None when there is none)."""
+        entry = self._one_tap(rec)
+        if entry is None:
+            return None
+        return OneTapResult(
+            OneTapState(entry["state"]), str(entry.get("reason", "")), entry.get("by")
+        )
+
+    def poll(self, seen: Sequence[SeenPR], now: datetime, report: Report | None = None) -> None:
+        """Read the 👍/👎 on pending one-tap issues; a decision (or expiry) republishes the PR."""
+        if self.decision_repo is None:
+            return
+        for item in seen:
+            rec = item.rec
+            entry = self._one_tap(rec)
+            if rec.state != "open" or entry is None or entry["state"] != OneTapState.PENDING.value:
+                continue
+            self._poll_one(rec, entry, self.decision_repo, now, report)
+
+    def _poll_one(
+        self,
+        rec: PRRecord,
+        entry: dict[str, Any],
+        repo: str,
+        now: datetime,
+        report: Report | None,
+    ) -> None:
+        s = self.store
+        ttl = one_tap_ttl(self.config)
+        # Skip the read when the issue's reaction rollup is as at the last read, that read is
+        # recent (QUIET_REREAD) and the deadline has not passed (expiry needs a read).
+        activity = self.issue_activity(report) if self.issue_activity else None
+        fp = _one_tap_fp(activity.get(int(entry["issue"])) if activity is not None else None)
+        deadline = parse_ts(entry["opened_at"]) + ttl
+        if fp and entry.get("seen_fp") == fp and now < deadline:
+            try:
+                if now - parse_ts(str(entry["seen_at"])) < QUIET_REREAD:
+                    return
+            except (KeyError, ValueError):
+                pass
+        try:
+            reactions = self.forge.reactions(repo, int(entry["issue"]))
+            res = one_tap_state(
+                parse_ts(entry["opened_at"]),
+                reactions,
+                self.owners(rec.repo, [r.user for r in reactions]),
+                now,
+                ttl,
+                pr_author=rec.author,
+                bot_login=self.bot_login(),
+            )
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            report_error(report, "one_tap.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            return
+        if res.state is OneTapState.PENDING:
+            if fp:
+                entry.update(seen_fp=fp, seen_at=utc_iso(now))
+            else:
+                entry.pop("seen_fp", None)
+            s.save()
+            return
+        entry.update(state=res.state.value, reason=res.reason, by=res.approved_by)
+        s.save()
+        self.actions_log.append(
+            {
+                "action": "one_tap",
+                "pr": rec.ref,
+                "head_sha": rec.head_sha,
+                "status": res.state.value,
+                "by": res.approved_by,
+                "reason": res.reason,
+            },
+            now=now,
+        )
+        log.info("one_tap.decided", pr=rec.ref, state=res.state.value, by=res.approved_by)
+        if res.state is OneTapState.EXPIRED:
+            self._close(int(entry["issue"]), f"{res.reason}.")
+        rec.fingerprint = ""  # republish next tick: the check, and a ballot after expiry
+        self.prs.save(rec)
+
+    def _close(self, number: int, comment: str) -> None:
+        if self.decision_repo is None:
+            return
+        try:
+            self.forge.close_issue(self.decision_repo, number, comment)
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            log.warning("issue.close_failed", issue=number, error=str(exc)[:200])
+
+
+def _one_tap_fp(act: IssueActivity | None) -> str | None:
+    """A one-tap issue's reaction rollup as the issue list shows it (None: unknown → read)."""
+    if act is None or act.reactions is None or act.state != "open":
+        return None
+    return canonical_json([act.number, [list(p) for p in act.reactions]])

@@ -1,0 +1,1 @@
+"""`capdaemon demo` and the sandbox commands: the only product package that imports ghsandbox."""

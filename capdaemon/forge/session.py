@@ -1,0 +1,132 @@
+"""What every part of the Forge shares: HTTP, who we are, the clock, the caches (ForgeSession)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypedDict
+
+from github import GithubIntegration
+
+from capdaemon.forge.auth import InstallationTokenAuth
+from capdaemon.forge.convert import Entry, Lru
+from capdaemon.forge.http import Http
+from capdaemon.forge.scrub import Scrubber
+from capdaemon.forge.transport import Clock
+from capdaemon.model import FileChange
+
+
+class Identity:
+    """Who the Forge acts as: an App installation (`<slug>[bot]`) or a token's user."""
+
+    def __init__(
+        self,
+        http: Http,
+        *,
+        app_id: int | None,
+        integration: GithubIntegration | None,
+        installation_auth: InstallationTokenAuth | None,
+        login: str | None,
+    ) -> None:
+        self._http = http
+        self.app_id = app_id
+        self.integration = integration
+        self.installation_auth = installation_auth
+        self._login = login
+        self._app_slug: str | None = None
+
+    @property
+    def as_app(self) -> bool:
+        """True as a GitHub App installation (check runs), False with a token (statuses)."""
+        return self.installation_auth is not None
+
+    @property
+    def login(self) -> str:
+        """`<app-slug>[bot]` for an App, the token's user login otherwise (asked once)."""
+        if self._login is None:
+            if self.integration is not None:
+                with self._http.errors("GET /app"):
+                    app = self.integration.get_app()
+                self._app_slug = app.slug
+                self._login = f"{app.slug}[bot]"
+            else:
+                self._login = str(self._http.get("/user")["login"])
+        return self._login
+
+    @property
+    def app_slug(self) -> str | None:
+        """The App's slug (None with a token)."""
+        if self.integration is not None and self._app_slug is None:
+            _ = self.login
+        return self._app_slug
+
+    def ours(self, login: str) -> bool:
+        """Is `login` us (case-insensitive, as GitHub compares logins)?"""
+        return login.lower() == self.login.lower()
+
+    def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
+        """(installation id, account login, granted permissions); None with a token."""
+        if self.integration is None or self.installation_auth is None:
+            return None
+        inst_id = self.installation_auth.installation_id
+        with self._http.errors(f"GET /app/installations/{inst_id}"):
+            inst = self.integration.get_app_installation(inst_id)
+        raw: dict[str, Any] = inst.raw_data
+        login = str((raw.get("account") or {}).get("login") or "")
+        perms = raw.get("permissions") or {}
+        return inst_id, login, {str(k): str(v) for k, v in perms.items()}
+
+
+class Compared(TypedDict):
+    """What one compare of two shas says (all bound to those shas)."""
+
+    files: list[dict[str, Any]]
+    commits: list[dict[str, Any]]
+    total_commits: int
+    merge_base: str | None
+
+
+@dataclass
+class ShaCaches:
+    """Content-addressed caches: keyed by shas, so never stale."""
+
+    compare: Lru[tuple[str, str, str], Compared] = field(default_factory=lambda: Lru(128))
+    tree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(16))
+    subtree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(512))
+    blob: Lru[tuple[str, str], str | None] = field(default_factory=lambda: Lru(512))
+    # (repo, base, head, picker) → FileChanges with modes
+    bound: Lru[tuple[str, str, str, object], list[FileChange]] = field(
+        default_factory=lambda: Lru(1024)
+    )
+    parents: Lru[tuple[str, str], tuple[str, ...]] = field(default_factory=lambda: Lru(1024))
+    # (repo, commit) → (`.capdaemon.yml` at that commit or None,)
+    policy: Lru[tuple[str, str], tuple[str | None]] = field(default_factory=lambda: Lru(1024))
+
+
+@dataclass
+class OverflowDir:
+    """Where over-long bodies are saved in full (the daemon's state dir; see forge.overflow)."""
+
+    path: Path | None = None
+
+
+@dataclass
+class TickMemo:
+    """What the Forge remembers for one tick only (cleared by `Forge.new_tick`)."""
+
+    # .capdaemon.yml per (repo, base ref), remembered for one tick (a minute at most)
+    policy_seen: dict[tuple[str, str], tuple[str | None, datetime]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ForgeSession:
+    """The collaborators every part of the Forge receives (built once per Forge)."""
+
+    http: Http
+    identity: Identity
+    scrubber: Scrubber
+    clock: Clock
+    caches: ShaCaches
+    overflow: OverflowDir
+    memo: TickMemo

@@ -1,0 +1,1 @@
+"""The sandbox backend in layers: base → accounts → repos → issues → checks → pulls."""
