@@ -39,8 +39,13 @@ def classify(
     user_rules: Sequence[UserRule] = (),
     agent_severity: Mapping[str, Severity] | None = None,
     budget: Budget = DEFAULT_BUDGET,
+    policy_error: str | None = None,
 ) -> Verdict:
     """Classify one PR snapshot (pure apart from user rules' worker threads).
+
+    `config` is the effective config: the central one with the repo's base-branch
+    `.capdaemon.yml` already applied (SPEC 2.9; the caller parses it once). When that policy
+    does not parse, `policy_error` says why and the PR is D (never a silent fallback).
 
     The quadrant is the maximum (D > B > C > A) over every vote; an erroring rule counts as
     D. `skills.disabled_rules` can switch off only built-ins that never vote D.
@@ -50,7 +55,6 @@ def classify(
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
-    config, policy_error = apply_base_policy(snapshot, config)
     compiled = compile_classifier(config.classifier)
     files = classify_files(snapshot.files, compiled, budget)
     ctx = RuleContext(now=now, files=files, compiled=compiled)
@@ -70,7 +74,8 @@ def classify(
             )
         outcomes.append(outcome)
     if policy_error is not None:
-        outcomes.append(RuleOutcome(REPO_POLICY_RULE, RuleResult.ERROR, Quadrant.D, policy_error))
+        reason = f"repo policy invalid, failing closed: {policy_error}"[:300]
+        outcomes.append(RuleOutcome(REPO_POLICY_RULE, RuleResult.ERROR, Quadrant.D, reason))
     if user_rules:
         frozen_copy = copy.deepcopy(snapshot)  # no rule can alter what the daemon acts on
         timeout = config.classifier.user_rule_timeout_seconds
@@ -84,25 +89,6 @@ def classify(
         rules=tuple(outcomes),
         findings=findings,
     )
-
-
-def apply_base_policy(snapshot: PRSnapshot, config: Config) -> tuple[Config, str | None]:
-    """`config` plus the base branch's `.capdaemon.yml` carried by the snapshot (SPEC 2.9).
-
-    The policy only adds restrictions, so applying it twice (the classify CLI also applies
-    it) changes nothing. A policy that does not parse is an error (the PR is D), never ignored.
-    """
-    text = snapshot.base_policy_text
-    if text is None or not text.strip():
-        return config, None
-    from capdaemon.config import ConfigError, parse_repo_policy
-
-    source = f"{snapshot.repo}@{snapshot.base_ref}:.capdaemon.yml"
-    try:
-        policy = parse_repo_policy(text, source)
-        return config.with_repo_policy(policy, snapshot.repo), None
-    except (ConfigError, ValueError) as exc:
-        return config, f"repo policy invalid, failing closed: {exc}"[:300]
 
 
 def _votes(outcomes: Sequence[RuleOutcome]) -> list[Quadrant]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from capdaemon.daemon.runner import add_common_arguments, start
+from capdaemon.commands.daemon_start import add_common_arguments, start
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from capdaemon.config import Config
 from capdaemon.forge.errors import ForgeError, RateLimited
+
+if TYPE_CHECKING:
+    from capdaemon.forge.port import ForgePort
 
 WRITE_ROLES = frozenset({"write", "maintain", "admin"})
 
@@ -30,7 +33,7 @@ class Writer:
 
 
 def decision_repo_writers(
-    forge: Any, config: Config, candidates: Iterable[str] = ()
+    forge: ForgePort, config: Config, candidates: Iterable[str] = ()
 ) -> tuple[list[Writer], str]:
     """(non-owner writers, how they were found: "collaborators" | "candidates")."""
     repo = config.ballot_repo

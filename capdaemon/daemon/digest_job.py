@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
@@ -32,6 +32,10 @@ from capdaemon.decide.labels import Label
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+
+if TYPE_CHECKING:
+    from capdaemon.daemon.tick import Ticker
+    from capdaemon.forge.port import ForgePort
 
 DIGEST_DIR = "digests"
 DIGEST_STATE = "digest_state.json"
@@ -100,85 +104,139 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
     prs = pr_records(state_dir)
     metrics = read_json(state_dir / "tick_metrics.json", None) or {}
     safety = read_json(state_dir / SAFETY_FILE, None) or {}
+    counts, attention = _classified(classifier_log, start, end)
+    acts = _Actions(attention=attention)
+    for rec in _records(actions_log, start, end):
+        acts.note(rec, prs)
+    attention.extend(_unprotected(config, safety))
+    errors = acts.errors
+    burn_in = _burn_in(safety, metrics, errors)
+    if metrics.get("errors_last_tick"):
+        errors.append(f"last tick reported {metrics['errors_last_tick']} error(s)")
+    anchors, notes = audit_anchors(state_dir, errors)
+    return DigestFacts(
+        date=day,
+        timezone=tz,
+        quadrant_counts=counts,
+        merges=tuple(acts.merges),
+        pending_ballots=_pending(config, prs, safety),
+        auto_closed=tuple(acts.auto_closed),
+        scope_violations=tuple(acts.scope),
+        escalations=tuple(acts.escalations),
+        attention=once_each(attention),
+        breaker=read_breaker(state_dir).state,
+        burn_in=burn_in,
+        burn_in_days=config.burn_in_days,
+        errors=tuple(errors),
+        rate_limit=_rate(metrics),
+        shadow=config.mode == "shadow",
+        audit_anchors=anchors,
+        audit_notes=notes,
+    )
 
+
+def _classified(
+    path: Path, start: datetime, end: datetime
+) -> tuple[dict[Quadrant, int], list[DigestItem]]:
+    """Quadrant counts (one per PR head) and the P1 findings of the period's classifications."""
     counts = dict.fromkeys(Quadrant, 0)
     seen: set[tuple[str, str]] = set()
     attention: list[DigestItem] = []
-    for rec in _records(classifier_log, start, end):
+    for rec in _records(path, start, end):
         key = (str(rec.get("pr")), str(rec.get("head_sha")))
         if key in seen:
             continue
         seen.add(key)
         try:
-            counts[Quadrant(rec.get("quadrant"))] += 1
+            counts[Quadrant(str(rec.get("quadrant")))] += 1
         except ValueError:
             continue
         for f in rec.get("findings") or ():
             if isinstance(f, Mapping) and f.get("severity") == "P1":
                 attention.append(DigestItem(str(rec.get("pr")), str(f.get("message", ""))))
+    return counts, attention
 
-    merges: list[DigestMerge] = []
-    auto_closed: list[DigestItem] = []
-    scope: list[DigestItem] = []
-    escalations: list[DigestItem] = []
-    errors: list[str] = []
-    quadrant_of: dict[tuple[str, str], str] = {}
-    shadow = config.mode == "shadow"
-    for rec in _records(actions_log, start, end):
+
+@dataclasses.dataclass
+class _Actions:
+    """What the period's actions-log records add to the digest, in log order."""
+
+    attention: list[DigestItem]
+    merges: list[DigestMerge] = dataclasses.field(default_factory=list)
+    auto_closed: list[DigestItem] = dataclasses.field(default_factory=list)
+    scope: list[DigestItem] = dataclasses.field(default_factory=list)
+    escalations: list[DigestItem] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
+    quadrant_of: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+
+    def note(self, rec: Mapping[str, Any], prs: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take one record into account."""
         action, ref = rec.get("action"), str(rec.get("pr", ""))
         status = rec.get("status")
         if action == "merge" and status == "attempted":
-            quadrant_of[(ref, str(rec.get("head_sha")))] = str(rec.get("quadrant", ""))
+            self.quadrant_of[(ref, str(rec.get("head_sha")))] = str(rec.get("quadrant", ""))
         elif action == "merge" and status in ("done", "would_merge"):
-            q = rec.get("quadrant") or quadrant_of.get((ref, str(rec.get("head_sha"))))
-            q = q or (prs.get(ref) or {}).get("quadrant") or "D"
-            merges.append(
-                DigestMerge(
-                    ref,
-                    Quadrant(q),
-                    str((prs.get(ref) or {}).get("title", "")),
-                    _parse(rec["ts"]),
-                )
-            )
+            self.merges.append(self._merge(rec, ref, prs.get(ref) or {}))
         elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
-            auto_closed.append(DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", ""))))
-        elif action == "access.decision_repo_writers":
-            who = ", ".join(str(w) for w in rec.get("writers") or ())
-            attention.append(
-                DigestItem(
-                    str(rec.get("repo", "")),
-                    f"non-owners can write to the decision repo: {who}"[:300],
-                )
+            self.auto_closed.append(
+                DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", "")))
             )
-        elif action == "issue_restored":
-            attention.append(
-                DigestItem(ref, f"{rec.get('kind')} issue {rec.get('issue')} was "
-                           f"{rec.get('what')} by someone else (restored)")
-            )  # fmt: skip
-        elif action == UNTRUSTED_ACTION:
-            who = ", ".join(str(s) for s in rec.get("statuses") or ())
-            attention.append(
-                DigestItem(ref, f"red statuses from untrusted sources, not counted: {who}"[:300])
-            )
-        elif action == "repo_policy_error":
-            attention.append(DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300]))
         elif action == "scope_violation":
             n = len(rec.get("violations") or ())
-            scope.append(DigestItem(ref, f"task {rec.get('task_id')}: {n} violation(s)"))
+            self.scope.append(DigestItem(ref, f"task {rec.get('task_id')}: {n} violation(s)"))
         elif action == "escalation_notified":
-            escalations.append(DigestItem(str(rec.get("issue", "")), f"task {rec.get('task_id')}"))
+            self.escalations.append(
+                DigestItem(str(rec.get("issue", "")), f"task {rec.get('task_id')}")
+            )
+        elif (item := _attention_item(rec, ref)) is not None:
+            self.attention.append(item)
         elif status == "failed" or action in ("probe.failed", "protection.drift"):
             what = rec.get("error") or rec.get("reason") or rec.get("problems") or ""
-            errors.append(f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300])
+            self.errors.append(
+                f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300]
+            )
 
+    def _merge(self, rec: Mapping[str, Any], ref: str, pr: Mapping[str, Any]) -> DigestMerge:
+        q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
+        q = q or pr.get("quadrant") or "D"
+        return DigestMerge(ref, Quadrant(q), str(pr.get("title", "")), _parse(rec["ts"]))
+
+
+def _attention_item(rec: Mapping[str, Any], ref: str) -> DigestItem | None:
+    """The "attention" line an actions-log record asks for (None: it asks for none)."""
+    action = rec.get("action")
+    if action == "access.decision_repo_writers":
+        who = ", ".join(str(w) for w in rec.get("writers") or ())
+        text = f"non-owners can write to the decision repo: {who}"[:300]
+        return DigestItem(str(rec.get("repo", "")), text)
+    if action == "issue_restored":
+        return DigestItem(ref, f"{rec.get('kind')} issue {rec.get('issue')} was "
+                          f"{rec.get('what')} by someone else (restored)")  # fmt: skip
+    if action == UNTRUSTED_ACTION:
+        who = ", ".join(str(s) for s in rec.get("statuses") or ())
+        return DigestItem(ref, f"red statuses from untrusted sources, not counted: {who}"[:300])
+    if action == "repo_policy_error":
+        return DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300])
+    return None
+
+
+def _unprotected(config: Config, safety: Mapping[str, Any]) -> list[DigestItem]:
+    """One attention line per supervised branch not protected as required."""
+    out: list[DigestItem] = []
     for repo, problems in unprotected(safety.get("protection") or {}):
         rc = config.repo(repo)
         base = rc.base if rc is not None else "main"
         command = protect_command(repo, base, base)
-        attention.append(
+        out.append(
             DigestItem(f"{repo}:{base}", f"not protected as required ({problems}); run {command}")
         )
-    pending: list[DigestBallot] = []
+    return out
+
+
+def _pending(
+    config: Config, prs: Mapping[str, Mapping[str, Any]], safety: Mapping[str, Any]
+) -> tuple[DigestBallot, ...]:
+    """Open ballots waiting for an owner (pending, deferred), then pending one-taps."""
     decision_repo = config.ballot_repo
 
     def issue_of(number: object) -> tuple[str, str]:
@@ -188,6 +246,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         url = issue_web_url(config.github.base_url, decision_repo, number)
         return f"{decision_repo}#{number}", url
 
+    pending: list[DigestBallot] = []
     for ref, p in sorted(prs.items()):
         ballot = (p.get("issues") or {}).get(BALLOT_KIND)
         if p.get("state") != "open" or not ballot or not ballot.get("open"):
@@ -196,16 +255,10 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         if status not in ("pending", "deferred"):
             continue
         issue, url = issue_of(ballot.get("number"))
-        pending.append(
-            DigestBallot(
-                ref,
-                _parse(ballot["opened_at"]),
-                url=url,
-                title=str(p.get("title", "")),
-                kind="deferred" if status == "deferred" else "ballot",
-                issue=issue,
-            )
-        )
+        kind = "deferred" if status == "deferred" else "ballot"
+        opened = _parse(ballot["opened_at"])
+        title = str(p.get("title", ""))
+        pending.append(DigestBallot(ref, opened, url=url, title=title, kind=kind, issue=issue))
     for ref, ot in sorted((safety.get("one_tap") or {}).items()):
         p = prs.get(ref) or {}
         if ot.get("state") == "pending" and p.get("state") == "open":
@@ -213,38 +266,26 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
             pending.append(
                 DigestBallot(ref, _parse(ot["opened_at"]), url=url, kind="one-tap", issue=issue)
             )
+    return tuple(pending)
 
+
+def _burn_in(
+    safety: Mapping[str, Any], metrics: Mapping[str, Any], errors: list[str]
+) -> BurnInState:
+    """The L4 burn-in clocks (an error line when their state is malformed)."""
     burn_raw = burn_in_raw(safety, metrics)
     try:
-        burn_in = BurnInState.from_json(burn_raw)
+        return BurnInState.from_json(burn_raw)
     except ValueError:
-        burn_in = BurnInState()
         errors.append("l4_burn_in state is malformed")
-    if metrics.get("errors_last_tick"):
-        errors.append(f"last tick reported {metrics['errors_last_tick']} error(s)")
-    anchors, notes = audit_anchors(state_dir, errors)
-    rate = None
+        return BurnInState()
+
+
+def _rate(metrics: Mapping[str, Any]) -> RateUse | None:
+    """The API rate budget as the last tick left it (None: unknown)."""
     if metrics.get("api_limit") is not None and metrics.get("api_remaining") is not None:
-        rate = RateUse(int(metrics["api_remaining"]), int(metrics["api_limit"]))
-    return DigestFacts(
-        date=day,
-        timezone=tz,
-        quadrant_counts=counts,
-        merges=tuple(merges),
-        pending_ballots=tuple(pending),
-        auto_closed=tuple(auto_closed),
-        scope_violations=tuple(scope),
-        escalations=tuple(escalations),
-        attention=once_each(attention),
-        breaker=read_breaker(state_dir).state,
-        burn_in=burn_in,
-        burn_in_days=config.burn_in_days,
-        errors=tuple(errors),
-        rate_limit=rate,
-        shadow=shadow,
-        audit_anchors=anchors,
-        audit_notes=notes,
-    )
+        return RateUse(int(metrics["api_remaining"]), int(metrics["api_limit"]))
+    return None
 
 
 def audit_anchors(state_dir: Path, errors: list[str]) -> tuple[tuple[Anchor, ...], tuple[str, ...]]:
@@ -301,7 +342,7 @@ def write(state_dir: Path, day: date, text: str) -> Path:
     return path
 
 
-def post(config: Config, forge: Any, day: date, text: str) -> int | None:
+def post(config: Config, forge: ForgePort, day: date, text: str) -> int | None:
     """Post (or update) the digest issue of `day` in the decision repo; its number."""
     repo = config.ballot_repo
     if repo is None:
@@ -316,7 +357,7 @@ def post(config: Config, forge: Any, day: date, text: str) -> int | None:
     return int(issue.number)
 
 
-def send_if_due(config: Config, state_dir: Path, forge: Any, now: datetime) -> date | None:
+def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime) -> date | None:
     """Send today's digest when it is due and not yet sent; the date sent, else None.
 
     Order for crash safety: file, issue (found again by its marker), then the sent date
@@ -353,7 +394,7 @@ def cron_trigger(config: Config) -> Any:
 
 
 def add_digest_job(
-    scheduler: Any, ticker: Any, *, clock: Callable[[], datetime] | None = None
+    scheduler: Any, ticker: Ticker, *, clock: Callable[[], datetime] | None = None
 ) -> Callable[[], date | None]:
     """Schedule the digest: daily at digest_time (misfire grace 6 h, coalesced) and once at
     start-up (sends only when today's is due and missing). A failed post retries every 10 min

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from capdaemon.capability.escalation import list_escalations, mark_notified
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.tickdata import (
     BALLOT,
     REVIEW,
@@ -20,306 +22,343 @@ from capdaemon.daemon.tickdata import (
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError, RateLimited
-from capdaemon.forge.types import IssueActivity
+from capdaemon.forge.types import IssueActivity, MarkedIssue
 
 
-class IssuesMixin:
-    """Ticker steps that keep the decision repo's issues as capdaemon wrote them."""
+def issue_activity(
+    deps: TickDeps, ctx: TickContext, report: TickReport | None = None
+) -> dict[int, IssueActivity]:
+    """The decision repo's open issues' activity, listed once per tick ({} when unreadable:
+    every ballot and one-tap is then read in full, as before)."""
+    if ctx.activity is None:
+        ctx.activity = {}
+        repo = deps.decision_repo
+        if repo is not None:
+            try:
+                ctx.activity = deps.forge.issue_activity(repo)
+                ctx.activity_ok = True
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                if report is not None:
+                    deps.error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
+    return ctx.activity
 
-    def issue_activity(self, report: TickReport | None = None) -> dict[int, IssueActivity]:
-        """The decision repo's open issues' activity, listed once per tick ({} when unreadable:
-        every ballot and one-tap is then read in full, as before)."""
-        if self._activity is None:
-            self._activity = {}
-            repo = self.decision_repo
-            if repo is not None:
-                try:
-                    self._activity = self.forge.issue_activity(repo)
-                    self._activity_ok = True
-                except RateLimited:
-                    raise
-                except ForgeError as exc:
-                    if report is not None:
-                        self._error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
-        return self._activity
 
-    def _ensure_issue(
-        self,
-        rec: PRRecord,
-        kind: str,
-        marker: dict[str, Any],
-        title: str,
-        body: str,
-        labels: list[str],
-        now: datetime,
-        report: TickReport,
-        *,
-        round_no: int | None = None,
-    ) -> int | None:
-        """Open or update one decision issue (the forge finds it by marker: never a duplicate).
+def ensure_issue(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    kind: str,
+    marker: dict[str, Any],
+    title: str,
+    body: str,
+    labels: list[str],
+    now: datetime,
+    report: TickReport,
+    *,
+    round_no: int | None = None,
+) -> int | None:
+    """Open or update one decision issue (the forge finds it by marker: never a duplicate).
 
-        A ballot closed earlier ("no ballot needed") is reopened when the head needs one
-        again (F2). When someone else edited (or closed) the issue, the text is restored and
-        one comment says so (R5); `round_no` is the ballot's new round in that case.
-        """
-        repo = self.decision_repo
-        if repo is None:
-            self.log.warning("issue.no_decision_repo", pr=rec.ref, kind=kind)
-            return None
-        known = rec.issues.get(kind)
-        tampered = self._tampered.get(rec.ref, {}).get(kind)
-        if known and not known.get("open", True) and kind != BALLOT:
-            return int(known["number"])  # a closed passive review / scope issue stays closed
-        issue = self.forge.ensure_issue(
-            repo,
-            marker,
-            title,
-            body,
-            labels,
-            reopen=kind == BALLOT,
-            number=int(known["number"]) if known and known.get("number") else None,
+    A ballot closed earlier ("no ballot needed") is reopened when the head needs one
+    again (F2). When someone else edited (or closed) the issue, the text is restored and
+    one comment says so (R5); `round_no` is the ballot's new round in that case.
+    """
+    repo = deps.decision_repo
+    if repo is None:
+        deps.log.warning("issue.no_decision_repo", pr=rec.ref, kind=kind)
+        return None
+    known = rec.issues.get(kind)
+    tampered = ctx.tampered.get(rec.ref, {}).get(kind)
+    if known and not known.get("open", True) and kind != BALLOT:
+        return int(known["number"])  # a closed passive review / scope issue stays closed
+    issue = deps.forge.ensure_issue(
+        repo,
+        marker,
+        title,
+        body,
+        labels,
+        reopen=kind == BALLOT,
+        number=int(known["number"]) if known and known.get("number") else None,
+    )
+    ctx.decision_writes = True
+    known = _note_issue(deps, rec, kind, issue, now, report)
+    if tampered and kind in WATCHED_KINDS:
+        restored(deps, ctx, rec, kind, issue.number, tampered, round_no, now)
+    done_tampered(ctx, rec.ref, kind)
+    if kind in WATCHED_KINDS:
+        known["body_sha"] = issue_text_hash(issue.title, issue.body)
+    if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
+        known["text"] = {"title": title, "body": body, "marker": marker, "labels": labels}
+    return issue.number
+
+
+def _note_issue(
+    deps: TickDeps, rec: PRRecord, kind: str, issue: MarkedIssue, now: datetime, report: TickReport
+) -> dict[str, Any]:
+    """The record's entry for this issue, updated from what GitHub returned (opened or reopened
+    issues audited)."""
+    repo = deps.decision_repo
+    known = rec.issues.get(kind)
+    if not known or known.get("number") != issue.number:
+        opened = issue.created_at or now
+        known = rec.issues[kind] = {
+            "number": issue.number,
+            "open": issue.state == "open",
+            "opened_at": _iso(opened),
+            "kept_open": False,
+        }
+        deps.actions_log.append(
+            {
+                "action": "issue_opened",
+                "pr": rec.ref,
+                "kind": kind,
+                "issue": f"{repo}#{issue.number}",
+            },
+            now=now,
         )
-        self._decision_writes = True
-        if not known or known.get("number") != issue.number:
-            opened = issue.created_at or now
-            known = rec.issues[kind] = {
-                "number": issue.number,
-                "open": issue.state == "open",
-                "opened_at": _iso(opened),
-                "kept_open": False,
-            }
-            self.actions_log.append(
-                {
-                    "action": "issue_opened",
-                    "pr": rec.ref,
-                    "kind": kind,
-                    "issue": f"{repo}#{issue.number}",
-                },
-                now=now,
+        report.issues.append(f"{kind}:{repo}#{issue.number}")
+        deps.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
+        return known
+    was_open = known.get("open", True)
+    known["open"] = issue.state == "open"
+    if known["open"] and not was_open:
+        deps.actions_log.append(
+            {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
+             "issue": f"{repo}#{issue.number}"},
+            now=now,
+        )  # fmt: skip
+        deps.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
+    return known
+
+
+def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport) -> None:
+    """Restore passive review issues someone else edited, from the text capdaemon wrote
+    (their PR has usually merged: it is not reprocessed). Ballots are restored when
+    their PR is processed (a new round starts)."""
+    repo = deps.decision_repo
+    if repo is None:
+        return
+    for ref, kinds in list(ctx.tampered.items()):
+        rec = deps.prs.records.get(ref)
+        info = rec.issues.get(REVIEW) if rec else None
+        what = kinds.get(REVIEW)
+        if rec is None or info is None or not what:
+            continue
+        text = info.get("text")
+        if not isinstance(text, dict):
+            deps.log.warning("issue.restore_unavailable", pr=ref, kind=REVIEW)
+            continue
+        deps.check_stop()
+        try:
+            issue = deps.forge.ensure_issue(
+                repo,
+                dict(text["marker"]),
+                str(text["title"]),
+                str(text["body"]),
+                list(text["labels"]),
+                number=int(info["number"]),
             )
-            report.issues.append(f"{kind}:{repo}#{issue.number}")
-            self.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
-        else:
-            was_open = known.get("open", True)
-            known["open"] = issue.state == "open"
-            if known["open"] and not was_open:
-                self.actions_log.append(
-                    {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
-                     "issue": f"{repo}#{issue.number}"},
+            ctx.decision_writes = True
+            restored(deps, ctx, rec, REVIEW, issue.number, what, None, now)
+            info["body_sha"] = issue_text_hash(issue.title, issue.body)
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            deps.error(report, "issue.restore_failed", f"{ref}: {exc}", pr=ref)
+            continue
+        deps.prs.save(rec)
+
+
+def restored(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    kind: str,
+    number: int,
+    what: str,
+    round_no: int | None,
+    now: datetime,
+) -> None:
+    """Say once, on the issue, that someone else edited it and that it was restored."""
+    assert deps.decision_repo is not None
+    info = rec.issues[kind]
+    count = int(info.get("restores", 0)) + 1
+    deps.forge.comment_once(
+        deps.decision_repo,
+        number,
+        {"kind": "restored", "key": f"{rec.ref}:{kind}:{count}"},
+        texts.restored_comment(kind, what, round_no),
+    )
+    info["restores"] = count
+    deps.actions_log.append(
+        {
+            "action": "issue_restored",
+            "pr": rec.ref,
+            "kind": kind,
+            "issue": f"{deps.decision_repo}#{number}",
+            "what": what,
+            "round": round_no,
+        },
+        now=now,
+    )
+    deps.log.warning("issue.restored", pr=rec.ref, kind=kind, issue=number, what=what)
+    done_tampered(ctx, rec.ref, kind)
+
+
+def done_tampered(ctx: TickContext, ref: str, kind: str) -> None:
+    kinds = ctx.tampered.get(ref)
+    if kinds is not None:
+        kinds.pop(kind, None)
+        if not kinds:
+            del ctx.tampered[ref]
+
+
+def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
+    """Decision issues whose live title/body differs from what capdaemon last wrote, or a
+    ballot closed by someone else (R5), from the issue list the tick reads anyway.
+
+    Only open PRs with a watched open issue and a stored hash are compared; the list is
+    read only when there is one (a steady tick reads it for its ballots anyway)."""
+    watched = [
+        (rec, kind, info)
+        for rec in deps.prs.records.values()
+        for kind, info in rec.issues.items()
+        if kind in WATCHED_KINDS and info.get("open") and (rec.state == "open" or kind == REVIEW)
+    ]
+    for rec, kind, info in watched:
+        if not info.get("body_sha") and kind == BALLOT:
+            # recorded before hashes were kept: rewrite it once to learn the hash (silent)
+            ctx.tampered.setdefault(rec.ref, {})[kind] = ""
+    watched = [w for w in watched if w[2].get("body_sha")]
+    if not watched:
+        return
+    activity = issue_activity(deps, ctx, report)
+    if not ctx.activity_ok:
+        return
+    for rec, kind, info in watched:
+        act = activity.get(int(info["number"]))
+        if act is None:
+            if kind == BALLOT:  # not among the open issues: closed by someone else
+                ctx.tampered.setdefault(rec.ref, {})[kind] = "closed"
+            continue
+        if act.body is None:
+            continue  # the list did not carry the text: nothing to compare
+        if issue_text_hash(act.title, act.body) != info["body_sha"]:
+            ctx.tampered.setdefault(rec.ref, {})[kind] = "edited"
+    for ref, kinds in ctx.tampered.items():
+        if any(kinds.values()):
+            deps.log.warning("issue.tampered", pr=ref, kinds=sorted(kinds.items()))
+
+
+def close_issue(deps: TickDeps, rec: PRRecord, kind: str, comment: str, now: datetime) -> None:
+    known = rec.issues.get(kind)
+    if not known or not known.get("open") or deps.decision_repo is None:
+        return
+    deps.forge.close_issue(deps.decision_repo, int(known["number"]), comment)
+    known["open"] = False
+    known.pop("text", None)
+    deps.actions_log.append(
+        {
+            "action": "issue_closed",
+            "pr": rec.ref,
+            "kind": kind,
+            "issue": f"{deps.decision_repo}#{known['number']}",
+            "comment": comment,
+        },
+        now=now,
+    )
+    deps.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known["number"])
+
+
+# ------------------------------------------------------------------ step 5
+def step_passive_reviews(
+    deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport
+) -> None:
+    """B/C review issues close after `passive_review_days` unless an owner commented."""
+    repo = deps.decision_repo
+    days = deps.config.passive_review_days
+    if repo is None:
+        return
+    for rec in list(deps.prs.records.values()):
+        info = rec.issues.get(REVIEW)
+        if not info or not info.get("open") or info.get("kept_open"):
+            continue
+        if rec.state == "open":
+            continue  # the PR still waits (checks, an owner, a label): never closed under it
+        opened = _parse(info["opened_at"])
+        if now - opened < timedelta(days=days):
+            continue
+        deps.check_stop()
+        try:
+            comments = deps.forge.comments(repo, int(info["number"]))
+            owners = decision_owners(deps, ctx, rec.repo, [c.user for c in comments])
+            owner_commented = any(
+                c.user.lower() in owners and c.user.lower() != deps.bot_login.lower()
+                for c in comments
+            )
+            if passive_close_due(opened, now, owner_commented, days):
+                close_issue(deps, rec, REVIEW, texts.passive_close_comment(days), now)
+                deps.log.info("passive.closed", pr=rec.ref, issue=info["number"])
+            elif owner_commented:
+                info["kept_open"] = True
+                deps.actions_log.append(
+                    {
+                        "action": "passive_kept_open",
+                        "pr": rec.ref,
+                        "issue": f"{repo}#{info['number']}",
+                    },
                     now=now,
-                )  # fmt: skip
-                self.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
-        if tampered and kind in WATCHED_KINDS:
-            self._restored(rec, kind, issue.number, tampered, round_no, now)
-        self._done_tampered(rec.ref, kind)
-        if kind in WATCHED_KINDS:
-            known["body_sha"] = issue_text_hash(issue.title, issue.body)
-        if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
-            known["text"] = {"title": title, "body": body, "marker": marker, "labels": labels}
-        return issue.number
-
-    def _restore_reviews(self, now: datetime, report: TickReport) -> None:
-        """Restore passive review issues someone else edited, from the text capdaemon wrote
-        (their PR has usually merged: it is not reprocessed). Ballots are restored when
-        their PR is processed (a new round starts)."""
-        repo = self.decision_repo
-        if repo is None:
-            return
-        for ref, kinds in list(self._tampered.items()):
-            rec = self.prs.records.get(ref)
-            info = rec.issues.get(REVIEW) if rec else None
-            what = kinds.get(REVIEW)
-            if rec is None or info is None or not what:
-                continue
-            text = info.get("text")
-            if not isinstance(text, dict):
-                self.log.warning("issue.restore_unavailable", pr=ref, kind=REVIEW)
-                continue
-            self._check_stop()
-            try:
-                issue = self.forge.ensure_issue(
-                    repo,
-                    dict(text["marker"]),
-                    str(text["title"]),
-                    str(text["body"]),
-                    list(text["labels"]),
-                    number=int(info["number"]),
                 )
-                self._decision_writes = True
-                self._restored(rec, REVIEW, issue.number, what, None, now)
-                info["body_sha"] = issue_text_hash(issue.title, issue.body)
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                self._error(report, "issue.restore_failed", f"{ref}: {exc}", pr=ref)
-                continue
-            self.prs.save(rec)
+                deps.log.info("passive.kept_open", pr=rec.ref, issue=info["number"])
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            deps.error(report, "passive.failed", f"{rec.ref}: {exc}", pr=rec.ref)
 
-    def _restored(
-        self, rec: PRRecord, kind: str, number: int, what: str, round_no: int | None, now: datetime
-    ) -> None:
-        """Say once, on the issue, that someone else edited it and that it was restored."""
-        assert self.decision_repo is not None
-        info = rec.issues[kind]
-        count = int(info.get("restores", 0)) + 1
-        self.forge.comment_once(
-            self.decision_repo,
-            number,
-            {"kind": "restored", "key": f"{rec.ref}:{kind}:{count}"},
-            texts.restored_comment(kind, what, round_no),
-        )
-        info["restores"] = count
-        self.actions_log.append(
-            {
-                "action": "issue_restored",
-                "pr": rec.ref,
-                "kind": kind,
-                "issue": f"{self.decision_repo}#{number}",
-                "what": what,
-                "round": round_no,
-            },
-            now=now,
-        )
-        self.log.warning("issue.restored", pr=rec.ref, kind=kind, issue=number, what=what)
-        self._done_tampered(rec.ref, kind)
 
-    def _done_tampered(self, ref: str, kind: str) -> None:
-        kinds = self._tampered.get(ref)
-        if kinds is not None:
-            kinds.pop(kind, None)
-            if not kinds:
-                del self._tampered[ref]
-
-    def _find_tampered(self, report: TickReport) -> None:
-        """Decision issues whose live title/body differs from what capdaemon last wrote, or a
-        ballot closed by someone else (R5), from the issue list the tick reads anyway.
-
-        Only open PRs with a watched open issue and a stored hash are compared; the list is
-        read only when there is one (a steady tick reads it for its ballots anyway)."""
-        watched = [
-            (rec, kind, info)
-            for rec in self.prs.records.values()
-            for kind, info in rec.issues.items()
-            if kind in WATCHED_KINDS
-            and info.get("open")
-            and (rec.state == "open" or kind == REVIEW)
-        ]
-        for rec, kind, info in watched:
-            if not info.get("body_sha") and kind == BALLOT:
-                # recorded before hashes were kept: rewrite it once to learn the hash (silent)
-                self._tampered.setdefault(rec.ref, {})[kind] = ""
-        watched = [w for w in watched if w[2].get("body_sha")]
-        if not watched:
-            return
-        activity = self.issue_activity(report)
-        if not self._activity_ok:
-            return
-        for rec, kind, info in watched:
-            act = activity.get(int(info["number"]))
-            if act is None:
-                if kind == BALLOT:  # not among the open issues: closed by someone else
-                    self._tampered.setdefault(rec.ref, {})[kind] = "closed"
-                continue
-            if act.body is None:
-                continue  # the list did not carry the text: nothing to compare
-            if issue_text_hash(act.title, act.body) != info["body_sha"]:
-                self._tampered.setdefault(rec.ref, {})[kind] = "edited"
-        for ref, kinds in self._tampered.items():
-            if any(kinds.values()):
-                self.log.warning("issue.tampered", pr=ref, kinds=sorted(kinds.items()))
-
-    def _close_issue(self, rec: PRRecord, kind: str, comment: str, now: datetime) -> None:
-        known = rec.issues.get(kind)
-        if not known or not known.get("open") or self.decision_repo is None:
-            return
-        self.forge.close_issue(self.decision_repo, int(known["number"]), comment)
-        known["open"] = False
-        known.pop("text", None)
-        self.actions_log.append(
-            {
-                "action": "issue_closed",
-                "pr": rec.ref,
-                "kind": kind,
-                "issue": f"{self.decision_repo}#{known['number']}",
-                "comment": comment,
-            },
-            now=now,
-        )
-        self.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known["number"])
-
-    # ------------------------------------------------------------------ step 5
-    def _step_passive_reviews(self, now: datetime, report: TickReport) -> None:
-        """B/C review issues close after `passive_review_days` unless an owner commented."""
-        repo = self.decision_repo
-        days = self.config.passive_review_days
-        if repo is None:
-            return
-        for rec in list(self.prs.records.values()):
-            info = rec.issues.get(REVIEW)
-            if not info or not info.get("open") or info.get("kept_open"):
-                continue
-            if rec.state == "open":
-                continue  # the PR still waits (checks, an owner, a label): never closed under it
-            opened = _parse(info["opened_at"])
-            if now - opened < timedelta(days=days):
-                continue
-            self._check_stop()
-            try:
-                comments = self.forge.comments(repo, int(info["number"]))
-                owners = self._owners(rec.repo, [c.user for c in comments])
-                owner_commented = any(
-                    c.user.lower() in owners and c.user.lower() != self.bot_login.lower()
-                    for c in comments
-                )
-                if passive_close_due(opened, now, owner_commented, days):
-                    self._close_issue(rec, REVIEW, texts.passive_close_comment(days), now)
-                    self.log.info("passive.closed", pr=rec.ref, issue=info["number"])
-                elif owner_commented:
-                    info["kept_open"] = True
-                    self.actions_log.append(
-                        {
-                            "action": "passive_kept_open",
-                            "pr": rec.ref,
-                            "issue": f"{repo}#{info['number']}",
-                        },
-                        now=now,
-                    )
-                    self.log.info("passive.kept_open", pr=rec.ref, issue=info["number"])
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                self._error(report, "passive.failed", f"{rec.ref}: {exc}", pr=rec.ref)
-
-    def _step_escalations(self, now: datetime, report: TickReport) -> None:
-        """Escalation records of scope-guard / finish-task become owner issues, once each."""
-        repo = self.decision_repo
-        if repo is None:
-            return
-        for esc in list_escalations(self.state_dir):
-            if esc.notified:
-                continue
-            try:
-                issue = self.forge.ensure_issue(
-                    repo,
-                    {"kind": "escalation", "key": esc.id},
-                    texts.escalation_title(esc.task, esc.layer or "scope guard"),
-                    texts.escalation_body(esc.data),
-                    [Label.SCOPE_VIOLATION.value],
-                )
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                self._error(report, "escalation.failed", f"{esc.id}: {exc}")
-                continue
-            mark_notified(self.state_dir, esc.id, f"{repo}#{issue.number}", now)
-            self.actions_log.append(
-                {
-                    "action": "escalation_notified",
-                    "escalation": esc.id,
-                    "task_id": esc.task,
-                    "issue": f"{repo}#{issue.number}",
-                },
-                now=now,
+def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
+    """Escalation records of scope-guard / finish-task become owner issues, once each."""
+    repo = deps.decision_repo
+    if repo is None:
+        return
+    for esc in list_escalations(deps.state_dir):
+        if esc.notified:
+            continue
+        try:
+            issue = deps.forge.ensure_issue(
+                repo,
+                {"kind": "escalation", "key": esc.id},
+                texts.escalation_title(esc.task, esc.layer or "scope guard"),
+                texts.escalation_body(esc.data),
+                [Label.SCOPE_VIOLATION.value],
             )
-            report.issues.append(f"escalation:{repo}#{issue.number}")
-            self.log.info("escalation.notified", escalation=esc.id, issue=issue.number)
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            deps.error(report, "escalation.failed", f"{esc.id}: {exc}")
+            continue
+        mark_notified(deps.state_dir, esc.id, f"{repo}#{issue.number}", now)
+        deps.actions_log.append(
+            {
+                "action": "escalation_notified",
+                "escalation": esc.id,
+                "task_id": esc.task,
+                "issue": f"{repo}#{issue.number}",
+            },
+            now=now,
+        )
+        report.issues.append(f"escalation:{repo}#{issue.number}")
+        deps.log.info("escalation.notified", escalation=esc.id, issue=issue.number)
+
+
+def decision_owners(deps: TickDeps, ctx: TickContext, repo: str, users: Iterable[str]) -> set[str]:
+    """Owners for `repo`: central owners plus the repo's (capdaemon.yml and the base
+    branch's .capdaemon.yml), and admins when owners_include_admins."""
+    owners = set(ctx.config_for(repo).owners_for(repo))
+    if deps.config.owners_include_admins:
+        for user in {u.lower() for u in users} - owners:
+            if deps.forge.permission(repo, user) == "admin":
+                owners.add(user)
+    return owners

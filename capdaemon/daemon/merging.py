@@ -7,6 +7,9 @@ from datetime import datetime
 
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.issues import close_issue
+from capdaemon.daemon.prstate import ballot_outcome
 from capdaemon.daemon.reconcile import recorded_outcome
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -15,9 +18,7 @@ from capdaemon.daemon.tickdata import (
     _Seen,
     required_checks,
 )
-from capdaemon.decide.breaker import BreakerState
 from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
-from capdaemon.decide.tiers import TierDecision
 from capdaemon.forge.errors import (
     BaseMoved,
     Forbidden,
@@ -31,255 +32,258 @@ from capdaemon.forge.errors import (
 from capdaemon.model import CheckRun, Quadrant
 
 
-class MergingMixin:
-    """Ticker steps that merge what may merge, and finish what a crash left attempted."""
-
-    # ------------------------------------------------------------------ step 0
-    def _step_reconcile(self, now: datetime, report: TickReport) -> None:
-        """Finish what a crash left between an "attempted" record and its outcome (by PR state)."""
-        for rec in list(self.prs.records.values()):
-            if not rec.pending:
-                continue
-            op = rec.pending.get("op")
-            if self._outcome_recorded(rec, str(op), now, report):
-                continue
-            try:
-                status = self.forge.pull_status(rec.repo, rec.number)
-            except RateLimited:
-                raise
-            except ForgeError as exc:  # outcome still unknown: keep it pending, act on nothing
-                self._error(report, "reconcile.failed", f"{rec.ref}: {exc}", pr=rec.ref)
-                continue
-            base = {
-                "action": op,
-                "pr": rec.ref,
-                "head_sha": rec.pending.get("head_sha"),
-                "reconciled": True,
-            }
-            if op == "merge" and status.merged and status.head_sha != base["head_sha"]:
-                # Merged, but not the head capdaemon attempted: someone else merged it. It is
-                # not capdaemon's merge (no probe, no auto-revert, no auto-merge count).
-                self.actions_log.append(
-                    {
-                        **base,
-                        "status": "merged_by_other",
-                        "merged_head": status.head_sha,
-                        "merge_sha": status.merge_sha,
-                    },
-                    now=now,
-                )
-                rec.state, rec.merge_sha = "merged", status.merge_sha
-            elif op == "merge" and status.merged:
-                self.actions_log.append(
-                    {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
-                )
-                rec.state, rec.merge_sha = "merged", status.merge_sha
-                if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
-                    approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
-                    self.safety.basebind.verify_merge(
-                        rec, approved, head, status.merge_sha, now, report
-                    )
-            elif op == "close" and status.state == "closed":
-                self.actions_log.append({**base, "status": "done"}, now=now)
-                rec.state = "merged" if status.merged else "closed"
-            else:
-                self.actions_log.append({**base, "status": "not_done"}, now=now)
-            self.log.info(
-                "reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state
-            )
-            report.reconciled.append(f"{rec.ref}:{op}")
-            rec.pending = None
-            self.prs.save(rec)
-
-    def _outcome_recorded(self, rec: PRRecord, op: str, now: datetime, report: TickReport) -> bool:
-        """A crash after the outcome record but before the state save: the log already says
-        it, once. Take the state from that record; write nothing more to the log."""
-        assert rec.pending is not None
-        done = recorded_outcome(self.actions_log.path, rec.ref, op, rec.pending.get("head_sha"))
-        if done is None:
-            return False
-        status = done.get("status")
-        if op == "merge" and status in ("done", "merged_by_other"):
-            rec.state, rec.merge_sha = "merged", str(done.get("merge_sha") or "")
-            self._close_issue(rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).", now)
-        elif op == "close" and status == "done":
-            rec.state = "closed"
-        self.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
-        report.reconciled.append(f"{rec.ref}:{op}")
-        rec.pending = None
-        self.prs.save(rec)
-        return True
-
-    # ------------------------------------------------------------------ step 4
-    def _required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
-        if rc.name not in self._required:
-            protection = self.forge.effective_protection(rc.name, rc.base) or {}
-            self._required[rc.name] = required_checks(protection)
-        return self._required[rc.name]
-
-    def _step_merge(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
-        for s in seen:
-            rec, pr = s.rec, s.pr
-            if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
-                continue
-            if rec.pending:
-                continue  # an earlier action's outcome is unknown: reconciled first (step 0)
-            if rec.ref in self._ballot_unread:
-                self.log.info("merge.waiting", pr=rec.ref, reasons=["ballot unreadable"])
-                continue  # fail closed: a newer owner /reject may be in what we could not read
-            if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
-                continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
-            if self.shadow and rec.would_merge_head == pr.head_sha:
-                continue
-            if s.rc.name in self._policy_errors:
-                self.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
-                continue  # fail closed: the repo's policy is unknown this tick
-            blocking = {b.lower() for b in s.rc.blocking_labels}
-            if pr.draft or any(label.lower() in blocking for label in pr.labels):
-                continue  # merge_readiness would wait: no need to read anything for it
-            self._check_stop()
-            try:
-                self._try_merge(s, now, report)
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                self._error(report, "merge.check_failed", f"{rec.ref}: {exc}", pr=rec.ref)
-            self._heartbeat()
-
-    def _tier(self, rec: PRRecord) -> TierDecision:
-        """The tier overlay of SPEC 4.1 for the PR's current head (daemon.safety.tiers)."""
-        return self.safety.tiers.decision(rec)
-
-    def _breaker(self) -> BreakerState:
-        """The circuit breaker's state (SPEC 6.3, capdaemon.daemon.safety.breaker)."""
-        return self.safety.breaker.state()
-
-    def _try_merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
-        rec, pr = s.rec, s.pr
-        if rec.mergeable is None:  # GitHub computes it lazily: read it again (one GET)
-            status = self.forge.pull_status(pr.repo, pr.number)
-            if status.head_sha == pr.head_sha:
-                rec.mergeable = status.mergeable
-        runs = self._tick_runs.get((pr.repo, pr.head_sha))
-        if runs is None:
-            checks = self.forge.commit_checks(pr.repo, pr.head_sha)
-        else:  # the gather phase's check runs, plus the statuses (read for merging only)
-            checks = runs + self.forge.commit_statuses(pr.repo, pr.head_sha)
-        readiness = merge_readiness(self._merge_facts(s, checks, now))
-        if readiness.action is MergeAction.MERGE and runs is not None:
-            # decided on the gather phase's check runs: read them again right before acting
-            checks = self.forge.commit_checks(pr.repo, pr.head_sha)
-            readiness = merge_readiness(self._merge_facts(s, checks, now))
-        if readiness.action is MergeAction.WAIT:
-            self.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
-            return
-        if readiness.action is MergeAction.WOULD_MERGE:
-            self.actions_log.append(
-                {
-                    "action": "merge",
-                    "status": "would_merge",
-                    "pr": rec.ref,
-                    "head_sha": pr.head_sha,
-                    "quadrant": rec.quadrant,
-                },
-                now=now,
-            )
-            rec.would_merge_head = pr.head_sha
-            report.would_merge.append(rec.ref)
-            self.log.info("merge.would_merge", pr=rec.ref)
-            return
-        self._merge(s, now, report)
-
-    def _merge_facts(self, s: _Seen, checks: Sequence[CheckRun], now: datetime) -> MergeFacts:
-        rec, pr, rc = s.rec, s.pr, s.rc
-        needs = rec.quadrant == Quadrant.D.value or self.safety.tiers.needs_ballot(rec)
-        ballot = self._outcome(rec, pr.head_sha, now) if needs else None
-        return MergeFacts(
-            head_sha=pr.head_sha,
-            quadrant=Quadrant(rec.quadrant),
-            tier=self._tier(rec),
-            checks=tuple(checks),
-            required_checks=self._required_checks(rc),
-            extra_checks=rc.extra_checks,
-            draft=pr.draft,
-            labels=pr.labels,
-            blocking_labels=rc.blocking_labels,
-            mergeable=rec.mergeable,
-            breaker=self._breaker(),
-            verified_auto_revert=rec.auto_revert,
-            capability_reasons=tuple(rec.blocking),
-            ballot=ballot,
-            one_tap=self.safety.tiers.one_tap_result(rec, now),
-            shadow=self.shadow,
-            l1c3_app_id=self.config.github.app_id,
-        )
-
-    def _merge(self, s: _Seen, now: datetime, report: TickReport) -> None:
-        """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
-        rec, pr, rc = s.rec, s.pr, s.rc
-        sha = pr.head_sha
-        base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
-        rec.pending = {"op": "merge", "head_sha": sha, "base_ref": rc.base, "at": _iso(now)}
-        self.prs.save(rec)
-        self.actions_log.append(
-            {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},
-            now=now,
-        )
-        self.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
-        self._crash("audit:merge")
+# ------------------------------------------------------------------ step 0
+def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
+    """Finish what a crash left between an "attempted" record and its outcome (by PR state)."""
+    for rec in list(deps.prs.records.values()):
+        if not rec.pending:
+            continue
+        op = rec.pending.get("op")
+        if outcome_recorded(deps, rec, str(op), now, report):
+            continue
         try:
-            merge_sha = self.forge.merge(rec.repo, rec.number, sha, rc.merge_method, base=rc.base)
-        except BaseMoved as exc:  # retargeted since the decision: no merge; a new round
-            self.actions_log.append(
-                {**base, "status": "failed", "reason": "base_moved", "error": str(exc)[:300]},
-                now=now,
-            )
-            self.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
-            self.safety.basebind.note_left(rec, exc.found, now)
-        except HeadMoved as exc:
-            self.actions_log.append(
-                {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
-                now=now,
-            )
-            self.log.warning("merge.head_moved", pr=rec.ref, head=sha[:12])
-            rec.fingerprint = ""  # reclassified next tick
-        except NotMergeable as exc:
-            self.actions_log.append(
-                {**base, "status": "failed", "reason": "not_mergeable", "error": str(exc)[:300]},
-                now=now,
-            )
-            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
-            rec.merge_blocked_head = sha
-        except ForgeError as exc:
-            # no answer (5xx after retries, dropped connection, rate limit): GitHub may have
-            # merged. The outcome stays pending; step 0 of the next tick reads the PR's state
-            # and records done / not_done before anything else is tried for it.
-            unknown = not isinstance(exc, Forbidden | NotFound | Invalid)
-            self.actions_log.append(
+            status = deps.forge.pull_status(rec.repo, rec.number)
+        except RateLimited:
+            raise
+        except ForgeError as exc:  # outcome still unknown: keep it pending, act on nothing
+            deps.error(report, "reconcile.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            continue
+        base = {
+            "action": op,
+            "pr": rec.ref,
+            "head_sha": rec.pending.get("head_sha"),
+            "reconciled": True,
+        }
+        if op == "merge" and status.merged and status.head_sha != base["head_sha"]:
+            # Merged, but not the head capdaemon attempted: someone else merged it. It is
+            # not capdaemon's merge (no probe, no auto-revert, no auto-merge count).
+            deps.actions_log.append(
                 {
                     **base,
-                    "status": "unknown" if unknown else "failed",
-                    "reason": type(exc).__name__,
-                    "error": str(exc)[:300],
+                    "status": "merged_by_other",
+                    "merged_head": status.head_sha,
+                    "merge_sha": status.merge_sha,
                 },
                 now=now,
             )
-            self.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
-            if not unknown:
-                rec.pending = None
-            self.prs.save(rec)
-            if isinstance(exc, RateLimited):
-                raise
-            return
+            rec.state, rec.merge_sha = "merged", status.merge_sha
+        elif op == "merge" and status.merged:
+            deps.actions_log.append(
+                {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
+            )
+            rec.state, rec.merge_sha = "merged", status.merge_sha
+            if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
+                approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
+                deps.safety.basebind.verify_merge(
+                    rec, approved, head, status.merge_sha, now, report
+                )
+        elif op == "close" and status.state == "closed":
+            deps.actions_log.append({**base, "status": "done"}, now=now)
+            rec.state = "merged" if status.merged else "closed"
         else:
-            self._crash("act:merge")
-            self.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
-            self._crash("done:merge")
-            rec.state, rec.merge_sha = "merged", merge_sha
-            report.merged.append(rec.ref)
-            self.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
-            self.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
+            deps.actions_log.append({**base, "status": "not_done"}, now=now)
+        deps.log.info("reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state)
+        report.reconciled.append(f"{rec.ref}:{op}")
         rec.pending = None
-        self.prs.save(rec)
-        if rec.state == "merged":
-            self._close_issue(rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
+        deps.prs.save(rec)
+
+
+def outcome_recorded(
+    deps: TickDeps, rec: PRRecord, op: str, now: datetime, report: TickReport
+) -> bool:
+    """A crash after the outcome record but before the state save: the log already says
+    it, once. Take the state from that record; write nothing more to the log."""
+    assert rec.pending is not None
+    done = recorded_outcome(deps.actions_log.path, rec.ref, op, rec.pending.get("head_sha"))
+    if done is None:
+        return False
+    status = done.get("status")
+    if op == "merge" and status in ("done", "merged_by_other"):
+        rec.state, rec.merge_sha = "merged", str(done.get("merge_sha") or "")
+        close_issue(deps, rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).", now)
+    elif op == "close" and status == "done":
+        rec.state = "closed"
+    deps.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
+    report.reconciled.append(f"{rec.ref}:{op}")
+    rec.pending = None
+    deps.prs.save(rec)
+    return True
+
+
+# ------------------------------------------------------------------ step 4
+def required_checks_for(
+    deps: TickDeps, ctx: TickContext, rc: RepoConfig
+) -> tuple[RequiredCheck, ...]:
+    if rc.name not in ctx.required:
+        protection = deps.forge.effective_protection(rc.name, rc.base) or {}
+        ctx.required[rc.name] = required_checks(protection)
+    return ctx.required[rc.name]
+
+
+def step_merge(
+    deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
+) -> None:
+    for s in seen:
+        rec, pr = s.rec, s.pr
+        if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
+            continue
+        if rec.pending:
+            continue  # an earlier action's outcome is unknown: reconciled first (step 0)
+        if rec.ref in ctx.ballot_unread:
+            deps.log.info("merge.waiting", pr=rec.ref, reasons=["ballot unreadable"])
+            continue  # fail closed: a newer owner /reject may be in what we could not read
+        if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
+            continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
+        if deps.shadow and rec.would_merge_head == pr.head_sha:
+            continue
+        if ctx.policy_error(s.rc.name) is not None:
+            deps.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
+            continue  # fail closed: the repo's policy is unknown this tick
+        blocking = {b.lower() for b in s.rc.blocking_labels}
+        if pr.draft or any(label.lower() in blocking for label in pr.labels):
+            continue  # merge_readiness would wait: no need to read anything for it
+        deps.check_stop()
+        try:
+            try_merge(deps, ctx, s, now, report)
+        except RateLimited:
+            raise
+        except ForgeError as exc:
+            deps.error(report, "merge.check_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        deps.heartbeat()
+
+
+def try_merge(
+    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
+) -> None:
+    rec, pr = s.rec, s.pr
+    if rec.mergeable is None:  # GitHub computes it lazily: read it again (one GET)
+        status = deps.forge.pull_status(pr.repo, pr.number)
+        if status.head_sha == pr.head_sha:
+            rec.mergeable = status.mergeable
+    runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
+    if runs is None:
+        checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
+    else:  # the gather phase's check runs, plus the statuses (read for merging only)
+        checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
+    readiness = merge_readiness(merge_facts(deps, ctx, s, checks, now))
+    if readiness.action is MergeAction.MERGE and runs is not None:
+        # decided on the gather phase's check runs: read them again right before acting
+        checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
+        readiness = merge_readiness(merge_facts(deps, ctx, s, checks, now))
+    if readiness.action is MergeAction.WAIT:
+        deps.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
+        return
+    if readiness.action is MergeAction.WOULD_MERGE:
+        deps.actions_log.append(
+            {
+                "action": "merge",
+                "status": "would_merge",
+                "pr": rec.ref,
+                "head_sha": pr.head_sha,
+                "quadrant": rec.quadrant,
+            },
+            now=now,
+        )
+        rec.would_merge_head = pr.head_sha
+        report.would_merge.append(rec.ref)
+        deps.log.info("merge.would_merge", pr=rec.ref)
+        return
+    merge(deps, s, now, report)
+
+
+def merge_facts(
+    deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
+) -> MergeFacts:
+    rec, pr, rc = s.rec, s.pr, s.rc
+    needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
+    ballot = ballot_outcome(rec, pr.head_sha, now) if needs else None
+    return MergeFacts(
+        head_sha=pr.head_sha,
+        quadrant=s.quadrant,
+        tier=deps.safety.tiers.decision(rec),
+        checks=tuple(checks),
+        required_checks=required_checks_for(deps, ctx, rc),
+        extra_checks=rc.extra_checks,
+        draft=pr.draft,
+        labels=pr.labels,
+        blocking_labels=rc.blocking_labels,
+        mergeable=rec.mergeable,
+        breaker=deps.safety.breaker.state(),
+        verified_auto_revert=rec.auto_revert,
+        capability_reasons=tuple(rec.blocking),
+        ballot=ballot,
+        one_tap=deps.safety.tiers.one_tap_result(rec, now),
+        shadow=deps.shadow,
+        l1c3_app_id=deps.config.github.app_id,
+    )
+
+
+def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
+    """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
+    rec, pr, rc = s.rec, s.pr, s.rc
+    sha = pr.head_sha
+    base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
+    rec.pending = {"op": "merge", "head_sha": sha, "base_ref": rc.base, "at": _iso(now)}
+    deps.prs.save(rec)
+    deps.actions_log.append(
+        {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},
+        now=now,
+    )
+    deps.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
+    deps.crash("audit:merge")
+    try:
+        merge_sha = deps.forge.merge(rec.repo, rec.number, sha, rc.merge_method, base=rc.base)
+    except BaseMoved as exc:  # retargeted since the decision: no merge; a new round
+        deps.actions_log.append(
+            {**base, "status": "failed", "reason": "base_moved", "error": str(exc)[:300]},
+            now=now,
+        )
+        deps.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
+        deps.safety.basebind.note_left(rec, exc.found, now)
+    except HeadMoved as exc:
+        deps.actions_log.append(
+            {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
+            now=now,
+        )
+        deps.log.warning("merge.head_moved", pr=rec.ref, head=sha[:12])
+        rec.fingerprint = ""  # reclassified next tick
+    except NotMergeable as exc:
+        deps.actions_log.append(
+            {**base, "status": "failed", "reason": "not_mergeable", "error": str(exc)[:300]},
+            now=now,
+        )
+        deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
+        rec.merge_blocked_head = sha
+    except ForgeError as exc:
+        # no answer (5xx after retries, dropped connection, rate limit): GitHub may have
+        # merged. The outcome stays pending; step 0 of the next tick reads the PR's state
+        # and records done / not_done before anything else is tried for it.
+        unknown = not isinstance(exc, Forbidden | NotFound | Invalid)
+        deps.actions_log.append(
+            {
+                **base,
+                "status": "unknown" if unknown else "failed",
+                "reason": type(exc).__name__,
+                "error": str(exc)[:300],
+            },
+            now=now,
+        )
+        deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
+        if not unknown:
+            rec.pending = None
+        deps.prs.save(rec)
+        if isinstance(exc, RateLimited):
+            raise
+        return
+    else:
+        deps.crash("act:merge")
+        deps.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
+        deps.crash("done:merge")
+        rec.state, rec.merge_sha = "merged", merge_sha
+        report.merged.append(rec.ref)
+        deps.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
+        deps.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
+    rec.pending = None
+    deps.prs.save(rec)
+    if rec.state == "merged":
+        close_issue(deps, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)

@@ -14,6 +14,7 @@ from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, Transient
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
+    from capdaemon.forge.port import ForgePort
 
 
 class CredentialsError(RuntimeError):
@@ -80,7 +81,7 @@ def forge_errors(gh: GitHubConfig, what: str = "") -> Iterator[None]:
 
 
 @contextmanager
-def _one_attempt(forge: Forge) -> Iterator[None]:
+def _one_attempt(forge: ForgePort) -> Iterator[None]:
     """A start-up or pre-tick check does not wait out an outage, and reports it itself."""
     transport = forge.transport
     attempts, transport.attempts = transport.attempts, 1
@@ -92,7 +93,7 @@ def _one_attempt(forge: Forge) -> Iterator[None]:
         transport.log_transient = True
 
 
-def authenticate(forge: Forge, gh: GitHubConfig) -> str:
+def authenticate(forge: ForgePort, gh: GitHubConfig) -> str:
     """Prove the credentials work (the App's identity and an installation token, or the token's
     user); returns the login the daemon acts as. CredentialsError / UnreachableError."""
     with _one_attempt(forge), forge_errors(gh):
@@ -102,7 +103,7 @@ def authenticate(forge: Forge, gh: GitHubConfig) -> str:
         return login
 
 
-def recheck(forge: Forge, gh: GitHubConfig) -> None:
+def recheck(forge: ForgePort, gh: GitHubConfig) -> None:
     """Before each scheduled tick: the installation token (renewed when due), or the token
     against the free GET /rate_limit. CredentialsError / UnreachableError."""
     with _one_attempt(forge), forge_errors(gh):

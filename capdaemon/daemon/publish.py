@@ -7,7 +7,17 @@ from datetime import datetime
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
 from capdaemon.daemon import recovery, texts
+from capdaemon.daemon.ballot_issue import ensure_ballot, note_reopened
 from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.gather import plan, unchanged
+from capdaemon.daemon.issues import close_issue, ensure_issue
+from capdaemon.daemon.prstate import (
+    ballot_key,
+    ballot_outcome,
+    full_fingerprint,
+    light_fingerprint,
+)
 from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -17,6 +27,7 @@ from capdaemon.daemon.tickdata import (
     _digest,
     _Gathered,
     _iso,
+    _Seen,
     auto_revert_floor,
     firm_d,
     without_stale_auto_revert,
@@ -33,264 +44,298 @@ from capdaemon.forge.types import PRSummary
 from capdaemon.model import PRSnapshot, Quadrant, RuleResult, Verdict
 
 
-class PublishMixin:
-    """Ticker steps that classify a PR and publish the result (record before act)."""
+def process_pr(
+    deps: TickDeps,
+    ctx: TickContext,
+    rc: RepoConfig,
+    pr: PRSummary,
+    policy_hash: str,
+    now: datetime,
+    report: TickReport,
+    gathered: _Gathered | None = None,
+) -> _Seen:
+    """Reclassify and republish one PR when its inputs (or its ballot state) changed.
 
-    def _process_pr(
-        self,
-        rc: RepoConfig,
-        pr: PRSummary,
-        policy_hash: str,
-        now: datetime,
-        report: TickReport,
-        gathered: _Gathered | None = None,
-    ) -> PRRecord | None:
-        """Reclassify and republish one PR when its inputs (or its ballot state) changed.
-
-        `gathered` comes from the gather phase; without it (a ballot decision republishing
-        the PR in step 3) everything is read here.
-        """
-        g = gathered or self._plan(pr, policy_hash, now)
-        if g.error is not None:
-            raise g.error
-        rec = self.prs.setdefault(pr.repo, pr.number, _iso(now))
-        if rec.state != "open":
-            rec.state = "open"  # reopened
-            self._note_reopened(rec)
-        if g.settled is not None:
-            self.log.debug("pr.settled", pr=pr.ref, why=g.settled)
-            return rec  # nothing changed that could matter: no read, no classification, no write
-        checks = g.checks
-        if checks is None:
-            checks = self.forge.check_runs(pr.repo, pr.head_sha)
-        self._tick_runs[(pr.repo, pr.head_sha)] = checks
-        if self._unchanged(rec, pr, checks, policy_hash, g.cap):
-            if rec.light != g.light:  # e.g. draft toggled: not a classification input
-                rec.light = g.light
-                self.prs.save(rec)
-            return rec  # unchanged: no snapshot, no classification, no write
-        snap = g.snapshot
-        if snap is None:
-            snap = self.forge.snapshot(
-                pr.repo,
-                pr.number,
-                contents_for=self._contents_for,
-                known_runs=(pr.head_sha, checks),
-            )
-        if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
-            self.log.info("pr.moved_during_gather", pr=pr.ref)
-            return rec  # the list is stale; the next tick sees the new head or base
-        tasks = linked_tasks(snap, rc.task_branch_pattern)
-        reverts = (
-            recovery.bot_revert_of(self.safety.probes, self.bot_login, snap)
-            if rc.require_capability
-            else None
+    `gathered` comes from the gather phase; without it (a ballot decision republishing
+    the PR in step 3) everything is read here.
+    """
+    g = gathered or plan(deps, ctx, pr, policy_hash, now)
+    if g.error is not None:
+        raise g.error
+    rec = deps.prs.setdefault(pr.repo, pr.number, _iso(now))
+    if rec.state != "open":
+        rec.state = "open"  # reopened
+        note_reopened(rec)
+    if g.settled is not None:
+        deps.log.debug("pr.settled", pr=pr.ref, why=g.settled)
+        # nothing changed that could matter: no read, no classification, no write
+        return _Seen(rc, pr, rec)
+    checks = g.checks
+    if checks is None:
+        checks = deps.forge.check_runs(pr.repo, pr.head_sha)
+    ctx.tick_runs[(pr.repo, pr.head_sha)] = checks
+    if unchanged(deps, ctx, rec, pr, checks, policy_hash, g.cap):
+        if rec.light != g.light:  # e.g. draft toggled: not a classification input
+            rec.light = g.light
+            deps.prs.save(rec)
+        return _Seen(rc, pr, rec)  # unchanged: no snapshot, no classification, no write
+    snap = g.snapshot
+    if snap is None:
+        snap = deps.forge.snapshot(
+            pr.repo,
+            pr.number,
+            contents_for=deps.contents_for,
+            known_runs=(pr.head_sha, checks),
         )
-        if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
-            capv = recovery.revert_capability(reverts)
-        else:
-            capv = evaluate(snap, tasks, self._load_cap, require=rc.require_capability, now=now)
-        cap = capability_state(capv.task_id, self._load_cap, now)
-        fp = self._fingerprint(pr, checks, policy_hash, cap)
-        verdict = classify(
-            self._label_floor(rec, snap),
-            self.config,
+    if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
+        deps.log.info("pr.moved_during_gather", pr=pr.ref)
+        return _Seen(rc, pr, rec)  # the list is stale; the next tick sees the new head or base
+    capv = _capability(deps, ctx, rc, snap, now)
+    cap = capability_state(capv.task_id, ctx.load_cap, now)
+    fp = full_fingerprint(pr, checks, policy_hash, cap)
+    verdict = classify(
+        label_floor(deps, rec, snap),
+        ctx.config_for(rc.name),  # central config + the repo's .capdaemon.yml, parsed once
+        now=now,
+        policy_error=ctx.policy_error(rc.name),
+        user_rules=deps.rules,
+        agent_severity=deps.safety.burn_in.agent_severities(),
+    )
+    if rec.head_sha and rec.head_sha != snap.head_sha:
+        head_moved(deps, rec, snap.head_sha, now)
+    _note_verdict(rec, snap, verdict, capv, now)
+    deps.safety.tiers.on_classified(rec, snap, now)
+    # record: the classification (and any scope violation) is fsynced before anything is written
+    if rec.audited != fp:
+        audit_classification(deps, rec, snap, verdict, capv, fp, now)
+        report.classified.append(rec.ref)
+    # act: the check, then the decision issues
+    publish(deps, ctx, rec, snap, verdict, capv, now, report)
+    rec.fingerprint = fp
+    rec.light = light_fingerprint(pr, policy_hash, cap)
+    rec.published = _digest(fp, ballot_key(rec, snap.head_sha))
+    deps.prs.save(rec)
+    return _Seen(rc, pr, rec, verdict)
+
+
+def _capability(
+    deps: TickDeps, ctx: TickContext, rc: RepoConfig, snap: PRSnapshot, now: datetime
+) -> CapabilityVerdict:
+    """The head against its task's capability (the bot's own verified revert needs none)."""
+    tasks = linked_tasks(snap, rc.task_branch_pattern)
+    reverts = (
+        recovery.bot_revert_of(deps.safety.probes, deps.bot_login, snap)
+        if rc.require_capability
+        else None
+    )
+    if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
+        return recovery.revert_capability(reverts)
+    return evaluate(snap, tasks, ctx.load_cap, require=rc.require_capability, now=now)
+
+
+def _note_verdict(
+    rec: PRRecord, snap: PRSnapshot, verdict: Verdict, capv: CapabilityVerdict, now: datetime
+) -> None:
+    """What later ticks need of this head's verdict, kept on its record (prs.json)."""
+    rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
+    rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
+    rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
+    rec.firm_d = firm_d(verdict)
+    rec.auto_revert = any(
+        o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
+    )
+    rec.blocking = [f.message for f in verdict.blocking] + list(capv.blocking)
+    rec.merge_blocked_head = ""
+    rec.updated_at = _iso(now)
+
+
+def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
+    """The snapshot the classifier sees: `decision:auto-revert` labels applied before this
+    head was first seen no longer count (R2; clock-free: the committer date is the
+    pusher's to set). The bot's own revert PR at exactly the revert commit is exempt."""
+    if rec.auto_revert_head != snap.head_sha:
+        floor = auto_revert_floor(snap.label_events)
+        rec.auto_revert_head = snap.head_sha
+        rec.auto_revert_floor = floor.isoformat() if floor else ""
+    if not rec.auto_revert_floor:
+        return snap
+    if snap.head_sha and snap.head_sha == deps.safety.probes.bot_revert_head(rec.repo, rec.number):
+        return snap
+    return without_stale_auto_revert(snap, datetime.fromisoformat(rec.auto_revert_floor))
+
+
+def audit_classification(
+    deps: TickDeps,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    verdict: Verdict,
+    capv: CapabilityVerdict,
+    fp: str,
+    now: datetime,
+) -> None:
+    entry = {
+        "pr": rec.ref,
+        "head_sha": snap.head_sha,
+        "base_ref": snap.base_ref,
+        "base_sha": snap.base_sha,
+        **verdict.to_dict(),
+        "capability": capv.to_dict(),
+        "blocking": rec.blocking,
+        "fingerprint": fp,
+    }
+    if rec.auto_revert_floor:
+        entry["auto_revert_floor"] = rec.auto_revert_floor
+    deps.classifier_log.append(entry, now=now)
+    if capv.violations and capv.enforced:
+        deps.actions_log.append(
+            {
+                "action": "scope_violation",
+                "pr": rec.ref,
+                "head_sha": snap.head_sha,
+                "task_id": capv.task_id,
+                "violations": [v.to_dict() for v in capv.violations],
+            },
             now=now,
-            user_rules=self.rules,
-            agent_severity=self.safety.burn_in.agent_severities(),
         )
-        if rec.head_sha and rec.head_sha != snap.head_sha:
-            self._head_moved(rec, snap.head_sha, now)
-        rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
-        rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
-        rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
-        rec.firm_d = firm_d(verdict)
-        rec.auto_revert = any(
-            o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
+        deps.log.warning(
+            "scope.violation", pr=rec.ref, task=capv.task_id, count=len(capv.violations)
         )
-        rec.blocking = [f.message for f in verdict.blocking] + list(capv.blocking)
-        rec.merge_blocked_head = ""
-        rec.updated_at = _iso(now)
-        self.safety.tiers.on_classified(rec, snap, now)
-        # record: the classification (and any scope violation) is fsynced before anything is written
-        if rec.audited != fp:
-            self._audit_classification(rec, snap, verdict, capv, fp, now)
-            report.classified.append(rec.ref)
-        # act: the check, then the decision issues
-        self._publish(rc, rec, snap, verdict, capv, now, report)
-        rec.fingerprint = fp
-        rec.light = self._light(pr, policy_hash, cap)
-        rec.published = _digest(fp, self._ballot_key(rec, snap.head_sha))
-        self.prs.save(rec)
-        return rec
+    if rec.counted_head != snap.head_sha:
+        deps.metrics.count_quadrant(verdict.quadrant.value)
+        rec.counted_head = snap.head_sha
+    rec.audited = fp
+    deps.log.info(
+        "pr.classified",
+        pr=rec.ref,
+        head=snap.head_sha[:12],
+        quadrant=verdict.quadrant.value,
+        task=capv.task_id,
+        blocking=len(rec.blocking),
+    )
 
-    def _label_floor(self, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
-        """The snapshot the classifier sees: `decision:auto-revert` labels applied before this
-        head was first seen no longer count (R2; clock-free: the committer date is the
-        pusher's to set). The bot's own revert PR at exactly the revert commit is exempt."""
-        if rec.auto_revert_head != snap.head_sha:
-            floor = auto_revert_floor(snap.label_events)
-            rec.auto_revert_head = snap.head_sha
-            rec.auto_revert_floor = floor.isoformat() if floor else ""
-        if not rec.auto_revert_floor:
-            return snap
-        if snap.head_sha and snap.head_sha == self.safety.probes.bot_revert_head(
-            rec.repo, rec.number
-        ):
-            return snap
-        return without_stale_auto_revert(snap, datetime.fromisoformat(rec.auto_revert_floor))
 
-    def _audit_classification(
-        self,
-        rec: PRRecord,
-        snap: PRSnapshot,
-        verdict: Verdict,
-        capv: CapabilityVerdict,
-        fp: str,
-        now: datetime,
-    ) -> None:
-        entry = {
-            "pr": rec.ref,
-            "head_sha": snap.head_sha,
-            "base_ref": snap.base_ref,
-            "base_sha": snap.base_sha,
-            **verdict.to_dict(),
-            "capability": capv.to_dict(),
-            "blocking": rec.blocking,
-            "fingerprint": fp,
-        }
-        if rec.auto_revert_floor:
-            entry["auto_revert_floor"] = rec.auto_revert_floor
-        self.classifier_log.append(entry, now=now)
-        if capv.violations and capv.enforced:
-            self.actions_log.append(
-                {
-                    "action": "scope_violation",
-                    "pr": rec.ref,
-                    "head_sha": snap.head_sha,
-                    "task_id": capv.task_id,
-                    "violations": [v.to_dict() for v in capv.violations],
-                },
-                now=now,
-            )
-            self.log.warning(
-                "scope.violation", pr=rec.ref, task=capv.task_id, count=len(capv.violations)
-            )
-        if rec.counted_head != snap.head_sha:
-            self.metrics.count_quadrant(verdict.quadrant.value)
-            rec.counted_head = snap.head_sha
-        rec.audited = fp
-        self.log.info(
-            "pr.classified",
-            pr=rec.ref,
-            head=snap.head_sha[:12],
-            quadrant=verdict.quadrant.value,
-            task=capv.task_id,
-            blocking=len(rec.blocking),
+def head_moved(deps: TickDeps, rec: PRRecord, new_head: str, now: datetime) -> None:
+    """A push: an approval for the old head is void; a ballot round rebinds when still D."""
+    if (
+        rec.ballot
+        and rec.ballot.get("head_sha") == rec.head_sha
+        and BallotStatus(rec.ballot["status"]).mergeable
+    ):
+        deps.actions_log.append(
+            {
+                "action": "approval_voided",
+                "pr": rec.ref,
+                "head_sha": rec.head_sha,
+                "new_head_sha": new_head,
+            },
+            now=now,
         )
+        deps.log.info("ballot.voided", pr=rec.ref, old=rec.head_sha[:12], new=new_head[:12])
+    rec.would_merge_head = ""
 
-    def _head_moved(self, rec: PRRecord, new_head: str, now: datetime) -> None:
-        """A push: an approval for the old head is void; a ballot round rebinds when still D."""
-        if (
-            rec.ballot
-            and rec.ballot.get("head_sha") == rec.head_sha
-            and BallotStatus(rec.ballot["status"]).mergeable
-        ):
-            self.actions_log.append(
-                {
-                    "action": "approval_voided",
-                    "pr": rec.ref,
-                    "head_sha": rec.head_sha,
-                    "new_head_sha": new_head,
-                },
-                now=now,
-            )
-            self.log.info("ballot.voided", pr=rec.ref, old=rec.head_sha[:12], new=new_head[:12])
-        rec.would_merge_head = ""
 
-    def _publish(
-        self,
-        rc: RepoConfig,
-        rec: PRRecord,
-        snap: PRSnapshot,
-        verdict: Verdict,
-        capv: CapabilityVerdict,
-        now: datetime,
-        report: TickReport,
-    ) -> None:
-        """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
-        is_d = verdict.quadrant is Quadrant.D or self.safety.tiers.needs_ballot(rec)
-        ballot_issue = None
-        if is_d:  # the ballot first, so the check can link to it
-            ballot_issue = self._ensure_ballot(rec, snap, verdict, now, report)
-        else:
-            note = (
-                f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
-            )
-            self._close_issue(rec, BALLOT, note, now)
-        outcome = self._outcome(rec, snap.head_sha, now) if is_d else None
-        self.safety.tiers.gate(rec, snap, now, report)
-        check = render_check(
-            verdict,
-            CheckFacts(
-                head_sha=snap.head_sha,
-                tier=self._tier(rec),
-                ballot=outcome,
-                ballot_url=self._issue_url(ballot_issue),
-                one_tap=self.safety.tiers.one_tap_result(rec, now),
-                blocking=tuple(capv.blocking),
-            ),
-        )
-        automatic = not is_d and self._tier(rec).requirement is Requirement.NONE
-        if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
-            # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
-            # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)
-            label = (
-                Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
-                if verdict.quadrant is Quadrant.B
-                else Label.AUTO_APPROVED_IRREVERSIBLE_NON_CRITICAL
-            )
-            self._ensure_issue(
-                rec,
-                REVIEW,
-                {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
-                texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
-                passive_issue_body(
-                    verdict.quadrant,
-                    rec.ref,
-                    "",
-                    snap.title,
-                    verdict,
-                    days=self.config.passive_review_days,
-                ),
-                [label.value],
-                now,
-                report,
-            )
-        if capv.blocking:
-            self._ensure_issue(
-                rec,
-                SCOPE,
-                {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
-                texts.scope_title(rec.repo, rec.number),
-                texts.scope_body(
-                    pr_ref=rec.ref,
-                    task=capv.task_id,
-                    head_sha=snap.head_sha,
-                    problems=capv.blocking,
-                ),
-                [Label.SCOPE_VIOLATION.value],
-                now,
-                report,
-            )
-        self.forge.publish_check(
-            rec.repo,
-            snap.head_sha,
-            success=check.success,
-            title=check.title,
-            summary=check.summary,
-            marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
-        )
-        self._tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
-        rec.check_success = check.success
-        self.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
+def publish(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    verdict: Verdict,
+    capv: CapabilityVerdict,
+    now: datetime,
+    report: TickReport,
+) -> None:
+    """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
+    is_d = verdict.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
+    ballot_issue = None
+    if is_d:  # the ballot first, so the check can link to it
+        ballot_issue = ensure_ballot(deps, ctx, rec, snap, verdict, now, report)
+    else:
+        note = f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
+        close_issue(deps, rec, BALLOT, note, now)
+    outcome = ballot_outcome(rec, snap.head_sha, now) if is_d else None
+    deps.safety.tiers.gate(rec, snap, now, report)
+    check = render_check(
+        verdict,
+        CheckFacts(
+            head_sha=snap.head_sha,
+            tier=deps.safety.tiers.decision(rec),
+            ballot=outcome,
+            ballot_url=deps.issue_url(ballot_issue),
+            one_tap=deps.safety.tiers.one_tap_result(rec, now),
+            blocking=tuple(capv.blocking),
+        ),
+    )
+    automatic = not is_d and deps.safety.tiers.decision(rec).requirement is Requirement.NONE
+    if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
+        # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
+        # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)
+        _passive_review(deps, ctx, rec, snap, verdict, now, report)
+    if capv.blocking:
+        _scope_issue(deps, ctx, rec, snap, capv, now, report)
+    deps.forge.publish_check(
+        rec.repo,
+        snap.head_sha,
+        success=check.success,
+        title=check.title,
+        summary=check.summary,
+        marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
+    )
+    ctx.tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
+    rec.check_success = check.success
+    deps.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
+
+
+def _passive_review(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    verdict: Verdict,
+    now: datetime,
+    report: TickReport,
+) -> None:
+    """Open (or keep) the passive review issue of a B or C head capdaemon merges by itself."""
+    label = (
+        Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
+        if verdict.quadrant is Quadrant.B
+        else Label.AUTO_APPROVED_IRREVERSIBLE_NON_CRITICAL
+    )
+    days = deps.config.passive_review_days
+    ensure_issue(
+        deps,
+        ctx,
+        rec,
+        REVIEW,
+        {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
+        texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
+        passive_issue_body(verdict.quadrant, rec.ref, "", snap.title, verdict, days=days),
+        [label.value],
+        now,
+        report,
+    )
+
+
+def _scope_issue(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    capv: CapabilityVerdict,
+    now: datetime,
+    report: TickReport,
+) -> None:
+    """Open (or keep) the issue that says why this head is outside its task's scope."""
+    ensure_issue(
+        deps,
+        ctx,
+        rec,
+        SCOPE,
+        {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
+        texts.scope_title(rec.repo, rec.number),
+        texts.scope_body(
+            pr_ref=rec.ref, task=capv.task_id, head_sha=snap.head_sha, problems=capv.blocking
+        ),
+        [Label.SCOPE_VIOLATION.value],
+        now,
+        report,
+    )

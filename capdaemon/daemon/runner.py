@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.notify import Notifier
@@ -18,24 +17,19 @@ from capdaemon.daemon.preflight import CredentialsError, UnreachableError
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
 
+if TYPE_CHECKING:
+    from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.tick import Ticker
+    from capdaemon.forge import tokencache
+    from capdaemon.forge.client import Forge
+    from capdaemon.forge.port import ForgePort
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_STATE = 3  # corrupt or unwritable state: an operator must look (systemd does not restart)
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "EXIT_STATE", "CredentialsError"]
-
-
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """--config, --state, --base-url and the log options shared by `run` and `tick`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
-    add_config_arg(parser)
-    add_state_arg(parser)
-    parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
-    parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    parser.add_argument("--log-level", default="info")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
 
 def key_file_path(name: str, env: Mapping[str, str]) -> Path:
@@ -103,13 +97,13 @@ def open_ticker(
     config: Config,
     state_dir: Path,
     *,
-    rules: tuple[Any, ...] = (),
+    rules: tuple[UserRule, ...] = (),
     env: Mapping[str, str] | None = None,
-    heartbeat: Any = None,
-    forge: Any = None,
+    heartbeat: Callable[[], object] | None = None,
+    forge: ForgePort | None = None,
     verify: bool = False,
     wait_for_github: bool = False,
-) -> Iterator[Any]:
+) -> Iterator[Ticker]:
     """Read credentials, build the Forge (unless given), lock the state dir, build the Ticker.
 
     With `verify`, the key must parse and GitHub must accept the credentials before anything
@@ -123,22 +117,23 @@ def open_ticker(
     from capdaemon.forge import tokencache
 
     cache: tokencache.Loaded | None = None  # set when this function builds the Forge
+    built: Forge | None = None
     if forge is None:
         config_dir = Path(config.config_dir) if config.config_dir else None
         token, key_pem = github_credentials(config.github, env, config_dir)
         if verify and key_pem is not None:
             check_key_pem(key_pem, app_key_path(config.github, env, config_dir) or "")
-        forge = build_forge(
+        forge = built = build_forge(
             config.github,
             token=token,
             key_pem=key_pem,
             write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
         )
         # a cron tick starts where the last process left off: same token, same ETags
-        cache = tokencache.load(forge, Path(state_dir), config.github.base_url)
+        cache = tokencache.load(built, Path(state_dir), config.github.base_url)
         if verify:
             try:
-                authenticate(forge, config.github)
+                authenticate(built, config.github)
             except UnreachableError as exc:
                 if not wait_for_github:
                     raise
@@ -158,12 +153,14 @@ def open_ticker(
         try:
             yield ticker
         finally:
-            if cache is not None:
-                _keep_cache(tokencache, forge, state_dir, config.github.base_url, cache)
+            if cache is not None and built is not None:
+                _keep_cache(built, state_dir, config.github.base_url, cache)
 
 
-def _keep_cache(tokencache: Any, forge: Any, state_dir: Path, base_url: str, cache: Any) -> None:
+def _keep_cache(forge: Forge, state_dir: Path, base_url: str, cache: tokencache.Loaded) -> None:
     """Save the token and ETag cache for the next process (never over an unreadable file)."""
+    from capdaemon.forge import tokencache
+
     try:
         if not cache.unreadable:
             tokencache.save(forge, state_dir, base_url)
@@ -173,7 +170,7 @@ def _keep_cache(tokencache: Any, forge: Any, state_dir: Path, base_url: str, cac
         forge.close()
 
 
-def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None) -> int:
+def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = None) -> int:
     """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0).
 
     The signal handler asks the tick to stop after its current step and stops the scheduler;
@@ -235,7 +232,7 @@ def serve(ticker: Any, *, tick_seconds: float, notifier: Notifier | None = None)
     return outcome["code"]
 
 
-def tick_job(ticker: Any) -> int | None:
+def tick_job(ticker: Ticker) -> int | None:
     """One scheduled tick. The credentials are proven first: a tick that cannot authenticate
     (key or token revoked, GitHub unreachable) is skipped — nothing written, not counted.
     Returns EXIT_FAILED when the daemon must stop (corrupt state), else None."""
@@ -286,78 +283,6 @@ def _iso_or_none(when: Any) -> str | None:
     return when.isoformat() if isinstance(when, datetime) else None
 
 
-def run_once(ticker: Any) -> dict[str, Any]:
+def run_once(ticker: Ticker) -> dict[str, Any]:
     """One tick, in this thread (what `capdaemon tick --once` and the demo do)."""
     return ticker.tick().to_dict()
-
-
-def start(args: argparse.Namespace, *, daemon: bool) -> int:
-    """The body of `capdaemon run` (daemon=True) and `capdaemon tick --once` (daemon=False).
-
-    Every failure is one line on stderr (and one `daemon.*` event): exit 2 for configuration
-    and credentials, 3 for a corrupt or unwritable state directory, 1 for anything else.
-    Nothing is written to the state directory before the credentials are accepted.
-    """
-    import json
-    import sys
-
-    from capdaemon.commands._common import CLIError, load_config_and_rules, state_dir
-    from capdaemon.logging import configure_logging
-    from capdaemon.state import LockedError, StateError
-
-    fmt = configure_logging(args.log_format, args.log_level)
-    log = get_logger("capdaemon.daemon")
-    notifier = Notifier()
-    state = state_dir(args)
-
-    def fail(event: str, message: str, code: int) -> int:
-        """One line: a JSON event when logs are JSON (the journal), else plain text."""
-        if fmt == "json":
-            log.error(event, error=message, exit_code=code)
-        else:
-            print(f"capdaemon: {message}", file=sys.stderr)
-        return code
-
-    try:
-        config, rules = load_config_and_rules(args)
-        config = with_base_url(config, args.base_url)
-        with open_ticker(
-            config,
-            state,
-            rules=rules,
-            heartbeat=notifier.watchdog,
-            verify=True,
-            wait_for_github=daemon,
-        ) as ticker:
-            if not daemon:
-                print(json.dumps(run_once(ticker), sort_keys=True))
-                return EXIT_OK
-            seconds = args.tick_seconds or config.schedule.tick_seconds
-            return serve(ticker, tick_seconds=seconds, notifier=notifier)
-    except LockedError as exc:
-        return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)
-    except StateError as exc:
-        return fail("daemon.state_corrupt", f"corrupt state, refusing to start: {exc}", EXIT_STATE)
-    except (CLIError, CredentialsError) as exc:
-        return fail("daemon.config_invalid", str(exc), EXIT_CONFIG)
-    except UnreachableError as exc:
-        return fail("daemon.unreachable", str(exc), EXIT_FAILED)
-    except OSError as exc:
-        if getattr(args, "debug", False) or exc.filename is None:
-            if getattr(args, "debug", False):
-                raise
-            return fail("daemon.failed", f"{type(exc).__name__}: {exc}", EXIT_FAILED)
-        path = Path(str(exc.filename))
-        in_state = path == state or state in path.parents
-        what = f"state directory {state}" if in_state else "file"
-        where = "" if path == state else f"cannot use {path}: "
-        return fail(
-            "daemon.state_unwritable" if in_state else "daemon.file_error",
-            f"{what}: {where}{exc.strerror or exc}",
-            EXIT_STATE if in_state else EXIT_FAILED,
-        )
-    except Exception as exc:
-        if getattr(args, "debug", False):
-            raise
-        text = " ".join(str(exc).split())[:300]
-        return fail("daemon.failed", f"{type(exc).__name__}: {text} (--debug for details)", 1)

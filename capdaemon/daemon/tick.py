@@ -3,13 +3,15 @@
 Steps, each idempotent: 0 reconcile actions left "attempted" by a crash; 1 poll open PRs;
 2 reclassify what changed, publish L1.C3, open/update decision issues; 3 poll ballots and
 apply owners' votes; 4 merge what may merge; 5 auto-close passive reviews (and notify owners
-of escalations); 6 burn-in and 7 probes/breaker (hooks for the safety-net issue); 8 metrics.
+of escalations); 6 burn-in and 7 probes/breaker (the SafetyNet); 8 metrics.
 Decisions come from the pure core (capdaemon.classify, capdaemon.decide); every write goes
 through the Forge, after its audit record is fsynced.
 
-This module holds the Ticker and the tick loop; the steps are its mixins: gather (steps 1-2
-reads), publish (step 2 writes), issues, ballots (step 3), merging (steps 0 and 4); shared
-records and pure helpers are in tickdata.
+This module holds the Ticker: it builds the daemon's long-lived collaborators once (TickDeps,
+in context, with the SafetyNet as `deps.safety`) and runs each tick on a fresh TickContext.
+The steps are functions receiving (deps, ctx, now): poll (steps 1-2) with gather (its reads)
+and publish (its writes), issues, ballots (step 3), merging (steps 0 and 4); shared records
+and pure helpers are in tickdata and prstate.
 """
 
 from __future__ import annotations
@@ -18,25 +20,19 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
 from capdaemon.capability.escalation import list_escalations
-from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
-from capdaemon.capability.snapshot import load_snapshot
-from capdaemon.config import Config
-from capdaemon.daemon import texts
-from capdaemon.daemon.ballots import BallotsMixin
+from capdaemon.capability.model import CapabilitySnapshot
+from capdaemon.config import Config, RepoConfig
+from capdaemon.daemon import ballots, issues, merging, poll
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
-from capdaemon.daemon.gather import GatherMixin
-from capdaemon.daemon.issues import IssuesMixin
-from capdaemon.daemon.merging import MergingMixin
+from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
-from capdaemon.daemon.publish import PublishMixin
 from capdaemon.daemon.safety import SafetyNet
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -54,7 +50,6 @@ from capdaemon.daemon.tickdata import (
     _digest,
     _iso,
     _rule_identity,
-    _Seen,
     _Stopped,
     auto_revert_floor,
     firm_d,
@@ -67,7 +62,11 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
-from capdaemon.model import CheckRun, Quadrant
+from capdaemon.model import Quadrant
+
+if TYPE_CHECKING:
+    from capdaemon.classify.user_rules import UserRule
+    from capdaemon.forge.port import ForgePort
 
 __all__ = [
     "BALLOT",
@@ -90,16 +89,17 @@ __all__ = [
 ]
 
 
-class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin):
-    """Holds the config, Forge and state of one daemon and runs ticks (one at a time)."""
+class Ticker:
+    """One daemon's tick runner: builds its collaborators once (TickDeps), then runs ticks one
+    at a time, each on a fresh TickContext. It is also the Telegram desk's host (DeskHost)."""
 
     def __init__(
         self,
         config: Config,
         state_dir: Path,
-        forge: Any,
+        forge: ForgePort,
         *,
-        rules: Iterable[Any] = (),
+        rules: Iterable[UserRule] = (),
         env: Mapping[str, str] | None = None,
         heartbeat: Callable[[], object] | None = None,
         clock: Callable[[], datetime] | None = None,
@@ -110,10 +110,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         if getattr(forge, "state_dir", False) is None:
             forge.state_dir = self.state_dir  # over-long bodies are saved here in full
         self.rules = tuple(rules)
-        self._crash_after = (os.environ if env is None else env).get(CRASH_ENV, "")
-        self._heartbeat = heartbeat or (lambda: None)
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._stop = threading.Event()
         self._busy = threading.Lock()
         self.log = get_logger("capdaemon.tick")
         classifier_path, actions_path = log_paths(self.state_dir)
@@ -121,55 +118,42 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         self.actions_log = AuditLog(actions_path)
         self.prs = PRStore(self.state_dir)
         self.metrics = Metrics(self.state_dir)
-        self.safety = SafetyNet.build(
+        list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
+        cc = config.classifier
+        self.deps = TickDeps(
             config=config,
             state_dir=self.state_dir,
             forge=forge,
+            rules=self.rules,
+            log=self.log,
             classifier_log=self.classifier_log,
             actions_log=self.actions_log,
             prs=self.prs,
             metrics=self.metrics,
-            bot_login=lambda: self.bot_login,
-            load_cap=self._load_cap,
-            owners=self._owners,
-            required_checks=self._required_checks,
-            issue_activity=self.issue_activity,
+            work_budget=TickBudget(self.state_dir, config.github),
+            policy_hash=_digest(_config_json(config), [_rule_identity(r) for r in self.rules]),
+            # full texts for config files (schema vs values) and the bot's source (enclosing
+            # functions)
+            contents_for=GlobSet.of(
+                (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
+            ).match,
+            heartbeat=heartbeat or (lambda: None),
+            crash_after=(os.environ if env is None else env).get(CRASH_ENV, ""),
         )
-        self.work_budget = TickBudget(self.state_dir, config.github)
-        list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
-        self.policy_hash = _digest(_config_json(config), [_rule_identity(r) for r in self.rules])
-        self.shadow = config.mode == "shadow"
-        self._caps: dict[str, CapabilitySnapshot | CapabilityError] = {}
-        cc = config.classifier
-        # full texts for config files (schema vs values) and the bot's source (enclosing functions)
-        self._contents_for = GlobSet.of(
-            (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
-        ).match
-        self._required: dict[str, tuple[RequiredCheck, ...]] = {}
-        # per tick: check runs read in the gather phase, the decision repo's issue activity,
-        # and the gather threads (reads only)
-        self._tick_runs: dict[tuple[str, str], list[CheckRun]] = {}
-        self._activity: dict[int, IssueActivity] | None = None
-        self._activity_ok = False
-        self._ballot_unread: set[str] = set()  # ballots whose read failed this tick: no merge
-        self._pool: ThreadPoolExecutor | None = None
-        # per tick: each repo's effective config (central + its base branch's .capdaemon.yml),
-        # its policy hash, repos whose policy does not parse (no merges), and the decision
-        # issues someone else edited or closed (restored this tick)
-        self._effective: dict[str, Config] = {}
-        self._repo_policy: dict[str, str] = {}
-        self._policy_errors: dict[str, str] = {}
-        self._policy_error_audited: dict[str, str] = {}
-        self._tampered: dict[str, dict[str, str]] = {}
-        self._decision_writes = False
         self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
-        self.progress = Progress(self.log, every=self.progress_every)
+        self._ctx = self._new_context(datetime.now(UTC))
+        # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
+        self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
+
+    def _new_context(self, now: datetime) -> TickContext:
+        progress = Progress(self.log, every=self.progress_every)
+        return TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
         """Ask the running tick to return after its current step (signal-safe)."""
-        self._stop.set()
+        self.deps.stop.set()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no tick is running; False on timeout."""
@@ -178,27 +162,20 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             return True
         return False
 
-    def _check_stop(self) -> None:
-        if self._stop.is_set():
-            raise _Stopped
-
-    def _crash(self, point: str) -> None:
-        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER, read once
-        when the Ticker is built; never set in production). Points: `audit:merge` (after the
-        "attempted" record), `act:merge` (after GitHub merged), `done:merge` (after the "done"
-        record, before prs.json drops the pending merge), `audit:close`."""
-        if self._crash_after == point:
-            os._exit(137)
-
     @property
     def bot_login(self) -> str:
         """Who the bot acts as (the forge's login, else the configured one)."""
-        return getattr(self.forge, "login", None) or self.config.bot_login
+        return self.deps.bot_login
 
     @property
     def decision_repo(self) -> str | None:
         """Where decision issues go."""
-        return self.config.ballot_repo
+        return self.deps.decision_repo
+
+    @property
+    def shadow(self) -> bool:
+        """Shadow mode: decide and record, never merge or close."""
+        return self.deps.shadow
 
     # ------------------------------------------------------------------ the tick
     def tick(self, now: datetime | None = None) -> TickReport:
@@ -208,45 +185,14 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             if now.tzinfo is None:
                 raise ValueError("tick(now=...) needs an aware datetime")
             started = time.monotonic()
-            report = TickReport(started_at=now)
             self.forge.new_tick()
-            self._caps = {}
-            self._required = {}
-            self._tick_runs = {}
-            self._activity = None
-            self._activity_ok = False
-            self._ballot_unread = set()
-            self._effective = {}
-            self._repo_policy = {}
-            self._policy_errors = {}
-            self._tampered = {}
-            self._decision_writes = False
             before = self._budget()
-            self.progress = Progress(self.log, every=self.progress_every)
-            self.work_budget.start(now, before.get("remaining"), before.get("limit"))
+            ctx = self._ctx = self._new_context(now)
+            report = ctx.report
+            self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
-                self.safety.integrity.gate(now, report)  # a corrupt log: an incident, then no tick
-                self._check_stop()
-                if not self._access_checked:
-                    self._access_checked = True
-                    self.check_decision_access(now, report)
-                self._step_reconcile(now, report)
-                self._find_tampered(report)
-                self._restore_reviews(now, report)
-                seen = self._step_poll_and_classify(now, report)  # steps 1-2
-                if self._decision_writes:
-                    self._activity = None  # step 3 lists the issues again, after our writes
-                self._check_stop()
-                self._step_ballots(seen, now, report)  # step 3
-                self._check_stop()
-                self._step_merge(seen, now, report)  # step 4
-                self._check_stop()
-                self._step_passive_reviews(now, report)  # step 5
-                self._step_escalations(now, report)
-                self._check_stop()
-                self._step_burn_in(seen, now, report)  # step 6 (hook)
-                self._step_probes_and_breaker(now, report)  # step 7 (hook)
+                self._run_steps(ctx, now)
             except _Stopped:
                 report.interrupted = True
                 self.log.info("tick.interrupted")
@@ -254,16 +200,12 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
                 report.errors.append(f"rate limited: {exc}")
                 self.log.warning("tick.rate_limited", wait_seconds=exc.wait_seconds)
             finally:
-                if self._pool is not None:
-                    self._pool.shutdown(wait=True, cancel_futures=True)
-                    self._pool = None
+                ctx.close_pool()
                 self.safety.save()
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
                 self._step_metrics(report, before, now)  # step 8
-                self.safety.channels.notify(
-                    now, report
-                )  # owners' channels, after the GitHub writes
+                self.safety.channels.notify(now, report)  # owners' channels, after GitHub
             self.log.info(
                 "tick.done",
                 seconds=report.seconds,
@@ -274,6 +216,34 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
                 api_requests=report.api_requests,
             )
             return report
+
+    def _run_steps(self, ctx: TickContext, now: datetime) -> None:
+        """Steps 0-7 in order; a stop request is honoured between them."""
+        deps, report = self.deps, ctx.report
+        deps.safety.integrity.gate(now, report)  # a corrupt log: an incident, then no tick
+        deps.check_stop()
+        if not self._access_checked:
+            self._access_checked = True
+            self.check_decision_access(now, report)
+        merging.step_reconcile(deps, now, report)
+        issues.find_tampered(deps, ctx, report)
+        issues.restore_reviews(deps, ctx, now, report)
+        seen = poll.poll_and_classify(deps, ctx, now)  # steps 1-2
+        if ctx.decision_writes:
+            ctx.activity = None  # step 3 lists the issues again, after our writes
+        deps.check_stop()
+        ballots.step_ballots(deps, ctx, seen, now, report)  # step 3
+        deps.safety.channels.sync_desk(self, now, report)  # mirror one-taps into Telegram
+        deps.check_stop()
+        merging.step_merge(deps, ctx, seen, now, report)  # step 4
+        deps.check_stop()
+        issues.step_passive_reviews(deps, ctx, now, report)  # step 5
+        issues.step_escalations(deps, now, report)
+        deps.check_stop()
+        # step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)
+        deps.safety.burn_in.step(seen, now, report)
+        # step 7: post-merge probes, auto-revert, branch protection drift and the breaker
+        deps.safety.step_probes_and_breaker(now, report)
 
     # ------------------------------------------------------------------ start-up
     def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
@@ -306,15 +276,6 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             )
         return found
 
-    # ------------------------------------------------------------------ steps 6-7 (hooks)
-    def _step_burn_in(self, seen: list[_Seen], now: datetime, report: TickReport) -> None:
-        """Step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)."""
-        self.safety.burn_in.step(seen, now, report)
-
-    def _step_probes_and_breaker(self, now: datetime, report: TickReport) -> None:
-        """Step 7: post-merge probes, auto-revert, branch protection drift and the breaker."""
-        self.safety.step_probes_and_breaker(now, report)
-
     # ------------------------------------------------------------------ step 8
     def _budget(self) -> dict[str, Any]:
         try:
@@ -328,7 +289,7 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
         if before.get("requests") is not None and after.get("requests") is not None:
             used = int(after["requests"]) - int(before["requests"])
         report.api_requests, report.api_remaining = used, after.get("remaining")
-        self.work_budget.finish(
+        self.deps.work_budget.finish(
             now,
             _delta(before, after, "writes"),
             (used or 0) - _delta(before, after, "not_modified"),
@@ -350,31 +311,44 @@ class Ticker(GatherMixin, PublishMixin, IssuesMixin, BallotsMixin, MergingMixin)
             api_remaining=after.get("remaining"),
             api_limit=after.get("limit"),
             backlog_left=report.backlog_left,
-            budget=dict(self.work_budget.figures),
+            budget=dict(self.deps.work_budget.figures),
             mode=self.config.mode,
         )
         self.metrics.save()
 
-    # ------------------------------------------------------------------ helpers
-    def _load_cap(self, task_id: str) -> CapabilitySnapshot:
-        """A task's capability snapshot, verified against the audit log once per tick."""
-        if task_id not in self._caps:
-            try:
-                self._caps[task_id] = load_snapshot(self.state_dir, task_id)
-            except CapabilityError as exc:
-                self._caps[task_id] = exc
-        found = self._caps[task_id]
-        if isinstance(found, CapabilityError):
-            raise found
-        return found
 
-    def _issue_url(self, number: int | None) -> str:
-        """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
-        return texts.issue_web_url(self.config.github.base_url, self.decision_repo, number)
+def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNet:
+    """The daemon's SafetyNet over `deps`. What it reads per tick (task capabilities, owners
+    under the repo's policy, required checks, the decision repo's issue activity) comes from
+    `current()`, the context of the tick now running, looked up at each call: nothing one tick
+    read is seen by the next."""
 
-    def _error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
-        report.errors.append(message)
-        self.log.warning(event, error=message, **kv)
+    def load_cap(task_id: str) -> CapabilitySnapshot:
+        return current().load_cap(task_id)
+
+    def owners(repo: str, users: Iterable[str]) -> set[str]:
+        return issues.decision_owners(deps, current(), repo, users)
+
+    def required(rc: RepoConfig) -> tuple[RequiredCheck, ...]:
+        return merging.required_checks_for(deps, current(), rc)
+
+    def activity(report: TickReport | None = None) -> dict[int, IssueActivity]:
+        return issues.issue_activity(deps, current(), report)
+
+    return SafetyNet.build(
+        config=deps.config,
+        state_dir=deps.state_dir,
+        forge=deps.forge,
+        classifier_log=deps.classifier_log,
+        actions_log=deps.actions_log,
+        prs=deps.prs,
+        metrics=deps.metrics,
+        bot_login=lambda: deps.bot_login,
+        load_cap=load_cap,
+        owners=owners,
+        required_checks=required,
+        issue_activity=activity,
+    )
 
 
 def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:

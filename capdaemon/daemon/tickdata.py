@@ -84,11 +84,20 @@ class TickReport:
 
 @dataclass
 class _Seen:
-    """One open PR of this tick: its repo config, list entry and record."""
+    """One open PR of this tick: its repo config, list entry, record, and the Verdict when it
+    was classified this tick (None: its inputs did not change; the record says the rest)."""
 
     rc: RepoConfig
     pr: PRSummary
     rec: PRRecord
+    verdict: Verdict | None = None
+
+    @property
+    def quadrant(self) -> Quadrant:
+        """This tick's quadrant, else the recorded one (D when none is recorded: fail closed)."""
+        if self.verdict is not None:
+            return self.verdict.quadrant
+        return Quadrant(self.rec.quadrant) if self.rec.quadrant else Quadrant.D
 
 
 @dataclass

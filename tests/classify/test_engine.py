@@ -151,3 +151,28 @@ def test_classify_is_deterministic() -> None:
     snap = snapshot(SAFE, removed("examples/old.py"))
     cfg = base_config()
     assert classify(snap, cfg, now=NOW) == classify(replace(snap), cfg, now=NOW)
+
+
+def test_repo_policy_error_makes_a_safe_pr_d() -> None:
+    """A repo policy the caller could not parse is an error outcome: even a quadrant-A PR is D,
+    with the parse error in the reason (never a silent fallback to the central config)."""
+    assert classify(snapshot(SAFE), base_config(), now=NOW).quadrant.value == "A"
+    v = classify(
+        snapshot(SAFE), base_config(), now=NOW, policy_error="acme/w@main:.capdaemon.yml:1: bad"
+    )
+    assert v.quadrant.value == "D"
+    (o,) = [o for o in v.rules if o.rule == engine_mod.REPO_POLICY_RULE]
+    assert o.result is RuleResult.ERROR
+    assert o.reason == "repo policy invalid, failing closed: acme/w@main:.capdaemon.yml:1: bad"
+
+
+def test_the_effective_config_decides() -> None:
+    """classify() applies the config it is given: the repo policy the caller merged into it
+    (here `always_d_globs`) makes a quadrant-A file D."""
+    from capdaemon.config import parse_repo_policy
+
+    cfg = base_config()
+    policy = parse_repo_policy("always_d_globs: ['examples/**']\n", ".capdaemon.yml")
+    effective = cfg.with_repo_policy(policy, snapshot(SAFE).repo)
+    assert classify(snapshot(SAFE), cfg, now=NOW).quadrant.value == "A"
+    assert classify(snapshot(SAFE), effective, now=NOW).quadrant.value == "D"

@@ -330,8 +330,8 @@ def test_first_tick_writes_safety_json_once_per_chunk_not_per_pr(
     def counting(path: Any, obj: Any, **kw: Any) -> None:
         if str(path).endswith("safety.json"):
             names = [f.name for f in traceback.extract_stack()]
-            step = "_step_poll_and_classify" in names
-            writes.append("per-pr" if "_process_pr" in names else "chunk" if step else "other")
+            step = "poll_and_classify" in names
+            writes.append("per-pr" if "process_pr" in names else "chunk" if step else "other")
         real(path, obj, **kw)
 
     monkeypatch.setattr(safety_state, "atomic_write_json", counting)

@@ -1,0 +1,108 @@
+"""Start-up of `capdaemon run` and `capdaemon tick --once`: arguments, config, one-line failures."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    load_config_and_rules,
+    state_dir,
+)
+from capdaemon.daemon.notify import Notifier
+from capdaemon.daemon.preflight import CredentialsError, UnreachableError
+from capdaemon.daemon.runner import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_STATE,
+    open_ticker,
+    run_once,
+    serve,
+    with_base_url,
+)
+from capdaemon.logging import get_logger
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """--config, --state, --base-url and the log options shared by `run` and `tick`."""
+    add_config_arg(parser)
+    add_state_arg(parser)
+    parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
+    parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+
+
+def start(args: argparse.Namespace, *, daemon: bool) -> int:
+    """The body of `capdaemon run` (daemon=True) and `capdaemon tick --once` (daemon=False).
+
+    Every failure is one line on stderr (and one `daemon.*` event): exit 2 for configuration
+    and credentials, 3 for a corrupt or unwritable state directory, 1 for anything else.
+    Nothing is written to the state directory before the credentials are accepted.
+    """
+    import json
+    import sys
+
+    from capdaemon.logging import configure_logging
+    from capdaemon.state import LockedError, StateError
+
+    fmt = configure_logging(args.log_format, args.log_level)
+    log = get_logger("capdaemon.daemon")
+    notifier = Notifier()
+    state = state_dir(args)
+
+    def fail(event: str, message: str, code: int) -> int:
+        """One line: a JSON event when logs are JSON (the journal), else plain text."""
+        if fmt == "json":
+            log.error(event, error=message, exit_code=code)
+        else:
+            print(f"capdaemon: {message}", file=sys.stderr)
+        return code
+
+    try:
+        config, rules = load_config_and_rules(args)
+        config = with_base_url(config, args.base_url)
+        with open_ticker(
+            config,
+            state,
+            rules=rules,
+            heartbeat=notifier.watchdog,
+            verify=True,
+            wait_for_github=daemon,
+        ) as ticker:
+            if not daemon:
+                print(json.dumps(run_once(ticker), sort_keys=True))
+                return EXIT_OK
+            seconds = args.tick_seconds or config.schedule.tick_seconds
+            return serve(ticker, tick_seconds=seconds, notifier=notifier)
+    except LockedError as exc:
+        return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)
+    except StateError as exc:
+        return fail("daemon.state_corrupt", f"corrupt state, refusing to start: {exc}", EXIT_STATE)
+    except (CLIError, CredentialsError) as exc:
+        return fail("daemon.config_invalid", str(exc), EXIT_CONFIG)
+    except UnreachableError as exc:
+        return fail("daemon.unreachable", str(exc), EXIT_FAILED)
+    except OSError as exc:
+        if getattr(args, "debug", False) or exc.filename is None:
+            if getattr(args, "debug", False):
+                raise
+            return fail("daemon.failed", f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+        path = Path(str(exc.filename))
+        in_state = path == state or state in path.parents
+        what = f"state directory {state}" if in_state else "file"
+        where = "" if path == state else f"cannot use {path}: "
+        return fail(
+            "daemon.state_unwritable" if in_state else "daemon.file_error",
+            f"{what}: {where}{exc.strerror or exc}",
+            EXIT_STATE if in_state else EXIT_FAILED,
+        )
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        return fail("daemon.failed", f"{type(exc).__name__}: {text} (--debug for details)", 1)

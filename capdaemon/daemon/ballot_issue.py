@@ -1,0 +1,151 @@
+"""A PR's ballot issue: open it, or start a new round in it (head, base, reopen, restore)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from capdaemon.daemon import texts
+from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.issues import ensure_issue
+from capdaemon.daemon.prstate import ballot_key
+from capdaemon.daemon.tickdata import BALLOT, TickReport
+from capdaemon.decide.ballot import BallotStatus
+from capdaemon.decide.checks import ballot_issue_body
+from capdaemon.decide.labels import Label
+from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
+from capdaemon.model import PRSnapshot, Verdict
+
+
+def ensure_ballot(
+    deps: TickDeps,
+    ctx: TickContext,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    verdict: Verdict,
+    now: datetime,
+    report: TickReport,
+) -> int | None:
+    """Open the ballot (round 1) or start a new round in the same issue (capdaemon.decide.
+    rounds.next_round): when the head or the base changed, when the PR was reopened after a
+    rejection capdaemon acted on, or when someone else edited the ballot's text (restored: R5).
+
+    A new round ignores every comment and reaction already on the issue when it starts
+    (their ids, read after the new-round comment: clock-free, R3), as well as anything
+    stamped before the round's start.
+    """
+    prior = BallotRound.from_json(rec.ballot_round) if rec.ballot_round else None
+    # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
+    # round's start belongs to it (votes already on the issue are excluded by id)
+    start = now.replace(microsecond=0)
+    rnd, why = next_round(
+        prior,
+        repo=rec.repo,
+        pr=rec.number,
+        head_sha=snap.head_sha,
+        base_ref=snap.base_ref,
+        now=start,
+        issue_restored=bool(ctx.tampered.get(rec.ref, {}).get(BALLOT)),
+    )
+    new_round = prior is not None and why is not None
+    voided = _void_approval(deps, rec, snap, prior, why, now) if new_round else None
+    if new_round or prior is None:
+        rec.ballot = {"status": "pending", "head_sha": snap.head_sha, "round": rnd.round}
+    labels = [Label.PENDING_OWNER.value]
+    if ballot_key(rec, snap.head_sha) == BallotStatus.DEFERRED.value:
+        labels.append(Label.DEFERRED.value)
+    number = ensure_issue(
+        deps,
+        ctx,
+        rec,
+        BALLOT,
+        {"kind": BALLOT, "pr": rec.ref, "head": snap.head_sha, "round": rnd.round},
+        texts.ballot_title(rec.repo, rec.number, snap.title),
+        ballot_issue_body(rec.ref, "", snap.title, snap.head_sha, rnd.round, verdict),
+        labels,
+        now,
+        report,
+        round_no=rnd.round if why is RoundReason.ISSUE_RESTORED else None,
+    )
+    if number is None:
+        return None
+    if prior is not None and why is not None:
+        rnd = _start_round(deps, rec, snap, prior, rnd, why, voided, number, now)
+    rec.ballot_round = {**rnd.to_json(), "issue": number}
+    return number
+
+
+def _void_approval(
+    deps: TickDeps,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    prior: BallotRound | None,
+    why: RoundReason | None,
+    now: datetime,
+) -> str | None:
+    """The head whose approval a new round voids (None: nothing approved was voided)."""
+    if (
+        prior is None
+        or rec.ballot.get("head_sha") != prior.head_sha
+        or not BallotStatus(rec.ballot.get("status", "pending")).mergeable
+    ):
+        return None
+    if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
+        deps.actions_log.append(
+            {
+                "action": "approval_voided",
+                "pr": rec.ref,
+                "head_sha": prior.head_sha,
+                "new_head_sha": snap.head_sha,
+                "reason": texts.round_reason(why, prior.base_ref, snap.base_ref),
+            },
+            now=now,
+        )
+    return prior.head_sha
+
+
+def _start_round(
+    deps: TickDeps,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    prior: BallotRound,
+    rnd: BallotRound,
+    why: RoundReason,
+    voided: str | None,
+    number: int,
+    now: datetime,
+) -> BallotRound:
+    """Say on the issue why a new round starts; every vote already on it is stale."""
+    assert deps.decision_repo is not None
+    marker = {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"}
+    if why is RoundReason.HEAD_CHANGED:
+        text = texts.new_round_comment(prior.head_sha, snap.head_sha, rnd.round, voided)
+        deps.forge.comment_once(deps.decision_repo, number, marker, text)
+    elif why is not RoundReason.ISSUE_RESTORED:
+        reason = texts.round_reason(why, prior.base_ref, snap.base_ref)
+        text = texts.rebound_round_comment(reason, snap.head_sha, snap.base_ref, rnd.round, voided)
+        deps.forge.comment_once(deps.decision_repo, number, marker, text)
+    # every vote already on the issue belongs to an earlier round, whatever its time
+    stale = [f"comment:{c.id}" for c in deps.forge.comments(deps.decision_repo, number)]
+    stale += [f"reaction:{r.id}" for r in deps.forge.reactions(deps.decision_repo, number)]
+    rnd = rnd.with_stale_votes(stale)
+    deps.actions_log.append(
+        {
+            "action": "ballot_round",
+            "pr": rec.ref,
+            "head_sha": snap.head_sha,
+            "round": rnd.round,
+            "issue": number,
+            "reason": why.value,
+            "stale_votes": len(rnd.stale_vote_ids),
+        },
+        now=now,
+    )
+    return rnd
+
+
+def note_reopened(rec: PRRecord) -> None:
+    """The PR was closed and is open again: a rejected round ends (a new one starts)."""
+    if rec.ballot_round:
+        rnd = BallotRound.from_json(rec.ballot_round)
+        rec.ballot_round = {**rnd.seen_reopened().to_json(), "issue": rnd.issue}

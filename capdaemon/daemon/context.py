@@ -1,0 +1,150 @@
+"""What a tick works with: `TickDeps` (built once per daemon), `TickContext` (new each tick)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from capdaemon.audit import AuditLog
+from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
+from capdaemon.capability.snapshot import load_snapshot
+from capdaemon.config import Config
+from capdaemon.daemon import texts
+from capdaemon.daemon.botstate import Metrics, PRStore
+from capdaemon.daemon.budget import TickBudget
+from capdaemon.daemon.progress import Progress
+from capdaemon.daemon.tickdata import TickReport, _Stopped
+from capdaemon.decide.merge import RequiredCheck
+from capdaemon.forge.types import IssueActivity
+from capdaemon.model import CheckRun
+
+if TYPE_CHECKING:
+    from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.safety import SafetyNet
+    from capdaemon.forge.port import ForgePort
+
+
+@dataclass
+class TickDeps:
+    """The long-lived collaborators of one daemon: config, state, forge, stores and logs."""
+
+    config: Config
+    state_dir: Path
+    forge: ForgePort
+    rules: tuple[UserRule, ...]
+    log: Any  # a structlog BoundLogger (capdaemon.logging.get_logger)
+    classifier_log: AuditLog
+    actions_log: AuditLog
+    prs: PRStore
+    metrics: Metrics
+    work_budget: TickBudget
+    policy_hash: str
+    contents_for: Callable[[str], bool]
+    heartbeat: Callable[[], object]
+    crash_after: str = ""
+    stop: threading.Event = field(default_factory=threading.Event)
+    # repo → the policy hash whose parse error is already in the actions log (once per text)
+    policy_error_audited: dict[str, str] = field(default_factory=dict)
+    # the daemon's safety net, built once right after these deps (its callables read them and
+    # the tick now running: see capdaemon.daemon.tick.build_safety)
+    safety: SafetyNet = field(init=False)
+
+    @property
+    def shadow(self) -> bool:
+        """Shadow mode: decide and record, never merge or close."""
+        return self.config.mode == "shadow"
+
+    @property
+    def decision_repo(self) -> str | None:
+        """Where decision issues go."""
+        return self.config.ballot_repo
+
+    @property
+    def bot_login(self) -> str:
+        """Who the bot acts as (the forge's login, else the configured one)."""
+        return getattr(self.forge, "login", None) or self.config.bot_login
+
+    def check_stop(self) -> None:
+        """Leave the tick (raise _Stopped) when a stop was requested."""
+        if self.stop.is_set():
+            raise _Stopped
+
+    def crash(self, point: str) -> None:
+        """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER, read once
+        when the Ticker is built; never set in production). Points: `audit:merge` (after the
+        "attempted" record), `act:merge` (after GitHub merged), `done:merge` (after the "done"
+        record, before prs.json drops the pending merge), `audit:close`."""
+        if self.crash_after == point:
+            os._exit(137)
+
+    def error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
+        """One tick error: in the report and in the log."""
+        report.errors.append(message)
+        self.log.warning(event, error=message, **kv)
+
+    def issue_url(self, number: int | None) -> str:
+        """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
+        return texts.issue_web_url(self.config.github.base_url, self.decision_repo, number)
+
+
+@dataclass
+class RepoPolicy:
+    """One supervised repo's policy as read this tick (central config + its .capdaemon.yml)."""
+
+    effective: Config
+    policy_hash: str
+    error: str | None = None  # the parse error (then `effective` is the central config)
+
+
+@dataclass
+class TickContext:
+    """Everything one tick has read and decided; a new one for every tick."""
+
+    report: TickReport
+    config: Config
+    state_dir: Path
+    progress: Progress
+    caps: dict[str, CapabilitySnapshot | CapabilityError] = field(default_factory=dict)
+    required: dict[str, tuple[RequiredCheck, ...]] = field(default_factory=dict)
+    # check runs read in the gather phase, by (repo, head sha)
+    tick_runs: dict[tuple[str, str], list[CheckRun]] = field(default_factory=dict)
+    activity: dict[int, IssueActivity] | None = None  # the decision repo's issue activity
+    activity_ok: bool = False
+    ballot_unread: set[str] = field(default_factory=set)  # ballots whose read failed: no merge
+    pool: ThreadPoolExecutor | None = None  # the gather threads (reads only)
+    policies: dict[str, RepoPolicy] = field(default_factory=dict)  # repo → its policy
+    tampered: dict[str, dict[str, str]] = field(default_factory=dict)  # ref → kind → what
+    decision_writes: bool = False  # an issue was written: step 3 lists the issues again
+
+    def config_for(self, repo: str) -> Config:
+        """The effective config of a supervised repo this tick (central config until polled)."""
+        found = self.policies.get(repo)
+        return found.effective if found is not None else self.config
+
+    def policy_error(self, repo: str) -> str | None:
+        """Why the repo's .capdaemon.yml does not parse this tick (None: it does, or none)."""
+        found = self.policies.get(repo)
+        return found.error if found is not None else None
+
+    def load_cap(self, task_id: str) -> CapabilitySnapshot:
+        """A task's capability snapshot, verified against the audit log once per tick."""
+        if task_id not in self.caps:
+            try:
+                self.caps[task_id] = load_snapshot(self.state_dir, task_id)
+            except CapabilityError as exc:
+                self.caps[task_id] = exc
+        found = self.caps[task_id]
+        if isinstance(found, CapabilityError):
+            raise found
+        return found
+
+    def close_pool(self) -> None:
+        """Stop the gather threads (at the end of the tick)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None

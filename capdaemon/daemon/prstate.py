@@ -1,0 +1,72 @@
+"""Pure readings of a PR's record: its fingerprints, its ballot state for a head, published?"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.tickdata import _digest, _parse
+from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote
+from capdaemon.decide.labels import L1C3_CHECK_NAME
+from capdaemon.forge.types import PRSummary
+from capdaemon.model import CheckRun
+
+
+def full_fingerprint(
+    pr: PRSummary, checks: Iterable[CheckRun], policy_hash: str, cap_state: str
+) -> str:
+    """Every input of a classification: the PR list entry, foreign check runs, policy, task."""
+    foreign = sorted(
+        (
+            c.name,
+            c.status,
+            c.conclusion or "",
+            c.app_slug or "",
+            c.app_id or 0,
+            _digest(c.output_title, c.output_summary, c.output_text),
+        )
+        for c in checks
+        if c.name != L1C3_CHECK_NAME
+    )
+    return _digest(pr.head_sha, pr.base_ref, sorted(pr.labels), foreign, policy_hash, cap_state)
+
+
+def light_fingerprint(pr: PRSummary, policy_hash: str, cap_state: str) -> str:
+    """The fingerprint without check runs, plus draft: all the PR list/policy/task tell."""
+    return _digest(pr.head_sha, pr.base_ref, sorted(pr.labels), pr.draft, policy_hash, cap_state)
+
+
+def ballot_key(rec: PRRecord, head_sha: str) -> str:
+    """The ballot status recorded for this head ("pending" when none is)."""
+    if rec.ballot.get("head_sha") == head_sha:
+        return str(rec.ballot.get("status", "pending"))
+    return "pending"
+
+
+def published(rec: PRRecord, head_sha: str) -> bool:
+    """The check and issues as last written match the last evaluation and ballot state."""
+    return bool(rec.fingerprint) and rec.published == _digest(
+        rec.fingerprint, ballot_key(rec, head_sha)
+    )
+
+
+def ballot_mergeable(rec: PRRecord, head_sha: str) -> bool:
+    """The recorded ballot lets this head merge (an unknown status counts as approved here:
+    it only makes the tick read everything)."""
+    try:
+        return BallotStatus(ballot_key(rec, head_sha)).mergeable
+    except ValueError:
+        return True  # unknown: treat as approved, i.e. read everything
+
+
+def ballot_outcome(rec: PRRecord, head_sha: str, now: datetime) -> BallotOutcome:
+    """The ballot state recorded for this head, as decide's BallotOutcome."""
+    b = rec.ballot if rec.ballot.get("head_sha") == head_sha else {}
+    status = BallotStatus(b.get("status", "pending"))
+    deciding = None
+    if b.get("by"):
+        at = _parse(b["at"]) if b.get("at") else now
+        deciding = Vote(b["by"], "comment", None, at, "", status, True)
+    reason = str(b.get("reason", "no owner has answered yet"))
+    return BallotOutcome(status, head_sha, reason, deciding)
