@@ -19,15 +19,15 @@ from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.canon import utc_iso as utc_iso
 from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
 from capdaemon.chain import check_tail, entry_problem, whole_lines_size
+from capdaemon.jsonl import AuditCorruptError as AuditCorruptError
+from capdaemon.jsonl import read_indexed as read_indexed
+from capdaemon.jsonl import read_record_at as read_record_at
+from capdaemon.jsonl import read_records as read_records
 from capdaemon.quoting import printable_short as printable_short
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
 
 GENESIS = "0" * 64
 TORN_TAIL_REPAIRED = "audit.torn_tail_repaired"  # the chain entry recording a torn-tail repair
-
-
-class AuditCorruptError(StateError):
-    """A complete line of an audit log is malformed or the chain is broken."""
 
 
 def _jsonable(obj: Any) -> Any:
@@ -240,50 +240,6 @@ class AuditLog:
         return VerifyReport(self.path, True, seq, last_hash=prev)
 
 
-def read_records(
-    path: Path, on_bad: Callable[[str], None] | None = None
-) -> Iterator[dict[str, Any]]:
-    """Every complete record of a log, read-only (no lock, no repair); missing file: none.
-
-    A line that is not a JSON object raises AuditCorruptError naming it, or, with `on_bad`,
-    is skipped after `on_bad("FILE:LINE: why")` is called (to tell the rest of the story)."""
-    for _, rec in read_indexed(path, on_bad):
-        yield rec
-
-
-def read_indexed(
-    path: Path, on_bad: Callable[[str], None] | None = None
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, record) of every complete record, read-only; see `read_record_at`
-    and, for `on_bad`, `read_records`."""
-    path = Path(path)
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except FileNotFoundError:
-        return
-    offset = 0
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.endswith(b"\n"):
-                break  # torn tail (a crash mid-write, or a writer right now)
-            here = offset
-            offset += len(line)
-            try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                rec, why = None, f"not JSON: {msg}"
-            else:
-                why = "" if isinstance(rec, dict) else "not a JSON object"
-            if why:
-                where = f"{path}:{n}: {why}"
-                if on_bad is None:
-                    raise AuditCorruptError(where)
-                on_bad(where)
-                continue
-            yield here, rec
-
-
 def _read_head(head_path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(head pointer, None), (None, None) when there is none, or (None, why it is unreadable).
 
@@ -312,20 +268,6 @@ def _read_head(head_path: Path) -> tuple[dict[str, Any] | None, str | None]:
             '{"seq": <n >= 1>, "hash": <64 hex>}: the tail cannot be vouched for'
         )
     return head, None
-
-
-def read_record_at(path: Path, offset: int) -> dict[str, Any]:
-    """The record starting at a byte offset `read_indexed` gave (the log is append-only)."""
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        line = fh.readline()
-    try:
-        rec = json.loads(line) if line.endswith(b"\n") else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        rec = None
-    if not isinstance(rec, dict):
-        raise AuditCorruptError(f"{path}: no record at byte {offset} (was the log rewritten?)")
-    return rec
 
 
 def story_order(rec: Mapping[str, Any]) -> tuple[str, int]:

@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.channels.config import ChannelsConfig, parse_channels
+from capdaemon.filenames import (
+    CLASSIFIER_CONFIG_FILE,
+    MAIN_CONFIG_FILE,
+    REGISTRY_CONFIG_FILE,
+    REPO_POLICY_FILE,
+    SKILLS_CONFIG_FILE,
+)
 from capdaemon.model import Severity
 from capdaemon.quoting import quote_value
 from capdaemon.yamlread import LDict, LList
@@ -56,7 +63,7 @@ DEFAULT_ALWAYS_D_GLOBS: tuple[str, ...] = (
     ".github/workflows/*.yaml",
     ".github/scripts/**",
     ".github/actions/**",
-    ".capdaemon.yml",
+    REPO_POLICY_FILE,
 )
 DEFAULT_CRITICAL_GLOBS: tuple[str, ...] = (
     "src/multiagent_protocol/**",
@@ -336,10 +343,10 @@ BUILTIN_RULES: tuple[str, ...] = (
 DISABLEABLE_RULES: frozenset[str] = frozenset({"auto_revert_marker"})
 
 CONFIG_FILES: tuple[str, ...] = (
-    "capdaemon.yml",
-    "classifier.yml",
-    "skills.yml",
-    "agent_registry.yml",
+    MAIN_CONFIG_FILE,
+    CLASSIFIER_CONFIG_FILE,
+    SKILLS_CONFIG_FILE,
+    REGISTRY_CONFIG_FILE,
 )
 USER_RULES_SUBDIR = "skills/classifier"
 
@@ -393,7 +400,7 @@ class ConfigError(ValueError):
 class RepoPolicy:
     """A supervised repo's own additions (`.capdaemon.yml` on its base branch); only adds."""
 
-    source: str = ".capdaemon.yml"
+    source: str = REPO_POLICY_FILE
     critical_globs: tuple[str, ...] = ()
     irreversible_globs: tuple[str, ...] = ()
     always_d_globs: tuple[str, ...] = ()
@@ -1117,11 +1124,13 @@ def load_config(config_dir: Path | None) -> Config:
             raise ConfigError(_display(config_dir, name), None, f"cannot read: {exc}") from None
         return _parse_yaml(text, _display(config_dir, name))
 
-    main = _load_capdaemon(_display(config_dir, "capdaemon.yml"), read("capdaemon.yml"))
-    classifier = _load_classifier(_display(config_dir, "classifier.yml"), read("classifier.yml"))
-    skills = _load_skills(_display(config_dir, "skills.yml"), read("skills.yml"))
+    main = _load_capdaemon(_display(config_dir, MAIN_CONFIG_FILE), read(MAIN_CONFIG_FILE))
+    classifier = _load_classifier(
+        _display(config_dir, CLASSIFIER_CONFIG_FILE), read(CLASSIFIER_CONFIG_FILE)
+    )
+    skills = _load_skills(_display(config_dir, SKILLS_CONFIG_FILE), read(SKILLS_CONFIG_FILE))
     registry = _load_registry(
-        _display(config_dir, "agent_registry.yml"), read("agent_registry.yml")
+        _display(config_dir, REGISTRY_CONFIG_FILE), read(REGISTRY_CONFIG_FILE)
     )
     return Config(
         **main,

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from capdaemon.model import MODE_SUBMODULE, Commit, FileChange, FileStatus
+from capdaemon.timefmt import parse_utc
 
 __all__ = [
     "GitError",
@@ -437,7 +438,7 @@ def _parse_dt(text: str) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_utc(text, "commit date")
     except ValueError:
         return None
 

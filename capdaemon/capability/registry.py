@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from capdaemon.audit import ACTIONS_LOG, AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.capability.model import (
     Capability,
     CapabilityError,
@@ -16,7 +16,6 @@ from capdaemon.capability.model import (
     TamperedError,
 )
 from capdaemon.capability.snapshot import (
-    CAPABILITIES_DIR,
     build_snapshot,
     find_dispatch_records,
     load_snapshot,
@@ -24,7 +23,9 @@ from capdaemon.capability.snapshot import (
     snapshot_from_body,
     snapshot_path,
 )
+from capdaemon.filenames import ACTIONS_LOG, CAPABILITIES_DIR
 from capdaemon.state import file_lock, write_new_json
+from capdaemon.timefmt import utc_iso
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import mmap
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from capdaemon.canon import ACTIONS_LOG, canonical_json, entry_hash, utc_iso
+from capdaemon.canon import canonical_json, entry_hash
 from capdaemon.capability.model import (
     SNAPSHOT_FORMAT,
     Capability,
@@ -23,15 +23,16 @@ from capdaemon.capability.model import (
     UnknownTaskError,
     validate_task_id,
 )
+from capdaemon.filenames import ACTIONS_LOG, CAPABILITIES_DIR
 from capdaemon.globs import GLOB_DIALECT, GlobError, GlobSet, RegexGlobSet, pathspec_version
 from capdaemon.state import StateError, read_json
+from capdaemon.timefmt import TimestampError, parse_utc, utc_iso
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-CAPABILITIES_DIR = "capabilities"
 _SNAPSHOT_KEYS = ("format", "task_id", "capability", "dispatched_at", "expires_at", "sha256")
 MATCHERS_ENGINE = "pathspec"
 
@@ -112,15 +113,10 @@ def guard_capability(snap: CapabilitySnapshot) -> Capability:
 
 
 def _parse_time(value: Any, name: str) -> datetime:
-    if not isinstance(value, str):
-        raise TamperedError(f"snapshot field {name} is not a timestamp")
     try:
-        dt = datetime.fromisoformat(value)
-    except ValueError:
-        raise TamperedError(f"snapshot field {name} is not a timestamp: {value!r}") from None
-    if dt.tzinfo is None:
-        raise TamperedError(f"snapshot field {name} has no time zone")
-    return dt
+        return parse_utc(value, f"snapshot field {name}")
+    except TimestampError as exc:
+        raise TamperedError(str(exc)) from None
 
 
 def snapshot_from_body(body: Any, path: Path, task_id: str | None = None) -> CapabilitySnapshot:

@@ -96,8 +96,9 @@ def apply_base_policy(snapshot: PRSnapshot, config: Config) -> tuple[Config, str
     if text is None or not text.strip():
         return config, None
     from capdaemon.config import ConfigError, parse_repo_policy
+    from capdaemon.filenames import REPO_POLICY_FILE
 
-    source = f"{snapshot.repo}@{snapshot.base_ref}:.capdaemon.yml"
+    source = f"{snapshot.repo}@{snapshot.base_ref}:{REPO_POLICY_FILE}"
     try:
         policy = parse_repo_policy(text, source)
         return config.with_repo_policy(policy, snapshot.repo), None

@@ -105,15 +105,14 @@ def parse_now(text: str | None) -> Any:
     """--now ISO (aware; `Z` allowed) → datetime; None → the current UTC time."""
     from datetime import UTC, datetime
 
+    from capdaemon.timefmt import TimestampError, parse_utc
+
     if not text:
         return datetime.now(UTC)
     try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError:
-        raise CLIError(f"--now {text!r} is not an ISO 8601 time") from None
-    if dt.tzinfo is None:
-        raise CLIError(f"--now {text!r} needs a time zone (e.g. 2026-05-25T12:00:00Z)")
-    return dt
+        return parse_utc(text, "--now")
+    except TimestampError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def command_inputs(args: argparse.Namespace) -> tuple[Config, Any, Path]:

@@ -18,20 +18,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 (also when no identity was seen yet); 2 on bad input or corrupt state."""
-    from capdaemon.audit import utc_iso
     from capdaemon.commands._common import (
         CLIError,
         command_inputs,
         error,
     )
-    from capdaemon.decide.burnin import BurnInState
+    from capdaemon.decide.burnin import BurnInState, burn_in_raw
+    from capdaemon.filenames import METRICS_FILE, SAFETY_FILE
     from capdaemon.state import StateError, read_json
+    from capdaemon.timefmt import utc_iso
 
     try:
         config, now, sdir = command_inputs(args)
-        safety = read_json(sdir / "safety.json", None) or {}
-        metrics = read_json(sdir / "tick_metrics.json", None) or {}
-        raw = safety.get("burn_in") or metrics.get("l4_burn_in") or {}
+        safety = read_json(sdir / SAFETY_FILE, None) or {}
+        metrics = read_json(sdir / METRICS_FILE, None) or {}
+        raw = burn_in_raw(safety, metrics)
         try:
             state = BurnInState.from_json(raw)
         except ValueError as exc:

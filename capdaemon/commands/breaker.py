@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """0 ok / reset done; 1 refused (not an owner); 2 bad input or unreadable state."""
     from datetime import timedelta
 
-    from capdaemon.audit import AuditLog, log_paths, utc_iso
+    from capdaemon.audit import AuditLog, log_paths
     from capdaemon.commands._common import (
         CLIError,
         command_inputs,
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.daemon.safety import owners_reset
     from capdaemon.daemon.safety_state import read_breaker
     from capdaemon.state import StateError
+    from capdaemon.timefmt import utc_iso
 
     prog = f"breaker {args.action}"
     try:

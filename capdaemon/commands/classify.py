@@ -17,12 +17,12 @@ from capdaemon.commands._common import (
     printable,
     state_dir,
 )
+from capdaemon.filenames import REPO_POLICY_FILE
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
     from capdaemon.model import PRSnapshot, Verdict
 
-REPO_POLICY_FILE = ".capdaemon.yml"
 # `classify --exit-code`: 0 for A, distinct non-zero codes for B, C, D (1 and 2 stay errors).
 QUADRANT_EXIT = {"A": 0, "B": 10, "C": 11, "D": 12}
 

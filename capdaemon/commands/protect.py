@@ -112,12 +112,13 @@ def _warn_decision_writers(forge: object, config: object, sdir: object, extra: l
     from pathlib import Path
 
     from capdaemon.daemon.access import decision_repo_writers
+    from capdaemon.filenames import PRS_FILE
     from capdaemon.logging import get_logger
     from capdaemon.state import StateError, read_json
 
     candidates = set(extra)
     try:
-        raw = read_json(Path(str(sdir)) / "prs.json", None) or {}
+        raw = read_json(Path(str(sdir)) / PRS_FILE, None) or {}
         for rec in (raw.get("prs") or {}).values():
             if isinstance(rec, dict) and rec.get("author"):
                 candidates.add(str(rec["author"]))

@@ -27,14 +27,22 @@ from capdaemon.audit import (
     story_order,
     verify,
 )
-from capdaemon.capability.escalation import ESCALATIONS_DIR, EscalationRecord, list_escalations
+from capdaemon.capability.escalation import EscalationRecord, list_escalations
 from capdaemon.capability.registry import TaskState, list_tasks
-from capdaemon.capability.snapshot import CAPABILITIES_DIR
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.botstate import JOURNAL_FILE, METRICS_FILE, PRS_FILE
-from capdaemon.daemon.digest_job import DIGEST_DIR, pr_records
-from capdaemon.daemon.safety_state import BREAKER_FILE, SAFETY_FILE, BreakerFile, read_breaker
-from capdaemon.decide.burnin import AgentClock, BurnInState
+from capdaemon.daemon.digest_job import pr_records
+from capdaemon.daemon.safety_state import BreakerFile, read_breaker
+from capdaemon.decide.burnin import AgentClock, BurnInState, burn_in_raw
+from capdaemon.filenames import (
+    BREAKER_FILE,
+    CAPABILITIES_DIR,
+    DIGEST_DIR,
+    ESCALATIONS_DIR,
+    JOURNAL_FILE,
+    METRICS_FILE,
+    PRS_FILE,
+    SAFETY_FILE,
+)
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, read_json
 
@@ -426,7 +434,7 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     _pending(model, prs, safety)
     model.pending.sort(key=lambda b: b.at)
     model.breaker = _guard(model, state_dir / BREAKER_FILE, lambda: read_breaker(state_dir), None)
-    burn_raw = safety.get("burn_in") or model.metrics.get("l4_burn_in") or {}
+    burn_raw = burn_in_raw(safety, model.metrics)
     model.agents = _guard(model, state_dir / SAFETY_FILE, lambda: _burn_in(burn_raw), [])
     _tasks(model, model.violations)
     raw_protection = safety.get("protection")
