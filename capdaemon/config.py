@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.channels.config import ChannelsConfig, parse_channels
+from capdaemon.classify.ruletable import DISABLEABLE_RULES as DISABLEABLE_RULES
+from capdaemon.classify.ruletable import RULE_NAMES
 from capdaemon.filenames import (
     CLASSIFIER_CONFIG_FILE,
     MAIN_CONFIG_FILE,
@@ -329,18 +331,9 @@ class Config:
 
 
 # ============================================================================= loading
-# Built-in rule names (SPEC 2.5). Only rules that never vote D may be disabled in skills.yml.
-BUILTIN_RULES: tuple[str, ...] = (
-    "path_classifier_default",
-    "published_verdict",
-    "bot_self_repo",
-    "empty_pr",
-    "auto_revert_marker",
-    "agent_session_invalid",
-    "classifier_publisher_invalid",
-    "file_list_incomplete",
-)
-DISABLEABLE_RULES: frozenset[str] = frozenset({"auto_revert_marker"})
+# Built-in rule names (SPEC 2.5), from the rule table. Only rules that never vote D may be
+# disabled in skills.yml.
+BUILTIN_RULES: tuple[str, ...] = RULE_NAMES
 
 CONFIG_FILES: tuple[str, ...] = (
     MAIN_CONFIG_FILE,
