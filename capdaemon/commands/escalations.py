@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir, state_dir_problem
+from capdaemon.commands._common import add_state_arg, error, state_dir, state_dir_problem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,12 +23,12 @@ def run(args: argparse.Namespace) -> int:
 
     problem = state_dir_problem(state_dir(args))
     if problem:
-        err("escalations", f"error: {problem}")
+        error("escalations", problem)
         return 2
     try:
         recs = list_escalations(state_dir(args), include_resolved=args.all)
     except StateError as exc:
-        err("escalations", str(exc))
+        error("escalations", str(exc))
         return 1
     if args.json:
         print(json.dumps([r.to_dict() for r in recs], indent=2, ensure_ascii=False))

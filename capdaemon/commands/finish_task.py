@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+from capdaemon.commands._common import add_state_arg, error, state_dir
 
 PROG = "finish-task"
 
@@ -59,17 +59,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         task_id = validate_task_id(args.task)
     except BadTaskIdError as exc:
-        err(PROG, str(exc))
+        error(PROG, str(exc))
         return 2
     from capdaemon.commands._common import CLIError, load_config_from_args
 
     try:
         config = load_config_from_args(args)
     except CLIError as exc:
-        err(PROG, str(exc))
+        error(PROG, str(exc))
         return 2
     if args.qc_timeout <= 0:
-        err(PROG, f"--qc-timeout must be greater than 0, got {args.qc_timeout:g}")
+        error(PROG, f"--qc-timeout must be greater than 0, got {args.qc_timeout:g}")
         return 2
     repo = Path(args.repo) if args.repo else Path.cwd()
     state = state_dir(args)
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                 )
     except GitError as exc:
         if snap is not None:
-            err(PROG, f"cannot read the task branch: {exc}")
+            error(PROG, f"cannot read the task branch: {exc}")
             return 2
         # no usable capability: the refusal below stands even without the branch
 

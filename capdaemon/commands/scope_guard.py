@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+from capdaemon.commands._common import add_state_arg, error, state_dir
 
 PROG = "scope-guard"
 
@@ -47,16 +47,16 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.capability.snapshot import guard_capability, load_snapshot
 
     if not args.paths and not args.commands:
-        err(PROG, "give at least one PATH or --command CMD")
+        error(PROG, "give at least one PATH or --command CMD")
         return 2
     try:
         task_id = validate_task_id(args.task)
     except BadTaskIdError as exc:
-        err(PROG, str(exc))
+        error(PROG, str(exc))
         return 2
     repo = Path(args.repo) if args.repo else Path.cwd()
     if not repo.is_dir():
-        err(PROG, f"--repo {repo} is not a directory")
+        error(PROG, f"--repo {repo} is not a directory")
         return 2
     now = datetime.now(UTC)
     state = state_dir(args)
@@ -118,5 +118,5 @@ def _refuse(state: Path, task_id: str, violations: list, now: datetime) -> int:
         )
         print(f"capdaemon scope-guard: escalated: {rec.id}", file=sys.stderr)
     except Exception as exc:  # the refusal stands even when the record cannot be written
-        err(PROG, f"could not write the escalation record: {exc}")
+        error(PROG, f"could not write the escalation record: {exc}")
     return 1

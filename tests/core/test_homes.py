@@ -109,3 +109,27 @@ def test_file_names_are_spelled_only_in_filenames() -> None:
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{rel}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog"),
+    [
+        (["scope-guard", "--task", "t-1"], "scope-guard"),
+        (["dispatch", "/nonexistent/task.yml"], "dispatch"),
+        (["tasks", "--state", "/nonexistent/state"], "tasks"),
+        (["escalations", "--state", "/nonexistent/state"], "escalations"),
+        (["why", "acme/widgets#1", "--state", "/nonexistent/state"], "why"),
+        (["audit", "verify", "--state", "/nonexistent/state"], "audit"),
+    ],
+)
+def test_every_command_reports_errors_in_one_format(
+    capsys: pytest.CaptureFixture[str], argv: list[str], prog: str
+) -> None:
+    """Bad input is one stderr line `capdaemon CMD: error: MESSAGE`, whichever command."""
+    from capdaemon.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.startswith(f"capdaemon {prog}: error: "), err
+    assert len(err.strip().splitlines()) == 1, err
