@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
         NoCapabilityError,
         TaskFileError,
     )
-    from capdaemon.capability.registry import dispatch
-    from capdaemon.capability.taskfile import load_task_file
     from capdaemon.state import StateError
+    from capdaemon.stores.registry import dispatch
+    from capdaemon.stores.taskfiles import load_task_file
 
     taskfile = Path(args.taskfile)
     try:

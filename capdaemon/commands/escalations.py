@@ -18,8 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the records; 0, or 1 when a record is corrupt, 2 when the state directory does
     not exist."""
-    from capdaemon.capability.escalation import list_escalations
     from capdaemon.state import StateError
+    from capdaemon.stores.escalations import list_escalations
 
     problem = state_dir_problem(state_dir(args))
     if problem:

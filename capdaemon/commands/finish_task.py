@@ -42,7 +42,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 when every change is in scope; 1 on a violation (escalated, audited); 2 bad usage."""
     from capdaemon.audit import ACTIONS_LOG, AuditLog
-    from capdaemon.capability.escalation import write_escalation
     from capdaemon.capability.model import (
         BadTaskIdError,
         SnapshotError,
@@ -52,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
         validate_task_id,
     )
     from capdaemon.capability.scope import check_file_changes
-    from capdaemon.capability.snapshot import load_snapshot
     from capdaemon.gitdiff import GitError, diff_range, resolve
     from capdaemon.model import MODE_SYMLINK, FileStatus
+    from capdaemon.stores.capabilities import load_snapshot
+    from capdaemon.stores.escalations import write_escalation
 
     try:
         task_id = validate_task_id(args.task)
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     qc_results = []
     if snap is not None and "head_sha" in entry:
-        from capdaemon.capability.qc import run_qc
+        from capdaemon.commands.qc import run_qc
 
         commands = list(args.qc) if args.qc else list(snap.capability.qc)
         qc_results = run_qc(snap, commands, repo, now, timeout=args.qc_timeout)

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         ViolationKind,
         validate_task_id,
     )
-    from capdaemon.capability.snapshot import guard_capability, load_snapshot
+    from capdaemon.capability.snapshot import guard_capability
+    from capdaemon.stores.capabilities import load_snapshot
 
     if not args.paths and not args.commands:
         error(PROG, "give at least one PATH or --command CMD")
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 def _refuse(state: Path, task_id: str, violations: list, now: datetime) -> int:
     """Print one line per violation, write the escalation record and the audit entry; 1."""
     from capdaemon.audit import ACTIONS_LOG, AuditLog
-    from capdaemon.capability.escalation import write_escalation
+    from capdaemon.stores.escalations import write_escalation
 
     for v in violations:
         print(f"capdaemon scope-guard: OUT OF SCOPE: {v.line()}", file=sys.stderr)

@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the snapshots; 0 (even when some are tampered: the listing says so); 2 when the
     state directory does not exist."""
-    from capdaemon.capability.registry import list_tasks
+    from capdaemon.stores.registry import list_tasks
 
     sdir = state_dir(args)
     problem = state_dir_problem(sdir)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from capdaemon.capability.escalation import list_escalations, mark_notified
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import (
@@ -21,6 +20,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
+from capdaemon.stores.escalations import list_escalations, mark_notified
 
 
 class IssuesMixin:

@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import AuditLog, log_paths
-from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
-from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.channels.notify import notify_tick
 from capdaemon.config import Config
 from capdaemon.daemon import integrity, safety, texts
@@ -68,6 +66,8 @@ from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import CheckRun, Quadrant
+from capdaemon.stores.capabilities import load_snapshot
+from capdaemon.stores.escalations import list_escalations
 
 __all__ = [
     "BALLOT",

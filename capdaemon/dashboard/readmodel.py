@@ -27,8 +27,6 @@ from capdaemon.audit import (
     story_order,
     verify,
 )
-from capdaemon.capability.escalation import EscalationRecord, list_escalations
-from capdaemon.capability.registry import TaskState, list_tasks
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.digest_job import pr_records
 from capdaemon.daemon.safety_state import BreakerFile, read_breaker
@@ -45,6 +43,8 @@ from capdaemon.filenames import (
 )
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, read_json
+from capdaemon.stores.escalations import EscalationRecord, list_escalations
+from capdaemon.stores.registry import TaskState, list_tasks
 
 CHART_DAYS = 30
 QUADRANTS = tuple(q.value for q in Quadrant)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from capdaemon.capability.registry import dispatch
 from capdaemon.capability.taskfile import parse_task
 from capdaemon.cli import main
 from capdaemon.commands._common import load_config_from_args
 from capdaemon.config import Config
 from capdaemon.daemon import digest_job
 from capdaemon.sandbox import testing as std
+from capdaemon.stores.registry import dispatch
 from tests.conftest import start_sandbox
 from tests.daemon.conftest import SESSION, Harness
 

@@ -15,16 +15,15 @@ from capdaemon.capability.model import (
     DispatchConflictError,
     TamperedError,
 )
-from capdaemon.capability.snapshot import (
-    build_snapshot,
+from capdaemon.capability.snapshot import build_snapshot, snapshot_from_body
+from capdaemon.filenames import ACTIONS_LOG, CAPABILITIES_DIR
+from capdaemon.state import file_lock, write_new_json
+from capdaemon.stores.capabilities import (
     find_dispatch_records,
     load_snapshot,
     read_snapshot_body,
-    snapshot_from_body,
     snapshot_path,
 )
-from capdaemon.filenames import ACTIONS_LOG, CAPABILITIES_DIR
-from capdaemon.state import file_lock, write_new_json
 from capdaemon.timefmt import utc_iso
 
 
