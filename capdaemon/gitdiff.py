@@ -58,7 +58,7 @@ def _env() -> dict[str, str]:
 
 def _git(
     repo: Path,
-    args: Sequence[str],
+    args: Sequence[str | bytes],
     *,
     ref: str | None = None,
     input: bytes | None = None,
@@ -84,7 +84,7 @@ def _git(
             raise GitError(f"git refuses {repo}: dubious ownership (see safe.directory)")
         first = err.splitlines()[0] if err else f"exit {proc.returncode}"
         where = f" (ref {ref!r})" if ref else ""
-        raise GitError(f"git {args[0]} failed in {repo}{where}: {first}")
+        raise GitError(f"git {os.fsdecode(args[0])} failed in {repo}{where}: {first}")
     return proc
 
 
@@ -173,12 +173,16 @@ def _fsdecode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _parse_raw(out: bytes) -> list[tuple[str, str, str, str, str, str, str | None]]:
+# one `git diff --raw` entry: (old_mode, new_mode, old_sha, new_sha, letter, path, previous)
+RawEntry = tuple[str, str, str, str, str, str, str | None]
+
+
+def _parse_raw(out: bytes) -> list[RawEntry]:
     """Parse `git diff --raw -z`: (old_mode, new_mode, old_sha, new_sha, letter, path, previous)."""
     parts = out.split(b"\0")
     if parts and parts[-1] == b"":
         parts.pop()
-    entries = []
+    entries: list[RawEntry] = []
     i = 0
     while i < len(parts):
         meta = parts[i]
@@ -271,7 +275,7 @@ def _hunks(chunk: bytes) -> str | None:
 
 
 def _patches_one_run(
-    repo: Path, mb: str, head_sha: str, entries: list[tuple]
+    repo: Path, mb: str, head_sha: str, entries: list[RawEntry]
 ) -> list[str | None] | None:
     """Patches for every entry from ONE git process; None when the chunks don't line up."""
     proc = _git(repo, ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
@@ -295,7 +299,7 @@ def _patches_one_run(
     return out
 
 
-def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: tuple) -> str | None:
+def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: RawEntry) -> str | None:
     """The patch of one entry (fallback path: one git process per file)."""
     path, previous = entry[5], entry[6]
     paths = [path] if previous is None else [previous, path]

@@ -166,7 +166,7 @@ def _int(value: Any, field: str, lo: int, hi: int) -> int:
         raise TaskFileError(field, f"must be an integer from {lo} to {hi}, not {_type(value)}")
     if not lo <= value <= hi:
         raise TaskFileError(field, f"must be from {lo} to {hi}, not {value}")
-    return value
+    return int(value)
 
 
 def _globs(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         error("agents", f"corrupt state: {exc}")
         return 2
     days = config.burn_in_days
-    rows = []
+    rows: list[dict[str, Any]] = []
     for a in state.agents:
         registered = config.registry.knows(*a.agent_id.split("/", 1))
         rows.append(

@@ -3,6 +3,7 @@ the file, the key path and the line; plus the list policies shared by the loader
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from typing import Any
 
@@ -80,12 +81,12 @@ class _Section:
 
     def __init__(
         self,
-        file: str,
+        file: builtins.str,
         data: Any,
-        path: str,
-        allowed: Iterable[str],
-        line: int | None = None,
-        noun: str = "key",
+        path: builtins.str,
+        allowed: Iterable[builtins.str],
+        line: builtins.int | None = None,
+        noun: builtins.str = "key",
     ) -> None:
         self.file = file
         self.path = path
@@ -102,17 +103,19 @@ class _Section:
                 hint = _unknown_hint(key, allowed)
                 raise ConfigError(file, self.key(key), f"unknown {noun}{hint}", self.line_of(key))
 
-    def key(self, name: str) -> str:
+    def key(self, name: builtins.str) -> builtins.str:
         return f"{self.path}.{name}" if self.path else name
 
-    def line_of(self, name: str) -> int | None:
+    def line_of(self, name: builtins.str) -> builtins.int | None:
         lines = getattr(self.data, "lines", None) or {}
         return lines.get(name, self.line)
 
-    def has(self, name: str) -> bool:
+    def has(self, name: builtins.str) -> builtins.bool:
         return name in self.data
 
-    def error(self, name: str, reason: str, index: int | None = None) -> ConfigError:
+    def error(
+        self, name: builtins.str, reason: builtins.str, index: builtins.int | None = None
+    ) -> ConfigError:
         key = self.key(name)
         line = self.line_of(name)
         if index is not None:
@@ -123,7 +126,9 @@ class _Section:
                 line = item_lines[index]
         return ConfigError(self.file, key, reason, line)
 
-    def _typed(self, name: str, default: Any, types: tuple[type, ...], label: str) -> Any:
+    def _typed(
+        self, name: builtins.str, default: Any, types: tuple[type, ...], label: builtins.str
+    ) -> Any:
         if name not in self.data:
             return default
         value = self.data[name]
@@ -135,12 +140,12 @@ class _Section:
 
     def str(
         self,
-        name: str,
+        name: builtins.str,
         default: Any = None,
         *,
-        pattern: str | None = None,
-        choices: Iterable[str] | None = None,
-        what: str = "",
+        pattern: builtins.str | None = None,
+        choices: Iterable[builtins.str] | None = None,
+        what: builtins.str = "",
     ) -> Any:
         import re
 
@@ -157,7 +162,9 @@ class _Section:
             raise self.error(name, f"{quote_value(value)} is not {what or 'valid'}")
         return value
 
-    def int(self, name: str, default: Any = None, *, minimum: int | None = None) -> Any:
+    def int(
+        self, name: builtins.str, default: Any = None, *, minimum: builtins.int | None = None
+    ) -> Any:
         value = self._typed(name, default, (int,), "an integer")
         if name in self.data and minimum is not None and value < minimum:
             raise self.error(name, f"must be at least {minimum}, got {value}")
@@ -165,16 +172,17 @@ class _Section:
 
     def num(
         self,
-        name: str,
+        name: builtins.str,
         default: Any,
         *,
-        minimum: float | None = None,
-        maximum: float | None = None,
-        exclusive_min: bool = False,
-    ) -> float:
+        minimum: builtins.float | None = None,
+        maximum: builtins.float | None = None,
+        exclusive_min: builtins.bool = False,
+    ) -> builtins.float:
         value = self._typed(name, default, (int, float), "a number")
         if name not in self.data:
-            return value
+            unset: builtins.float = value  # the default, as given
+            return unset
         if value != value or value in (float("inf"), float("-inf")):
             raise self.error(name, "must be a finite number")
         if minimum is not None and (value <= minimum if exclusive_min else value < minimum):
@@ -184,13 +192,14 @@ class _Section:
             raise self.error(name, f"must be at most {maximum}, got {value}")
         return float(value)
 
-    def bool(self, name: str, default: bool) -> bool:
-        return self._typed(name, default, (bool,), "true or false")
+    def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
+        value: builtins.bool = self._typed(name, default, (bool,), "true or false")
+        return value
 
-    def section(self, name: str, allowed: Iterable[str]) -> _Section:
+    def section(self, name: builtins.str, allowed: Iterable[builtins.str]) -> _Section:
         return _Section(self.file, self.data.get(name), self.key(name), allowed, self.line_of(name))
 
-    def list(self, name: str) -> list[Any] | None:
+    def list(self, name: builtins.str) -> builtins.list[Any] | None:
         if name not in self.data:
             return None
         value = self.data[name]
@@ -202,13 +211,13 @@ class _Section:
 
     def strs(
         self,
-        name: str,
+        name: builtins.str,
         *,
         check: Any = None,
-        pattern: str | None = None,
-        what: str = "",
-        unique: bool = True,
-    ) -> tuple[str, ...] | None:
+        pattern: builtins.str | None = None,
+        what: builtins.str = "",
+        unique: builtins.bool = True,
+    ) -> tuple[builtins.str, ...] | None:
         """A list of strings, each checked (`check(item)` raises ValueError with the reason)."""
         import re
 
