@@ -10,9 +10,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from capdaemon.classify.axes import classify_file, compile_classifier, config_change
+    from capdaemon.classify.axes import classify_file
+    from capdaemon.classify.compiled import compile_classifier
     from capdaemon.classify.engine import classify, file_phrase, validate_agent_registry
     from capdaemon.classify.rules import is_canonical
+    from capdaemon.classify.structure import config_change
     from capdaemon.classify.trailers import (
         AgentSession,
         commit_agent_session,
@@ -23,8 +25,8 @@ if TYPE_CHECKING:
 
 _HOME = {
     "classify_file": "axes",
-    "compile_classifier": "axes",
-    "config_change": "axes",
+    "compile_classifier": "compiled",
+    "config_change": "structure",
     "classify": "engine",
     "file_phrase": "engine",
     "validate_agent_registry": "engine",

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from capdaemon.classify.axes import CompiledClassifier
+from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.classify.ruletable import RULE_TABLE
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config

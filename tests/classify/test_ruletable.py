@@ -12,7 +12,7 @@ import pytest
 
 from capdaemon import config as config_mod
 from capdaemon.classify import classify
-from capdaemon.classify.axes import compile_classifier
+from capdaemon.classify.compiled import compile_classifier
 from capdaemon.classify.rules import BUILTIN_RULES, RuleContext
 from capdaemon.classify.ruletable import (
     CHECK_READING_RULES,
