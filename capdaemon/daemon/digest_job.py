@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
+from capdaemon.anchors import Anchor, head_anchor
+from capdaemon.audit import AuditLog, log_paths, read_records, utc_iso
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION

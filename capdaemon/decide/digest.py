@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from capdaemon.audit import Anchor
+from capdaemon.anchors import Anchor
 from capdaemon.decide._common import aware, dt_to_json
 from capdaemon.decide._text import format_age, link, md, ref
 from capdaemon.decide.breaker import BreakerState
