@@ -35,13 +35,43 @@ def read_indexed(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(byte offset, record) of every complete record, read-only; see `read_record_at`
     and, for `on_bad`, `read_records`."""
+    for start, _end, rec in _scan(Path(path), 0, on_bad):
+        if rec is not None:
+            yield start, rec
+
+
+def read_after(
+    path: Path, offset: int, on_bad: Callable[[str], None] | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """The complete records from byte `offset` on (a cursor a reader saved), and the offset
+    just past the last complete line (the next cursor). Same policy as `read_records`; a
+    log shorter than `offset` (replaced) is read from the start."""
     path = Path(path)
+    try:
+        if path.stat().st_size < offset:
+            offset = 0
+    except FileNotFoundError:
+        return [], 0
+    out: list[dict[str, Any]] = []
+    for _start, end, rec in _scan(path, offset, on_bad):
+        if rec is not None:
+            out.append(rec)
+        offset = end  # past a reported bad line too: it is told once, not at every read
+    return out, offset
+
+
+def _scan(
+    path: Path, start: int, on_bad: Callable[[str], None] | None
+) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
+    """(start, end, record) of each complete line from byte `start` on; the record is None
+    for a malformed line `on_bad` was told about."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
         return
-    offset = 0
+    offset = start
     with fh:
+        fh.seek(start)
         for n, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 break  # torn tail (a crash mid-write, or a writer right now)
@@ -55,12 +85,21 @@ def read_indexed(
             else:
                 why = "" if isinstance(rec, dict) else "not a JSON object"
             if why:
-                where = f"{path}:{n}: {why}"
+                where = f"{path}:{_line_number(path, start) + n}: {why}"
                 if on_bad is None:
                     raise AuditCorruptError(where)
                 on_bad(where)
+                yield here, offset, None
                 continue
-            yield here, rec
+            yield here, offset, rec
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """How many lines end before byte `offset` (counted only when naming a bad line)."""
+    if offset == 0:
+        return 0
+    with open(path, "rb") as fh:
+        return fh.read(offset).count(b"\n")
 
 
 def read_record_at(path: Path, offset: int) -> dict[str, Any]:
