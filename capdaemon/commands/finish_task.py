@@ -10,9 +10,13 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.commands._common import add_state_arg, error, state_dir
+
+if TYPE_CHECKING:
+    from capdaemon.capability.model import Violation
+    from capdaemon.config import Config
 
 PROG = "finish-task"
 
@@ -172,7 +176,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _alert(
-    config: Any, state: Path, task_id: str, esc_id: str, violations: list[Any], now: datetime
+    config: Config,
+    state: Path,
+    task_id: str,
+    esc_id: str,
+    violations: list[Violation],
+    now: datetime,
 ) -> None:
     """Tell the owners now through the notification channels; say who was told."""
     from capdaemon.channels.notify import Notice, Notifier, channel_names
