@@ -17,11 +17,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from capdaemon.anchors import Anchor, check_anchors, find_anchors
 from capdaemon.audit import (
-    Anchor,
     VerifyReport,
-    check_anchors,
-    find_anchors,
     log_paths,
     read_record_at,
     story_order,
