@@ -129,8 +129,41 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
         for pat in cc.self_paths.hits(p):
             ir.append(f"changes what the bot trusts or runs ({pat})")
 
-    # a removed file adds nothing to scan, and no carve-out reads its patch
     hunks = try_parse_patch(fc.patch) if status is not FileStatus.REMOVED else ()
+    ir.extend(_content_reasons(fc, hunks, cc, flagged, cr_paths))
+    noncritical_why = _criticality(
+        fc, path, old, hunks, cc, cr_paths if flagged else (), always_d, cr
+    )
+
+    if always_d and not ir:
+        ir.append("CI definition or policy file: irreversible by rule")
+    irreversible = bool(ir)
+    critical = bool(cr) or always_d
+    quadrant = Quadrant.D if always_d else Quadrant.of(irreversible, critical)
+    reasons = [f"critical: {r}" for r in cr] or [f"non-critical: {noncritical_why}"]
+    reasons += [f"irreversible: {r}" for r in ir] or ["reversible: revertable file edit"]
+    return FileVerdict(
+        path=path,
+        status=status,
+        irreversible=irreversible,
+        critical=critical,
+        quadrant=quadrant,
+        reasons=tuple(reasons),
+        previous_path=old if old is not None else fc.previous_path,
+    )
+
+
+def _content_reasons(
+    fc: FileChange,
+    hunks: tuple[Hunk, ...] | None,
+    cc: CompiledClassifier,
+    flagged: bool,
+    cr_paths: tuple[str, ...],
+) -> list[str]:
+    """Irreversibility from the added lines: external calls, secrets, the bot's own merge and
+    auth logic, and a patch that could not be read (a removed file has nothing to scan)."""
+    status = fc.status
+    ir: list[str] = []
     if hunks is None:
         why = "patch unavailable" if fc.patch is None else "patch unreadable"
         ir.append(f"{why}: content could not be checked for secrets or external calls")
@@ -150,10 +183,24 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
                 ir.append(f"bot merge/auth logic: {why}")
     if status is not FileStatus.REMOVED and hunks is not None and not hunks and fc.additions:
         ir.append("added content not shown in the patch")
+    return ir
 
-    # ---- criticality
+
+def _criticality(
+    fc: FileChange,
+    path: str,
+    old: str | None,
+    hunks: tuple[Hunk, ...] | None,
+    cc: CompiledClassifier,
+    flagged_paths: tuple[str, ...],
+    always_d: bool,
+    cr: list[str],
+) -> str | None:
+    """Add the critical reasons to `cr`; the non-critical carve-out that applies, if any.
+    `flagged_paths` are the paths (new and old) when any restrictive list may match them."""
+    status = fc.status
     critical_hits: list[str] = []
-    for p in cr_paths if flagged else ():
+    for p in flagged_paths:
         critical_hits.extend(f"{p} matches {pat}" for pat in cc.critical.hits(p))
         critical_hits.extend(f"{p} is a published schema ({pat})" for pat in cc.schemas.hits(p))
         critical_hits.extend(
@@ -171,7 +218,7 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
             if typo_why_not:
                 cr.append(f"not a typo fix ({typo_why_not}): a rule change")
     else:
-        is_config = [p for p in cr_paths if flagged and cc.config_files.match(p)]
+        is_config = [p for p in flagged_paths if cc.config_files.match(p)]
         if is_config:
             _, why = config_change(path, fc.base_content, fc.head_content)
             if status is not FileStatus.MODIFIED or old is not None:
@@ -183,23 +230,7 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
             noncritical_why, why_not = _carve_out(path, old, status, hunks, cc)
             if noncritical_why is None:
                 cr.append(why_not)
-
-    if always_d and not ir:
-        ir.append("CI definition or policy file: irreversible by rule")
-    irreversible = bool(ir)
-    critical = bool(cr) or always_d
-    quadrant = Quadrant.D if always_d else Quadrant.of(irreversible, critical)
-    reasons = [f"critical: {r}" for r in cr] or [f"non-critical: {noncritical_why}"]
-    reasons += [f"irreversible: {r}" for r in ir] or ["reversible: revertable file edit"]
-    return FileVerdict(
-        path=path,
-        status=status,
-        irreversible=irreversible,
-        critical=critical,
-        quadrant=quadrant,
-        reasons=tuple(reasons),
-        previous_path=old if old is not None else fc.previous_path,
-    )
+    return noncritical_why
 
 
 def _symlink_target_hits(
