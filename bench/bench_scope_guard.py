@@ -127,9 +127,9 @@ def dispatch_pre_matchers(state: Path) -> None:
 
     from yaml import safe_load
 
-    from capdaemon.capability import registry
     from capdaemon.capability.snapshot import build_snapshot, content_hash
     from capdaemon.capability.taskfile import parse_task
+    from capdaemon.stores import registry
 
     def old_build(cap: Any, now: datetime) -> dict[str, Any]:
         body = build_snapshot(cap, now)

@@ -74,11 +74,11 @@ def run(taps: int, idle_seconds: float) -> dict[str, float]:
     configure_logging("json", "error")  # before the modules below bind their loggers
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
-    from capdaemon.capability.registry import dispatch
     from capdaemon.capability.taskfile import parse_task
     from capdaemon.channels.onetap import add_poll_job
     from capdaemon.commands._common import load_config_and_rules
     from capdaemon.daemon.runner import open_ticker
+    from capdaemon.stores.registry import dispatch
     from ghsandbox.testing import user_github
 
     keys = std.generate_keys()

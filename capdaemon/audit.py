@@ -5,9 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,16 @@ from capdaemon.canon import CLASSIFIER_LOG as CLASSIFIER_LOG
 from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.canon import utc_iso as utc_iso
 from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
-from capdaemon.chain import check_tail, entry_problem, whole_lines_size
+from capdaemon.chain import HEX64, check_tail, entry_problem, whole_lines_size
+from capdaemon.jsonl import AuditCorruptError as AuditCorruptError
+from capdaemon.jsonl import read_indexed as read_indexed
+from capdaemon.jsonl import read_record_at as read_record_at
+from capdaemon.jsonl import read_records as read_records
 from capdaemon.quoting import printable_short as printable_short
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
 
 GENESIS = "0" * 64
 TORN_TAIL_REPAIRED = "audit.torn_tail_repaired"  # the chain entry recording a torn-tail repair
-
-
-class AuditCorruptError(StateError):
-    """A complete line of an audit log is malformed or the chain is broken."""
 
 
 def _jsonable(obj: Any) -> Any:
@@ -240,50 +239,6 @@ class AuditLog:
         return VerifyReport(self.path, True, seq, last_hash=prev)
 
 
-def read_records(
-    path: Path, on_bad: Callable[[str], None] | None = None
-) -> Iterator[dict[str, Any]]:
-    """Every complete record of a log, read-only (no lock, no repair); missing file: none.
-
-    A line that is not a JSON object raises AuditCorruptError naming it, or, with `on_bad`,
-    is skipped after `on_bad("FILE:LINE: why")` is called (to tell the rest of the story)."""
-    for _, rec in read_indexed(path, on_bad):
-        yield rec
-
-
-def read_indexed(
-    path: Path, on_bad: Callable[[str], None] | None = None
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, record) of every complete record, read-only; see `read_record_at`
-    and, for `on_bad`, `read_records`."""
-    path = Path(path)
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except FileNotFoundError:
-        return
-    offset = 0
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.endswith(b"\n"):
-                break  # torn tail (a crash mid-write, or a writer right now)
-            here = offset
-            offset += len(line)
-            try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                rec, why = None, f"not JSON: {msg}"
-            else:
-                why = "" if isinstance(rec, dict) else "not a JSON object"
-            if why:
-                where = f"{path}:{n}: {why}"
-                if on_bad is None:
-                    raise AuditCorruptError(where)
-                on_bad(where)
-                continue
-            yield here, rec
-
-
 def _read_head(head_path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(head pointer, None), (None, None) when there is none, or (None, why it is unreadable).
 
@@ -305,27 +260,13 @@ def _read_head(head_path: Path) -> tuple[dict[str, Any] | None, str | None]:
         or isinstance(seq, bool)
         or seq < 1
         or not isinstance(digest, str)
-        or _HEX64.fullmatch(digest) is None
+        or HEX64.fullmatch(digest) is None
     ):
         return None, (
             f"head pointer {head_path} unreadable: expected "
             '{"seq": <n >= 1>, "hash": <64 hex>}: the tail cannot be vouched for'
         )
     return head, None
-
-
-def read_record_at(path: Path, offset: int) -> dict[str, Any]:
-    """The record starting at a byte offset `read_indexed` gave (the log is append-only)."""
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        line = fh.readline()
-    try:
-        rec = json.loads(line) if line.endswith(b"\n") else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        rec = None
-    if not isinstance(rec, dict):
-        raise AuditCorruptError(f"{path}: no record at byte {offset} (was the log rewritten?)")
-    return rec
 
 
 def story_order(rec: Mapping[str, Any]) -> tuple[str, int]:
@@ -427,141 +368,4 @@ def story(
             if rec.get("pr") == pr:
                 out.append(rec)
     out.sort(key=story_order)
-    return out
-
-
-# ----------------------------------------------------------------------------- anchors
-# The chain has no key: whoever can write bot-state/ can rebuild it end to end. Anchors are
-# the checkpoint (as in transparency logs): the digest publishes each log's newest seq and
-# hash off the host (the digest issue, its notification mails), and `audit verify --anchor`
-# checks that the log still holds exactly that entry; the chain then vouches for all before it.
-
-ANCHOR_PREFIX = "audit-anchor:"
-ANCHOR_LOGS = (CLASSIFIER_LOG, ACTIONS_LOG)
-_SEQ = re.compile(r"[1-9][0-9]{0,17}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-# an anchor line, possibly quoted (`> `), listed (`- `) or in inline code, as mail and Markdown do
-_ANCHOR_LINE = re.compile(r"^[\s>*`-]*" + re.escape(ANCHOR_PREFIX) + r"(?P<rest>.*)$")
-
-
-class AnchorError(ValueError):
-    """Anchor text that does not read as `FILE seq=N hash=H`."""
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """A published chain head: the entry `seq` of log `log` has hash `hash`."""
-
-    log: str
-    seq: int
-    hash: str
-    source: str = field(default="", compare=False)  # where it was read (for messages)
-
-    def __post_init__(self) -> None:
-        if self.log not in ANCHOR_LOGS:
-            raise AnchorError(f"unknown log {self.log!r} (expected {' or '.join(ANCHOR_LOGS)})")
-        if isinstance(self.seq, bool) or not isinstance(self.seq, int) or self.seq < 1:
-            raise AnchorError(f"seq must be a positive integer, got {self.seq!r}")
-        if not isinstance(self.hash, str) or not _HEX64.fullmatch(self.hash):
-            raise AnchorError("hash must be 64 lowercase hex digits")
-
-    def line(self) -> str:
-        """The fixed machine-readable line: `audit-anchor: FILE seq=N hash=H`."""
-        return f"{ANCHOR_PREFIX} {self.log} seq={self.seq} hash={self.hash}"
-
-
-def parse_anchor(text: str, source: str = "") -> Anchor:
-    """`FILE seq=N hash=H` (the `audit-anchor:` prefix optional) → Anchor, else AnchorError."""
-    s = str(text).strip()
-    if s.startswith(ANCHOR_PREFIX):
-        s = s[len(ANCHOR_PREFIX) :]
-    parts = s.split()
-    if len(parts) != 3:
-        raise AnchorError(f"expected 'FILE seq=N hash=H', got {printable_short(text)!r}")
-    log, seq_t, hash_t = parts
-    if log not in ANCHOR_LOGS:
-        raise AnchorError(f"unknown log {log[:60]!r} (expected {' or '.join(ANCHOR_LOGS)})")
-    if not seq_t.startswith("seq=") or not _SEQ.fullmatch(seq_t[4:]):
-        raise AnchorError(f"expected seq=N (N a positive integer), got {seq_t[:40]!r}")
-    hex_t = hash_t[5:].lower() if hash_t.startswith("hash=") else ""
-    if not _HEX64.fullmatch(hex_t):
-        raise AnchorError(f"expected hash=<64 hex digits>, got {hash_t[:80]!r}")
-    return Anchor(log, int(seq_t[4:]), hex_t, source)
-
-
-def find_anchors(text: str, source: str = "") -> list[Anchor]:
-    """Every anchor line in free text (a digest, an issue body, a mail), deduplicated, in order.
-
-    A line that starts with `audit-anchor:` (after quote/list/code marks) must be well
-    formed: AnchorError names its line. Mentions later in a line are prose, not anchors.
-    """
-    out: list[Anchor] = []
-    for n, line in enumerate(str(text).splitlines(), 1):
-        m = _ANCHOR_LINE.match(line)
-        if not m:
-            continue
-        try:
-            anchor = parse_anchor(m.group("rest").strip().rstrip("`"), source)
-        except AnchorError as exc:
-            raise AnchorError(f"line {n}: {exc}") from None
-        if anchor not in out:
-            out.append(anchor)
-    return out
-
-
-def head_anchor(path: Path) -> tuple[Anchor | None, VerifyReport]:
-    """The anchor of a log's newest entry, after a full chain check under the writer's lock.
-
-    (None, report) when the chain does not verify (never anchor a broken chain) or the log
-    is empty; the log's name must be one of ANCHOR_LOGS.
-    """
-    path = Path(path)
-    if not path.parent.is_dir():
-        return None, VerifyReport(path, True, 0, reason="no log yet")
-    with file_lock(path.with_name(path.name + ".lock")):
-        report = verify(path)
-    if not report.ok or report.count == 0:
-        return None, report
-    return Anchor(path.name, report.count, report.last_hash), report
-
-
-def check_anchors(path: Path, anchors: Iterable[Anchor]) -> list[str]:
-    """One-line reasons, one per anchor of this log the file does not hold; [] when all hold.
-
-    An anchor holds when every entry with its seq carries its hash, that hash matches the
-    entry's content, and such an entry exists. (The chain check proves the rest.)
-    """
-    path = Path(path)
-    mine = [a for a in anchors if a.log == path.name]
-    if not mine:
-        return []
-    wanted = {a.seq for a in mine}
-    seen: dict[int, set[str]] = {}
-    last = 0
-    unreadable = ""
-    try:
-        for rec in read_records(path):
-            seq = rec.get("seq") if isinstance(rec, dict) else None
-            if not isinstance(seq, int) or isinstance(seq, bool):
-                continue
-            last = max(last, seq)
-            if seq in wanted:
-                recorded, actual = rec.get("hash"), entry_hash(rec)
-                seen.setdefault(seq, set()).update({str(recorded), actual})
-    except AuditCorruptError as exc:
-        unreadable = str(exc)
-    out = []
-    for a in mine:
-        hashes = seen.get(a.seq)
-        if hashes == {a.hash}:
-            continue
-        if hashes is None:
-            detail = unreadable or f"the log ends at seq {last}"
-        else:
-            other = sorted(hashes - {a.hash}) or ["?"]
-            detail = f"entry seq={a.seq} has hash {other[0][:16]}…, the anchor {a.hash[:16]}…"
-        out.append(
-            f"{path}: anchor seq={a.seq} from {a.source or 'the digest'} does not match: "
-            f"the log was rewritten or cut ({detail})"
-        )
     return out

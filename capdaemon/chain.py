@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from capdaemon.canon import entry_hash
 
 CHAIN_KEYS = ("seq", "prev", "hash")
+HEX64 = re.compile(r"[0-9a-f]{64}")  # an entry hash: sha256, lower-case hex
 
 
 def entry_problem(rec: Any, expected_seq: int, prev: str) -> str:

@@ -1,21 +1,18 @@
-"""Read a local git range as a PR shows it: changed files (modes, counts, patches) and commits."""
+"""Read a local git range as a PR shows it: the changed files (modes, counts, patches)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 
-from capdaemon.model import MODE_SUBMODULE, Commit, FileChange, FileStatus
+from capdaemon.model import MODE_SUBMODULE, FileChange, FileStatus
 
 __all__ = [
     "GitError",
-    "commits_range",
     "diff_range",
     "merge_base",
-    "read_file",
     "resolve",
     "resolve_many",
 ]
@@ -57,7 +54,7 @@ def _env() -> dict[str, str]:
 
 def _git(
     repo: Path,
-    args: Sequence[str],
+    args: Sequence[str | bytes],
     *,
     ref: str | None = None,
     input: bytes | None = None,
@@ -83,7 +80,7 @@ def _git(
             raise GitError(f"git refuses {repo}: dubious ownership (see safe.directory)")
         first = err.splitlines()[0] if err else f"exit {proc.returncode}"
         where = f" (ref {ref!r})" if ref else ""
-        raise GitError(f"git {args[0]} failed in {repo}{where}: {first}")
+        raise GitError(f"git {os.fsdecode(args[0])} failed in {repo}{where}: {first}")
     return proc
 
 
@@ -172,12 +169,16 @@ def _fsdecode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _parse_raw(out: bytes) -> list[tuple[str, str, str, str, str, str, str | None]]:
+# one `git diff --raw` entry: (old_mode, new_mode, old_sha, new_sha, letter, path, previous)
+RawEntry = tuple[str, str, str, str, str, str, str | None]
+
+
+def _parse_raw(out: bytes) -> list[RawEntry]:
     """Parse `git diff --raw -z`: (old_mode, new_mode, old_sha, new_sha, letter, path, previous)."""
     parts = out.split(b"\0")
     if parts and parts[-1] == b"":
         parts.pop()
-    entries = []
+    entries: list[RawEntry] = []
     i = 0
     while i < len(parts):
         meta = parts[i]
@@ -270,7 +271,7 @@ def _hunks(chunk: bytes) -> str | None:
 
 
 def _patches_one_run(
-    repo: Path, mb: str, head_sha: str, entries: list[tuple]
+    repo: Path, mb: str, head_sha: str, entries: list[RawEntry]
 ) -> list[str | None] | None:
     """Patches for every entry from ONE git process; None when the chunks don't line up."""
     proc = _git(repo, ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
@@ -294,7 +295,7 @@ def _patches_one_run(
     return out
 
 
-def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: tuple) -> str | None:
+def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: RawEntry) -> str | None:
     """The patch of one entry (fallback path: one git process per file)."""
     path, previous = entry[5], entry[6]
     paths = [path] if previous is None else [previous, path]
@@ -425,77 +426,3 @@ def diff_range(
             )
         )
     return files
-
-
-# ---------------------------------------------------------------------------
-# commits
-
-_LOG_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B")
-
-
-def _parse_dt(text: str) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def commits_range(repo: Path, base: str, head: str) -> list[Commit]:
-    """The commits of `base..head`, oldest first (as GitHub lists a PR's commits)."""
-    repo = Path(repo)
-    base_sha, head_sha = resolve_many(repo, [base, head])
-    fmt = "%x00".join(_LOG_FIELDS)
-    proc = _git(
-        repo,
-        [
-            "log",
-            "-z",
-            "--reverse",
-            "--no-color",
-            "--no-show-signature",
-            "--encoding=UTF-8",
-            f"--format={fmt}",
-            f"{base_sha}..{head_sha}",
-            "--",
-        ],
-        ref=f"{base}..{head}",
-    )
-    parts = proc.stdout.split(b"\0")
-    n = len(_LOG_FIELDS)
-    commits = []
-    for i in range(0, len(parts) - n + 1, n):
-        fields = [p.decode("utf-8", "replace") for p in parts[i : i + n]]
-        sha, parents, an, ae, ad, cn, ce, cd, body = fields
-        sha = sha.lstrip("\n")
-        if not sha:
-            continue
-        commits.append(
-            Commit(
-                sha=sha,
-                parents=tuple(parents.split()),
-                message=body.rstrip("\n"),
-                author_name=an,
-                author_email=ae,
-                authored_at=_parse_dt(ad),
-                committer_name=cn,
-                committer_email=ce,
-                committed_at=_parse_dt(cd),
-            )
-        )
-    return commits
-
-
-def read_file(repo: Path, rev: str, path: str) -> str | None:
-    """The text of `path` at commit `rev` (e.g. the base's `.capdaemon.yml`); None if absent."""
-    repo = Path(repo)
-    sha = resolve(repo, rev)
-    proc = _git(repo, ["cat-file", "--batch"], input=f"{sha}:{path}\n".encode(), ref=rev)
-    out = proc.stdout
-    nl = out.find(b"\n")
-    header = out[:nl].decode("utf-8", "replace").split()
-    if nl == -1 or len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
-        return None
-    data = out[nl + 1 : nl + 1 + int(header[2])]
-    return None if _is_binary(data) else data.decode("utf-8", "replace")

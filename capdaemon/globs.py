@@ -16,6 +16,8 @@ TYPE_CHECKING = False  # typing costs ~2 ms to import; every annotation here is 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    import pathspec
+
 
 class PathError(ValueError):
     """A path that cannot be normalised safely (absolute, escaping with `..`, empty, NUL)."""
@@ -97,6 +99,7 @@ class GlobSet:
 
     patterns: tuple[str, ...]
     case_insensitive: bool
+    _spec: pathspec.PathSpec[pathspec.pattern.Pattern]
 
     def __init__(self, patterns: tuple[str, ...], case_insensitive: bool = True) -> None:
         import pathspec  # lazily: see the module docstring
@@ -147,10 +150,7 @@ class GlobSet:
         out: list[tuple[str | None, bool | None]] = []
         for p in self.patterns:
             pat = factory(p.casefold() if self.case_insensitive else p) if p else None
-            if pat is None or pat.include is None or pat.regex is None:
-                out.append((None, None))
-            else:
-                out.append((pat.regex.pattern, pat.include))
+            out.append(_regex_of(pat))
         return out
 
     def __bool__(self) -> bool:
@@ -163,9 +163,9 @@ class GlobSet:
         )
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
+        if not isinstance(other, GlobSet) or other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.patterns, self.case_insensitive) == (other.patterns, other.case_insensitive)  # type: ignore[attr-defined]
+        return (self.patterns, self.case_insensitive) == (other.patterns, other.case_insensitive)
 
     def __hash__(self) -> int:
         return hash((self.patterns, self.case_insensitive))
@@ -307,7 +307,14 @@ def compile_glob(pattern: str, *, case_insensitive: bool = True) -> tuple[str | 
         pat = factory(pattern.casefold() if case_insensitive else pattern)
     except Exception as exc:
         raise GlobError(f"bad glob {pattern!r}: {exc}") from exc
-    if pat.include is None or pat.regex is None:
+    return _regex_of(pat)
+
+
+def _regex_of(pat: object) -> tuple[str | None, bool | None]:
+    """(regex source, include) of a compiled pathspec pattern; (None, None) for a no-op."""
+    from pathspec.pattern import RegexPattern
+
+    if not isinstance(pat, RegexPattern) or pat.include is None or pat.regex is None:
         return None, None
     return pat.regex.pattern, pat.include
 

@@ -7,7 +7,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -41,7 +41,8 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
     """Configure structlog once for the process: `json`, `console`, or `auto` (console on a TTY).
 
     Returns the format chosen ("json" or "console")."""
-    out = stream if stream is not None else _CurrentStderr()
+    # a duck-typed stream: the loggers below only write, flush and ask isatty
+    out = stream if stream is not None else cast(TextIO, _CurrentStderr())
     if fmt == "auto":
         fmt = "console" if out.isatty() else "json"
     if fmt not in ("json", "console"):
@@ -103,8 +104,9 @@ def logging_for_command(fmt: str = "auto", level: str = "info") -> Iterator[str]
 
 
 def get_logger(name: str = "capdaemon") -> Any:
-    """A structlog logger bound to a component name."""
-    return structlog.get_logger(name).bind(component=name)
+    """A structlog logger bound to a component name, resolved at each use: a module-level
+    `log = get_logger(...)` follows the configuration (format, stream) set up later."""
+    return structlog.get_logger(name, component=name)
 
 
 # Messages of the libraries we drive that we report ourselves as one structured event

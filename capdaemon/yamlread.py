@@ -165,10 +165,11 @@ def _refuse_aliases(text: str) -> None:
     for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         if isinstance(event, yaml.AliasEvent):
             mark = event.start_mark
+            column, line = (mark.column + 1, mark.line + 1) if mark is not None else (0, 0)
             raise YamlInputError(
-                f"YAML alias *{printable_short(event.anchor, 40)} at column "
-                f"{mark.column + 1} is not allowed here; write the value out",
-                mark.line + 1,
+                f"YAML alias *{printable_short(event.anchor or '', 40)} at column "
+                f"{column} is not allowed here; write the value out",
+                line or None,
             )
 
 

@@ -1,8 +1,10 @@
-"""The capability system: task scopes, immutable snapshots, scope checks and escalation records.
+"""The capability system's pure core: task scopes, snapshot hashing and the scope checks.
 
-Public API: load_snapshot, check_paths, check_file_changes,
-check_command, list_escalations, mark_notified, and the typed errors in `model`. Names are
-imported lazily so that `scope-guard` loads only the submodules it uses.
+No file, process or network I/O here (tests/capability/test_cap_pure.py checks): the snapshot
+files, dispatch registry, escalation records and task-file reading live in `capdaemon.stores`,
+the QC runner in `capdaemon.commands.qc`. Public API: check_paths, check_file_changes,
+check_command, parse_task, and the typed errors in `model`. Names are imported lazily so that
+`scope-guard` loads only the submodules it uses.
 """
 
 from __future__ import annotations
@@ -14,10 +16,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 _EXPORTS = {
-    "capdaemon.capability.escalation": (
-        "EscalationRecord", "list_escalations", "mark_notified", "mark_resolved",
-        "read_escalation", "write_escalation",
-    ),
     "capdaemon.capability.model": (
         "BadTaskIdError", "Capability", "CapabilityError", "CapabilitySnapshot",
         "DispatchConflictError", "ExpiredError", "NoCapabilityError", "SnapshotError",
@@ -28,9 +26,8 @@ _EXPORTS = {
         "check_binding", "check_command", "check_file_changes", "check_path", "check_paths",
         "check_symlink", "expiry_violation",
     ),
-    "capdaemon.capability.registry": ("DispatchResult", "TaskState", "dispatch", "list_tasks"),
-    "capdaemon.capability.snapshot": ("find_dispatch_records", "guard_capability", "load_snapshot"),
-    "capdaemon.capability.taskfile": ("load_task_file", "parse_task", "parse_task_text"),
+    "capdaemon.capability.snapshot": ("build_snapshot", "content_hash", "guard_capability"),
+    "capdaemon.capability.taskfile": ("parse_task", "parse_task_text"),
 }  # fmt: skip
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -58,7 +58,7 @@ def check_disk_path(cap: Capability, repo: Path, raw: str) -> list[Violation]:
     else:
         tail = raw
     try:
-        norm = normalize_path(rel if is_abs else raw)
+        norm = normalize_path(rel if rel is not None else raw)
     except PathError as exc:
         return [Violation(ViolationKind.INVALID_PATH, raw, str(exc))]
     out: list[Violation] = []

@@ -6,7 +6,6 @@ import re
 import shlex
 import unicodedata
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from capdaemon.capability.model import (
@@ -35,27 +34,6 @@ RESOURCE_KEYS = (
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
 _UNBIND_HINT = "omit the key to leave the task unbound"
 _SHELL_OPERATORS = frozenset(";&|<>()`$\n")
-
-
-def load_task_file(path: Path, *, allow_no_scope: bool = False) -> Capability:
-    """Read and validate a task file. Raises TaskFileError (NoCapabilityError for no scope)."""
-    path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_TASK_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise TaskFileError("", "no such task file") from None
-    except OSError as exc:
-        raise TaskFileError("", f"cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_TASK_FILE_BYTES:
-        raise TaskFileError(
-            "", f"larger than the limit of {MAX_TASK_FILE_BYTES // 1024} KiB for a task file"
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TaskFileError("", "not UTF-8 text") from None
-    return parse_task_text(text, allow_no_scope=allow_no_scope)
 
 
 def parse_task_text(text: str, *, allow_no_scope: bool = False) -> Capability:
@@ -188,7 +166,7 @@ def _int(value: Any, field: str, lo: int, hi: int) -> int:
         raise TaskFileError(field, f"must be an integer from {lo} to {hi}, not {_type(value)}")
     if not lo <= value <= hi:
         raise TaskFileError(field, f"must be from {lo} to {hi}, not {value}")
-    return value
+    return int(value)
 
 
 def _globs(

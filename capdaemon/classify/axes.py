@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import json
-import re
-import tomllib
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from collections.abc import Iterable
 
 from capdaemon.classify import carveouts
-from capdaemon.classify.hunks import ADDED, REMOVED, Hunk, try_parse_patch
-from capdaemon.classify.literals import required_literals
-from capdaemon.config import ClassifierConfig
-from capdaemon.globs import PathError, compile_glob, fold_path, is_plain_ascii, normalize_path
+from capdaemon.classify.compiled import CompiledClassifier
+from capdaemon.classify.hunks import ADDED, Hunk, try_parse_patch
+from capdaemon.classify.structure import added_line_no, config_change, self_logic_hits
+from capdaemon.globs import PathError, fold_path, is_plain_ascii, normalize_path
 from capdaemon.model import (
     MODE_SUBMODULE,
     MODE_SYMLINK,
@@ -29,199 +21,6 @@ from capdaemon.model import (
 # Carve-out locations that are not config fields (SPEC 2.3 names them exactly).
 TYPO_FIX_DIRS: tuple[str, ...] = ("docs/concepts/",)
 TEST_DIRS: tuple[str, ...] = ("tests/",)
-MAX_CONFIG_BYTES = 1_000_000
-_SHAPE_BUDGET = 200_000
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-_SECRET_LABELS: dict[str, str] = {
-    r"-----BEGIN (?:[A-Z ]+ )?PRIVATE KEY-----": "a private key",
-    r"\bgh[pousr]_[A-Za-z0-9]{36,}\b": "a GitHub token",
-    r"\bgithub_pat_[A-Za-z0-9_]{40,}\b": "a GitHub token",
-    r"\bAKIA[0-9A-Z]{16}\b": "an AWS access key",
-    r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b": "a Slack token",
-    r"\bsk-[A-Za-z0-9_-]{20,}\b": "an API secret key",
-    r"\bAIza[0-9A-Za-z_-]{35}\b": "a Google API key",
-    r"\bglpat-[A-Za-z0-9_-]{20,}\b": "a GitLab token",
-}
-
-# A definition line in most languages: Python/Ruby def/class, JS function, Go func, Rust fn …
-_DEF_LINE = re.compile(
-    r"^(?P<indent>[ \t]*)(?:@\S+[ \t]+)*"
-    r"(?:(?:export|public|private|protected|internal|static|async|override|final|abstract|"
-    r"default|pub(?:\([^)]*\))?|unsafe|extern|inline|virtual)[ \t]+)*"
-    r"(?:def|class|func|function|fn|sub|interface|struct|impl|trait|module|object)\b"
-    r"[ \t]*(?P<name>[\w$.:<>]*)"
-)
-
-
-# ----------------------------------------------------------------------------- matchers
-class PathMatcher:
-    """A precompiled gitignore-style glob list: one union regex, per-pattern regexes for reasons.
-
-    `restrictive` matchers compare case-insensitively and also try the look-alike-folded form
-    (like GlobSet); carve-out matchers (`restrictive=False`) are exact and ASCII-only callers.
-    """
-
-    __slots__ = ("_each", "_union", "patterns", "restrictive")
-
-    def __init__(self, patterns: Iterable[str], *, restrictive: bool = True) -> None:
-        self.patterns = tuple(patterns)
-        self.restrictive = restrictive
-        each: list[tuple[str, re.Pattern[str]]] = []
-        for pat in self.patterns:
-            # One validated compile per glob, in the same dialect as capdaemon.globs.GlobSet.
-            source, include = compile_glob(pat, case_insensitive=restrictive)
-            if include and source is not None:
-                rx = source.replace("(?P<ps_d>", "(?:")
-                each.append((pat, re.compile(rx)))
-        self._each = tuple(each)
-        self._union = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in each)) if each else None
-
-    def _forms(self, path: str) -> tuple[str, ...]:
-        return path_forms(path) if self.restrictive else (path,)
-
-    def match(self, path: str) -> bool:
-        """True when any pattern matches the (normalised) path."""
-        union = self._union
-        if union is None:
-            return False
-        if not self.restrictive:
-            return union.match(path) is not None
-        forms = path_forms(path)
-        if union.match(forms[0]) is not None:
-            return True
-        return len(forms) > 1 and union.match(forms[1]) is not None
-
-    def hits(self, path: str) -> list[str]:
-        """The patterns that match (empty when none)."""
-        if not self.match(path):
-            return []
-        forms = self._forms(path)
-        out: list[str] = []
-        for pat, rx in self._each:
-            if pat not in out and any(rx.match(f) for f in forms):
-                out.append(pat)
-        return out
-
-
-@functools.lru_cache(maxsize=16384)
-def path_forms(path: str) -> tuple[str, ...]:
-    """The forms a restrictive list matches: lower-cased, plus look-alike-folded when different."""
-    low = path.casefold()
-    if path.isascii():
-        return (low,)
-    folded = fold_path(path)
-    return (low,) if folded == low else (low, folded)
-
-
-class ContentScanner:
-    """Regexes searched in added lines, behind a prefilter that never misses.
-
-    Patterns with required literals are only tried when one of their literals occurs in the
-    added text (a C-speed substring test); the others share one regex prefilter with any
-    leading `\\b` dropped (which only widens it).
-    """
-
-    __slots__ = ("_each", "_literals", "_loose")
-
-    def __init__(self, patterns: Iterable[str], labels: Callable[[int, str], str]) -> None:
-        pats = [p for p in patterns if p]
-        each = []
-        loose = []
-        for i, p in enumerate(pats):
-            lits = required_literals(p)
-            each.append((re.compile(p), labels(i, p), lits))
-            if lits is None:
-                loose.append(p[2:] if p.startswith("\\b") else p)
-        self._each = tuple(each)
-        self._literals = tuple(sorted({x for _, _, lits in each if lits for x in lits}))
-        try:
-            self._loose = re.compile("|".join(f"(?:{p})" for p in loose)) if loose else None
-        except re.error:  # e.g. inline global flags: no shared prefilter
-            self._loose = re.compile("")
-
-    def maybe(self, text: str) -> bool:
-        """False only when no pattern can match any line of `text` (a cheap superset test)."""
-        if self._loose is not None and self._loose.search(text) is not None:
-            return True
-        for lit in self._literals:  # noqa: SIM110 - a plain loop is faster in this hot path
-            if lit in text:
-                return True
-        return False
-
-    def scan(self, lines: Sequence[str]) -> list[tuple[int, str]]:
-        """(index into lines, label) of each line that matches a pattern."""
-        if not lines or not self.maybe("\n".join(lines)):
-            return []
-        out: list[tuple[int, str]] = []
-        for i, line in enumerate(lines):
-            for rx, label, _lits in self._each:
-                if rx.search(line):
-                    out.append((i, label))
-                    break
-        return out
-
-
-@dataclass(frozen=True)
-class CompiledClassifier:
-    """Everything of a ClassifierConfig that is compiled once (globs, content patterns)."""
-
-    config: ClassifierConfig
-    irreversible: PathMatcher
-    secrets: PathMatcher
-    external: PathMatcher
-    self_paths: PathMatcher
-    schemas: PathMatcher
-    always_d: PathMatcher
-    critical: PathMatcher
-    config_files: PathMatcher
-    source_root: PathMatcher
-    noncritical_files: PathMatcher
-    any_restrictive: PathMatcher
-    external_content: ContentScanner
-    secret_content: ContentScanner
-    self_logic: re.Pattern[str] | None
-
-
-def _union(patterns: Iterable[str], flags: int = 0) -> re.Pattern[str] | None:
-    pats = [p for p in patterns if p]
-    if not pats:
-        return None
-    return re.compile("|".join(f"(?:{p})" for p in pats), flags)
-
-
-@functools.lru_cache(maxsize=16)
-def compile_classifier(cfg: ClassifierConfig) -> CompiledClassifier:
-    """Compile a classifier config once (cached on the frozen config object)."""
-    root = cfg.source_root.strip("/")
-    source_root = (f"{root}/**",) if root else ()
-    restrictive = (
-        cfg.irreversible_globs + cfg.secret_globs + cfg.external_globs + cfg.self_paths
-        + cfg.schema_globs + cfg.always_d_globs + cfg.critical_globs + cfg.config_file_globs
-        + source_root
-    )  # fmt: skip
-    return CompiledClassifier(
-        config=cfg,
-        irreversible=PathMatcher(cfg.irreversible_globs),
-        secrets=PathMatcher(cfg.secret_globs),
-        external=PathMatcher(cfg.external_globs),
-        self_paths=PathMatcher(cfg.self_paths),
-        schemas=PathMatcher(cfg.schema_globs),
-        always_d=PathMatcher(cfg.always_d_globs),
-        critical=PathMatcher(cfg.critical_globs),
-        config_files=PathMatcher(cfg.config_file_globs),
-        source_root=PathMatcher(source_root),
-        noncritical_files=PathMatcher(cfg.noncritical_files, restrictive=False),
-        any_restrictive=PathMatcher(restrictive),
-        external_content=ContentScanner(
-            cfg.external_content_patterns, lambda i, p: "may send email, posts or webhooks"
-        ),
-        secret_content=ContentScanner(
-            cfg.secret_content_patterns,
-            lambda i, p: _SECRET_LABELS.get(p, f"a secret (pattern {i + 1})"),
-        ),
-        self_logic=_union((re.escape(p) for p in cfg.self_logic_patterns), re.IGNORECASE),
-    )
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -232,137 +31,6 @@ def _under(path: str, dirs: Iterable[str]) -> str | None:
         if path.startswith(prefix):
             return prefix
     return None
-
-
-def _shape(value: Any, budget: list[int]) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise ValueError("config file too deep or too large to compare")
-    if isinstance(value, dict):
-        return ("map", frozenset((str(k), _shape(v, budget)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return ("list", frozenset(_shape(v, budget) for v in value))
-    return type(value).__name__
-
-
-def _parse_config(path: str, text: str) -> Any:
-    low = path.casefold()
-    if low.endswith((".yml", ".yaml")):
-        return yaml.load(text, Loader=_YAML_LOADER)
-    if low.endswith(".json"):
-        return json.loads(text)
-    if low.endswith(".toml"):
-        return tomllib.loads(text)
-    raise ValueError("unknown config format")
-
-
-def config_change(path: str, base: str | None, head: str | None) -> tuple[bool, str]:
-    """(schema_changed, reason) for a config file, from its base and head contents.
-
-    Keys added or removed and value types changed are a schema change; anything that cannot
-    be compared (content unavailable, unparseable, too large) counts as a schema change.
-    """
-    if base is None or head is None:
-        return True, "config file content unavailable: schema change assumed"
-    if len(base) > MAX_CONFIG_BYTES or len(head) > MAX_CONFIG_BYTES:
-        return True, "config file too large to compare: schema change assumed"
-    try:
-        old = _parse_config(path, base)
-        new = _parse_config(path, head)
-        old_shape = _shape(old, [_SHAPE_BUDGET])
-        new_shape = _shape(new, [_SHAPE_BUDGET])
-    except RecursionError:
-        return True, "config file nested too deeply: schema change assumed"
-    except Exception as exc:  # yaml/json/toml errors and our own budget
-        return True, f"config file not comparable ({type(exc).__name__}): schema change assumed"
-    if old_shape != new_shape:
-        return True, "config schema changed (keys added/removed or value types changed)"
-    return False, "config values changed (schema unchanged)"
-
-
-def _scopes_by_line(content: str | None) -> list[tuple[str, ...]] | None:
-    """For each line (1-based index - 1) the names of the definitions enclosing it."""
-    if content is None:
-        return None
-    stack: list[tuple[int, str]] = []
-    out: list[tuple[str, ...]] = []
-    for line in content.splitlines():
-        stripped = line.strip()
-        if stripped:
-            indent = len(line) - len(line.lstrip(" \t"))
-            m = _DEF_LINE.match(line)
-            # a definition or any code line at or left of a scope's indentation closes it
-            while stack and indent <= stack[-1][0] and not stripped.startswith(("#", ")", "]")):
-                stack.pop()
-            if m is not None:
-                stack.append((indent, m.group("name") or stripped))
-        out.append(tuple(name for _, name in stack))
-    return out
-
-
-def self_logic_hits(
-    hunks: tuple[Hunk, ...], rx: re.Pattern[str], base: str | None, head: str | None
-) -> list[str]:
-    """Reasons why hunks of a bot-source file touch merge/auth logic (empty when they do not)."""
-    reasons: list[str] = []
-    if (
-        head is None
-        and base is None
-        and not any(rx.search(h.header) or rx.search("\n".join(h.raw)) for h in hunks)
-    ):
-        return reasons  # nothing in the hunks mentions merge/auth, and no content to look up
-    head_scopes = _scopes_by_line(head)
-    base_scopes = _scopes_by_line(base)
-    for h in hunks:
-        header_def = _DEF_LINE.match(h.header.strip()) if h.header.strip() else None
-        stack: list[tuple[int | None, str]] = []
-        if h.header.strip() and (header_def is not None or rx.search(h.header)):
-            name = header_def.group("name") if header_def is not None else ""
-            stack.append((None, name or h.header.strip()))
-        min_indent: int | None = None
-        for ln in h.lines:
-            text = ln.text
-            stripped = text.strip()
-            if not stripped:
-                continue
-            indent = len(text) - len(text.lstrip(" \t"))
-            m = _DEF_LINE.match(text)
-            if m is not None:
-                while stack and (
-                    (stack[-1][0] is not None and indent <= stack[-1][0])
-                    or (stack[-1][0] is None and min_indent is not None and indent < min_indent)
-                ):
-                    stack.pop()
-            if ln.kind in (ADDED, REMOVED):
-                n = ln.new_no if ln.kind == ADDED else ln.old_no
-                scopes = [name for _, name in stack]
-                by_content = head_scopes if ln.kind == ADDED else base_scopes
-                if by_content is not None and 0 < n <= len(by_content):
-                    scopes.extend(by_content[n - 1])
-                hit = rx.search(stripped)
-                if hit is not None:
-                    reasons.append(f"line {n} changes code mentioning {hit.group(0)!r}")
-                    return reasons
-                for name in scopes:
-                    hit = rx.search(name)
-                    if hit is not None:
-                        reasons.append(f"line {n} is inside {name.split('(')[0]!r}")
-                        return reasons
-            if m is not None:
-                stack.append((indent, m.group("name") or stripped))
-            min_indent = indent if min_indent is None else min(min_indent, indent)
-    return reasons
-
-
-def _added_line_no(hunks: tuple[Hunk, ...], index: int) -> int:
-    """The new-file line number of the index-th added line."""
-    for h in hunks:
-        for ln in h.lines:
-            if ln.kind == ADDED:
-                if index == 0:
-                    return ln.new_no
-                index -= 1
-    return 0
 
 
 def _normalize(path: str) -> str:
@@ -461,60 +129,11 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
         for pat in cc.self_paths.hits(p):
             ir.append(f"changes what the bot trusts or runs ({pat})")
 
-    # a removed file adds nothing to scan, and no carve-out reads its patch
     hunks = try_parse_patch(fc.patch) if status is not FileStatus.REMOVED else ()
-    if hunks is None:
-        why = "patch unavailable" if fc.patch is None else "patch unreadable"
-        ir.append(f"{why}: content could not be checked for secrets or external calls")
-    if hunks:
-        added_lines = [t for h in hunks for t in h.added_texts()]
-        added_text = "\n".join(added_lines)
-        scan_external = cc.external_content.maybe(added_text)
-        scan_secrets = cc.secret_content.maybe(added_text)
-        if scan_external or scan_secrets:
-            for i, label in cc.external_content.scan(added_lines)[:1] if scan_external else ():
-                ir.append(f"added line {_added_line_no(hunks, i)} {label}")
-            for i, label in cc.secret_content.scan(added_lines)[:3] if scan_secrets else ():
-                n = _added_line_no(hunks, i)
-                ir.append(f"added line {n} looks like {label} (value withheld)")
-        if cc.self_logic is not None and flagged and any(cc.source_root.match(p) for p in cr_paths):
-            for why in self_logic_hits(hunks, cc.self_logic, fc.base_content, fc.head_content):
-                ir.append(f"bot merge/auth logic: {why}")
-    if status is not FileStatus.REMOVED and hunks is not None and not hunks and fc.additions:
-        ir.append("added content not shown in the patch")
-
-    # ---- criticality
-    critical_hits: list[str] = []
-    for p in cr_paths if flagged else ():
-        critical_hits.extend(f"{p} matches {pat}" for pat in cc.critical.hits(p))
-        critical_hits.extend(f"{p} is a published schema ({pat})" for pat in cc.schemas.hits(p))
-        critical_hits.extend(
-            f"{p} changes what the bot trusts or runs ({pat})" for pat in cc.self_paths.hits(p)
-        )
-    if fc.new_mode == MODE_SYMLINK and status is not FileStatus.REMOVED:
-        critical_hits.extend(_symlink_target_hits(path, hunks, cc))
-    noncritical_why: str | None = None
-    if always_d:
-        pass
-    elif critical_hits:
-        noncritical_why, typo_why_not = _doctrine_typo(path, old, status, hunks, cc)
-        if noncritical_why is None:
-            cr.extend(critical_hits)
-            if typo_why_not:
-                cr.append(f"not a typo fix ({typo_why_not}): a rule change")
-    else:
-        is_config = [p for p in cr_paths if flagged and cc.config_files.match(p)]
-        if is_config:
-            _, why = config_change(path, fc.base_content, fc.head_content)
-            if status is not FileStatus.MODIFIED or old is not None:
-                why = f"config file {status.value}: schema change assumed"
-            # A values-only change is reported as such but is not on the non-critical list
-            # (SPEC 2.3: anything not proven non-critical is critical), so it stays critical.
-            cr.append(f"{path}: {why}")
-        else:
-            noncritical_why, why_not = _carve_out(path, old, status, hunks, cc)
-            if noncritical_why is None:
-                cr.append(why_not)
+    ir.extend(_content_reasons(fc, hunks, cc, flagged, cr_paths))
+    noncritical_why = _criticality(
+        fc, path, old, hunks, cc, cr_paths if flagged else (), always_d, cr
+    )
 
     if always_d and not ir:
         ir.append("CI definition or policy file: irreversible by rule")
@@ -532,6 +151,86 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
         reasons=tuple(reasons),
         previous_path=old if old is not None else fc.previous_path,
     )
+
+
+def _content_reasons(
+    fc: FileChange,
+    hunks: tuple[Hunk, ...] | None,
+    cc: CompiledClassifier,
+    flagged: bool,
+    cr_paths: tuple[str, ...],
+) -> list[str]:
+    """Irreversibility from the added lines: external calls, secrets, the bot's own merge and
+    auth logic, and a patch that could not be read (a removed file has nothing to scan)."""
+    status = fc.status
+    ir: list[str] = []
+    if hunks is None:
+        why = "patch unavailable" if fc.patch is None else "patch unreadable"
+        ir.append(f"{why}: content could not be checked for secrets or external calls")
+    if hunks:
+        added_lines = [t for h in hunks for t in h.added_texts()]
+        added_text = "\n".join(added_lines)
+        scan_external = cc.external_content.maybe(added_text)
+        scan_secrets = cc.secret_content.maybe(added_text)
+        if scan_external or scan_secrets:
+            for i, label in cc.external_content.scan(added_lines)[:1] if scan_external else ():
+                ir.append(f"added line {added_line_no(hunks, i)} {label}")
+            for i, label in cc.secret_content.scan(added_lines)[:3] if scan_secrets else ():
+                n = added_line_no(hunks, i)
+                ir.append(f"added line {n} looks like {label} (value withheld)")
+        if cc.self_logic is not None and flagged and any(cc.source_root.match(p) for p in cr_paths):
+            for why in self_logic_hits(hunks, cc.self_logic, fc.base_content, fc.head_content):
+                ir.append(f"bot merge/auth logic: {why}")
+    if status is not FileStatus.REMOVED and hunks is not None and not hunks and fc.additions:
+        ir.append("added content not shown in the patch")
+    return ir
+
+
+def _criticality(
+    fc: FileChange,
+    path: str,
+    old: str | None,
+    hunks: tuple[Hunk, ...] | None,
+    cc: CompiledClassifier,
+    flagged_paths: tuple[str, ...],
+    always_d: bool,
+    cr: list[str],
+) -> str | None:
+    """Add the critical reasons to `cr`; the non-critical carve-out that applies, if any.
+    `flagged_paths` are the paths (new and old) when any restrictive list may match them."""
+    status = fc.status
+    critical_hits: list[str] = []
+    for p in flagged_paths:
+        critical_hits.extend(f"{p} matches {pat}" for pat in cc.critical.hits(p))
+        critical_hits.extend(f"{p} is a published schema ({pat})" for pat in cc.schemas.hits(p))
+        critical_hits.extend(
+            f"{p} changes what the bot trusts or runs ({pat})" for pat in cc.self_paths.hits(p)
+        )
+    if fc.new_mode == MODE_SYMLINK and status is not FileStatus.REMOVED:
+        critical_hits.extend(_symlink_target_hits(path, hunks, cc))
+    noncritical_why: str | None = None
+    if always_d:
+        pass
+    elif critical_hits:
+        noncritical_why, typo_why_not = _doctrine_typo(path, old, status, hunks, cc)
+        if noncritical_why is None:
+            cr.extend(critical_hits)
+            if typo_why_not:
+                cr.append(f"not a typo fix ({typo_why_not}): a rule change")
+    else:
+        is_config = [p for p in flagged_paths if cc.config_files.match(p)]
+        if is_config:
+            _, why = config_change(path, fc.base_content, fc.head_content)
+            if status is not FileStatus.MODIFIED or old is not None:
+                why = f"config file {status.value}: schema change assumed"
+            # A values-only change is reported as such but is not on the non-critical list
+            # (SPEC 2.3: anything not proven non-critical is critical), so it stays critical.
+            cr.append(f"{path}: {why}")
+        else:
+            noncritical_why, why_not = _carve_out(path, old, status, hunks, cc)
+            if noncritical_why is None:
+                cr.append(why_not)
+    return noncritical_why
 
 
 def _symlink_target_hits(

@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from capdaemon.classify.axes import CompiledClassifier, classify_file, fail_closed
+from capdaemon.classify.axes import classify_file, fail_closed
+from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.model import FileChange, FileVerdict
 
 BUDGET_REASON = "classification budget"

@@ -99,7 +99,7 @@ def osa_distance(a: str, b: str, limit: int = MAX_LINE_EDITS) -> int:
 
 
 def _guard_words(line: str) -> Counter[str]:
-    words = Counter()
+    words: Counter[str] = Counter()
     for w in _WORD.findall(line):
         f = w.casefold().replace("’", "'")
         if f in ENGLISH_GUARD_WORDS or f.endswith("n't"):

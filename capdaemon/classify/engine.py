@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from capdaemon.classify.axes import compile_classifier
 from capdaemon.classify.budget import DEFAULT_BUDGET, Budget, classify_files
+from capdaemon.classify.compiled import compile_classifier
 from capdaemon.classify.rules import BUILTIN_RULES, RuleContext
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.classify.user_rules import UserRule, run_user_rule

@@ -10,8 +10,8 @@ try:  # Python 3.11+
     from re import _constants as sre_c  # type: ignore[attr-defined]
     from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - older layouts
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as sre_c
+    import sre_parse
 
 MAX_ALTERNATIVES = 64
 _INLINE_I = re.compile(r"\(\?[a-zA-Z-]*i[a-zA-Z-]*[:)]")
@@ -31,6 +31,7 @@ def _exact(seq: Any) -> set[str] | None:
     """The exact strings a purely literal sequence matches, or None."""
     out = {""}
     for op, av in seq:
+        nxt: set[str] | None
         if op is sre_c.LITERAL:
             nxt = {chr(av)}
         elif op is sre_c.IN:
@@ -38,12 +39,13 @@ def _exact(seq: Any) -> set[str] | None:
         elif op is sre_c.SUBPATTERN and not av[1] and not av[2]:
             nxt = _exact(av[3])
         elif op is sre_c.BRANCH:
-            nxt = set()
+            union: set[str] = set()
             for branch in av[1]:
                 sub = _exact(branch)
                 if sub is None:
                     return None
-                nxt |= sub
+                union |= sub
+            nxt = union
         else:
             return None
         if nxt is None:

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from capdaemon.classify.axes import CompiledClassifier
+from capdaemon.classify.compiled import CompiledClassifier
+from capdaemon.classify.ruletable import RULE_TABLE
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.model import (
@@ -211,13 +212,20 @@ class BuiltinRule:
     can_disable: bool
 
 
-BUILTIN_RULES: Sequence[BuiltinRule] = (
-    BuiltinRule("path_classifier_default", path_classifier_default, False),
-    BuiltinRule("published_verdict", published_verdict, True),
-    BuiltinRule("bot_self_repo", bot_self_repo, False),
-    BuiltinRule("empty_pr", empty_pr, False),
-    BuiltinRule("auto_revert_marker", auto_revert_marker, True),
-    BuiltinRule("agent_session_invalid", agent_session_invalid, False),
-    BuiltinRule("classifier_publisher_invalid", classifier_publisher_invalid, False),
-    BuiltinRule("file_list_incomplete", file_list_incomplete, False),
+# each row of the rule table (capdaemon.classify.ruletable) bound to its function by name
+_FUNCS: dict[str, Rule] = {
+    f.__name__: f
+    for f in (
+        path_classifier_default,
+        published_verdict,
+        bot_self_repo,
+        empty_pr,
+        auto_revert_marker,
+        agent_session_invalid,
+        classifier_publisher_invalid,
+        file_list_incomplete,
+    )
+}
+BUILTIN_RULES: Sequence[BuiltinRule] = tuple(
+    BuiltinRule(r.name, _FUNCS[r.name], r.can_disable) for r in RULE_TABLE
 )

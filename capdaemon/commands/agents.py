@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,20 +19,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 (also when no identity was seen yet); 2 on bad input or corrupt state."""
-    from capdaemon.audit import utc_iso
     from capdaemon.commands._common import (
         CLIError,
         command_inputs,
         error,
     )
-    from capdaemon.daemon.safety_state import burn_in_raw
-    from capdaemon.decide.burnin import BurnInState
+    from capdaemon.decide.burnin import BurnInState, burn_in_raw
+    from capdaemon.filenames import METRICS_FILE, SAFETY_FILE
     from capdaemon.state import StateError, read_json
+    from capdaemon.timefmt import utc_iso
 
     try:
         config, now, sdir = command_inputs(args)
-        safety = read_json(sdir / "safety.json", None) or {}
-        metrics = read_json(sdir / "tick_metrics.json", None) or {}
+        safety = read_json(sdir / SAFETY_FILE, None) or {}
+        metrics = read_json(sdir / METRICS_FILE, None) or {}
         raw = burn_in_raw(safety, metrics)
         try:
             state = BurnInState.from_json(raw)
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         error("agents", f"corrupt state: {exc}")
         return 2
     days = config.burn_in_days
-    rows = []
+    rows: list[dict[str, Any]] = []
     for a in state.agents:
         registered = config.registry.knows(*a.agent_id.split("/", 1))
         rows.append(

@@ -55,7 +55,7 @@ def _read_text(name: str) -> str:
 
 def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
     """Every anchor the arguments name, parsed strictly (CLIError naming the argument)."""
-    from capdaemon.audit import AnchorError, find_anchors, parse_anchor
+    from capdaemon.anchors import AnchorError, find_anchors, parse_anchor
 
     out: list[Any] = []
 
@@ -93,7 +93,8 @@ def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     """`audit verify`: exit 0 when both logs are whole and all anchors hold, 1 naming the
     first bad line or the anchor that fails, 2 on bad input."""
-    from capdaemon.audit import check_anchors, log_paths, verify
+    from capdaemon.anchors import check_anchors
+    from capdaemon.audit import log_paths, verify
 
     sdir = state_dir(args)
     if not sdir.is_dir():

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """0 ok / reset done; 1 refused (not an owner); 2 bad input or unreadable state."""
     from datetime import timedelta
 
-    from capdaemon.audit import AuditLog, log_paths, utc_iso
+    from capdaemon.audit import AuditLog, log_paths
     from capdaemon.commands._common import (
         CLIError,
         command_inputs,
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.daemon.safety import owners_reset
     from capdaemon.daemon.safety_state import read_breaker
     from capdaemon.state import StateError
+    from capdaemon.timefmt import utc_iso
 
     prog = f"breaker {args.action}"
     try:
@@ -47,13 +48,15 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps({**bf.to_json(), "in_window": len(window)}, sort_keys=True))
                 return 0
             if st.tripped:
-                print(f"breaker: TRIPPED since {utc_iso(st.tripped_at)}; no auto-merges")
+                since = utc_iso(st.tripped_at) if st.tripped_at else "an unknown time"
+                print(f"breaker: TRIPPED since {since}; no auto-merges")
                 if bf.incident_issue:
                     print(f"incident issue: {config.ballot_repo}#{bf.incident_issue['number']}")
             else:
                 print("breaker: closed")
                 if st.reset_by:
-                    print(f"last reset by {st.reset_by} at {utc_iso(st.reset_at)}")
+                    at = utc_iso(st.reset_at) if st.reset_at else "an unknown time"
+                    print(f"last reset by {st.reset_by} at {at}")
             print(
                 f"incidents in the last {config.breaker.window_hours:g} h: {len(window)} "
                 f"(trips at {config.breaker.threshold})"

@@ -17,12 +17,12 @@ from capdaemon.commands._common import (
     printable,
     state_dir,
 )
+from capdaemon.filenames import REPO_POLICY_FILE
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
     from capdaemon.model import PRSnapshot, Verdict
 
-REPO_POLICY_FILE = ".capdaemon.yml"
 # `classify --exit-code`: 0 for A, distinct non-zero codes for B, C, D (1 and 2 stay errors).
 QUADRANT_EXIT = {"A": 0, "B": 10, "C": 11, "D": 12}
 
@@ -84,7 +84,7 @@ def build_snapshot(
     repo: Path, base: str, head: str, config: Config, *, name: str, number: int, author: str | None
 ) -> tuple[PRSnapshot, Config]:
     """A PRSnapshot of `base...head` (files, commits, base policy) + the config with its policy."""
-    from capdaemon import gitdiff
+    from capdaemon import gitdiff, gitlog
     from capdaemon.config import ConfigError, parse_repo_policy
     from capdaemon.globs import GlobSet
     from capdaemon.model import PRSnapshot
@@ -99,8 +99,8 @@ def build_snapshot(
         return path.startswith(root) or wanted.match(path)
 
     files = gitdiff.diff_range(repo, base_sha, head_sha, contents_for=contents_for)
-    commits = gitdiff.commits_range(repo, base_sha, head_sha)
-    policy_text = gitdiff.read_file(repo, base_sha, REPO_POLICY_FILE)
+    commits = gitlog.commits_range(repo, base_sha, head_sha)
+    policy_text = gitlog.read_file(repo, base_sha, REPO_POLICY_FILE)
     if policy_text is not None:
         source = f"{REPO_POLICY_FILE} at {base}"
         try:

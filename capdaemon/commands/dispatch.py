@@ -7,7 +7,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+from capdaemon.commands._common import add_state_arg, error, state_dir
 
 PROG = "dispatch"
 
@@ -31,18 +31,18 @@ def run(args: argparse.Namespace) -> int:
         NoCapabilityError,
         TaskFileError,
     )
-    from capdaemon.capability.registry import dispatch
-    from capdaemon.capability.taskfile import load_task_file
     from capdaemon.state import StateError
+    from capdaemon.stores.registry import dispatch
+    from capdaemon.stores.taskfiles import load_task_file
 
     taskfile = Path(args.taskfile)
     try:
         cap = load_task_file(taskfile, allow_no_scope=args.allow_no_scope)
     except NoCapabilityError as exc:
-        err(PROG, f"REFUSED: {taskfile}: {exc}")
+        error(PROG, f"REFUSED: {taskfile}: {exc}")
         return 1
     except TaskFileError as exc:  # bad input: exit 2, as every other command
-        err(PROG, f"{taskfile}: {exc}")
+        error(PROG, f"{taskfile}: {exc}")
         return 2
     if cap.legacy:
         bar = "!" * 72
@@ -58,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = dispatch(state_dir(args), cap, now, source=str(taskfile))
     except DispatchConflictError as exc:
-        err(PROG, f"REFUSED: {exc}")
+        error(PROG, f"REFUSED: {exc}")
         return 1
     except (CapabilityError, StateError) as exc:
-        err(PROG, f"REFUSED: {exc}")
+        error(PROG, f"REFUSED: {exc}")
         return 1
     snap = result.snapshot
     if result.outcome == "unchanged":

@@ -150,12 +150,13 @@ def _findings(args: argparse.Namespace) -> Iterator[tuple[Finding, bool]]:
 def _candidates(forge: Forge, config: Config, state: Path, agents: list[str]) -> set[str]:
     """Logins whose write access to the decision repo matters: the --agent logins, the PR
     authors the daemon has seen (bot-state/prs.json, read only) and open PRs' authors."""
+    from capdaemon.filenames import PRS_FILE
     from capdaemon.forge.errors import ForgeError
     from capdaemon.state import StateError, read_json
 
     found = {a for a in agents if a}
     try:
-        data = read_json(state / "prs.json", None) or {}
+        data = read_json(state / PRS_FILE, None) or {}
     except StateError:
         data = {}
     prs = data.get("prs") if isinstance(data, dict) else None

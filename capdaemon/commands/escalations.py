@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir, state_dir_problem
+from capdaemon.commands._common import add_state_arg, error, state_dir, state_dir_problem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,17 +18,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the records; 0, or 1 when a record is corrupt, 2 when the state directory does
     not exist."""
-    from capdaemon.capability.escalation import list_escalations
     from capdaemon.state import StateError
+    from capdaemon.stores.escalations import list_escalations
 
     problem = state_dir_problem(state_dir(args))
     if problem:
-        err("escalations", f"error: {problem}")
+        error("escalations", problem)
         return 2
     try:
         recs = list_escalations(state_dir(args), include_resolved=args.all)
     except StateError as exc:
-        err("escalations", str(exc))
+        error("escalations", str(exc))
         return 1
     if args.json:
         print(json.dumps([r.to_dict() for r in recs], indent=2, ensure_ascii=False))

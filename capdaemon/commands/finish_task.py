@@ -10,9 +10,16 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+from capdaemon.commands._common import add_state_arg, error, state_dir
+
+if TYPE_CHECKING:
+    from capdaemon.audit import AuditLog
+    from capdaemon.capability.model import CapabilitySnapshot, Violation
+    from capdaemon.commands.qc import QCResult
+    from capdaemon.config import Config
+    from capdaemon.model import FileChange
 
 PROG = "finish-task"
 
@@ -42,127 +49,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 when every change is in scope; 1 on a violation (escalated, audited); 2 bad usage."""
     from capdaemon.audit import ACTIONS_LOG, AuditLog
-    from capdaemon.capability.escalation import write_escalation
-    from capdaemon.capability.model import (
-        BadTaskIdError,
-        SnapshotError,
-        UnknownTaskError,
-        Violation,
-        ViolationKind,
-        validate_task_id,
-    )
-    from capdaemon.capability.scope import check_file_changes
-    from capdaemon.capability.snapshot import load_snapshot
-    from capdaemon.gitdiff import GitError, diff_range, resolve
-    from capdaemon.model import MODE_SYMLINK, FileStatus
+    from capdaemon.capability.model import BadTaskIdError, validate_task_id
+    from capdaemon.commands._common import CLIError, load_config_from_args
+    from capdaemon.gitdiff import GitError
 
     try:
         task_id = validate_task_id(args.task)
     except BadTaskIdError as exc:
-        err(PROG, str(exc))
+        error(PROG, str(exc))
         return 2
-    from capdaemon.commands._common import CLIError, load_config_from_args
-
     try:
         config = load_config_from_args(args)
     except CLIError as exc:
-        err(PROG, str(exc))
+        error(PROG, str(exc))
         return 2
     if args.qc_timeout <= 0:
-        err(PROG, f"--qc-timeout must be greater than 0, got {args.qc_timeout:g}")
+        error(PROG, f"--qc-timeout must be greater than 0, got {args.qc_timeout:g}")
         return 2
     repo = Path(args.repo) if args.repo else Path.cwd()
     state = state_dir(args)
     now = datetime.now(UTC)
     entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": args.base}
 
-    violations: list[Violation] = []
-    changes = []
-    snap = None
+    snap, violations = _snapshot(state, task_id)
     try:
-        snap = load_snapshot(state, task_id)
-    except UnknownTaskError as exc:
-        violations.append(Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc)))
-    except SnapshotError as exc:
-        violations.append(Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}"))
-
-    try:
-        head_sha = resolve(repo, args.head)
-        entry["head_sha"] = head_sha
-        if snap is not None:
-            changes = diff_range(repo, args.base, head_sha, patches=False)
-            links = {
-                c.path
-                for c in changes
-                if c.new_mode == MODE_SYMLINK and c.status is not FileStatus.REMOVED
-            }
-            if links:  # second pass only when symlinks changed: read their targets
-                changes = diff_range(
-                    repo, args.base, head_sha, patches=False, contents_for=links.__contains__
-                )
+        changes = _changes(repo, args.base, args.head, snap, entry)
     except GitError as exc:
-        if snap is not None:
-            err(PROG, f"cannot read the task branch: {exc}")
-            return 2
-        # no usable capability: the refusal below stands even without the branch
-
-    qc_results = []
+        error(PROG, f"cannot read the task branch: {exc}")
+        return 2
+    qc_results: list[QCResult] = []
     if snap is not None and "head_sha" in entry:
-        from capdaemon.capability.qc import run_qc
-
-        commands = list(args.qc) if args.qc else list(snap.capability.qc)
-        qc_results = run_qc(snap, commands, repo, now, timeout=args.qc_timeout)
-        for r in qc_results:
-            print(r.line(), file=sys.stdout if r.status == "passed" else sys.stderr)
-            if r.status == "failed" and r.output:
-                print("\n".join(f"    {x}" for x in r.output.splitlines()), file=sys.stderr)
-            if r.violation is not None:
-                violations.append(r.violation)
-        entry["qc"] = [{"command": r.command, "status": r.status, "detail": r.detail}
-                       for r in qc_results]  # fmt: skip
+        qc_results = _qc(args, snap, repo, now, entry, violations)
     if snap is not None:
-        if snap.legacy:
-            print(
-                f"capdaemon finish-task: WARNING: task {task_id} is LEGACY (dispatched with "
-                "--allow-no-scope): its changes are not limited by a scope",
-                file=sys.stderr,
-            )
-            entry["legacy"] = True
-        scope = check_file_changes(snap, changes, now)
-        violations.extend(scope)
-        print(
-            f"scope {'FAILED' if scope else 'passed'}: {len(changes)} changed path(s), "
-            f"{len(scope)} out of scope ({args.base}...{str(entry.get('head_sha', '?'))[:12]})",
-            file=sys.stderr if scope else sys.stdout,
-        )
+        violations.extend(_scope(snap, changes, now, task_id, args.base, entry))
     entry["files"] = len(changes)
     log = AuditLog(state / ACTIONS_LOG)
     if violations:
-        for v in violations:
-            print(f"capdaemon finish-task: OUT OF SCOPE: {v.line()}", file=sys.stderr)
-        rec = write_escalation(
-            state,
-            task_id,
-            violations,
-            now,
-            layer=PROG,
-            extra={"base": args.base, "head_sha": entry.get("head_sha"), "repo": str(repo)},
-        )
-        log.append(
-            {
-                **entry,
-                "action": "scope_violation",
-                "escalation": rec.id,
-                "violations": [v.to_dict() for v in violations],
-            },
-            now=now,
-        )
-        print(
-            f"capdaemon finish-task: BLOCKED: {len(violations)} violation(s); escalated: {rec.id}",
-            file=sys.stderr,
-        )
-        _alert(config, state, task_id, rec.id, violations, now)
-        return 1
+        return _block(config, state, repo, task_id, violations, entry, log, now)
     log.append({**entry, "action": "finish_task", "result": "pass"}, now=now)
     print(
         f"task {task_id}: {len(qc_results)} QC command(s) passed, {len(changes)} changed "
@@ -171,8 +94,154 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _snapshot(state: Path, task_id: str) -> tuple[CapabilitySnapshot | None, list[Violation]]:
+    """The task's proven snapshot, or None and the violation that says why there is none."""
+    from capdaemon.capability.model import (
+        SnapshotError,
+        UnknownTaskError,
+        Violation,
+        ViolationKind,
+    )
+    from capdaemon.stores.capabilities import load_snapshot
+
+    try:
+        return load_snapshot(state, task_id), []
+    except UnknownTaskError as exc:
+        return None, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))]
+    except SnapshotError as exc:
+        return None, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")]
+
+
+def _changes(
+    repo: Path, base: str, head: str, snap: CapabilitySnapshot | None, entry: dict[str, Any]
+) -> list[FileChange]:
+    """The branch's changed paths (symlink targets read when symlinks changed); sets
+    entry["head_sha"]. GitError only with a capability: without one the refusal stands."""
+    from capdaemon.gitdiff import GitError, diff_range, resolve
+    from capdaemon.model import MODE_SYMLINK, FileStatus
+
+    try:
+        head_sha = resolve(repo, head)
+        entry["head_sha"] = head_sha
+        if snap is None:
+            return []
+        changes = diff_range(repo, base, head_sha, patches=False)
+        links = {
+            c.path
+            for c in changes
+            if c.new_mode == MODE_SYMLINK and c.status is not FileStatus.REMOVED
+        }
+        if links:  # second pass only when symlinks changed: read their targets
+            changes = diff_range(
+                repo, base, head_sha, patches=False, contents_for=links.__contains__
+            )
+        return changes
+    except GitError:
+        if snap is not None:
+            raise
+        return []
+
+
+def _qc(
+    args: argparse.Namespace,
+    snap: CapabilitySnapshot,
+    repo: Path,
+    now: datetime,
+    entry: dict[str, Any],
+    violations: list[Violation],
+) -> list[QCResult]:
+    """Run the QC commands (--qc, else the capability's), print each result, collect the
+    refusals and failures as violations and the results in the audit entry."""
+    from capdaemon.commands.qc import run_qc
+
+    commands = list(args.qc) if args.qc else list(snap.capability.qc)
+    qc_results = run_qc(snap, commands, repo, now, timeout=args.qc_timeout)
+    for r in qc_results:
+        print(r.line(), file=sys.stdout if r.status == "passed" else sys.stderr)
+        if r.status == "failed" and r.output:
+            print("\n".join(f"    {x}" for x in r.output.splitlines()), file=sys.stderr)
+        if r.violation is not None:
+            violations.append(r.violation)
+    entry["qc"] = [{"command": r.command, "status": r.status, "detail": r.detail}
+                   for r in qc_results]  # fmt: skip
+    return qc_results
+
+
+def _scope(
+    snap: CapabilitySnapshot,
+    changes: list[FileChange],
+    now: datetime,
+    task_id: str,
+    base: str,
+    entry: dict[str, Any],
+) -> list[Violation]:
+    """The changed paths checked against the capability, with the one-line summary."""
+    from capdaemon.capability.scope import check_file_changes
+
+    if snap.legacy:
+        print(
+            f"capdaemon finish-task: WARNING: task {task_id} is LEGACY (dispatched with "
+            "--allow-no-scope): its changes are not limited by a scope",
+            file=sys.stderr,
+        )
+        entry["legacy"] = True
+    scope = check_file_changes(snap, changes, now)
+    print(
+        f"scope {'FAILED' if scope else 'passed'}: {len(changes)} changed path(s), "
+        f"{len(scope)} out of scope ({base}...{str(entry.get('head_sha', '?'))[:12]})",
+        file=sys.stderr if scope else sys.stdout,
+    )
+    return scope
+
+
+def _block(
+    config: Config,
+    state: Path,
+    repo: Path,
+    task_id: str,
+    violations: list[Violation],
+    entry: dict[str, Any],
+    log: AuditLog,
+    now: datetime,
+) -> int:
+    """Print the violations, write the escalation record and the audit entry, tell the
+    owners; 1."""
+    from capdaemon.stores.escalations import write_escalation
+
+    for v in violations:
+        print(f"capdaemon finish-task: OUT OF SCOPE: {v.line()}", file=sys.stderr)
+    rec = write_escalation(
+        state,
+        task_id,
+        violations,
+        now,
+        layer=PROG,
+        extra={"base": entry["base"], "head_sha": entry.get("head_sha"), "repo": str(repo)},
+    )
+    log.append(
+        {
+            **entry,
+            "action": "scope_violation",
+            "escalation": rec.id,
+            "violations": [v.to_dict() for v in violations],
+        },
+        now=now,
+    )
+    print(
+        f"capdaemon finish-task: BLOCKED: {len(violations)} violation(s); escalated: {rec.id}",
+        file=sys.stderr,
+    )
+    _alert(config, state, task_id, rec.id, violations, now)
+    return 1
+
+
 def _alert(
-    config: Any, state: Path, task_id: str, esc_id: str, violations: list[Any], now: datetime
+    config: Config,
+    state: Path,
+    task_id: str,
+    esc_id: str,
+    violations: list[Violation],
+    now: datetime,
 ) -> None:
     """Tell the owners now through the notification channels; say who was told."""
     from capdaemon.channels.notify import Notice, Notifier, channel_names

@@ -12,6 +12,8 @@ import argparse
 import re
 from pathlib import Path
 
+from capdaemon.filenames import CLASSIFIER_CONFIG_FILE, MAIN_CONFIG_FILE
+
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
 _SAFE_CANDIDATES = ("docs/", "doc/", "examples/", "tests/", "test/")
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {printable(str(path))}")
     print(
-        f"next: edit {printable(str(args.dir / 'capdaemon.yml'))} (github.app_id, "
+        f"next: edit {printable(str(args.dir / MAIN_CONFIG_FILE))} (github.app_id, "
         f"private_key_file), then `capdaemon doctor --config {printable(str(args.dir))}`"
     )
     return 0
@@ -101,7 +103,7 @@ def write_starter(
     if not files:
         raise CLIError(f"the sample config is missing from {sample}; reinstall capdaemon")
     texts = {p.relative_to(sample): p.read_text(encoding="utf-8") for p in files}
-    main, classifier = Path("capdaemon.yml"), Path("classifier.yml")
+    main, classifier = Path(MAIN_CONFIG_FILE), Path(CLASSIFIER_CONFIG_FILE)
     texts[main] = fill_main(texts[main], repos, owners, bot_repo)
     if detect is not None:
         texts[classifier] = fill_classifier(texts[classifier], detect)

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from capdaemon.config import Config
+    from capdaemon.forge.client import Forge
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -103,21 +109,20 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn_decision_writers(forge: object, config: object, sdir: object, extra: list[str]) -> None:
+def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list[str]) -> None:
     """WARN (stderr, never an exit code) about non-owners who can write to the decision repo.
 
     Candidates: the decision repo's collaborators when GitHub lets us list them; otherwise the
     PR authors (agents) in bot-state/prs.json plus `--agent` logins, checked one by one.
     """
-    from pathlib import Path
-
     from capdaemon.daemon.access import decision_repo_writers
+    from capdaemon.filenames import PRS_FILE
     from capdaemon.logging import get_logger
     from capdaemon.state import StateError, read_json
 
     candidates = set(extra)
     try:
-        raw = read_json(Path(str(sdir)) / "prs.json", None) or {}
+        raw = read_json(sdir / PRS_FILE, None) or {}
         for rec in (raw.get("prs") or {}).values():
             if isinstance(rec, dict) and rec.get("author"):
                 candidates.add(str(rec["author"]))
@@ -127,11 +132,11 @@ def _warn_decision_writers(forge: object, config: object, sdir: object, extra: l
 
     log = get_logger("capdaemon.protect")
     try:
-        writers, how = decision_repo_writers(forge, config, candidates)  # type: ignore[arg-type]
+        writers, how = decision_repo_writers(forge, config, candidates)
     except ForgeError as exc:
         log.warning("protect.writers_unknown", error=str(exc))
         return
-    repo = getattr(config, "ballot_repo", None)
+    repo = config.ballot_repo
     for w in writers:
         log.warning(
             "protect.decision_repo_writer",

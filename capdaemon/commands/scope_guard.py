@@ -11,7 +11,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir
+from capdaemon.commands._common import add_state_arg, error, state_dir
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
+if TYPE_CHECKING:
+    from capdaemon.capability.model import Violation
 
 PROG = "scope-guard"
 
@@ -44,19 +48,20 @@ def run(args: argparse.Namespace) -> int:
         ViolationKind,
         validate_task_id,
     )
-    from capdaemon.capability.snapshot import guard_capability, load_snapshot
+    from capdaemon.capability.snapshot import guard_capability
+    from capdaemon.stores.capabilities import load_snapshot
 
     if not args.paths and not args.commands:
-        err(PROG, "give at least one PATH or --command CMD")
+        error(PROG, "give at least one PATH or --command CMD")
         return 2
     try:
         task_id = validate_task_id(args.task)
     except BadTaskIdError as exc:
-        err(PROG, str(exc))
+        error(PROG, str(exc))
         return 2
     repo = Path(args.repo) if args.repo else Path.cwd()
     if not repo.is_dir():
-        err(PROG, f"--repo {repo} is not a directory")
+        error(PROG, f"--repo {repo} is not a directory")
         return 2
     now = datetime.now(UTC)
     state = state_dir(args)
@@ -97,10 +102,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse(state: Path, task_id: str, violations: list, now: datetime) -> int:
+def _refuse(state: Path, task_id: str, violations: list[Violation], now: datetime) -> int:
     """Print one line per violation, write the escalation record and the audit entry; 1."""
     from capdaemon.audit import ACTIONS_LOG, AuditLog
-    from capdaemon.capability.escalation import write_escalation
+    from capdaemon.stores.escalations import write_escalation
 
     for v in violations:
         print(f"capdaemon scope-guard: OUT OF SCOPE: {v.line()}", file=sys.stderr)
@@ -118,5 +123,5 @@ def _refuse(state: Path, task_id: str, violations: list, now: datetime) -> int:
         )
         print(f"capdaemon scope-guard: escalated: {rec.id}", file=sys.stderr)
     except Exception as exc:  # the refusal stands even when the record cannot be written
-        err(PROG, f"could not write the escalation record: {exc}")
+        error(PROG, f"could not write the escalation record: {exc}")
     return 1

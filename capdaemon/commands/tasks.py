@@ -6,7 +6,7 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from capdaemon.capability.cli_support import add_state_arg, err, state_dir, state_dir_problem
+from capdaemon.commands._common import add_state_arg, error, state_dir, state_dir_problem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,12 +18,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the snapshots; 0 (even when some are tampered: the listing says so); 2 when the
     state directory does not exist."""
-    from capdaemon.capability.registry import list_tasks
+    from capdaemon.stores.registry import list_tasks
 
     sdir = state_dir(args)
     problem = state_dir_problem(sdir)
     if problem:
-        err("tasks", f"error: {problem}")
+        error("tasks", problem)
         return 2
     now = datetime.now(UTC)
     rows = list_tasks(sdir, now)

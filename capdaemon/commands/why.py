@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the PR's story; exit 1 when the logs know nothing of it, 2 on a bad argument,
     3 when a log has a malformed line (named on stderr; the story is told without it)."""
     from capdaemon.audit import story
-    from capdaemon.capability.cli_support import state_dir_problem
+    from capdaemon.commands._common import state_dir_problem
 
     m = _PR_RE.match(args.pr.strip())
     if not m:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
-from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.config import Config
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import Metrics, PRStore
@@ -22,6 +21,7 @@ from capdaemon.daemon.tickdata import TickReport, _Stopped
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import CheckRun
+from capdaemon.stores.capabilities import load_snapshot
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule

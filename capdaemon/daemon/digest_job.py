@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from capdaemon.audit import Anchor, AuditLog, head_anchor, log_paths, read_records, utc_iso
+from capdaemon.anchors import Anchor, head_anchor
+from capdaemon.audit import AuditLog, log_paths, read_records, utc_iso
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.safety_state import SAFETY_FILE, burn_in_raw, read_breaker
+from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
 from capdaemon.daemon.texts import issue_web_url
-from capdaemon.decide.burnin import BurnInState
+from capdaemon.decide.burnin import BurnInState, burn_in_raw
 from capdaemon.decide.digest import (
     DigestBallot,
     DigestFacts,

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from capdaemon.capability.escalation import list_escalations, mark_notified
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
@@ -23,6 +22,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity, MarkedIssue
+from capdaemon.stores.escalations import list_escalations, mark_notified
 
 
 def issue_activity(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,9 +164,3 @@ def new_actions(
                 seq = int(rec["seq"])
                 out.append(rec)
     return out, {"seq": seq, "offset": offset}
-
-
-def burn_in_raw(safety: Mapping[str, Any], metrics: Mapping[str, Any]) -> Any:
-    """The L4 burn-in clocks' JSON: safety.json's `burn_in`, else the copy mirrored to
-    tick_metrics.json (`l4_burn_in`, the only home before safety.json), else none."""
-    return safety.get("burn_in") or metrics.get("l4_burn_in") or {}

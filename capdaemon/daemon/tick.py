@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
-from capdaemon.capability.escalation import list_escalations
 from capdaemon.capability.model import CapabilitySnapshot
+from capdaemon.classify.ruletable import CHECK_READING_RULES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import ballots, issues, merging, poll
 from capdaemon.daemon.botstate import Metrics, PRStore
@@ -37,7 +37,6 @@ from capdaemon.daemon.safety import SafetyNet
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
-    CHECK_READING_RULES,
     CRASH_ENV,
     GATHER_CHUNK,
     GATHER_WORKERS,
@@ -63,6 +62,7 @@ from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
+from capdaemon.stores.escalations import list_escalations
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import utc_iso
-from capdaemon.classify.rules import BUILTIN_RULES
+from capdaemon.classify.ruletable import CHECK_READING_RULES, RULE_NAMES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
 from capdaemon.daemon.safety.common import QUIET_REREAD
@@ -30,11 +30,10 @@ GATHER_WORKERS = 8
 GATHER_CHUNK = 100
 # A ballot whose issue activity did not change is still read in full this often (see notes).
 BALLOT_REREAD = QUIET_REREAD
-# Built-in rules that read snapshot.check_runs: a D they vote for can be lifted by a newer
-# check run (tests/daemon/test_steady.py keeps this list honest). User rules may read check
-# runs too, so a D that rests on them is never "firm" either.
-CHECK_READING_RULES = frozenset({"published_verdict", "classifier_publisher_invalid"})
-_BUILTIN_NAMES = frozenset(r.name for r in BUILTIN_RULES)
+# CHECK_READING_RULES: built-in rules that read snapshot.check_runs, a D they vote for can be
+# lifted by a newer check run. User rules may read check runs too, so a D that rests on them is
+# never "firm" either.
+_BUILTIN_NAMES = frozenset(RULE_NAMES)
 # Decision issues whose text capdaemon restores when someone else edits it (R5).
 WATCHED_KINDS = (BALLOT, REVIEW)
 

@@ -10,6 +10,7 @@ from capdaemon.config import Config
 from capdaemon.dashboard.charts import quadrant_bars
 from capdaemon.dashboard.html import esc, quadrant, table
 from capdaemon.dashboard.readmodel import QUADRANTS, ReadModel
+from capdaemon.timefmt import parse_utc
 
 _REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([0-9]+)$")
 
@@ -17,10 +18,9 @@ _REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([0-9]+)$")
 def parse_ts(ts: str) -> datetime | None:
     """An audit timestamp (`...Z`) → aware datetime, or None."""
     try:
-        dt = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
+        return parse_utc(ts, "ts")
+    except ValueError:
         return None
-    return dt if dt.tzinfo else None
 
 
 def age(ts: str, now: datetime) -> str:

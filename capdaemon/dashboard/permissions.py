@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capdaemon.audit import utc_iso
 from capdaemon.dashboard.html import esc, table
 from capdaemon.dashboard.readmodel import ReadModel
 from capdaemon.decide.burnin import BurnInStatus
+from capdaemon.timefmt import utc_iso
 
 
 def _list(items: Iterable[str]) -> str:

@@ -17,32 +17,32 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from capdaemon.anchors import Anchor, check_anchors, find_anchors
 from capdaemon.audit import (
-    Anchor,
     VerifyReport,
-    check_anchors,
-    find_anchors,
     log_paths,
     read_record_at,
     story_order,
     verify,
 )
-from capdaemon.capability.escalation import ESCALATIONS_DIR, EscalationRecord, list_escalations
-from capdaemon.capability.registry import TaskState, list_tasks
-from capdaemon.capability.snapshot import CAPABILITIES_DIR
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.botstate import JOURNAL_FILE, METRICS_FILE, PRS_FILE
-from capdaemon.daemon.digest_job import DIGEST_DIR, pr_records
-from capdaemon.daemon.safety_state import (
+from capdaemon.daemon.digest_job import pr_records
+from capdaemon.daemon.safety_state import BreakerFile, read_breaker
+from capdaemon.decide.burnin import AgentClock, BurnInState, burn_in_raw
+from capdaemon.filenames import (
     BREAKER_FILE,
+    CAPABILITIES_DIR,
+    DIGEST_DIR,
+    ESCALATIONS_DIR,
+    JOURNAL_FILE,
+    METRICS_FILE,
+    PRS_FILE,
     SAFETY_FILE,
-    BreakerFile,
-    burn_in_raw,
-    read_breaker,
 )
-from capdaemon.decide.burnin import AgentClock, BurnInState
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, read_json
+from capdaemon.stores.escalations import EscalationRecord, list_escalations
+from capdaemon.stores.registry import TaskState, list_tasks
 
 CHART_DAYS = 30
 QUADRANTS = tuple(q.value for q in Quadrant)

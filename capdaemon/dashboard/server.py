@@ -16,16 +16,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from capdaemon.audit import ACTIONS_LOG, CLASSIFIER_LOG
-from capdaemon.capability.escalation import ESCALATIONS_DIR
-from capdaemon.capability.snapshot import CAPABILITIES_DIR
 from capdaemon.config import Config
-from capdaemon.daemon.botstate import JOURNAL_FILE, METRICS_FILE, PRS_FILE
-from capdaemon.daemon.digest_job import DIGEST_DIR
-from capdaemon.daemon.safety_state import BREAKER_FILE, SAFETY_FILE
 from capdaemon.dashboard.html import csp
 from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.site import render, story_index
+from capdaemon.filenames import (
+    ACTIONS_LOG,
+    BREAKER_FILE,
+    CAPABILITIES_DIR,
+    CLASSIFIER_LOG,
+    DIGEST_DIR,
+    ESCALATIONS_DIR,
+    JOURNAL_FILE,
+    METRICS_FILE,
+    PRS_FILE,
+    SAFETY_FILE,
+)
 from capdaemon.logging import get_logger
 
 # the files (and folders: a new file changes their mtime) the read model is built from

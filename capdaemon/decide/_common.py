@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from capdaemon.audit import utc_iso
+from capdaemon.timefmt import parse_utc, utc_iso
 
 
 def aware(dt: datetime, name: str) -> datetime:
@@ -75,15 +75,7 @@ class _Reader:
         value = self._get(key, optional)
         if value is None and optional:
             return None
-        if not isinstance(value, str):
-            raise ValueError(f"{self._name(key)}: expected an ISO datetime string, got {value!r}")
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValueError(f"{self._name(key)}: not an ISO datetime: {value!r}") from exc
-        if parsed.tzinfo is None:
-            raise ValueError(f"{self._name(key)}: datetime without a time zone: {value!r}")
-        return parsed
+        return parse_utc(value, self._name(key))
 
     def items(self, key: str, *, optional: bool = False) -> list[Any]:
         value = self._get(key, optional)

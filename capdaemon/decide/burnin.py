@@ -117,6 +117,14 @@ class BurnInState:
         return cls(tuple(sorted(clocks, key=lambda a: a.agent_id)))
 
 
+def burn_in_raw(safety: Any, metrics: Any) -> Any:
+    """The burn-in clocks' JSON form: safety.json's `burn_in`, else the copy mirrored to
+    tick_metrics.json's `l4_burn_in` (older state), else none."""
+    ours = safety.get("burn_in") if isinstance(safety, dict) else None
+    mirrored = metrics.get("l4_burn_in") if isinstance(metrics, dict) else None
+    return ours or mirrored or {}
+
+
 def observe(
     state: BurnInState, agent_ids: Iterable[str], now: datetime
 ) -> tuple[BurnInState, list[Action]]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from capdaemon.audit import Anchor
+from capdaemon.anchors import Anchor
 from capdaemon.decide._common import aware, dt_to_json
 from capdaemon.decide._text import format_age, link, md, ref
 from capdaemon.decide.breaker import BreakerState
@@ -224,7 +224,8 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         out += _breaker_lines(facts.breaker, tripped_first=True)
 
     out += ["## Quadrants", "", "| A | B | C | D | total |", "|---|---|---|---|---|"]
-    out += ["| " + " | ".join(str(counts.get(q, 0)) for q in "ABCD") + f" | {total} |", ""]
+    quads = (Quadrant.A, Quadrant.B, Quadrant.C, Quadrant.D)
+    out += ["| " + " | ".join(str(counts.get(q, 0)) for q in quads) + f" | {total} |", ""]
     out += [*_pie(counts), ""]
 
     out += [f"## Merges ({len(facts.merges)})", ""]

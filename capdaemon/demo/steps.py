@@ -67,8 +67,8 @@ def write_config(config_dir: Path, *, base_url: str, key_file: Path) -> None:
 
 def dispatch_tasks(state_dir: Path, now: datetime) -> None:
     """Dispatch every demo task (the capability snapshots the hard wall checks PRs against)."""
-    from capdaemon.capability.registry import dispatch
     from capdaemon.capability.taskfile import parse_task
+    from capdaemon.stores.registry import dispatch
 
     for task_id, paths in TASKS.items():
         cap = parse_task(

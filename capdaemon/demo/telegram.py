@@ -48,8 +48,8 @@ def _enable_telegram(config_dir: Path, keys_dir: Path, api_url: str, token: str)
 
 
 def _dispatch(state_dir: Path, now: datetime) -> None:
-    from capdaemon.capability.registry import dispatch
     from capdaemon.capability.taskfile import parse_task
+    from capdaemon.stores.registry import dispatch
 
     cap = parse_task(
         {

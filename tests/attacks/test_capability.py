@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from capdaemon.capability.registry import dispatch
-from capdaemon.capability.snapshot import snapshot_path
 from capdaemon.capability.taskfile import parse_task
+from capdaemon.stores.capabilities import snapshot_path
+from capdaemon.stores.registry import dispatch
 from tests.daemon.conftest import T0
 
 pytestmark = pytest.mark.slow

@@ -22,15 +22,11 @@ from capdaemon.capability.model import (
     TaskFileError,
     ViolationKind,
 )
-from capdaemon.capability.registry import dispatch, list_tasks
 from capdaemon.capability.scope import check_binding
-from capdaemon.capability.snapshot import (
-    content_hash,
-    guard_capability,
-    load_snapshot,
-    snapshot_path,
-)
+from capdaemon.capability.snapshot import content_hash, guard_capability
 from capdaemon.capability.taskfile import parse_task
+from capdaemon.stores.capabilities import load_snapshot, snapshot_path
+from capdaemon.stores.registry import dispatch, list_tasks
 
 SCHEMA = json.loads(
     (Path(__file__).parents[2] / "schemas" / "task.schema.json").read_text(encoding="utf-8")

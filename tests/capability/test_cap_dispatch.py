@@ -16,8 +16,9 @@ from capdaemon.capability.model import (
     TamperedError,
     UnknownTaskError,
 )
-from capdaemon.capability.registry import list_tasks
-from capdaemon.capability.snapshot import content_hash, load_snapshot
+from capdaemon.capability.snapshot import content_hash
+from capdaemon.stores.capabilities import load_snapshot
+from capdaemon.stores.registry import list_tasks
 
 from .helpers import INCIDENT_TASK
 

@@ -10,7 +10,7 @@ import pytest
 from freezegun import freeze_time
 
 from capdaemon.audit import ACTIONS_LOG, AuditLog, verify
-from capdaemon.capability.escalation import list_escalations, mark_notified, mark_resolved
+from capdaemon.stores.escalations import list_escalations, mark_notified, mark_resolved
 
 from .helpers import INCIDENT_TASK, escalations
 

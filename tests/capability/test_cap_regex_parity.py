@@ -19,14 +19,12 @@ from pathlib import Path
 import pytest
 
 from capdaemon import config as defaults
-from capdaemon.capability import registry
 from capdaemon.capability.model import Capability
 from capdaemon.capability.scope import check_path
 from capdaemon.capability.snapshot import (
     build_snapshot,
     content_hash,
     guard_capability,
-    load_snapshot,
     snapshot_from_body,
 )
 from capdaemon.globs import (
@@ -37,6 +35,8 @@ from capdaemon.globs import (
     normalize_path,
     pathspec_version,
 )
+from capdaemon.stores import registry
+from capdaemon.stores.capabilities import load_snapshot
 
 from .helpers import INCIDENT_TASK
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from capdaemon.classify.axes import classify_file, compile_classifier, config_change
+from capdaemon.classify.axes import classify_file
+from capdaemon.classify.compiled import compile_classifier
+from capdaemon.classify.structure import config_change
 from capdaemon.config import ClassifierConfig
 from capdaemon.model import FileChange, FileStatus, FileVerdict
 

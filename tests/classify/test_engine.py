@@ -34,7 +34,7 @@ def test_every_rule_is_recorded_in_order() -> None:
 @pytest.mark.parametrize(
     ("disabled", "still_runs"),
     [
-        pytest.param("published_verdict", False, id="non-D-rule-can-be-disabled"),
+        pytest.param("published_verdict", True, id="verdict-rule-votes-D-cannot-be-disabled"),
         pytest.param("auto_revert_marker", False, id="auto-revert-can-be-disabled"),
         pytest.param("empty_pr", True, id="D-rule-cannot-be-disabled"),
         pytest.param("path_classifier_default", True, id="path-rule-cannot-be-disabled"),

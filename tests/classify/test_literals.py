@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capdaemon.classify.axes import ContentScanner
+from capdaemon.classify.compiled import ContentScanner
 from capdaemon.classify.literals import required_literals
 from capdaemon.config import DEFAULT_EXTERNAL_CONTENT_PATTERNS, DEFAULT_SECRET_CONTENT_PATTERNS
 

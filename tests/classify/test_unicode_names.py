@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capdaemon.classify.axes import classify_file, compile_classifier
+from capdaemon.classify.axes import classify_file
+from capdaemon.classify.compiled import compile_classifier
 from capdaemon.config import ClassifierConfig
 from capdaemon.model import Quadrant
 

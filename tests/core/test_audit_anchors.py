@@ -9,17 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from capdaemon.audit import (
+from capdaemon.anchors import (
     ANCHOR_PREFIX,
-    GENESIS,
     Anchor,
     AnchorError,
-    AuditLog,
-    entry_hash,
     find_anchors,
     head_anchor,
-    log_paths,
     parse_anchor,
+)
+from capdaemon.audit import (
+    GENESIS,
+    AuditLog,
+    entry_hash,
+    log_paths,
     verify,
 )
 from capdaemon.canon import canonical_json

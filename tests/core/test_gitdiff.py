@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from capdaemon.gitdiff import GitError, commits_range, diff_range, merge_base, read_file, resolve
+from capdaemon.gitdiff import GitError, diff_range, merge_base, resolve
+from capdaemon.gitlog import commits_range, read_file
 from capdaemon.model import MODE_SUBMODULE, MODE_SYMLINK, FileStatus
 
 

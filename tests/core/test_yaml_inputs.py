@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capdaemon.capability.model import TaskFileError
-from capdaemon.capability.taskfile import load_task_file, parse_task_text
+from capdaemon.capability.taskfile import parse_task_text
 from capdaemon.config import CONFIG_FILES, ConfigError, load_config, parse_repo_policy
+from capdaemon.stores.taskfiles import load_task_file
 
 BAD_SCALARS = {
     "5000-digit integer": "1" * 5000,

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from capdaemon.capability.escalation import list_escalations, write_escalation
 from capdaemon.capability.model import Violation, ViolationKind
 from capdaemon.demo.steps import dispatch_tasks
+from capdaemon.stores.escalations import list_escalations, write_escalation
 
 from .conftest import T0, Harness
 

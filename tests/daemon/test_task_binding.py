@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from capdaemon.capability.registry import dispatch
-from capdaemon.capability.snapshot import load_snapshot
 from capdaemon.capability.taskfile import parse_task
 from capdaemon.daemon.tasks import evaluate
 from capdaemon.model import FileChange, FileStatus, PRSnapshot
+from capdaemon.stores.capabilities import load_snapshot
+from capdaemon.stores.registry import dispatch
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

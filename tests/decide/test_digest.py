@@ -231,7 +231,7 @@ def test_untrusted_titles_are_escaped() -> None:
 def test_audit_anchors_section() -> None:
     """The digest ends with one machine-readable anchor line per log, in a code block,
     the sentence saying what they are for, and notes for logs not anchored."""
-    from capdaemon.audit import Anchor, find_anchors
+    from capdaemon.anchors import Anchor, find_anchors
 
     anchors = (
         Anchor("classifier_audit.jsonl", 123, "ab" * 32),

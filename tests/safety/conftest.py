@@ -34,8 +34,8 @@ class SafetyHarness(Harness):
 
     def task(self, task_id: str, level: int, policy: str = "tiered") -> None:
         """Dispatch a task allowing every path, at `level` with `merge_policy`."""
-        from capdaemon.capability.registry import dispatch
         from capdaemon.capability.taskfile import parse_task
+        from capdaemon.stores.registry import dispatch
 
         cap = parse_task(
             {

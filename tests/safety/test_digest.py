@@ -133,7 +133,8 @@ def test_digest_publishes_audit_anchors_that_catch_a_rebuilt_log(
 ) -> None:
     """The digest file and issue carry one anchor per log (the newest entries at render time);
     `audit verify` with the issue text passes, and fails once the host rebuilds a log."""
-    from capdaemon.audit import find_anchors, log_paths
+    from capdaemon.anchors import find_anchors
+    from capdaemon.audit import log_paths
     from tests.core.test_audit_anchors import rewrite_chain
 
     safe.configure()

@@ -12,12 +12,13 @@ from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.safety.common import Report, SeenPR, log_records
-from capdaemon.daemon.safety_state import SafetyStore, burn_in_raw, new_actions
+from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide._common import Action
 from capdaemon.decide.burnin import (
     BurnInState,
     BurnInStatus,
     advance,
+    burn_in_raw,
     observe,
     record_rejection,
 )

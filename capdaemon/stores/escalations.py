@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capdaemon.audit import utc_iso
 from capdaemon.capability.model import Violation
+from capdaemon.filenames import ESCALATIONS_DIR
 from capdaemon.state import StateError, canonical_json, read_json, write_new_json
+from capdaemon.timefmt import utc_iso
 
-ESCALATIONS_DIR = "escalations"
 SUFFIX = ".escalate"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _RECORD_ID = re.compile(r"^[0-9]{8}T[0-9]{6}[0-9]*Z-[A-Za-z0-9._-]+-[0-9a-f]{12}$")

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from capdaemon.audit import ACTIONS_LOG, AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.capability.model import (
     Capability,
     CapabilityError,
@@ -15,16 +15,16 @@ from capdaemon.capability.model import (
     DispatchConflictError,
     TamperedError,
 )
-from capdaemon.capability.snapshot import (
-    CAPABILITIES_DIR,
-    build_snapshot,
+from capdaemon.capability.snapshot import build_snapshot, snapshot_from_body
+from capdaemon.filenames import ACTIONS_LOG, CAPABILITIES_DIR
+from capdaemon.state import file_lock, write_new_json
+from capdaemon.stores.capabilities import (
     find_dispatch_records,
     load_snapshot,
     read_snapshot_body,
-    snapshot_from_body,
     snapshot_path,
 )
-from capdaemon.state import file_lock, write_new_json
+from capdaemon.timefmt import utc_iso
 
 
 @dataclass(frozen=True)

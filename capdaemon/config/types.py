@@ -1,0 +1,323 @@
+"""The config types: frozen objects for config/*.yml, with the built-in defaults of the spec.
+
+They are the contract every layer reads; `capdaemon.config.loaders.load_config` builds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from capdaemon.channels.config import ChannelsConfig
+from capdaemon.filenames import REPO_POLICY_FILE
+from capdaemon.model import Severity
+
+if TYPE_CHECKING:
+    from capdaemon.config.policy import RepoPolicy
+
+# ----------------------------------------------------------------------------- classifier
+DEFAULT_SOURCE_ROOT = "src/multiagent_protocol"
+
+DEFAULT_IRREVERSIBLE_GLOBS: tuple[str, ...] = (
+    "**/migrations/**",
+    "**/*.sql",
+    "alembic/**",
+    "**/schema.prisma",
+    "**/*.tf",
+    "**/*.tfvars",
+    ".gitmodules",  # where a submodule points: another repository, an external system
+)
+DEFAULT_SECRET_GLOBS: tuple[str, ...] = (
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/*secret*",
+    "**/*credential*",
+    "**/id_rsa*",
+)
+DEFAULT_SELF_PATHS: tuple[str, ...] = (
+    "**/agent_registry.yml",
+    "src/multiagent_protocol/skills/**",
+    "config/skills/**",
+)
+DEFAULT_SELF_LOGIC_PATTERNS: tuple[str, ...] = (
+    "merge",
+    "auth",
+    "approv",
+    "token",
+    "permission",
+    "credential",
+)
+DEFAULT_SCHEMA_GLOBS: tuple[str, ...] = ("schemas/*.json",)
+DEFAULT_ALWAYS_D_GLOBS: tuple[str, ...] = (
+    ".github/workflows/*.yml",
+    ".github/workflows/*.yaml",
+    ".github/scripts/**",
+    ".github/actions/**",
+    REPO_POLICY_FILE,
+)
+DEFAULT_CRITICAL_GLOBS: tuple[str, ...] = (
+    "src/multiagent_protocol/**",
+    "docs/concepts/**",
+    "schemas/*.json",
+    "LICENSE",
+    "SECURITY.md",
+    "MAINTAINERS.md",
+    "CODEOWNERS",
+    ".github/CODEOWNERS",
+    "docs/CODEOWNERS",
+    ".gitattributes",
+    ".githooks/**",
+    ".husky/**",
+    ".pre-commit-config.yaml",
+)
+DEFAULT_CONFIG_FILE_GLOBS: tuple[str, ...] = (
+    "config/**/*.yml",
+    "config/**/*.yaml",
+    "config/**/*.json",
+    "config/**/*.toml",
+)
+DEFAULT_NONCRITICAL_DIRS: tuple[str, ...] = ("docs/guide/", "examples/")
+DEFAULT_NONCRITICAL_FILES: tuple[str, ...] = ("CHANGELOG.md", "README*")
+DEFAULT_EXTERNAL_GLOBS: tuple[str, ...] = ()  # email / social / webhook senders (configurable)
+DEFAULT_EXTERNAL_CONTENT_PATTERNS: tuple[str, ...] = (
+    r"\bsmtplib\b",
+    r"\bsendmail\b",
+    r"\bSMTP\(",
+    r"hooks\.slack\.com/",
+    r"discord(?:app)?\.com/api/webhooks/",
+    r"\bwebhook[_-]?url\b",
+    r"requests\.post\(\s*['\"]https?://",
+    r"httpx\.post\(\s*['\"]https?://",
+    r"api\.twitter\.com|api\.x\.com|graph\.facebook\.com",
+)
+DEFAULT_SECRET_CONTENT_PATTERNS: tuple[str, ...] = (
+    r"-----BEGIN (?:[A-Z ]+ )?PRIVATE KEY-----",
+    r"\bgh[pousr]_[A-Za-z0-9]{36,}\b",
+    r"\bgithub_pat_[A-Za-z0-9_]{40,}\b",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b",
+    r"\bsk-[A-Za-z0-9_-]{20,}\b",
+    r"\bAIza[0-9A-Za-z_-]{35}\b",
+    r"\bglpat-[A-Za-z0-9_-]{20,}\b",
+)
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """Glob lists and content patterns of SPEC section 2 (config/classifier.yml)."""
+
+    source_root: str = DEFAULT_SOURCE_ROOT
+    irreversible_globs: tuple[str, ...] = DEFAULT_IRREVERSIBLE_GLOBS
+    secret_globs: tuple[str, ...] = DEFAULT_SECRET_GLOBS
+    external_globs: tuple[str, ...] = DEFAULT_EXTERNAL_GLOBS
+    external_content_patterns: tuple[str, ...] = DEFAULT_EXTERNAL_CONTENT_PATTERNS
+    secret_content_patterns: tuple[str, ...] = DEFAULT_SECRET_CONTENT_PATTERNS
+    self_paths: tuple[str, ...] = DEFAULT_SELF_PATHS
+    self_logic_patterns: tuple[str, ...] = DEFAULT_SELF_LOGIC_PATTERNS
+    schema_globs: tuple[str, ...] = DEFAULT_SCHEMA_GLOBS
+    always_d_globs: tuple[str, ...] = DEFAULT_ALWAYS_D_GLOBS
+    critical_globs: tuple[str, ...] = DEFAULT_CRITICAL_GLOBS
+    config_file_globs: tuple[str, ...] = DEFAULT_CONFIG_FILE_GLOBS
+    noncritical_dirs: tuple[str, ...] = DEFAULT_NONCRITICAL_DIRS
+    noncritical_files: tuple[str, ...] = DEFAULT_NONCRITICAL_FILES
+    user_rule_timeout_seconds: float = 2.0
+
+
+# ----------------------------------------------------------------------------- skills
+KNOWN_VALIDATORS: dict[str, Severity] = {
+    "validator_agent_registry": Severity.P2,
+    "validator_capability_scope": Severity.P0,
+}
+
+
+@dataclass(frozen=True)
+class SkillsConfig:
+    """Rule enablement and validator severities (config/skills.yml)."""
+
+    disabled_rules: tuple[str, ...] = ()  # built-in rule names that are off (never the D rules)
+    severity_overrides: tuple[tuple[str, Severity], ...] = ()
+
+    def severity(self, validator: str) -> Severity:
+        """The severity in force for a validator."""
+        for name, sev in self.severity_overrides:
+            if name == validator:
+                return sev
+        return KNOWN_VALIDATORS[validator]
+
+
+# ----------------------------------------------------------------------------- agents
+@dataclass(frozen=True)
+class AgentEntry:
+    """A trusted agent tool and the models it may run (config/agent_registry.yml)."""
+
+    tool: str
+    models: tuple[str, ...] = ()  # empty: any model
+    trust: str = "trusted"  # trusted | probation
+
+
+@dataclass(frozen=True)
+class AgentRegistry:
+    """The trusted agents."""
+
+    agents: tuple[AgentEntry, ...] = ()
+
+    def knows(self, tool: str, model: str) -> bool:
+        """True when tool/model is registered."""
+        return any(a.tool == tool and (not a.models or model in a.models) for a in self.agents)
+
+
+# ----------------------------------------------------------------------------- capdaemon.yml
+@dataclass(frozen=True)
+class GitHubConfig:
+    """How to reach GitHub. Secrets are never stored here, only where to find them."""
+
+    base_url: str = "https://api.github.com"
+    app_id: int | None = None
+    private_key_file: str | None = None
+    installation_id: int | None = None
+    token_env: str = "GITHUB_TOKEN"
+    per_tick_wait_seconds: float = 120.0
+    # content-creating writes GitHub allows (per hour, per minute); counted requests per hour
+    # (None: the primary budget from the rate-limit headers alone)
+    writes_per_hour: int = 500
+    writes_per_minute: int = 80
+    requests_per_hour: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """An extra check that must pass before a merge (`repos[].extra_checks`, `.capdaemon.yml`).
+
+    With `app_id` only a check run from that GitHub App counts. Without it, only a check
+    run from some GitHub App counts: never a commit status, which anyone with write access
+    to the repo (an agent) can post under any name.
+    """
+
+    context: str
+    app_id: int | None = None
+
+
+def _check_specs(items: Iterable[Any]) -> tuple[CheckSpec, ...]:
+    return tuple(CheckSpec(i) if isinstance(i, str) else i for i in items)
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """One supervised repository (`extra_checks` given as names become CheckSpecs)."""
+
+    name: str  # owner/repo
+    base: str = "main"
+    merge_method: str = "squash"  # merge | squash | rebase
+    require_capability: bool = False
+    extra_checks: tuple[CheckSpec, ...] = ()
+    owners: tuple[str, ...] = ()
+    blocking_labels: tuple[str, ...] = ("do-not-merge",)
+    task_branch_pattern: str = (
+        r"^(?:task|agent)/(?P<task_id>[A-Za-z0-9][A-Za-z0-9._-]{0,127})(?:/|$)"
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_checks", _check_specs(self.extra_checks))
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """Tick interval and the digest's wall-clock time."""
+
+    tick_seconds: int = 60
+    digest_time: str = "09:00"
+    timezone: str = "Asia/Seoul"
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    """SPEC 4.1 tier overlay thresholds and globs."""
+
+    many_files: int = 20
+    large_diff_lines: int = 300
+    one_tap_ttl_hours: float = 24.0
+    dependency_globs: tuple[str, ...] = (
+        "**/requirements*.txt", "**/pyproject.toml", "**/poetry.lock", "**/Pipfile",
+        "**/Pipfile.lock", "**/uv.lock", "**/setup.py", "**/setup.cfg", "**/package.json",
+        "**/package-lock.json", "**/yarn.lock", "**/pnpm-lock.yaml", "**/go.mod", "**/go.sum",
+        "**/Cargo.toml", "**/Cargo.lock", "**/Gemfile", "**/Gemfile.lock", "**/composer.json",
+        "**/composer.lock",
+    )  # fmt: skip
+    protected_globs: tuple[str, ...] = (
+        "**/CLAUDE.md", "**/AGENTS.md", "**/.cursorrules", "**/GEMINI.md", ".github/**",
+        "**/copilot-instructions.md", "**/.claude/**", "**/.cursor/**", "**/.codex/**",
+        "**/.gemini/**", "config/**", "memory/**", "**/.env*",
+    )  # fmt: skip
+    production_globs: tuple[str, ...] = ("deploy/**", "infra/**", "k8s/**", "**/production*")
+
+
+@dataclass(frozen=True)
+class PostMergeConfig:
+    """SPEC 6.2 probe and auto-revert."""
+
+    window_minutes: int = 30
+    auto_revert_pr: bool = False
+    revert_daily_cap: int = 3
+
+
+@dataclass(frozen=True)
+class BreakerConfig:
+    """SPEC 6.3 circuit breaker."""
+
+    threshold: int = 3
+    window_hours: float = 24.0
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole, validated configuration."""
+
+    github: GitHubConfig = field(default_factory=GitHubConfig)
+    bot_login: str = "capdaemon[bot]"
+    own_repo: str | None = None
+    decision_repo: str | None = None  # default: own_repo
+    canonical_app: str | None = None  # slug of the App whose classifier-judgment is trusted
+    canonical_app_id: int | None = None
+    owners: tuple[str, ...] = ()
+    owners_include_admins: bool = False
+    mode: str = "enforce"  # enforce | shadow
+    repos: tuple[RepoConfig, ...] = ()
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    tiers: TierConfig = field(default_factory=TierConfig)
+    post_merge: PostMergeConfig = field(default_factory=PostMergeConfig)
+    breaker: BreakerConfig = field(default_factory=BreakerConfig)
+    passive_review_days: float = 7.0
+    random_review_share: float = 0.10
+    burn_in_days: float = 60.0
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
+    registry: AgentRegistry = field(default_factory=AgentRegistry)
+    config_dir: str | None = None
+    channels: ChannelsConfig = field(default_factory=ChannelsConfig)  # telegram, notifications
+
+    @property
+    def ballot_repo(self) -> str | None:
+        """Where decision issues go."""
+        return self.decision_repo or self.own_repo
+
+    def repo(self, name: str) -> RepoConfig | None:
+        """The supervised repo config of `owner/repo`."""
+        for r in self.repos:
+            if r.name.lower() == name.lower():
+                return r
+        return None
+
+    def owners_for(self, repo: str) -> frozenset[str]:
+        """Global owners plus the repo's own (logins compared case-insensitively)."""
+        rc = self.repo(repo)
+        names = set(self.owners) | set(rc.owners if rc else ())
+        return frozenset(n.lower() for n in names)
+
+    def with_repo_policy(self, policy: RepoPolicy, repo: str | None = None) -> Config:
+        """This config plus a repo policy's additions; it can only add restrictions (and owners)."""
+        from capdaemon.config.policy import with_repo_policy
+
+        return with_repo_policy(self, policy, repo)

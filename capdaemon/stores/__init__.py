@@ -1,0 +1,1 @@
+"""File-backed stores beside the pure capability core: snapshots, dispatches, escalations."""
