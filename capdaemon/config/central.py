@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from capdaemon.channels.config import parse_channels
@@ -45,18 +46,14 @@ GITHUB_KEYS = frozenset(
 )
 BOT_KEYS = frozenset({"login", "own_repo", "decision_repo"})
 CANONICAL_APP_KEYS = frozenset({"slug", "id"})
-REPO_KEYS = frozenset(
-    {
-        "name",
-        "base",
-        "merge_method",
-        "require_capability",
-        "extra_checks",
-        "owners",
-        "blocking_labels",
-        "task_branch_pattern",
-    }
-)
+# A supervised repo's keys are RepoConfig's fields: adding a setting is the field (with its
+# default), the sample config and its consumer. Fields of a plain type (str, int, bool, float,
+# tuple of str) are read by `_plain`; the others have their own checks in `_repo`.
+REPO_KEYS = frozenset(f.name for f in fields(RepoConfig))
+_CHECKED_REPO_KEYS = frozenset(
+    {"name", "base", "merge_method", "extra_checks", "owners", "blocking_labels",
+     "task_branch_pattern"}
+)  # fmt: skip
 SCHEDULE_KEYS = frozenset({"tick_seconds", "digest_time", "timezone"})
 TIER_KEYS = frozenset(
     {"many_files", "large_diff_lines", "one_tap_ttl_hours"}
@@ -207,11 +204,11 @@ def _repo(r: _Section, name: str) -> RepoConfig:
         _check_branch_pattern(pattern)
     except ValueError as exc:
         raise r.error("task_branch_pattern", str(exc)) from None
+    plain = {k: _plain(r, k, getattr(rd, k)) for k in REPO_KEYS - _CHECKED_REPO_KEYS}
     return RepoConfig(
         name=name,
         base=base,
         merge_method=r.str("merge_method", rd.merge_method, choices=("merge", "squash", "rebase")),
-        require_capability=r.bool("require_capability", rd.require_capability),
         extra_checks=_extra_checks(r),
         owners=r.strs("owners", pattern=_LOGIN_RE, what="a GitHub login") or (),
         blocking_labels=(
@@ -220,7 +217,24 @@ def _repo(r: _Section, name: str) -> RepoConfig:
             else _union(rd.blocking_labels, r.strs("blocking_labels") or ())
         ),
         task_branch_pattern=pattern,
+        **plain,
     )
+
+
+def _plain(r: _Section, key: str, default: Any) -> Any:
+    """A repo setting of a plain type, read and type-checked against its default's type."""
+    if isinstance(default, bool):
+        return r.bool(key, default)
+    if isinstance(default, int):
+        return r.int(key, default)
+    if isinstance(default, float):
+        return r.num(key, default)
+    if isinstance(default, str):
+        return r.str(key, default)
+    if isinstance(default, tuple) and all(isinstance(v, str) for v in default):
+        found = r.strs(key)
+        return default if found is None else found
+    raise TypeError(f"RepoConfig.{key}: no plain reader for {type(default).__name__}")
 
 
 def _schedule(sec: _Section) -> ScheduleConfig:

@@ -416,3 +416,31 @@ def test_known_safe_dirs_must_be_plain_folders(tmp_path):
     """A known-safe entry that is a glob or lacks the trailing slash is refused, naming the key."""
     err = _error(tmp_path, "classifier.yml", 'known_safe_dirs: ["src/**"]\n')
     assert "known_safe_dirs[0]" in str(err) and "classifier.yml:1" in str(err)
+
+
+def test_repo_keys_are_repoconfig_fields_and_the_schema_lists_them():
+    """A supervised-repo setting is one RepoConfig field: the loader accepts exactly the fields,
+    and the schema (for editors) lists the same keys, so a new field cannot drift from it."""
+    from dataclasses import fields
+
+    from capdaemon.config.central import REPO_KEYS
+
+    assert {f.name for f in fields(C.RepoConfig)} == REPO_KEYS
+    schema = json.loads((ROOT / "schemas" / "capdaemon.schema.json").read_text())
+    item = schema["properties"]["repos"]["items"]
+    assert set(item["properties"]) == REPO_KEYS
+    assert item["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("'yes'", "expected true or false"), ("[true]", "expected true or false")],
+)
+def test_a_plain_repo_setting_is_type_checked_naming_its_key(tmp_path, value, why):
+    """A plain setting read from its field's type refuses a wrong type, naming repos[i].key."""
+    (tmp_path / "capdaemon.yml").write_text(
+        f"repos:\n  - name: acme/widgets\n    require_capability: {value}\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as exc:
+        C.load_config(tmp_path)
+    assert "repos[0].require_capability" in str(exc.value) and why in str(exc.value)
