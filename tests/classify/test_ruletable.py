@@ -122,3 +122,11 @@ def test_readme_table_is_generated_from_the_table() -> None:
             row.can_disable,
             row.reads_checks,
         )
+
+
+def test_the_readme_shows_the_generated_table() -> None:
+    """README's "Built-in rules" table is the generated one, verbatim (no hand-kept copy)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert rules_markdown().strip() in readme
