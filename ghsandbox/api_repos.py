@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import quote
 
 from . import render, render_objects
-from .api_access import permissions_for
+from .api_access import branch_rules, permissions_for
 from .auth import repo_permission
 from .errors import SandboxApiError, not_found, validation
 from .routing import Ctx, Paged, Result, RouteList, field_of
@@ -159,7 +159,7 @@ def list_branches(ctx: Ctx, owner: str, repo: str) -> Paged:
         lambda it: {
             "name": it[0],
             "commit": {"sha": it[1], "url": f"{ctx.urls.api}/repos/{full}/commits/{it[1]}"},
-            "protected": it[0] in prot,
+            "protected": it[0] in prot or bool(branch_rules(ctx.b, full, it[0])),
         },
     )
 
@@ -183,7 +183,8 @@ def get_branch(ctx: Ctx, owner: str, repo: str, branch: str) -> Result:
                 "self": f"{ctx.urls.api}/repos/{full}/branches/{quote(branch)}",
                 "html": f"{ctx.urls.web}/{full}/tree/{quote(branch)}",
             },
-            "protected": rule is not None,
+            # GitHub says `protected` when classic protection or an active ruleset applies
+            "protected": rule is not None or bool(branch_rules(ctx.b, full, branch)),
             "protection": {
                 "enabled": rule is not None,
                 "required_status_checks": {

@@ -105,17 +105,21 @@ class Protection:
     def effective_protection(self, repo: str, branch: str) -> dict[str, Any] | None:
         """What protects `branch`: classic protection plus rulesets (see `fold_rules`).
 
-        Classic protection is read only when the branch says it has some (`protected`), so an
-        unprotected branch costs two ETag-cached reads (free 304s) per tick, not a 404. Read
-        once a tick (the merge gate and the probes both ask).
+        GitHub's branch object says `protected` when classic protection or an active ruleset
+        applies, so an unprotected branch costs one ETag-cached read (a free 304) per tick and
+        nothing else; a protected one adds the classic document and the ruleset rules. Read
+        once a tick (the merge gate and the probes both ask). GitHub enforces both at merge
+        time whatever this says.
         """
         key = (repo, branch)
         if key not in self._memo.effective:
             info = self._branch(repo, branch)
-            classic = None
-            if info is None or info.get("protected") is not False:
+            if info is not None and info.get("protected") is False:
+                self._memo.effective[key] = None
+            else:
                 classic = self.get_protection(repo, branch)
-            self._memo.effective[key] = fold_rules(classic, self.branch_rules(repo, branch))
+                rules = self.branch_rules(repo, branch)
+                self._memo.effective[key] = fold_rules(classic, rules)
         found = self._memo.effective[key]
         return None if found is None else dict(found)
 

@@ -84,3 +84,40 @@ def test_concurrent_reads_are_correct_and_share_the_etag_cache(
     total = sandbox.counters()["total"]
     assert total["counted"] == 0 and total["errors"] == 0
     assert forge.rate_budget()["requests"] >= total["requests"]
+
+
+def test_protection_is_read_once_a_tick_and_not_at_all_for_an_unprotected_branch(
+    forge: Forge, sandbox: Sandbox
+) -> None:
+    """An unprotected branch costs one branch read a tick (no rules, no 404); a ruleset-only
+    branch is seen as protected, its required check found; a new tick reads afresh."""
+    forge.new_tick()
+    sandbox.reset_counters()
+    assert forge.effective_protection(sandbox.repo, "main") is None
+    assert forge.effective_protection(sandbox.repo, "main") is None
+    ends = sandbox.counters()["endpoints"]
+    reads = {k: v["requests"] for k, v in ends.items() if v["requests"] and "/repos/" in k}
+    assert reads == {"GET /repos/{owner}/{repo}/branches/{branch}": 1}
+    ruleset = {
+        "name": "checks",
+        "target": "branch",
+        "enforcement": "active",
+        "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
+        "rules": [
+            {
+                "type": "required_status_checks",
+                "parameters": {
+                    "strict_required_status_checks_policy": False,
+                    "required_status_checks": [{"context": "L1.C3", "integration_id": 7}],
+                },
+            }
+        ],
+    }
+    _as(sandbox, sandbox.owner).requester.requestJsonAndCheck(
+        "POST", f"/repos/{sandbox.repo}/rulesets", input=ruleset
+    )
+    assert forge.effective_protection(sandbox.repo, "main") is None  # same tick: remembered
+    forge.new_tick()
+    found = forge.effective_protection(sandbox.repo, "main")
+    assert found is not None
+    assert found["required_status_checks"]["checks"] == [{"context": "L1.C3", "app_id": 7}]

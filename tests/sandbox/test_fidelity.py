@@ -159,6 +159,17 @@ def test_rulesets_are_listed_read_per_branch_and_enforced(sandbox: Any) -> None:
     assert repo.get_pull(n).merge(sha=pr.head.sha).merged
 
 
+def test_a_branch_under_a_ruleset_only_says_protected(sandbox: Any) -> None:
+    """6: like GitHub, the branch object says `protected` when only a ruleset applies, and the
+    classic protection document is still 404 (was: `protected` false under a ruleset)."""
+    assert _get(sandbox, f"/repos/{REPO}/branches/main").json()["protected"] is False
+    assert _post(sandbox, f"/repos/{REPO}/rulesets", CHECK_RULESET).status_code == 201
+    assert _get(sandbox, f"/repos/{REPO}/branches/main").json()["protected"] is True
+    listed = {b["name"]: b["protected"] for b in _get(sandbox, f"/repos/{REPO}/branches").json()}
+    assert listed["main"] is True
+    assert _get(sandbox, f"/repos/{REPO}/branches/main/protection").status_code == 404
+
+
 def test_secondary_limits_refuse_with_retry_after(sandbox: Any) -> None:
     """7: content creation and per-endpoint points are limited, 403 + Retry-After (were not)."""
     repo = gh(sandbox, "alice").get_repo(REPO)
