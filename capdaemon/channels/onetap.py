@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from capdaemon.audit import utc_iso
 from capdaemon.channels import callback
 from capdaemon.channels.config import TelegramConfig, read_secret
 from capdaemon.channels.telegram import Tap, TelegramClient, TelegramError
+from capdaemon.filenames import TELEGRAM_FILE
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, read_json
+from capdaemon.timefmt import utc_iso
 
-STATE_FILE = "telegram.json"
 VERSION = 1
 LIVE = "live"
 CLOSED = "closed"
@@ -74,7 +74,7 @@ class TelegramStore:
     """`bot-state/telegram.json`: {"version", "offset", "requests": {id: request}}."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.path = Path(state_dir) / STATE_FILE
+        self.path = Path(state_dir) / TELEGRAM_FILE
         raw = read_json(self.path, None) or {"version": VERSION, "offset": 0, "requests": {}}
         ok = (
             isinstance(raw, dict)

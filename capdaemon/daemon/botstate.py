@@ -9,11 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capdaemon.filenames import JOURNAL_FILE, METRICS_FILE, PRS_FILE
 from capdaemon.state import StateError, atomic_write_json, fsync_dir, read_json
 
-PRS_FILE = "prs.json"
-JOURNAL_FILE = "prs.journal"
-METRICS_FILE = "tick_metrics.json"
 PRS_VERSION = 1
 # The kind of a PR's decision issue: its marker's "kind", its audit entries' "kind" and its
 # key in PRRecord.issues are the same word. Records written before may say "scope".

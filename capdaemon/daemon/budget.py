@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.config import GitHubConfig
+from capdaemon.filenames import BUDGET_FILE
 from capdaemon.logging import get_logger
 from capdaemon.state import atomic_write_json, set_aside
 
 log = get_logger(__name__)
 
-BUDGET_FILE = "budget.json"
 HOUR = timedelta(hours=1)
 MINUTE = timedelta(minutes=1)
 # what one new PR costs at most: counted reads (check runs, PR, files, compare, contents,

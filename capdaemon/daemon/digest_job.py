@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from capdaemon.anchors import Anchor, head_anchor
-from capdaemon.audit import AuditLog, log_paths, read_records, utc_iso
+from capdaemon.audit import AuditLog, log_paths, read_records
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState, burn_in_raw
 from capdaemon.decide.digest import (
@@ -30,16 +30,23 @@ from capdaemon.decide.digest import (
     render_digest,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.filenames import (
+    DIGEST_DIR,
+    DIGEST_STATE_FILE,
+    JOURNAL_FILE,
+    METRICS_FILE,
+    PRS_FILE,
+    SAFETY_FILE,
+)
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.daemon.tick import Ticker
     from capdaemon.forge.port import ForgePort
 
-DIGEST_DIR = "digests"
-DIGEST_STATE = "digest_state.json"
 MISFIRE_GRACE_SECONDS = 6 * 3600  # a daemon down at 09:00 still sends it when back by 15:00
 RETRY_MINUTES = 10
 MAX_RETRIES = 6
@@ -53,13 +60,13 @@ def _parse(text: str) -> datetime:
 
 def last_sent(state_dir: Path) -> date | None:
     """The local date of the last digest posted (bot-state/digest_state.json)."""
-    raw = read_json(Path(state_dir) / DIGEST_STATE, None)
+    raw = read_json(Path(state_dir) / DIGEST_STATE_FILE, None)
     if raw is None:
         return None
     try:
         return date.fromisoformat(raw["last_sent_date"])
     except (TypeError, KeyError, ValueError) as exc:
-        raise StateError(f"{Path(state_dir) / DIGEST_STATE}: malformed ({exc})") from exc
+        raise StateError(f"{Path(state_dir) / DIGEST_STATE_FILE}: malformed ({exc})") from exc
 
 
 def _in(rec: Mapping[str, Any], start: datetime, end: datetime) -> bool:
@@ -82,9 +89,9 @@ def pr_records(state_dir: Path) -> dict[str, dict[str, Any]]:
     """The daemon's PR records, read-only: prs.json plus its journal (newest wins)."""
     import json
 
-    prs = dict((read_json(Path(state_dir) / "prs.json", None) or {}).get("prs") or {})
+    prs = dict((read_json(Path(state_dir) / PRS_FILE, None) or {}).get("prs") or {})
     try:
-        raw = (Path(state_dir) / "prs.journal").read_bytes()
+        raw = (Path(state_dir) / JOURNAL_FILE).read_bytes()
     except FileNotFoundError:
         return prs
     for line in raw.split(b"\n"):
@@ -103,7 +110,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
     start, end = digest_period(day, config.schedule.digest_time, tz)
     classifier_log, actions_log = log_paths(state_dir)
     prs = pr_records(state_dir)
-    metrics = read_json(state_dir / "tick_metrics.json", None) or {}
+    metrics = read_json(state_dir / METRICS_FILE, None) or {}
     safety = read_json(state_dir / SAFETY_FILE, None) or {}
     counts, attention = _classified(classifier_log, start, end)
     acts = _Actions(attention=attention)
@@ -365,7 +372,7 @@ def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime
     and the audit record — a crash in between re-posts into the same issue, never a second.
     """
     state_dir = Path(state_dir)
-    with file_lock(state_dir / (DIGEST_STATE + ".lock")):
+    with file_lock(state_dir / (DIGEST_STATE_FILE + ".lock")):
         day = digest_due(
             now, last_sent(state_dir), config.schedule.digest_time, config.schedule.timezone
         )
@@ -375,7 +382,7 @@ def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime
         path = write(state_dir, day, text)
         number = post(config, forge, day, text)
         atomic_write_json(
-            state_dir / DIGEST_STATE, {"last_sent_date": day.isoformat(), "at": utc_iso(now)}
+            state_dir / DIGEST_STATE_FILE, {"last_sent_date": day.isoformat(), "at": utc_iso(now)}
         )
         issue = f"{config.ballot_repo}#{number}" if number is not None else None
         AuditLog(log_paths(state_dir)[1]).append(

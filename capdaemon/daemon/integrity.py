@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from capdaemon.audit import AuditCorruptError, AuditLog, VerifyReport, utc_iso
+from capdaemon.audit import AuditCorruptError, AuditLog, VerifyReport
 from capdaemon.config import Config
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import INCIDENT, Report, parse_ts
@@ -18,6 +18,7 @@ from capdaemon.decide.breaker import Incident, IncidentKind, record_incident
 from capdaemon.decide.labels import Label
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.logging import get_logger
+from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

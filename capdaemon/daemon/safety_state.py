@@ -11,10 +11,9 @@ from typing import Any
 
 from capdaemon.audit import log_paths
 from capdaemon.decide.breaker import BreakerState
+from capdaemon.filenames import BREAKER_FILE, SAFETY_FILE
 from capdaemon.state import StateError, atomic_write_json, file_lock, read_json
 
-BREAKER_FILE = "breaker.json"
-SAFETY_FILE = "safety.json"
 VERSION = 1
 
 

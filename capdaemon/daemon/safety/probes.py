@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
@@ -38,6 +38,7 @@ from capdaemon.decide.probe import (
     reverts_in_window,
 )
 from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
+from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

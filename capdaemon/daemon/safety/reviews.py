@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.safety.common import OwnersFn, Report, ballot_approved, parse_ts
@@ -14,6 +14,7 @@ from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import random_review_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due, sampled
+from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
@@ -41,6 +41,7 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot
 from capdaemon.state import canonical_json
+from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
