@@ -25,7 +25,7 @@ from capdaemon.channels.telegram import Tap, TelegramClient, TelegramError
 from capdaemon.filenames import TELEGRAM_FILE
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, read_json
-from capdaemon.timefmt import utc_iso
+from capdaemon.timefmt import parse_utc, utc_iso
 
 VERSION = 1
 LIVE = "live"
@@ -64,10 +64,6 @@ class DeskHost(Protocol):
     def tick(self) -> object:
         """Run one tick now."""
         ...
-
-
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 class TelegramStore:
@@ -180,7 +176,8 @@ class TelegramDesk:
         old = [
             rid
             for rid, r in self.store.requests.items()
-            if r.get("state") == CLOSED and _parse(str(r["expires_at"])) < now - KEEP_CLOSED
+            if r.get("state") == CLOSED
+            and parse_utc(str(r["expires_at"]), "expires_at") < now - KEEP_CLOSED
         ]
         for rid in old:
             del self.store.requests[rid]
@@ -198,8 +195,8 @@ class TelegramDesk:
     ) -> None:
         from capdaemon.channels.config import one_tap_ttl
 
-        expires = utc_iso(_parse(str(entry["opened_at"])) + one_tap_ttl(t.config))
-        if now >= _parse(expires):
+        expires = utc_iso(parse_utc(str(entry["opened_at"]), "opened_at") + one_tap_ttl(t.config))
+        if now >= parse_utc(expires, "expires_at"):
             return  # the tick expires it; no request to post
         rid = callback.new_request_id()
         req = {
@@ -328,7 +325,7 @@ class TelegramDesk:
             return refuse(f"Telegram user {tap.user_id} is not mapped to an owner")
         if req.get("state") != LIVE:
             return refuse(f"the request is closed ({req.get('outcome', '')})")
-        if now >= _parse(str(req["expires_at"])):
+        if now >= parse_utc(str(req["expires_at"]), "expires_at"):
             return refuse(f"the request expired at {req['expires_at']}")
         return self._count(t, tap, cb.action, rid, req, login, now, refuse)
 

@@ -41,7 +41,7 @@ from capdaemon.filenames import (
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
-from capdaemon.timefmt import utc_iso
+from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.daemon.tick import Ticker
@@ -52,10 +52,6 @@ RETRY_MINUTES = 10
 MAX_RETRIES = 6
 
 log = get_logger("capdaemon.digest")
-
-
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def last_sent(state_dir: Path) -> date | None:
@@ -74,7 +70,7 @@ def _in(rec: Mapping[str, Any], start: datetime, end: datetime) -> bool:
     if not isinstance(ts, str):
         return False
     try:
-        return start <= _parse(ts) < end
+        return start <= parse_utc(ts, "ts") < end
     except ValueError:
         return False
 
@@ -207,7 +203,7 @@ class _Actions:
     def _merge(self, rec: Mapping[str, Any], ref: str, pr: Mapping[str, Any]) -> DigestMerge:
         q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
         q = q or pr.get("quadrant") or "D"
-        return DigestMerge(ref, Quadrant(q), str(pr.get("title", "")), _parse(rec["ts"]))
+        return DigestMerge(ref, Quadrant(q), str(pr.get("title", "")), parse_utc(rec["ts"], "ts"))
 
 
 def _attention_item(rec: Mapping[str, Any], ref: str) -> DigestItem | None:
@@ -264,7 +260,7 @@ def _pending(
             continue
         issue, url = issue_of(ballot.get("number"))
         kind = "deferred" if status == "deferred" else "ballot"
-        opened = _parse(ballot["opened_at"])
+        opened = parse_utc(ballot["opened_at"], "opened_at")
         title = str(p.get("title", ""))
         pending.append(DigestBallot(ref, opened, url=url, title=title, kind=kind, issue=issue))
     for ref, ot in sorted((safety.get("one_tap") or {}).items()):
@@ -272,7 +268,13 @@ def _pending(
         if ot.get("state") == "pending" and p.get("state") == "open":
             issue, url = issue_of(ot.get("issue"))
             pending.append(
-                DigestBallot(ref, _parse(ot["opened_at"]), url=url, kind="one-tap", issue=issue)
+                DigestBallot(
+                    ref,
+                    parse_utc(ot["opened_at"], "opened_at"),
+                    url=url,
+                    kind="one-tap",
+                    issue=issue,
+                )
             )
     return tuple(pending)
 

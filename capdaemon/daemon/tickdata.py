@@ -45,10 +45,6 @@ def _iso(dt: datetime) -> str:
     return utc_iso(dt)
 
 
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(canonical_json(list(parts)).encode("utf-8")).hexdigest()[:32]
 

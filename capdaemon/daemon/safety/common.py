@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,11 +38,6 @@ class SeenPR(Protocol):
     def rec(self) -> PRRecord:
         """The PR's record."""
         ...
-
-
-def parse_ts(text: str) -> datetime:
-    """An ISO time as written to bot-state ("Z" accepted)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def report_error(report: Report | None, event: str, message: str, **kv: Any) -> None:
