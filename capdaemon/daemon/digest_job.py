@@ -81,21 +81,33 @@ def _records(path: Path, start: datetime, end: datetime) -> Iterator[dict[str, A
             yield rec
 
 
-def pr_records(state_dir: Path) -> dict[str, dict[str, Any]]:
-    """The daemon's PR records, read-only: prs.json plus its journal (newest wins)."""
-    import json
+def pr_records(
+    state_dir: Path, on_bad: Callable[[str], None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The daemon's PR records, read-only: prs.json plus its journal (newest wins).
 
+    A malformed complete journal line raises a StateError naming file and line (the digest
+    never reports a PR's older state as if current), or, with `on_bad`, is told and skipped;
+    a torn last line is a crash mid-append (its action had not started) and is not read."""
     prs = dict((read_json(Path(state_dir) / PRS_FILE, None) or {}).get("prs") or {})
-    try:
-        raw = (Path(state_dir) / JOURNAL_FILE).read_bytes()
-    except FileNotFoundError:
-        return prs
-    for line in raw.split(b"\n"):
-        try:
-            entry = json.loads(line)
+    journal = Path(state_dir) / JOURNAL_FILE
+    n = 0
+
+    def told(where: str) -> None:
+        nonlocal n
+        n += 1
+        if on_bad is not None:
+            on_bad(where)
+
+    for entry in read_records(journal, told if on_bad is not None else None):
+        n += 1
+        if "ref" in entry and "record" in entry:
             prs[entry["ref"]] = entry["record"]
-        except (ValueError, KeyError, TypeError):
-            continue  # torn tail; a corrupt journal is the daemon's to refuse
+            continue
+        where = f"{journal}:{n}: malformed journal line (no ref or record)"
+        if on_bad is None:
+            raise StateError(where)
+        on_bad(where)
     return prs
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.audit import AuditLog
+from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
@@ -18,7 +18,6 @@ from capdaemon.daemon.safety.common import (
     OwnersFn,
     Report,
     log,
-    log_records,
     report_error,
 )
 from capdaemon.daemon.safety.reviews import RandomReviews
@@ -37,6 +36,7 @@ from capdaemon.decide.probe import (
     reverts_in_window,
 )
 from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
+from capdaemon.jsonl import read_records
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ class Probes:
         times = {(str(r.get("merge_sha")), r["at"]) for r in self.store["reverts"] if r.get("at")}
         out = [parse_utc(at, "merged_at") for _sha, at in times]
         seen = {sha for sha, _at in times}
-        for r in log_records(self.state_dir):
+        for r in read_records(log_paths(self.state_dir)[1]):
             if r.get("action") != "revert" or r.get("status") not in ("attempted", "done"):
                 continue
             sha = str(r.get("merge_sha"))
