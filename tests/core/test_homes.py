@@ -107,6 +107,24 @@ def test_file_names_are_spelled_only_in_filenames() -> None:
     assert found == []
 
 
+def test_iso_times_are_parsed_only_in_timefmt() -> None:
+    """No product module parses an ISO time itself (`datetime.fromisoformat`, `strptime`):
+    every timestamp goes through `timefmt.parse_utc` (dates, `date.fromisoformat`, may not)."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == "timefmt.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("fromisoformat", "strptime")
+                and not (isinstance(node.value, ast.Name) and node.value.id == "date")
+            ):
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
 @pytest.mark.parametrize(
     ("argv", "prog"),
     [
