@@ -15,7 +15,6 @@ from typing import Any
 from capdaemon.canon import ACTIONS_LOG as ACTIONS_LOG
 from capdaemon.canon import CLASSIFIER_LOG as CLASSIFIER_LOG
 from capdaemon.canon import entry_hash as entry_hash
-from capdaemon.canon import utc_iso as utc_iso
 from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
 from capdaemon.chain import HEX64, check_tail, entry_problem, whole_lines_size
 from capdaemon.jsonl import AuditCorruptError as AuditCorruptError
@@ -24,6 +23,7 @@ from capdaemon.jsonl import read_record_at as read_record_at
 from capdaemon.jsonl import read_records as read_records
 from capdaemon.quoting import printable_short as printable_short
 from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
+from capdaemon.timefmt import utc_iso
 
 GENESIS = "0" * 64
 TORN_TAIL_REPAIRED = "audit.torn_tail_repaired"  # the chain entry recording a torn-tail repair

@@ -40,6 +40,16 @@ def read_indexed(
             yield start, rec
 
 
+def read_spans(
+    path: Path, start: int = 0, on_bad: Callable[[str], None] | None = None
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(start, end, record) of every complete record from byte `start` on (a line boundary),
+    read-only: where each line starts and where the next begins. Policy as `read_records`."""
+    for begin, end, rec in _scan(Path(path), start, on_bad):
+        if rec is not None:
+            yield begin, end, rec
+
+
 def read_after(
     path: Path, offset: int, on_bad: Callable[[str], None] | None = None
 ) -> tuple[list[dict[str, Any]], int]:

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from capdaemon.audit import utc_iso
 from capdaemon.channels import callback
 from capdaemon.channels.config import TelegramConfig, read_secret
 from capdaemon.channels.telegram import Tap, TelegramClient, TelegramError
+from capdaemon.filenames import TELEGRAM_FILE
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, read_json
+from capdaemon.timefmt import parse_utc, utc_iso
 
-STATE_FILE = "telegram.json"
 VERSION = 1
 LIVE = "live"
 CLOSED = "closed"
@@ -66,15 +66,11 @@ class DeskHost(Protocol):
         ...
 
 
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 class TelegramStore:
     """`bot-state/telegram.json`: {"version", "offset", "requests": {id: request}}."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.path = Path(state_dir) / STATE_FILE
+        self.path = Path(state_dir) / TELEGRAM_FILE
         raw = read_json(self.path, None) or {"version": VERSION, "offset": 0, "requests": {}}
         ok = (
             isinstance(raw, dict)
@@ -180,7 +176,8 @@ class TelegramDesk:
         old = [
             rid
             for rid, r in self.store.requests.items()
-            if r.get("state") == CLOSED and _parse(str(r["expires_at"])) < now - KEEP_CLOSED
+            if r.get("state") == CLOSED
+            and parse_utc(str(r["expires_at"]), "expires_at") < now - KEEP_CLOSED
         ]
         for rid in old:
             del self.store.requests[rid]
@@ -198,8 +195,8 @@ class TelegramDesk:
     ) -> None:
         from capdaemon.channels.config import one_tap_ttl
 
-        expires = utc_iso(_parse(str(entry["opened_at"])) + one_tap_ttl(t.config))
-        if now >= _parse(expires):
+        expires = utc_iso(parse_utc(str(entry["opened_at"]), "opened_at") + one_tap_ttl(t.config))
+        if now >= parse_utc(expires, "expires_at"):
             return  # the tick expires it; no request to post
         rid = callback.new_request_id()
         req = {
@@ -328,7 +325,7 @@ class TelegramDesk:
             return refuse(f"Telegram user {tap.user_id} is not mapped to an owner")
         if req.get("state") != LIVE:
             return refuse(f"the request is closed ({req.get('outcome', '')})")
-        if now >= _parse(str(req["expires_at"])):
+        if now >= parse_utc(str(req["expires_at"]), "expires_at"):
             return refuse(f"the request expired at {req['expires_at']}")
         return self._count(t, tap, cb.action, rid, req, login, now, refuse)
 

@@ -76,7 +76,7 @@ def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
             raise CLIError(f"--anchors-from {name}: no `audit-anchor:` lines in it")
         add(found)
     if args.anchors_from_digests:
-        from capdaemon.daemon.digest_job import DIGEST_DIR
+        from capdaemon.filenames import DIGEST_DIR
 
         found = []
         for path in sorted((sdir / DIGEST_DIR).glob("*.md")):

@@ -22,7 +22,6 @@ from capdaemon.daemon.tickdata import (
     _BallotReads,
     _digest,
     _iso,
-    _parse,
     _Seen,
 )
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus, resolve_ballot
@@ -31,6 +30,7 @@ from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import Quadrant
+from capdaemon.timefmt import parse_utc
 
 
 # ------------------------------------------------------------------ step 3
@@ -121,7 +121,7 @@ def ballot_quiet(rec: PRRecord, fp: str | None, head_sha: str, now: datetime) ->
     if not fp or seen.get("fp") != fp or ballot_mergeable(rec, head_sha):
         return False
     try:
-        return now - _parse(str(seen["at"])) < BALLOT_REREAD
+        return now - parse_utc(str(seen["at"]), "ballot_seen.at") < BALLOT_REREAD
     except (KeyError, ValueError):
         return False
 

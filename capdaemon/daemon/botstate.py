@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capdaemon.filenames import JOURNAL_FILE, METRICS_FILE, PRS_FILE
+from capdaemon.jsonl import read_after
 from capdaemon.state import StateError, atomic_write_json, fsync_dir, read_json
 
-PRS_FILE = "prs.json"
-JOURNAL_FILE = "prs.journal"
-METRICS_FILE = "tick_metrics.json"
 PRS_VERSION = 1
 # The kind of a PR's decision issue: its marker's "kind", its audit entries' "kind" and its
 # key in PRRecord.issues are the same word. Records written before may say "scope".
@@ -146,27 +145,25 @@ class PRStore:
             ) from exc
 
     def _replay(self) -> None:
-        try:
-            raw = self.journal.read_bytes()
-        except FileNotFoundError:
+        if not self.journal.exists():
             return
-        complete, _, torn = raw.rpartition(b"\n")
+        # a malformed complete line raises AuditCorruptError (a StateError) naming it
+        entries, end = read_after(self.journal, 0)
+        torn = self.journal.stat().st_size - end
         if torn:  # a crash mid-append: that update's action had not started (logged, not silent)
             from capdaemon.logging import get_logger
 
             get_logger("capdaemon.state").warning(
-                "state.journal_torn_tail", path=str(self.journal), dropped_bytes=len(torn)
+                "state.journal_torn_tail", path=str(self.journal), dropped_bytes=torn
             )
-        for n, line in enumerate(complete.split(b"\n") if complete else (), 1):
-            try:
-                entry = json.loads(line)
-                ref = entry["ref"]
-                record = entry["record"]
-            except (ValueError, KeyError, TypeError) as exc:
+        for n, entry in enumerate(entries, 1):  # every complete line is an entry here
+            missing = [k for k in ("ref", "record") if k not in entry]
+            if missing:
                 raise StateError(
-                    f"{self.journal}:{n}: malformed journal line ({exc}); never overwritten"
-                ) from exc
-            self.records[ref] = self._parse(self.journal, ref, record)
+                    f"{self.journal}:{n}: malformed journal line (no {', '.join(missing)}); "
+                    "never overwritten"
+                )
+            self.records[entry["ref"]] = self._parse(self.journal, entry["ref"], entry["record"])
         self.compact()
 
     def get(self, repo: str, number: int) -> PRRecord | None:

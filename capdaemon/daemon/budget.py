@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.config import GitHubConfig
+from capdaemon.filenames import BUDGET_FILE
 from capdaemon.logging import get_logger
 from capdaemon.state import atomic_write_json, set_aside
+from capdaemon.timefmt import parse_utc
 
 log = get_logger(__name__)
 
-BUDGET_FILE = "budget.json"
 HOUR = timedelta(hours=1)
 MINUTE = timedelta(minutes=1)
 # what one new PR costs at most: counted reads (check runs, PR, files, compare, contents,
@@ -78,7 +79,7 @@ class TickBudget:
         try:
             data = json.loads(raw)
             return [
-                Spent(datetime.fromisoformat(e["at"]), int(e["writes"]), int(e["counted"]))
+                Spent(parse_utc(e["at"], "ticks[].at"), int(e["writes"]), int(e["counted"]))
                 for e in data["ticks"]
             ]
         except (ValueError, KeyError, TypeError) as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capdaemon.config import Config, RepoConfig
+from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -74,7 +75,7 @@ def check_state_dir(state: Path) -> Iterator[Finding]:
     yield Finding(OK, "state directory", f"{state} is a writable directory")
     yield _lock_finding(state / "capdaemon.lock")
     bad = []
-    for name in ("prs.json", "tick_metrics.json", "safety.json"):
+    for name in (PRS_FILE, METRICS_FILE, SAFETY_FILE):
         try:
             read_json(state / name, None)
         except StateError as exc:

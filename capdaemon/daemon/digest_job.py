@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from capdaemon.anchors import Anchor, head_anchor
-from capdaemon.audit import AuditLog, log_paths, read_records, utc_iso
+from capdaemon.audit import AuditLog, log_paths, read_records
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.safety_state import SAFETY_FILE, read_breaker
+from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.burnin import BurnInState, burn_in_raw
 from capdaemon.decide.digest import (
@@ -30,16 +30,23 @@ from capdaemon.decide.digest import (
     render_digest,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.filenames import (
+    DIGEST_DIR,
+    DIGEST_STATE_FILE,
+    JOURNAL_FILE,
+    METRICS_FILE,
+    PRS_FILE,
+    SAFETY_FILE,
+)
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.daemon.tick import Ticker
     from capdaemon.forge.port import ForgePort
 
-DIGEST_DIR = "digests"
-DIGEST_STATE = "digest_state.json"
 MISFIRE_GRACE_SECONDS = 6 * 3600  # a daemon down at 09:00 still sends it when back by 15:00
 RETRY_MINUTES = 10
 MAX_RETRIES = 6
@@ -47,19 +54,15 @@ MAX_RETRIES = 6
 log = get_logger("capdaemon.digest")
 
 
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def last_sent(state_dir: Path) -> date | None:
     """The local date of the last digest posted (bot-state/digest_state.json)."""
-    raw = read_json(Path(state_dir) / DIGEST_STATE, None)
+    raw = read_json(Path(state_dir) / DIGEST_STATE_FILE, None)
     if raw is None:
         return None
     try:
         return date.fromisoformat(raw["last_sent_date"])
     except (TypeError, KeyError, ValueError) as exc:
-        raise StateError(f"{Path(state_dir) / DIGEST_STATE}: malformed ({exc})") from exc
+        raise StateError(f"{Path(state_dir) / DIGEST_STATE_FILE}: malformed ({exc})") from exc
 
 
 def _in(rec: Mapping[str, Any], start: datetime, end: datetime) -> bool:
@@ -67,7 +70,7 @@ def _in(rec: Mapping[str, Any], start: datetime, end: datetime) -> bool:
     if not isinstance(ts, str):
         return False
     try:
-        return start <= _parse(ts) < end
+        return start <= parse_utc(ts, "ts") < end
     except ValueError:
         return False
 
@@ -78,21 +81,33 @@ def _records(path: Path, start: datetime, end: datetime) -> Iterator[dict[str, A
             yield rec
 
 
-def pr_records(state_dir: Path) -> dict[str, dict[str, Any]]:
-    """The daemon's PR records, read-only: prs.json plus its journal (newest wins)."""
-    import json
+def pr_records(
+    state_dir: Path, on_bad: Callable[[str], None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The daemon's PR records, read-only: prs.json plus its journal (newest wins).
 
-    prs = dict((read_json(Path(state_dir) / "prs.json", None) or {}).get("prs") or {})
-    try:
-        raw = (Path(state_dir) / "prs.journal").read_bytes()
-    except FileNotFoundError:
-        return prs
-    for line in raw.split(b"\n"):
-        try:
-            entry = json.loads(line)
+    A malformed complete journal line raises a StateError naming file and line (the digest
+    never reports a PR's older state as if current), or, with `on_bad`, is told and skipped;
+    a torn last line is a crash mid-append (its action had not started) and is not read."""
+    prs = dict((read_json(Path(state_dir) / PRS_FILE, None) or {}).get("prs") or {})
+    journal = Path(state_dir) / JOURNAL_FILE
+    n = 0
+
+    def told(where: str) -> None:
+        nonlocal n
+        n += 1
+        if on_bad is not None:
+            on_bad(where)
+
+    for entry in read_records(journal, told if on_bad is not None else None):
+        n += 1
+        if "ref" in entry and "record" in entry:
             prs[entry["ref"]] = entry["record"]
-        except (ValueError, KeyError, TypeError):
-            continue  # torn tail; a corrupt journal is the daemon's to refuse
+            continue
+        where = f"{journal}:{n}: malformed journal line (no ref or record)"
+        if on_bad is None:
+            raise StateError(where)
+        on_bad(where)
     return prs
 
 
@@ -103,7 +118,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
     start, end = digest_period(day, config.schedule.digest_time, tz)
     classifier_log, actions_log = log_paths(state_dir)
     prs = pr_records(state_dir)
-    metrics = read_json(state_dir / "tick_metrics.json", None) or {}
+    metrics = read_json(state_dir / METRICS_FILE, None) or {}
     safety = read_json(state_dir / SAFETY_FILE, None) or {}
     counts, attention = _classified(classifier_log, start, end)
     acts = _Actions(attention=attention)
@@ -200,7 +215,7 @@ class _Actions:
     def _merge(self, rec: Mapping[str, Any], ref: str, pr: Mapping[str, Any]) -> DigestMerge:
         q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
         q = q or pr.get("quadrant") or "D"
-        return DigestMerge(ref, Quadrant(q), str(pr.get("title", "")), _parse(rec["ts"]))
+        return DigestMerge(ref, Quadrant(q), str(pr.get("title", "")), parse_utc(rec["ts"], "ts"))
 
 
 def _attention_item(rec: Mapping[str, Any], ref: str) -> DigestItem | None:
@@ -257,7 +272,7 @@ def _pending(
             continue
         issue, url = issue_of(ballot.get("number"))
         kind = "deferred" if status == "deferred" else "ballot"
-        opened = _parse(ballot["opened_at"])
+        opened = parse_utc(ballot["opened_at"], "opened_at")
         title = str(p.get("title", ""))
         pending.append(DigestBallot(ref, opened, url=url, title=title, kind=kind, issue=issue))
     for ref, ot in sorted((safety.get("one_tap") or {}).items()):
@@ -265,7 +280,13 @@ def _pending(
         if ot.get("state") == "pending" and p.get("state") == "open":
             issue, url = issue_of(ot.get("issue"))
             pending.append(
-                DigestBallot(ref, _parse(ot["opened_at"]), url=url, kind="one-tap", issue=issue)
+                DigestBallot(
+                    ref,
+                    parse_utc(ot["opened_at"], "opened_at"),
+                    url=url,
+                    kind="one-tap",
+                    issue=issue,
+                )
             )
     return tuple(pending)
 
@@ -365,7 +386,7 @@ def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime
     and the audit record — a crash in between re-posts into the same issue, never a second.
     """
     state_dir = Path(state_dir)
-    with file_lock(state_dir / (DIGEST_STATE + ".lock")):
+    with file_lock(state_dir / (DIGEST_STATE_FILE + ".lock")):
         day = digest_due(
             now, last_sent(state_dir), config.schedule.digest_time, config.schedule.timezone
         )
@@ -375,7 +396,7 @@ def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime
         path = write(state_dir, day, text)
         number = post(config, forge, day, text)
         atomic_write_json(
-            state_dir / DIGEST_STATE, {"last_sent_date": day.isoformat(), "at": utc_iso(now)}
+            state_dir / DIGEST_STATE_FILE, {"last_sent_date": day.isoformat(), "at": utc_iso(now)}
         )
         issue = f"{config.ballot_repo}#{number}" if number is not None else None
         AuditLog(log_paths(state_dir)[1]).append(

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from capdaemon.audit import AuditCorruptError, AuditLog, VerifyReport, utc_iso
+from capdaemon.audit import AuditCorruptError, AuditLog, VerifyReport
 from capdaemon.config import Config
 from capdaemon.daemon.safety.breaker import Breaker
-from capdaemon.daemon.safety.common import INCIDENT, Report, parse_ts
+from capdaemon.daemon.safety.common import INCIDENT, Report
 from capdaemon.daemon.safety_state import SafetyStore, breaker_update
 from capdaemon.decide._common import ActionKind
 from capdaemon.decide._text import md
@@ -18,6 +18,7 @@ from capdaemon.decide.breaker import Incident, IncidentKind, record_incident
 from capdaemon.decide.labels import Label
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.logging import get_logger
+from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -45,7 +46,11 @@ class AuditGate:
         appends nothing."""
         info = self.store["audit_check"]
         last = info.get("at")
-        full = bool(info.get("failed")) or not last or now - parse_ts(last) >= AUDIT_CHECK_EVERY
+        full = (
+            bool(info.get("failed"))
+            or not last
+            or now - parse_utc(last, "audit_check.at") >= AUDIT_CHECK_EVERY
+        )
         checked = (self.classifier_log.check(full=full), self.actions_log.check(full=full))
         bad = [r for r in checked if r]
         if full:

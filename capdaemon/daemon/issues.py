@@ -15,7 +15,6 @@ from capdaemon.daemon.tickdata import (
     WATCHED_KINDS,
     TickReport,
     _iso,
-    _parse,
     issue_text_hash,
 )
 from capdaemon.decide.labels import Label
@@ -23,6 +22,7 @@ from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity, MarkedIssue
 from capdaemon.stores.escalations import list_escalations, mark_notified
+from capdaemon.timefmt import parse_utc
 
 
 def issue_activity(
@@ -287,7 +287,7 @@ def step_passive_reviews(
             continue
         if rec.state == "open":
             continue  # the PR still waits (checks, an owner, a label): never closed under it
-        opened = _parse(info["opened_at"])
+        opened = parse_utc(info["opened_at"], "opened_at")
         if now - opened < timedelta(days=days):
             continue
         deps.check_stop()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from capdaemon.audit import log_paths
+from capdaemon.jsonl import read_spans
 
 
 @dataclass
@@ -44,31 +45,24 @@ def _anchor_holds(fh: IO[bytes], cur: _Cursor) -> bool:
     return isinstance(rec, dict) and rec.get("hash") == cur.last_hash
 
 
-def _fold(fh: IO[bytes], cur: _Cursor, *, check_chain: bool = True) -> bool:
-    """Fold the lines after cur.offset into cur; False when the chain breaks (re-read all)."""
-    fh.seek(cur.offset)
-    pos = cur.offset
-    for raw in fh:
-        if not raw.endswith(b"\n"):
-            break  # a torn tail or a write in progress: read it next time
-        start, pos = pos, pos + len(raw)
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            rec = None  # `audit verify` reports it; never guess
-        if isinstance(rec, dict):
-            prev = rec.get("prev")
-            broken = cur.last_hash is not None and prev is not None and prev != cur.last_hash
-            if broken and check_chain:
-                return False
-            action = rec.get("action")
-            if action == "breaker.tripped":
-                cur.tripped = True
-            elif action == "breaker.reset":
-                cur.tripped = False
-            if isinstance(rec.get("hash"), str):
-                cur.last_hash = rec["hash"]
-        cur.last_start, cur.offset = start, pos
+def _fold(path: Path, cur: _Cursor, *, check_chain: bool = True) -> bool:
+    """Fold the records after cur.offset into cur; False when the chain breaks (re-read all).
+
+    A malformed complete line raises AuditCorruptError naming it (never skipped: a skipped
+    `breaker.tripped` would read as a closed breaker)."""
+    for start, end, rec in read_spans(path, cur.offset):
+        prev = rec.get("prev")
+        broken = cur.last_hash is not None and prev is not None and prev != cur.last_hash
+        if broken and check_chain:
+            return False
+        action = rec.get("action")
+        if action == "breaker.tripped":
+            cur.tripped = True
+        elif action == "breaker.reset":
+            cur.tripped = False
+        if isinstance(rec.get("hash"), str):
+            cur.last_hash = rec["hash"]
+        cur.last_start, cur.offset = start, end
     return True
 
 
@@ -92,10 +86,11 @@ class BreakerLogTail:
                         if _anchor_holds(fh, cur):
                             return cur.tripped
                 with open(path, "rb") as fh:
-                    if size < cur.offset or not _anchor_holds(fh, cur) or not _fold(fh, cur):
-                        cur = _Cursor(full_reads=cur.full_reads + 1)
-                        # from the start; a chain break here is `audit verify`'s to report
-                        _fold(fh, cur, check_chain=False)
+                    stale = size < cur.offset or not _anchor_holds(fh, cur)
+                if stale or not _fold(path, cur):
+                    cur = _Cursor(full_reads=cur.full_reads + 1)
+                    # from the start; a chain break here is `audit verify`'s to report
+                    _fold(path, cur, check_chain=False)
             except FileNotFoundError:
                 self._cursor = None
                 return False

@@ -13,12 +13,12 @@ from capdaemon.daemon.publish import process_pr
 from capdaemon.daemon.tickdata import (
     BALLOT,
     GATHER_CHUNK,
-    POLICY_FILE,
     _digest,
     _iso,
     _Seen,
     _Stopped,
 )
+from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.state import StateError
 
@@ -86,7 +86,7 @@ def read_repo_policy(
     found = ctx.policies[rc.name] = RepoPolicy(deps.config, policy_hash)
     if not policy or not policy.strip():
         return rc
-    source = f"{rc.name}@{rc.base}:{POLICY_FILE}"
+    source = f"{rc.name}@{rc.base}:{REPO_POLICY_FILE}"
     try:
         eff = deps.config.with_repo_policy(parse_repo_policy(policy, source), rc.name)
     except (ConfigError, ValueError) as exc:

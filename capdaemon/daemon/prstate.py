@@ -6,11 +6,12 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from capdaemon.daemon.botstate import PRRecord
-from capdaemon.daemon.tickdata import _digest, _parse
+from capdaemon.daemon.tickdata import _digest
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
+from capdaemon.timefmt import parse_utc
 
 
 def full_fingerprint(
@@ -66,7 +67,7 @@ def ballot_outcome(rec: PRRecord, head_sha: str, now: datetime) -> BallotOutcome
     status = BallotStatus(b.get("status", "pending"))
     deciding = None
     if b.get("by"):
-        at = _parse(b["at"]) if b.get("at") else now
+        at = parse_utc(b["at"], "ballot.at") if b.get("at") else now
         deciding = Vote(b["by"], "comment", None, at, "", status, True)
     reason = str(b.get("reason", "no owner has answered yet"))
     return BallotOutcome(status, head_sha, reason, deciding)

@@ -42,6 +42,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.tiers import Requirement
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.timefmt import parse_utc
 
 
 def process_pr(
@@ -161,7 +162,7 @@ def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
         return snap
     if snap.head_sha and snap.head_sha == deps.safety.probes.bot_revert_head(rec.repo, rec.number):
         return snap
-    return without_stale_auto_revert(snap, datetime.fromisoformat(rec.auto_revert_floor))
+    return without_stale_auto_revert(snap, parse_utc(rec.auto_revert_floor, "auto_revert_floor"))
 
 
 def audit_classification(

@@ -11,10 +11,10 @@ from typing import Any
 
 from capdaemon.audit import log_paths
 from capdaemon.decide.breaker import BreakerState
+from capdaemon.filenames import BREAKER_FILE, SAFETY_FILE
+from capdaemon.jsonl import read_after
 from capdaemon.state import StateError, atomic_write_json, file_lock, read_json
 
-BREAKER_FILE = "breaker.json"
-SAFETY_FILE = "safety.json"
 VERSION = 1
 
 
@@ -139,28 +139,15 @@ def new_actions(
     """Complete actions.jsonl records after `cursor` ({"seq", "offset"}), and the new cursor.
 
     Reads from the saved byte offset; a log shorter than the offset (replaced) is re-read
-    from the start, records at or below the cursor's seq skipped.
+    from the start, records at or below the cursor's seq skipped. A malformed complete line
+    raises AuditCorruptError naming file and line; the cursor does not move past it (its
+    record is read once the line is repaired by hand, never skipped).
     """
-    path = log_paths(state_dir)[1]
-    seq, offset = int(cursor.get("seq", 0)), int(cursor.get("offset", 0))
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return [], {"seq": seq, "offset": 0}
-    if size < offset:
-        offset = 0
+    seq = int(cursor.get("seq", 0))
+    records, offset = read_after(log_paths(state_dir)[1], int(cursor.get("offset", 0)))
     out: list[dict[str, Any]] = []
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break  # torn tail or a write in progress: read it next time
-            offset += len(raw)
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                continue  # `audit verify` reports it; never guess
-            if isinstance(rec, dict) and int(rec.get("seq", 0)) > seq:
-                seq = int(rec["seq"])
-                out.append(rec)
+    for rec in records:
+        if int(rec.get("seq", 0)) > seq:
+            seq = int(rec["seq"])
+            out.append(rec)
     return out, {"seq": seq, "offset": offset}

@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from capdaemon.audit import utc_iso
 from capdaemon.classify.ruletable import CHECK_READING_RULES, RULE_NAMES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
@@ -20,9 +19,9 @@ from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import Comment, PRSummary, Reaction
 from capdaemon.model import CheckRun, LabelEvent, PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.state import canonical_json
+from capdaemon.timefmt import utc_iso
 
 CRASH_ENV = "CAPDAEMON_CRASH_AFTER"
-POLICY_FILE = ".capdaemon.yml"
 BALLOT, REVIEW, SCOPE = BALLOT_KIND, REVIEW_KIND, SCOPE_KIND
 # Gather phase only (reads): how many requests run at once, and how many PRs are gathered
 # before they are decided, recorded and acted on (bounds the snapshots held in memory).
@@ -44,10 +43,6 @@ class _Stopped(Exception):
 
 def _iso(dt: datetime) -> str:
     return utc_iso(dt)
-
-
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _digest(*parts: Any) -> str:

@@ -414,7 +414,10 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     reports.append(_read_log(model, 1, actions, visit))
 
     _journal(model, state_dir / JOURNAL_FILE)
-    prs: dict[str, Any] = _guard(model, state_dir / PRS_FILE, lambda: pr_records(state_dir), {})
+    # read-only pages: a malformed journal line is skipped here; `_journal` shows it as a banner
+    prs: dict[str, Any] = _guard(
+        model, state_dir / PRS_FILE, lambda: pr_records(state_dir, _skip), {}
+    )
     for ref, p in prs.items():
         row = model.by_ref.get(ref)
         if row is not None and isinstance(p, dict):
@@ -448,9 +451,13 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     return model
 
 
+def _skip(_where: str) -> None:
+    """A bad journal line, already a banner (`_journal`)."""
+
+
 def _journal(model: ReadModel, path: Path) -> None:
     """A malformed complete line of prs.journal is a banner (the daemon refuses to start on
-    it; `pr_records` skips it, so the pages would show that PR's older state)."""
+    it; `pr_records` skips it here, so the pages would show that PR's older state)."""
     try:
         complete = path.read_bytes().rpartition(b"\n")[0]
     except FileNotFoundError:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from capdaemon.demo.scenario import AGENT_SESSION, BOT_REPO, OWNER, PRS, REPO, TASKS
+from capdaemon.filenames import MAIN_CONFIG_FILE
 from ghsandbox import testing as std
 from ghsandbox.rest import RestClient, RestError
 from ghsandbox.server import Sandbox
@@ -36,7 +37,7 @@ def _sample_config_dir() -> Path | None:
     from capdaemon.resources import sample_config_dir
 
     here = sample_config_dir()
-    return here if (here / "capdaemon.yml").is_file() else None
+    return here if (here / MAIN_CONFIG_FILE).is_file() else None
 
 
 def write_config(config_dir: Path, *, base_url: str, key_file: Path) -> None:
@@ -45,7 +46,7 @@ def write_config(config_dir: Path, *, base_url: str, key_file: Path) -> None:
     if sample is not None:
         shutil.copytree(sample, config_dir, dirs_exist_ok=True)
     config_dir.mkdir(parents=True, exist_ok=True)
-    main = config_dir / "capdaemon.yml"
+    main = config_dir / MAIN_CONFIG_FILE
     data: dict[str, Any] = yaml.safe_load(main.read_text(encoding="utf-8")) if main.exists() else {}
     data = data or {}
     data["github"] = {

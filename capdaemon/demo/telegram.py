@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from capdaemon.filenames import MAIN_CONFIG_FILE
 from ghsandbox import testing as std
 from ghsandbox.rest import RestClient
 from ghsandbox.server import Sandbox
@@ -31,7 +32,7 @@ TASK = "task-201"
 def _enable_telegram(config_dir: Path, keys_dir: Path, api_url: str, token: str) -> None:
     (keys_dir / "telegram-token").write_text(token + "\n", encoding="utf-8")
     (keys_dir / "telegram-hmac").write_text(secrets.token_hex(32) + "\n", encoding="utf-8")
-    main = config_dir / "capdaemon.yml"
+    main = config_dir / MAIN_CONFIG_FILE
     text = main.read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     data["telegram"] = {

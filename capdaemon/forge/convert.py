@@ -23,6 +23,7 @@ from capdaemon.model import (
     Commit,
     FileStatus,
 )
+from capdaemon.timefmt import parse_utc
 
 log = structlog.get_logger("capdaemon.forge.client")  # one logger for the whole Forge
 
@@ -54,10 +55,7 @@ def default_contents_for(globs: tuple[str, ...] = DEFAULT_CONTENT_GLOBS) -> Call
 def _dt(value: Any) -> datetime | None:
     if not value:
         return None
-    d = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    if d.tzinfo is None:
-        raise ValueError(f"naive timestamp from GitHub: {value!r}")
-    return d
+    return parse_utc(str(value), "GitHub timestamp")
 
 
 def _login(obj: Any) -> str:

@@ -30,6 +30,7 @@ from capdaemon.filenames import FORGE_CACHE_FILE
 from capdaemon.forge.etagcache import CacheEntry, CacheKey
 from capdaemon.forge.transport import auth_identity
 from capdaemon.state import atomic_write_text, set_aside
+from capdaemon.timefmt import TimestampError, parse_utc
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -157,11 +158,9 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         expires: datetime | None = None
         if data["token"] is not None:
             try:
-                expires = datetime.fromisoformat(data["token"]["expires_at"])
-            except ValueError:
-                raise CacheFileError(f"{path}: field 'token.expires_at' is not a time") from None
-            if expires.tzinfo is None:
-                raise CacheFileError(f"{path}: field 'token.expires_at' has no time zone")
+                expires = parse_utc(data["token"]["expires_at"], "token.expires_at")
+            except TimestampError as exc:
+                raise CacheFileError(f"{path}: field {exc}") from None
     except CacheFileError as exc:
         moved = _set_aside(path, str(exc), now)
         return Loaded(set_aside=moved.name)

@@ -243,8 +243,9 @@ def test_corrupt_prs_json_refuses_start_and_torn_journal_is_repaired(daemon: Har
     )
     daemon.stop()
     journal.write_text("{not json\n" + line, encoding="utf-8")  # a torn line in the middle
-    with pytest.raises(StateError, match=r"prs\.journal"):
+    with pytest.raises(StateError, match=r"prs\.journal:1: not JSON"):
         daemon.start()
+    assert journal.read_text(encoding="utf-8") == "{not json\n" + line  # never overwritten
 
 
 def test_unreadable_ballot_never_merges_on_a_stale_approval(daemon: Harness) -> None:

@@ -133,3 +133,45 @@ def test_digest_notice_carries_a_summary(tmp_path) -> None:
     notice = notice_for(rec, tmp_path)
     assert notice is not None
     assert notice.body == "The daily digest: o/b#9\nMerges (3); Pending ballots (1)"
+
+
+def test_a_corrupt_actions_line_stops_the_tick_with_the_gates_error_and_no_notice(
+    daemon: Harness, receiver: Receiver
+) -> None:
+    """A malformed line the notifier has not read yet: `tick --once` exits 3 with the audit
+    gate's error naming file and line (the notification step, which runs after it, neither
+    masks it nor moves its cursor past the line); actions.jsonl and notifications.json are
+    left byte for byte and nothing is sent."""
+    import subprocess
+    import sys
+
+    from capdaemon.audit import AuditLog, log_paths
+
+    daemon.configure(notifications={"urls": [receiver.url], "timeout_seconds": 5})
+    daemon.tick()  # the cursor starts at the end of the log
+    daemon.stop()
+    actions = log_paths(daemon.state_dir)[1]
+    n = len(actions.read_bytes().splitlines())
+    log = AuditLog(actions)
+    for pr in ("acme/widgets#90", "acme/widgets#91"):  # as `finish-task` or the CLI appends
+        log.append({"action": "escalation.opened", "pr": pr, "task_id": "t-9"}, now=NOW)
+    lines = actions.read_bytes().split(b"\n")
+    lines[n] = lines[n][:30]  # the first new line, cut short (its newline kept)
+    actions.write_bytes(b"\n".join(lines))
+    cut = actions.read_bytes()
+    box = daemon.state_dir / "notifications.json"
+    kept = box.read_bytes()
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "capdaemon.cli", "tick", "--once", "--log-format", "json"),
+            *("--config", str(daemon.config_dir), "--state", str(daemon.state_dir)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert f"actions.jsonl:{n + 1}" in proc.stderr and "refusing to append" in proc.stderr
+    assert actions.read_bytes() == cut
+    assert box.read_bytes() == kept
+    assert receiver.got == []

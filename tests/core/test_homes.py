@@ -91,10 +91,6 @@ def test_jsonl_a_missing_log_has_no_records(tmp_path: Path) -> None:
     assert list(read_records(tmp_path / filenames.ACTIONS_LOG)) == []
 
 
-# modules restructured separately; their spelled-out names move to capdaemon.filenames next
-_NOT_YET = ("daemon/", "forge/", "sandbox/", "channels/")
-
-
 def test_file_names_are_spelled_only_in_filenames() -> None:
     """No product module spells a config or bot-state file name itself (one home per name)."""
     names = {
@@ -103,11 +99,29 @@ def test_file_names_are_spelled_only_in_filenames() -> None:
     found = []
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG).as_posix()
-        if rel == "filenames.py" or rel.startswith(_NOT_YET):
+        if rel == "filenames.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_iso_times_are_parsed_only_in_timefmt() -> None:
+    """No product module parses an ISO time itself (`datetime.fromisoformat`, `strptime`):
+    every timestamp goes through `timefmt.parse_utc` (dates, `date.fromisoformat`, may not)."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == "timefmt.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("fromisoformat", "strptime")
+                and not (isinstance(node.value, ast.Name) and node.value.id == "date")
+            ):
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     assert found == []
 
 

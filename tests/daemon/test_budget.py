@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from capdaemon.config import GitHubConfig
-from capdaemon.daemon.budget import BUDGET_FILE, TickBudget
+from capdaemon.daemon.budget import TickBudget
+from capdaemon.filenames import BUDGET_FILE
 
 from .conftest import Harness
 

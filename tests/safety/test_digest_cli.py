@@ -75,3 +75,24 @@ def test_a_warning_repeated_by_every_start_is_one_attention_line(
     lines = [ln for ln in attention.splitlines() if ln.startswith("- ") and "decision repo" in ln]
     assert len(lines) == 1, attention
     assert "agent-1 (write)" in lines[0] and re.search(r"\(×[23]\)", lines[0]), lines[0]
+
+
+def test_a_malformed_journal_line_is_refused_naming_file_and_line(
+    safe: SafetyHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A complete line of prs.journal that is not JSON: the digest refuses in one line naming
+    the journal and the line (it never reports a PR's older state as current); nothing changes."""
+    safe.configure()
+    safe.open_pr({"README.md": "# widgets (typo fixed)\n"})
+    safe.tick()
+    safe.stop()
+    journal = safe.state_dir / "prs.journal"
+    good = '{"ref": "acme/widgets#9", "record": {"repo": "acme/widgets", "number": 9}}\n'
+    journal.write_text(good + '{"ref": "acme/widg\n', encoding="utf-8")
+    before = _files(safe.state_dir)
+    raw = journal.read_bytes()
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir), "--now", AFTER]
+    assert cli(["digest", "--print", *args]) != 0
+    err = capsys.readouterr().err
+    assert f"{journal}:2: not JSON" in err and len(err.strip().splitlines()) == 1, err
+    assert journal.read_bytes() == raw and _files(safe.state_dir) == before

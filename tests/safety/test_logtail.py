@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from capdaemon.audit import AuditLog, log_paths, verify
+from capdaemon.audit import AuditCorruptError, AuditLog, log_paths, verify
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import breaker_state
 from capdaemon.state import StateError
@@ -82,3 +83,33 @@ def test_deleting_breaker_json_after_a_long_log_still_refuses(tmp_path: Path) ->
         with pytest.raises(StateError, match=r"missing but actions\.jsonl says"):
             breaker_state(tmp_path, tail)
     assert tail.full_reads == 0
+
+
+def test_a_cut_trip_line_with_breaker_json_deleted_is_refused_not_read_as_closed(
+    tmp_path: Path,
+) -> None:
+    """Attack: delete breaker.json and cut the `breaker.tripped` line short. The log reader
+    refuses the line, naming file and line (it used to skip it and see a closed breaker); a
+    malformed line appended after an incremental read is refused too; the log is left as is."""
+    log = _log(tmp_path)
+    log.append({"action": "merge.refused", "pr": "acme/w#1"})
+    log.append({"action": "breaker.tripped"})
+    log.append({"action": "merge.refused", "pr": "acme/w#2"})
+    path = log_paths(tmp_path)[1]
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:30]
+    path.write_bytes(b"\n".join(lines))
+    cut = path.read_bytes()
+    with pytest.raises(AuditCorruptError, match=rf"^{re.escape(str(path))}:2: not JSON"):
+        breaker_state(tmp_path, BreakerLogTail(tmp_path))
+    assert path.read_bytes() == cut
+
+    other = tmp_path / "other"
+    log = _log(other)
+    log.append({"action": "breaker.tripped"})
+    tail = BreakerLogTail(other)
+    assert tail.tripped() is True
+    with log_paths(other)[1].open("ab") as fh:
+        fh.write(b'{"action": "breaker.reset", "pr\n')
+    with pytest.raises(AuditCorruptError, match=r"actions\.jsonl:2: not JSON"):
+        tail.tripped()

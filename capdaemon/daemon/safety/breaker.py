@@ -8,12 +8,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.common import API_FAIL_TICKS, INCIDENT, Report, log
 from capdaemon.daemon.safety_state import (
-    BREAKER_FILE,
     BreakerFile,
     SafetyStore,
     breaker_update,
@@ -31,8 +30,10 @@ from capdaemon.decide.breaker import (
 )
 from capdaemon.decide.commands import CommandKind, parse_command
 from capdaemon.decide.labels import Label
+from capdaemon.filenames import BREAKER_FILE
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.state import StateError
+from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

@@ -8,10 +8,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from capdaemon.audit import AuditLog
+from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import Metrics, PRStore
-from capdaemon.daemon.safety.common import Report, SeenPR, log_records
+from capdaemon.daemon.safety.common import Report, SeenPR
 from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide._common import Action
 from capdaemon.decide.burnin import (
@@ -23,6 +23,7 @@ from capdaemon.decide.burnin import (
     record_rejection,
 )
 from capdaemon.decide.burnin import agent_severities as _burn_in_severities
+from capdaemon.jsonl import read_records
 from capdaemon.model import Severity
 from capdaemon.state import StateError
 
@@ -99,7 +100,7 @@ def _check_against_log(state_dir: Path, state: BurnInState) -> None:
     every agent the log observed must still have a clock, and every promotion must still hold."""
     seen: set[str] = set()
     promoted: set[str] = set()
-    for r in log_records(state_dir):
+    for r in read_records(log_paths(state_dir)[1]):
         agent = r.get("agent")
         if not isinstance(agent, str):
             continue

@@ -1,14 +1,11 @@
-"""What the safety-net parts share: issue kinds, the report they write to, the log reader."""
+"""What the safety-net parts share: issue kinds and the report they write to."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any, Protocol
 
-from capdaemon.audit import log_paths
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.forge.types import IssueActivity
@@ -40,36 +37,11 @@ class SeenPR(Protocol):
         ...
 
 
-def parse_ts(text: str) -> datetime:
-    """An ISO time as written to bot-state ("Z" accepted)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def report_error(report: Report | None, event: str, message: str, **kv: Any) -> None:
     """Add `message` to the tick's errors (when there is a report) and log it."""
     if report is not None:
         report.errors.append(message)
     log.warning(event, error=message, **kv)
-
-
-def log_records(state_dir: Path) -> list[dict[str, Any]]:
-    """Every complete record of actions.jsonl (for the rare cross-checks of the safety net)."""
-    path = log_paths(state_dir)[1]
-    out: list[dict[str, Any]] = []
-    try:
-        with open(path, "rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    rec = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict):
-                    out.append(rec)
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def ballot_approved(rec: PRRecord) -> bool:

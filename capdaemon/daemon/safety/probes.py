@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
@@ -18,8 +18,6 @@ from capdaemon.daemon.safety.common import (
     OwnersFn,
     Report,
     log,
-    log_records,
-    parse_ts,
     report_error,
 )
 from capdaemon.daemon.safety.reviews import RandomReviews
@@ -38,6 +36,8 @@ from capdaemon.decide.probe import (
     reverts_in_window,
 )
 from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
+from capdaemon.jsonl import read_records
+from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -107,7 +107,7 @@ class Probes:
         except ForgeError as exc:
             report_error(report, "probe.parents_failed", f"{ref}: {exc}", pr=ref)
             parents = 2  # unknown: never auto-revert it
-        merged_at = parse_ts(str(r.get("ts"))) if r.get("ts") else now
+        merged_at = parse_utc(str(r.get("ts")), "ts") if r.get("ts") else now
         revertible = self._own_merge(repo, number, r, sha, report)
         watch = ProbeWatch(repo, number, sha, parents, merged_at, base, revertible)
         self._audit(
@@ -310,9 +310,9 @@ class Probes:
         """When reverts were opened: safety.json plus actions.jsonl (attempted ones count too),
         so a lost or reset safety.json (or a crash mid-revert) never re-opens the daily cap."""
         times = {(str(r.get("merge_sha")), r["at"]) for r in self.store["reverts"] if r.get("at")}
-        out = [parse_ts(at) for _sha, at in times]
+        out = [parse_utc(at, "merged_at") for _sha, at in times]
         seen = {sha for sha, _at in times}
-        for r in log_records(self.state_dir):
+        for r in read_records(log_paths(self.state_dir)[1]):
             if r.get("action") != "revert" or r.get("status") not in ("attempted", "done"):
                 continue
             sha = str(r.get("merge_sha"))
@@ -320,7 +320,7 @@ class Probes:
                 continue
             seen.add(sha)
             try:
-                out.append(parse_ts(str(r["ts"])))
+                out.append(parse_utc(str(r["ts"]), "ts"))
             except ValueError:
                 out.append(now)  # unreadable time: count it (fail closed)
         return out
@@ -355,7 +355,7 @@ def _quiet(raw: Mapping[str, Any], now: datetime) -> bool:
     if not isinstance(until, str):
         return False
     try:
-        return now < datetime.fromisoformat(until)
+        return now < parse_utc(until, "quiet_until")
     except (ValueError, TypeError):
         return False  # unreadable: read the commit (never skip on a guess)
 

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import PRRecord
-from capdaemon.daemon.safety.common import OwnersFn, Report, ballot_approved, parse_ts
+from capdaemon.daemon.safety.common import OwnersFn, Report, ballot_approved
 from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import random_review_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due, sampled
+from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -74,7 +75,7 @@ class RandomReviews:
         for key, info in s["reviewed"].items():
             if not info.get("open") or repo is None:
                 continue
-            opened = parse_ts(info["opened_at"])
+            opened = parse_utc(info["opened_at"], "opened_at")
             if now - opened < timedelta(days=days):
                 continue
             comments = self.forge.comments(repo, int(info["number"]))

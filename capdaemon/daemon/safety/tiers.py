@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.audit import AuditLog, utc_iso
+from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
@@ -22,7 +22,6 @@ from capdaemon.daemon.safety.common import (
     SeenPR,
     ballot_approved,
     log,
-    parse_ts,
     report_error,
 )
 from capdaemon.daemon.safety_state import SafetyStore
@@ -41,6 +40,7 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot
 from capdaemon.state import canonical_json
+from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -243,17 +243,17 @@ class Tiers:
         # recent (QUIET_REREAD) and the deadline has not passed (expiry needs a read).
         activity = self.issue_activity(report) if self.issue_activity else None
         fp = _one_tap_fp(activity.get(int(entry["issue"])) if activity is not None else None)
-        deadline = parse_ts(entry["opened_at"]) + ttl
+        deadline = parse_utc(entry["opened_at"], "opened_at") + ttl
         if fp and entry.get("seen_fp") == fp and now < deadline:
             try:
-                if now - parse_ts(str(entry["seen_at"])) < QUIET_REREAD:
+                if now - parse_utc(str(entry["seen_at"]), "seen_at") < QUIET_REREAD:
                     return
             except (KeyError, ValueError):
                 pass
         try:
             reactions = self.forge.reactions(repo, int(entry["issue"]))
             res = one_tap_state(
-                parse_ts(entry["opened_at"]),
+                parse_utc(entry["opened_at"], "opened_at"),
                 reactions,
                 self.owners(rec.repo, [r.user for r in reactions]),
                 now,
