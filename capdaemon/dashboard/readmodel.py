@@ -123,8 +123,7 @@ class TaskRow:
 
 @dataclass(frozen=True)
 class RepoRow:
-    """A supervised repo: its central config, the protection state the daemon last saw, and
-    what its base branch's `.capdaemon.yml` added when last read (None: not recorded yet)."""
+    """A supervised repo: central config, protection and `.capdaemon.yml` as last seen."""
 
     config: RepoConfig
     protection: Mapping[str, Any]
@@ -446,7 +445,9 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     raw_protection = safety.get("protection")
     protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
     errors = visit.policy_errors
-    policies = _guard(model, state_dir / REPO_POLICIES_FILE, lambda: read_policies(state_dir), {})
+    policies: dict[str, PolicySummary] = _guard(
+        model, state_dir / REPO_POLICIES_FILE, lambda: read_policies(state_dir), {}
+    )
     for rc in config.repos:
         seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
         prot = seen if isinstance(seen, dict) else {}

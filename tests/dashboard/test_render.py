@@ -76,7 +76,8 @@ def test_why_page_tells_the_same_story_as_the_why_command(
 
 def test_hostile_strings_are_text_on_every_page(dash_state: DashState) -> None:
     """PR titles, a branch name, a task title and an escalated path carrying markup arrive as
-    text: the only elements are the page's own, the only script is the page's own, no handler attribute."""
+    text: the only elements are the page's own, the only script is the page's own, no
+    handler attribute."""
     model = _model(dash_state)
     pages = every_page(model) | every_page(model, static=True)
     found = set()
