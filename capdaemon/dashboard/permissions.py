@@ -174,7 +174,7 @@ def _repo_file(base: str, pol: PolicySummary | None) -> str:
     if pol.error is not None:
         return f'{head}: <span class="bad">does not parse, PRs are D: {esc(pol.error)}</span>'
     if not pol.present:
-        return f'{head}: <span class="muted">none on the branch, nothing added</span>'
+        return f'{head}: <span class="muted">none (or empty) on the branch, nothing added</span>'
     added = [
         ("owners", pol.owners),
         ("blocking labels", pol.blocking_labels),
