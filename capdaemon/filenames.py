@@ -25,6 +25,7 @@ NOTIFICATIONS_FILE = "notifications.json"
 NOTIFICATIONS_LOCK_FILE = ".notifications.lock"
 TELEGRAM_FILE = "telegram.json"
 FORGE_CACHE_FILE = "forge-cache.json"
+REPO_POLICIES_FILE = "repo_policies.json"  # each repo's .capdaemon.yml as last parsed (display)
 
 # -- bot-state: folders ----------------------------------------------------------------------
 CAPABILITIES_DIR = "capabilities"

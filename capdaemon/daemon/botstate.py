@@ -42,6 +42,8 @@ class PRRecord:
     decision:auto-revert` event already present was recorded (ISO time, "" when none): only
     a label event newer than that floor can verify the label for that head (R2).
     `issues[kind]["body_sha"]` hashes the title and body capdaemon last wrote there (R5).
+    `head_ref` is the PR's head branch name as GitHub last listed it (attacker-chosen text:
+    shown escaped, never used to decide; "" in records written before this field).
     """
 
     repo: str
@@ -76,6 +78,7 @@ class PRRecord:
     ballot_seen: dict[str, Any] = field(default_factory=dict)
     auto_revert_head: str = ""
     auto_revert_floor: str = ""
+    head_ref: str = ""
 
     @property
     def ref(self) -> str:

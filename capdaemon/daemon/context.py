@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.config import Config
+from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
@@ -99,6 +100,8 @@ class RepoPolicy:
     effective: Config
     policy_hash: str
     error: str | None = None  # the parse error (then `effective` is the central config)
+    base: str = ""  # the base branch the policy was read from
+    additions: PolicyAdditions | None = None  # what the .capdaemon.yml adds (None: no file)
 
 
 @dataclass

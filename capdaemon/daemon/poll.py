@@ -9,6 +9,7 @@ from capdaemon.daemon import texts
 from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
 from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
+from capdaemon.daemon.policystate import save_policies
 from capdaemon.daemon.publish import process_pr
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -69,7 +70,17 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
                 deps.heartbeat()
             deps.safety.save()  # once per chunk (see Tiers.on_classified)
     report.prs_seen = len(seen)
+    _save_policies(deps, ctx)
     return seen
+
+
+def _save_policies(deps: TickDeps, ctx: TickContext) -> None:
+    """Record each repo's policy summary for the dashboard (a corrupt file is kept, reported)."""
+    supervised = tuple(rc.name for rc in deps.config.repos)
+    try:
+        save_policies(deps.state_dir, ctx.policies, supervised)
+    except StateError as exc:  # display state only: the tick goes on, the file is left as is
+        deps.error(ctx.report, "state.repo_policies_unreadable", f"{exc}; never overwritten")
 
 
 def read_repo_policy(
@@ -83,12 +94,13 @@ def read_repo_policy(
     the classifier makes its PRs D.
     """
     policy_hash = _digest(deps.policy_hash, policy)
-    found = ctx.policies[rc.name] = RepoPolicy(deps.config, policy_hash)
+    found = ctx.policies[rc.name] = RepoPolicy(deps.config, policy_hash, base=rc.base)
     if not policy or not policy.strip():
         return rc
     source = f"{rc.name}@{rc.base}:{REPO_POLICY_FILE}"
     try:
-        eff = deps.config.with_repo_policy(parse_repo_policy(policy, source), rc.name)
+        additions = parse_repo_policy(policy, source)
+        eff = deps.config.with_repo_policy(additions, rc.name)
     except (ConfigError, ValueError) as exc:
         found.error = str(exc)
         message = f"{source}: {exc}"
@@ -100,7 +112,7 @@ def read_repo_policy(
             )
             deps.policy_error_audited[rc.name] = policy_hash
         return rc
-    found.effective = eff
+    found.effective, found.additions = eff, additions
     return eff.repo(rc.name) or rc
 
 

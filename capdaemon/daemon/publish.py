@@ -67,6 +67,10 @@ def process_pr(
     if rec.state != "open":
         rec.state = "open"  # reopened
         note_reopened(rec)
+    if rec.head_ref != pr.head_ref:  # display only (the dashboard); upgrades older records
+        rec.head_ref = pr.head_ref
+        if rec.audited:
+            deps.prs.save(rec)
     if g.settled is not None:
         deps.log.debug("pr.settled", pr=pr.ref, why=g.settled)
         # nothing changed that could matter: no read, no classification, no write

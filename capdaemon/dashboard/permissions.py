@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from capdaemon.daemon.policystate import PolicySummary
 from capdaemon.dashboard.html import esc, table
 from capdaemon.dashboard.readmodel import ReadModel
 from capdaemon.decide.burnin import BurnInStatus
@@ -137,19 +138,16 @@ def render_repos(model: ReadModel) -> str:
         else:
             prot = '<span class="ok">as required</span>'
         checks = [f"L1.C3 (capdaemon's own check, App {esc(app)} id {esc(cfg.canonical_app_id)})"]
-        checks += [
-            f"{esc(c.context)} — "
-            + (f"App id {esc(c.app_id)}" if c.app_id else "any GitHub App (never a status)")
-            for c in rc.extra_checks
-        ]
+        checks += [_check(c.context, c.app_id) for c in rc.extra_checks]
+        pol = r.policy
+        if pol is not None:
+            checks += [_check(c, a) + " (from .capdaemon.yml)" for c, a in pol.extra_checks]
         policy = (
             f"base <code>{esc(rc.base)}</code>, merge method {esc(rc.merge_method)}, "
             f"capability required: {'yes' if rc.require_capability else 'no'}<br>"
             f"owners: {_list(cfg.owners)}<br>"
             f"this repo's extra owners: {_list(rc.owners)}<br>"
-            f"blocking labels: {_list(rc.blocking_labels)}<br>"
-            "base branch <code>.capdaemon.yml</code>: additions are applied by the daemon at "
-            "each tick (not recorded in state)"
+            f"blocking labels: {_list(rc.blocking_labels)}<br>" + _repo_file(rc.base, pol)
         )
         if r.policy_errors:
             policy += "<br>" + "<br>".join(
@@ -159,3 +157,32 @@ def render_repos(model: ReadModel) -> str:
     return table(
         ("repo", "protection / rulesets", "required checks", "effective policy"), out, id_="repos"
     )
+
+
+def _check(context: str, app_id: int | None) -> str:
+    return f"{esc(context)} — " + (
+        f"App id {esc(app_id)}" if app_id else "any GitHub App (never a status)"
+    )
+
+
+def _repo_file(base: str, pol: PolicySummary | None) -> str:
+    """What the base branch's .capdaemon.yml adds, as the daemon last read it."""
+    where = f"base branch <code>{esc(base)}</code>'s <code>.capdaemon.yml</code>"
+    if pol is None:
+        return f'{where}: <span class="muted">not read by a tick yet</span>'
+    head = f"{where} (policy hash <code>{esc(pol.policy_hash[:12])}</code>)"
+    if pol.error is not None:
+        return f'{head}: <span class="bad">does not parse, PRs are D: {esc(pol.error)}</span>'
+    if not pol.present:
+        return f'{head}: <span class="muted">none (or empty) on the branch, nothing added</span>'
+    added = [
+        ("owners", pol.owners),
+        ("blocking labels", pol.blocking_labels),
+        ("extra checks", tuple(c for c, _ in pol.extra_checks)),
+        ("critical globs", pol.critical_globs),
+        ("irreversible globs", pol.irreversible_globs),
+        ("always-D globs", pol.always_d_globs),
+    ]
+    lines = [f"+ {label}: {_list(items)}" for label, items in added if items]
+    body = "<br>".join(lines) if lines else '<span class="muted">adds nothing</span>'
+    return f'{head} adds:<br><span class="repo-policy">{body}</span>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from capdaemon.commands._common import printable
 from capdaemon.commands.why import describe
 from capdaemon.dashboard.html import esc, quadrant, table
-from capdaemon.dashboard.readmodel import ReadModel, search
+from capdaemon.dashboard.readmodel import PRRow, ReadModel, search
 
 PAGE_SIZE = 200
 
@@ -44,7 +44,7 @@ def render_table(
             f'<a href="{esc(story_href(r.ref))}" class="why">#{r.number}</a>',
             esc(r.title),
             esc(r.author),
-            f"<code>{esc(r.head[:10])}</code>",
+            _head(r),
             quadrant(r.quadrant),
             esc(r.rules or "none"),
             esc(r.action),
@@ -52,12 +52,19 @@ def render_table(
         ]
         for r in rows
     )
-    head = ("repo", "number", "title", "author", "head", "quadrant", "rules that voted")
+    head = ("repo", "number", "title", "author", "head branch", "quadrant", "rules that voted")
     return (
         body
         + table((*head, "action", "time"), cells, id_="prs")
         + (f"<p>{' · '.join(nav)}</p>" if nav else "")
     )
+
+
+def _head(r: PRRow) -> str:
+    """The head branch name (escaped: its author chose it), else the head commit."""
+    if r.branch:
+        return f'<code class="branch">{esc(r.branch)}</code>'
+    return f"<code>{esc(r.head[:10])}</code>"
 
 
 def _qs(query: str, page: int) -> str:
@@ -77,12 +84,13 @@ def render_story(model: ReadModel, ref: str) -> str:
         return f'<div class="banner" role="alert">{esc(exc)}</div>'
     lines = [printable(line) for rec in records for line in describe(rec)]
     facts = table(
-        ("title", "author", "quadrant", "head", "state"),
+        ("title", "author", "quadrant", "head branch", "head", "state"),
         [
             [
                 esc(row.title),
                 esc(row.author),
                 quadrant(row.quadrant),
+                f"<code>{esc(row.branch)}</code>" if row.branch else "",
                 f"<code>{esc(row.head)}</code>",
                 esc(row.state),
             ]

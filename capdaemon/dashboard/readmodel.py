@@ -27,6 +27,7 @@ from capdaemon.audit import (
 )
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.digest_job import pr_records
+from capdaemon.daemon.policystate import PolicySummary, read_policies
 from capdaemon.daemon.safety_state import BreakerFile, read_breaker
 from capdaemon.decide.burnin import AgentClock, BurnInState, burn_in_raw
 from capdaemon.filenames import (
@@ -37,6 +38,7 @@ from capdaemon.filenames import (
     JOURNAL_FILE,
     METRICS_FILE,
     PRS_FILE,
+    REPO_POLICIES_FILE,
     SAFETY_FILE,
 )
 from capdaemon.model import Quadrant
@@ -74,13 +76,14 @@ class PRRow:
     state: str = ""
     # (log index, byte offset) of each record of the PR's story, in log order
     spots: list[tuple[int, int]] = field(default_factory=list)
+    branch: str = ""  # the head branch name (prs.json; "" for records written before it)
     _hay: str = field(default="", repr=False, compare=False)
 
     def haystack(self) -> str:
         """The lower-cased text a search looks in (made once; the row is final after build)."""
         if not self._hay:
             self._hay = (
-                f"{self.ref} {self.title} {self.author} {self.head} {self.quadrant} "
+                f"{self.ref} {self.title} {self.author} {self.branch} {self.head} {self.quadrant} "
                 f"{self.rules} {self.action}"
             ).lower()
         return self._hay
@@ -120,11 +123,12 @@ class TaskRow:
 
 @dataclass(frozen=True)
 class RepoRow:
-    """A supervised repo: its central config and the protection state the daemon last saw."""
+    """A supervised repo: central config, protection and `.capdaemon.yml` as last seen."""
 
     config: RepoConfig
     protection: Mapping[str, Any]
     policy_errors: tuple[str, ...]
+    policy: PolicySummary | None = None
 
 
 @dataclass
@@ -422,7 +426,7 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
         row = model.by_ref.get(ref)
         if row is not None and isinstance(p, dict):
             row.title, row.author = str(p.get("title", "")), str(p.get("author", ""))
-            row.state = str(p.get("state", ""))
+            row.state, row.branch = str(p.get("state", "")), str(p.get("head_ref") or "")
     model.prs = sorted(
         (r for r in model.by_ref.values() if r.quadrant), key=lambda r: r.ts, reverse=True
     )
@@ -441,11 +445,13 @@ def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadM
     raw_protection = safety.get("protection")
     protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
     errors = visit.policy_errors
+    policies: dict[str, PolicySummary] = _guard(
+        model, state_dir / REPO_POLICIES_FILE, lambda: read_policies(state_dir), {}
+    )
     for rc in config.repos:
         seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
-        model.repos.append(
-            RepoRow(rc, seen if isinstance(seen, dict) else {}, tuple(errors.get(rc.name, ())))
-        )
+        prot = seen if isinstance(seen, dict) else {}
+        model.repos.append(RepoRow(rc, prot, tuple(errors.get(rc.name, ())), policies.get(rc.name)))
     _audit(model, reports)
     model.build_seconds = time.perf_counter() - started
     return model

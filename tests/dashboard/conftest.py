@@ -22,6 +22,8 @@ from tests.daemon.conftest import SESSION, Harness
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 XSS_PATH = "docs/<svg onload=window.__xss=3>.md"  # outside task-7's src/**
 XSS_IMG = '"><img src=x onerror="window.__xss=2">'
+# git refuses spaces in a ref name; "/" separates the attributes for the HTML parser instead
+XSS_BRANCH = '"><img/src=x/onerror=window.__xss=4>'
 WORKFLOW = {".github/workflows/ci.yml": "name: ci\non: [pull_request]\njobs: {}\n"}
 
 
@@ -52,9 +54,10 @@ def dash_state(
     tmp_path_factory: pytest.TempPathFactory, sandbox_keys: tuple[std.AppKeys, Path, Path]
 ) -> DashState:
     """The scenario: an A PR merged, a D PR whose title is a <script> waiting for its ballot,
-    a D PR titled with an <img onerror> approved by alice and merged, a task PR that steps out
-    of its capability (scope violation), and a digest with the logs' anchors. The sandbox is
-    stopped before any test runs: the dashboard never needs GitHub."""
+    a D PR titled with an <img onerror> (its branch named like one too) approved by alice
+    and merged, a task PR that steps out of its capability (scope violation), and a digest
+    with the logs' anchors. The sandbox is stopped before any test runs: the dashboard never
+    needs GitHub."""
     root = tmp_path_factory.mktemp("dash")
     sb = start_sandbox(root / "sandbox", sandbox_keys)
     h = Harness(sb, root)
@@ -76,7 +79,9 @@ def dash_state(
         prs = {
             "typo": h.open_pr({"README.md": "# widgets\n"}, title="Fix a typo in the README"),
             "script": h.open_pr(WORKFLOW, title=XSS_SCRIPT),
-            "img": h.open_pr({".github/workflows/x.yml": "on: push\n"}, title=XSS_IMG),
+            "img": h.open_pr(
+                {".github/workflows/x.yml": "on: push\n"}, title=XSS_IMG, branch=XSS_BRANCH
+            ),
             "scope": h.open_pr(
                 {"cron_settings.json": '{"jobs": [1]}\n'},
                 title="Tune the cron",

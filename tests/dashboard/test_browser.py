@@ -17,7 +17,7 @@ from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.server import ModelCache, make_server
 
 from . import browser
-from .conftest import XSS_IMG, XSS_PATH, XSS_SCRIPT, DashState
+from .conftest import XSS_BRANCH, XSS_IMG, XSS_PATH, XSS_SCRIPT, DashState
 
 pytestmark = pytest.mark.slow
 PAGES = ("index.html", "prs.html", "agents.html", "repos.html", "pr/acme_widgets_3.html")
@@ -92,14 +92,15 @@ def test_the_why_story_opens_from_the_table(site: tuple[str, Path, ReadModel, An
 def test_hostile_titles_render_as_text_and_run_nothing(
     site: tuple[str, Path, ReadModel, Any],
 ) -> None:
-    """A PR titled <script>…</script>, one titled "><img onerror=…> and an escalated path with
+    """A PR titled <script>…</script>, one titled "><img onerror=…> (its branch named
+    "><img/onerror=…>) and an escalated path with
     <svg onload=…> show as those characters; no image exists and no handler ran."""
     from selenium.webdriver.common.by import By
 
     base, _, _, driver = site
     driver.get(base + "prs.html")
     cells = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#prs tbody td")]
-    assert XSS_SCRIPT in cells and XSS_IMG in cells
+    assert XSS_SCRIPT in cells and XSS_IMG in cells and XSS_BRANCH in cells
     assert driver.find_elements(By.CSS_SELECTOR, "main img, main script") == []
     assert driver.execute_script("return window.__xss === undefined") is True
     driver.get(base + "agents.html")

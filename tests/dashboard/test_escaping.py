@@ -49,15 +49,19 @@ hostile = st.text(
 
 
 @settings(max_examples=150, deadline=None)
-@given(title=hostile, author=hostile)
-def test_title_and_author_render_as_the_same_text(title: str, author: str) -> None:
-    """The PRs table and the story page show the exact title and author, and no markup from
-    them: the tags are the same as for a plain title."""
+@given(title=hostile, author=hostile, branch=hostile.filter(bool))
+def test_title_author_and_branch_render_as_the_same_text(
+    title: str, author: str, branch: str
+) -> None:
+    """The PRs table and the story page show the exact title, author and head branch name,
+    and no markup from them: the tags are the same as for plain ones."""
     row = PRRow("acme/widgets#7", "acme/widgets", 7, title, author, "a" * 40, "D", "r=D", "", "")
+    row.branch = branch
     model = ReadModel(Path("/nonexistent"), NOW, Config(), prs=[row], by_ref={row.ref: row})
     plain = PRRow("acme/widgets#7", "acme/widgets", 7, "x", "y", "a" * 40, "D", "r=D", "", "")
+    plain.branch = "z"
     base = ReadModel(Path("/nonexistent"), NOW, Config(), prs=[plain], by_ref={plain.ref: plain})
     for path in ("prs.html", story_href(row.ref)):
         got, want = Cells(render(model, path).body), Cells(render(base, path).body)
         assert got.tags == want.tags
-        assert title in got.cells and author in got.cells
+        assert title in got.cells and author in got.cells and branch in got.cells

@@ -14,7 +14,7 @@ from capdaemon.dashboard.html import JS
 from capdaemon.dashboard.readmodel import build
 from capdaemon.dashboard.site import render, story_href
 
-from .conftest import XSS_IMG, XSS_PATH, XSS_SCRIPT, DashState
+from .conftest import XSS_BRANCH, XSS_IMG, XSS_PATH, XSS_SCRIPT, DashState
 from .pagecheck import Tags, every_page
 
 pytestmark = pytest.mark.slow
@@ -75,8 +75,9 @@ def test_why_page_tells_the_same_story_as_the_why_command(
 
 
 def test_hostile_strings_are_text_on_every_page(dash_state: DashState) -> None:
-    """PR titles, a task title and an escalated path carrying markup arrive as text: the only
-    elements are the page's own, the only script is the page's own, no handler attribute."""
+    """PR titles, a branch name, a task title and an escalated path carrying markup arrive as
+    text: the only elements are the page's own, the only script is the page's own, no
+    handler attribute."""
     model = _model(dash_state)
     pages = every_page(model) | every_page(model, static=True)
     found = set()
@@ -90,8 +91,9 @@ def test_hostile_strings_are_text_on_every_page(dash_state: DashState) -> None:
         assert all(not k.startswith("on") for _, a in tags.tags for k in a), path
         assert tags.scripts == [JS], path
         body = "".join(tags.text)
-        found |= {s for s in (XSS_SCRIPT, XSS_IMG, XSS_PATH, "<b>bold</b> task") if s in body}
-    assert found == {XSS_SCRIPT, XSS_IMG, XSS_PATH, "<b>bold</b> task"}
+        hostile = (XSS_SCRIPT, XSS_IMG, XSS_BRANCH, XSS_PATH, "<b>bold</b> task")
+        found |= {s for s in hostile if s in body}
+    assert found == {XSS_SCRIPT, XSS_IMG, XSS_BRANCH, XSS_PATH, "<b>bold</b> task"}
 
 
 def test_no_secret_reaches_a_page(
@@ -116,6 +118,7 @@ CORRUPTIONS = {
     ),
     "safety.json": lambda p: p.write_text('{"version": 1, "burn_in'),
     "breaker.json": lambda p: p.write_text("[1, 2"),
+    "repo_policies.json": lambda p: p.write_text(p.read_text()[:40]),  # partly written
     "tick_metrics.json": lambda p: p.write_text('"just a string"'),
     "classifier_audit.jsonl": lambda p: p.write_text(p.read_text().replace("\n", "\n{broken\n", 1)),
     "actions.jsonl": lambda p: p.write_text(p.read_text() + '{"action": "merge", "pr'),
@@ -146,6 +149,38 @@ def test_a_corrupt_state_file_is_a_banner_naming_it(
         assert f"State file <code>{html.escape(shown)}</code> could not be read" in text, path
     after = {p: p.read_bytes() for p in ds.state_dir.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_prs_table_shows_the_branch_name_and_the_commit_for_older_records(
+    dash_state: DashState, tmp_path: Path
+) -> None:
+    """Each PR row shows its head branch; a prs.json written before branch names were recorded
+    still loads (for the daemon and the page), and that row shows the head commit instead."""
+    model = _model(dash_state)
+    rows = {r.number: r for r in model.prs}
+    assert rows[dash_state.prs["scope"]].branch == "task/task-7/cron"
+    assert rows[dash_state.prs["img"]].branch == XSS_BRANCH
+    page = render(model, "prs.html").body
+    assert '<code class="branch">task/task-7/cron</code>' in page
+    assert html.escape(XSS_BRANCH) in page and XSS_BRANCH not in page
+    assert model.by_ref["acme/widgets#1"].branch == "agent-1/change-1"
+
+    ds = dash_state.copy(tmp_path / "old")
+    prs_file = ds.state_dir / "prs.json"
+    raw = json.loads(prs_file.read_text())
+    for rec in raw["prs"].values():
+        del rec["head_ref"]
+    prs_file.write_text(json.dumps(raw))
+    from capdaemon.daemon.botstate import PRStore
+
+    store = PRStore(ds.state_dir)  # the daemon loads it: a missing field reads as ""
+    assert {r.head_ref for r in store.records.values()} == {""}
+    old = build(ds.state_dir, ds.config(), ds.now)
+    assert old.problems == []
+    typo = old.by_ref["acme/widgets#1"]
+    assert typo.branch == ""
+    text = render(old, "prs.html").body
+    assert f"<code>{typo.head[:10]}</code>" in text and "agent-1/change-1" not in text
 
 
 def test_a_missing_state_dir_is_a_banner_not_a_crash(dash_state: DashState, tmp_path: Path) -> None:
