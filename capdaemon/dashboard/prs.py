@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from capdaemon.commands._common import printable
 from capdaemon.commands.why import describe
 from capdaemon.dashboard.html import esc, quadrant, table
-from capdaemon.dashboard.readmodel import PRRow, ReadModel, search
+from capdaemon.dashboard.readmodel import PRRow, ReadModel
 
 PAGE_SIZE = 200
+
+
+def search(rows: Iterable[PRRow], query: str) -> list[PRRow]:
+    """Rows whose repo, number, title, author, head, quadrant, rules or action contain `query`."""
+    words = query.lower().split()
+    if not words:
+        return list(rows)
+    return [r for r in rows if all(w in r.haystack() for w in words)]
 
 
 def render_table(

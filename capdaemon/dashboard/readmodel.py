@@ -491,11 +491,3 @@ def _object(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise StateError(f"{path}: not a JSON object")
     return raw
-
-
-def search(rows: Iterable[PRRow], query: str) -> list[PRRow]:
-    """Rows whose repo, number, title, author, head, quadrant, rules or action contain `query`."""
-    words = query.lower().split()
-    if not words:
-        return list(rows)
-    return [r for r in rows if all(w in r.haystack() for w in words)]
