@@ -33,11 +33,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from capdaemon.audit import ACTIONS_LOG, CLASSIFIER_LOG, GENESIS  # noqa: E402
-from capdaemon.canon import canonical_json, entry_hash, utc_iso  # noqa: E402
+from capdaemon.audit import GENESIS  # noqa: E402
+from capdaemon.canon import canonical_json, entry_hash  # noqa: E402
 from capdaemon.config import Config, RepoConfig  # noqa: E402
 from capdaemon.daemon.botstate import PRS_VERSION, PRRecord  # noqa: E402
+from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG  # noqa: E402
 from capdaemon.state import atomic_write_json  # noqa: E402
+from capdaemon.timefmt import utc_iso  # noqa: E402
 
 RULES = (
     "published_verdict",

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 # the hashing core lives in capdaemon.canon (import-light, for scope-guard); re-exported here
-from capdaemon.canon import ACTIONS_LOG as ACTIONS_LOG
-from capdaemon.canon import CLASSIFIER_LOG as CLASSIFIER_LOG
 from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
 from capdaemon.chain import HEX64, check_tail, entry_problem, whole_lines_size
+from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG
 from capdaemon.jsonl import AuditCorruptError as AuditCorruptError
 from capdaemon.jsonl import read_indexed as read_indexed
 from capdaemon.jsonl import read_record_at as read_record_at

@@ -1,18 +1,14 @@
 """Canonical JSON and audit-entry hashes: the hashing core, kept import-light.
 
 `capdaemon scope-guard` runs before every edit an agent makes, so this module imports only
-json, hashlib and the import-light homes of timestamps and file names (no dataclasses,
-typing, tempfile). `capdaemon.state` and `capdaemon.audit` re-export these names.
+json and hashlib (no dataclasses, typing, tempfile). `capdaemon.state` and `capdaemon.audit`
+re-export these names.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-
-from capdaemon.filenames import ACTIONS_LOG as ACTIONS_LOG
-from capdaemon.filenames import CLASSIFIER_LOG as CLASSIFIER_LOG
-from capdaemon.timefmt import utc_iso as utc_iso
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings anyway
 if TYPE_CHECKING:

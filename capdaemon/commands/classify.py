@@ -221,7 +221,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError(f"the classifier is not available: {exc}") from None
     verdict = classify(snapshot, config, now=now, user_rules=rules)
     if args.record:
-        from capdaemon.audit import CLASSIFIER_LOG, AuditLog
+        from capdaemon.audit import AuditLog
+        from capdaemon.filenames import CLASSIFIER_LOG
         from capdaemon.state import StateError
 
         sdir = state_dir(args)

@@ -48,9 +48,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when every change is in scope; 1 on a violation (escalated, audited); 2 bad usage."""
-    from capdaemon.audit import ACTIONS_LOG, AuditLog
+    from capdaemon.audit import AuditLog
     from capdaemon.capability.model import BadTaskIdError, validate_task_id
     from capdaemon.commands._common import CLIError, load_config_from_args
+    from capdaemon.filenames import ACTIONS_LOG
     from capdaemon.gitdiff import GitError
 
     try:

@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _refuse(state: Path, task_id: str, violations: list[Violation], now: datetime) -> int:
     """Print one line per violation, write the escalation record and the audit entry; 1."""
-    from capdaemon.audit import ACTIONS_LOG, AuditLog
+    from capdaemon.audit import AuditLog
+    from capdaemon.filenames import ACTIONS_LOG
     from capdaemon.stores.escalations import write_escalation
 
     for v in violations:

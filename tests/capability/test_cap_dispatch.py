@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from capdaemon.audit import ACTIONS_LOG, AuditLog, verify
+from capdaemon.audit import AuditLog, verify
 from capdaemon.capability.model import (
     BadTaskIdError,
     TamperedError,
     UnknownTaskError,
 )
 from capdaemon.capability.snapshot import content_hash
+from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.stores.capabilities import load_snapshot
 from capdaemon.stores.registry import list_tasks
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from capdaemon.audit import ACTIONS_LOG, AuditLog
+from capdaemon.audit import AuditLog
 from capdaemon.channels.notify import Notice, Outbox
+from capdaemon.filenames import ACTIONS_LOG
 from tests.channels.receiver import Receiver
 
 from .helpers import escalations

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from capdaemon.audit import ACTIONS_LOG, AuditLog, verify
+from capdaemon.audit import AuditLog, verify
+from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.stores.escalations import list_escalations, mark_notified, mark_resolved
 
 from .helpers import INCIDENT_TASK, escalations
