@@ -1,9 +1,13 @@
-"""The forge's cross-process cache: installation token and conditional-request (ETag) cache.
+"""The forge's cross-process cache: installation token, ETag cache, repo policy per commit.
 
 `capdaemon tick --once` from cron starts a new process every tick. Without this file each one
 would mint a new installation token, and since ETags are per token, start with an empty
 conditional-request cache: nearly every request would count against the rate limit. Kept in
 `<state>/forge-cache.json`, owner-only (0600), written atomically when the Forge closes.
+
+The repo policy file (`.capdaemon.yml`, or its absence) at a given commit never changes, so
+it is kept per (repo, commit): a cron tick then does not ask again (on GitHub a missing file
+is a counted 404 every time, never a free 304).
 
 It is only a cache. A 304 is the server's word that the stored body is still current, so a
 stale entry can never change an outcome; a token is reused only while it has more than
@@ -113,7 +117,25 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
         raise CacheFileError(f"{path}: field 'token' is malformed")
     if not isinstance(data.get("etags"), list):
         raise CacheFileError(f"{path}: field 'etags' is not a list")
+    if not isinstance(data.get("policies", []), list):
+        raise CacheFileError(f"{path}: field 'policies' is not a list")
     return data
+
+
+def _policies(data: dict[str, Any], path: Path) -> list[tuple[tuple[str, str], str | None]]:
+    """The remembered repo policy texts: ((repo, commit sha), text or None when absent)."""
+    out: list[tuple[tuple[str, str], str | None]] = []
+    for i, e in enumerate(data.get("policies", [])):
+        where = f"{path}: policies[{i}]"
+        if not isinstance(e, dict):
+            raise CacheFileError(f"{where} is not an object")
+        repo, sha, text = e.get("repo"), e.get("sha"), e.get("text")
+        if not isinstance(repo, str) or not isinstance(sha, str) or len(sha) not in (40, 64):
+            raise CacheFileError(f"{where}: 'repo' and a full commit 'sha' are required")
+        if text is not None and not isinstance(text, str):
+            raise CacheFileError(f"{where}.text is not a string or null")
+        out.append(((repo, sha), text))
+    return out
 
 
 def _entries(data: dict[str, Any], path: Path) -> list[tuple[CacheKey, CacheEntry]]:
@@ -155,6 +177,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
             )
         data = _parse(path.read_bytes(), path)
         entries = _entries(data, path)
+        policies = _policies(data, path)
         expires: datetime | None = None
         if data["token"] is not None:
             try:
@@ -170,6 +193,8 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
     if data["binding"] != _binding(forge, base_url):
         log.info("forge.cache_other_binding", file=str(path))
         return Loaded()
+    for where, text in policies:
+        forge.session.caches.policy.put(where, (text,))
     reused = False
     if forge.installation_auth is not None and expires is not None and expires - now > REUSE_MARGIN:
         forge.installation_auth.adopt(data["token"]["value"], expires)
@@ -181,7 +206,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         if key[1] == ident:  # ETags are per token: another token's entries are of no use
             forge.transport.cache.put(key, entry)
             kept += 1
-    log.info("forge.cache_loaded", reused_grant=reused, entries=kept)
+    log.info("forge.cache_loaded", reused_grant=reused, entries=kept, policies=len(policies))
     return Loaded(token_reused=reused, entries=kept)
 
 
@@ -218,6 +243,16 @@ def save(forge: Forge, state_dir: Path, base_url: str) -> int:
     if path.exists() and not path.is_file():
         log.warning("forge.cache_not_saved", file=str(path), reason="not a regular file")
         return 0
-    doc = {"format": FORMAT, "binding": _binding(forge, base_url), "token": token, "etags": etags}
+    policies = [
+        {"repo": repo, "sha": sha, "text": value[0]}
+        for (repo, sha), value in list(forge.session.caches.policy.items())
+    ]
+    doc = {
+        "format": FORMAT,
+        "binding": _binding(forge, base_url),
+        "token": token,
+        "etags": etags,
+        "policies": policies,
+    }
     atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=OWNER_ONLY)
     return len(etags)

@@ -132,3 +132,44 @@ def test_tampered_body_is_set_aside(daemon: Harness) -> None:
     aside = [e for e in logs if e["event"] == "forge.cache_set_aside"]
     assert aside and "sha256" in str(aside[0]["reason"])
     assert list(daemon.state_dir.glob(f"{CACHE_FILE}.corrupt-*"))
+
+
+def test_cron_tick_does_not_ask_again_for_a_missing_repo_policy(daemon: Harness) -> None:
+    """The base branch has no `.capdaemon.yml`: on GitHub each ask is a counted 404. The first
+    `tick --once` process asks; later processes remember it per base commit (the cache file) and
+    ask again only when the base moves."""
+    daemon.configure(mode="shadow")
+    daemon.open_pr(DOCS)
+    assert _tick_once(daemon).returncode == 0
+    entries = json.loads((daemon.state_dir / CACHE_FILE).read_text())["policies"]
+    assert [(e["repo"], e["text"]) for e in entries] == [(daemon.sb.repo, None)]
+
+    def policy_reads() -> int:
+        ends = daemon.sb.counters()["endpoints"]
+        return int(ends.get("GET /repos/{owner}/{repo}/contents/{path}", {}).get("requests", 0))
+
+    daemon.sb.reset_counters()
+    assert _tick_once(daemon).returncode == 0
+    assert policy_reads() == 0
+    daemon.sb.commit_files(daemon.sb.repo, "main", {"README.md": "moved\n"}, "base moves")
+    daemon.sb.reset_counters()
+    assert _tick_once(daemon).returncode == 0
+    assert policy_reads() == 1  # a new base commit: asked once more
+
+
+def test_a_malformed_policy_entry_sets_the_cache_aside(daemon: Harness) -> None:
+    """A policies entry without a full commit sha is not a cache this version can read: the
+    file is set aside and the tick runs cold (the policy is read from GitHub)."""
+    daemon.configure(mode="shadow")
+    daemon.open_pr(DOCS)
+    assert _tick_once(daemon).returncode == 0
+    cache = daemon.state_dir / CACHE_FILE
+    doc = json.loads(cache.read_text())
+    doc["policies"] = [{"repo": daemon.sb.repo, "sha": "abc", "text": None}]
+    cache.write_text(json.dumps(doc))
+    cache.chmod(0o600)
+    proc = _tick_once(daemon)
+    assert proc.returncode == 0, proc.stderr
+    aside = [e for e in _events(proc) if e["event"] == "forge.cache_set_aside"]
+    assert aside and "policies[0]" in str(aside[0]["reason"])
+    assert list(daemon.state_dir.glob(f"{CACHE_FILE}.corrupt-*"))
