@@ -8,7 +8,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import structlog
@@ -32,7 +32,6 @@ FILES_CAP = 3000  # GitHub lists at most 3,000 files of a PR
 COMMITS_CAP = 250  # ... and at most 250 commits
 COMPARE_MAX_FILES = 300  # the compare API returns at most 300 files
 CONTENT_MAX_BYTES = 2 * 1024 * 1024
-POLICY_TTL = timedelta(seconds=60)
 DEFAULT_CONTENT_GLOBS: tuple[str, ...] = (
     "config/**/*.yml",
     "config/**/*.yaml",

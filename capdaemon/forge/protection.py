@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from capdaemon.filenames import REPO_POLICY_FILE
-from capdaemon.forge.convert import POLICY_TTL
 from capdaemon.forge.errors import NotFound
 from capdaemon.forge.files import Files
 
@@ -72,7 +71,6 @@ class Protection:
         self._http = session.http
         self._caches = session.caches
         self._memo = session.memo
-        self._clock = session.clock
         self._files = files
 
     def branch_rules(self, repo: str, branch: str) -> list[dict[str, Any]]:
@@ -139,15 +137,4 @@ class Protection:
             return cached[0]
         text = self._files.read_file(repo, REPO_POLICY_FILE, sha)
         self._caches.policy.put(key, (text,))
-        return text
-
-    def policy_this_tick(self, repo: str, base_ref: str) -> str | None:
-        """`.capdaemon.yml` from the base branch, read once per repo and tick (then 304s)."""
-        key = (repo, base_ref)
-        seen = self._memo.policy_seen.get(key)
-        now = self._clock()
-        if seen is not None and now - seen[1] < POLICY_TTL:
-            return seen[0]
-        text = self.policy_text(repo, base_ref)
-        self._memo.policy_seen[key] = (text, now)
         return text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -115,8 +114,6 @@ class OverflowDir:
 class TickMemo:
     """What the Forge remembers for one tick only (cleared by `Forge.new_tick`)."""
 
-    # .capdaemon.yml per (repo, base ref), remembered for one tick (a minute at most)
-    policy_seen: dict[tuple[str, str], tuple[str | None, datetime]] = field(default_factory=dict)
     # (repo, branch) → the branch object and the effective protection, read once a tick (the
     # policy, the merge gate and the probes all ask; GitHub enforces protection at merge anyway)
     branches: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
@@ -124,7 +121,6 @@ class TickMemo:
 
     def clear(self) -> None:
         """Forget everything (a new tick)."""
-        self.policy_seen.clear()
         self.forget_branch()
 
     def forget_branch(self, key: tuple[str, str] | None = None) -> None:

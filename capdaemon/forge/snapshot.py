@@ -113,7 +113,7 @@ class Snapshots:
             check_runs = known[1]
         else:
             check_runs = tuple(self._checks.check_runs(repo, head))
-        policy = self._protection.policy_this_tick(repo, base_ref)
+        policy = self._protection.policy_text(repo, base_ref)
         # the PR file/commit lists are not bound to a sha: make sure the head held still
         moved = not listed.sha_bound and self._head_moved(repo, number, head)
         snap = _snapshot(repo, number, pr, listed, files, label_events, check_runs, policy)
