@@ -143,8 +143,8 @@ def main() -> int:
                     per=args.prs,
                 )
             )
-            assert forge.installation_auth is not None
-            forge.installation_auth.invalidate()  # the hourly rotation, made to happen now
+            assert forge.installations is not None
+            forge.installations.invalidate_all()  # the hourly rotation, made to happen now
             lines.append(
                 row(
                     f"(c) re-poll {args.prs} PRs right after a token rotation",

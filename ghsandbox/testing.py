@@ -22,6 +22,10 @@ INSTALLATION_ID = 5001
 EVIL_APP_ID = 2002
 EVIL_APP_SLUG = "evil-app"
 EVIL_INSTALLATION_ID = 6002
+SECOND_ORG = "globex"
+SECOND_REPO = "globex/gadgets"
+SECOND_INSTALLATION_ID = 5003
+SECOND_RATE_LIMIT = 7000
 
 
 def token_for(login: str) -> str:
@@ -161,6 +165,30 @@ def standard_seed(keys: AppKeys, rate_limit: int = 5000) -> dict[str, Any]:
             },
         ],
     }
+
+
+def with_second_org(seed: dict[str, Any]) -> dict[str, Any]:
+    """The seed plus org globex (alice admin) with repo globex/gadgets, where the capdaemon App
+    has a second installation (its own rate limit, 7,000 an hour) — the evil App none."""
+    seed["orgs"].append({"login": SECOND_ORG, "admins": [OWNER], "members": [SECOND_OWNER]})
+    app = next(a for a in seed["apps"] if a["id"] == APP_ID)
+    app["installations"].append(
+        {
+            "id": SECOND_INSTALLATION_ID,
+            "account": SECOND_ORG,
+            "repositories": "all",
+            "rate_limit": SECOND_RATE_LIMIT,
+        }
+    )
+    seed["repos"].append(
+        {
+            "owner": SECOND_ORG,
+            "name": SECOND_REPO.split("/")[1],
+            "collaborators": {SECOND_OWNER: "admin", AGENTS[0]: "write", AGENTS[1]: "write"},
+            "files": WIDGETS_FILES,
+        }
+    )
+    return seed
 
 
 def user_github(base_url: str, token: str) -> Github:

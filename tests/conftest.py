@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,10 +20,17 @@ def sandbox_keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[std.AppKeys,
     return keys, app_key, evil_key
 
 
-def start_sandbox(state: Path, sandbox_keys: tuple[std.AppKeys, Path, Path]) -> Sandbox:
-    """Start a sandbox with the standard seed in `state`, with the attributes `sandbox` lists."""
+def start_sandbox(
+    state: Path,
+    sandbox_keys: tuple[std.AppKeys, Path, Path],
+    extend: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Sandbox:
+    """Start a sandbox with the standard seed (`extend`ed) in `state`, with the attributes
+    `sandbox` lists."""
     keys, app_key, evil_key = sandbox_keys
     seed = std.standard_seed(keys)
+    if extend is not None:
+        seed = extend(seed)
     sb = Sandbox.start(state, seed)
     sb.seed = seed  # type: ignore[attr-defined]
     sb.state_dir = state  # type: ignore[attr-defined]

@@ -177,6 +177,7 @@ class GitHubConfig:
     base_url: str = "https://api.github.com"
     app_id: int | None = None
     private_key_file: str | None = None
+    # one installation for every request (one organisation); None: each repo's owner's own
     installation_id: int | None = None
     token_env: str = "GITHUB_TOKEN"
     per_tick_wait_seconds: float = 120.0

@@ -159,15 +159,45 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
             yield Finding(FAIL, "github", " ".join(str(exc).split())[:200])
 
 
+def _accounts(config: Config) -> list[str]:
+    """The accounts (organisations or users) whose repos the config names, decision repo too."""
+    names = [rc.name for rc in config.repos] + [config.ballot_repo or ""]
+    seen: dict[str, str] = {}
+    for name in names:
+        if "/" in name:
+            seen.setdefault(name.split("/")[0].lower(), name.split("/")[0])
+    return list(seen.values())
+
+
 def _installation(forge: Forge, config: Config) -> Iterator[Finding]:
+    from capdaemon.forge.errors import NotInstalled
+
     if not forge.as_app:
         yield Finding(OK, "credentials", f"token accepted: acting as {forge.login}")
         return
-    info = forge.installation_info()
-    if info is None:
+    accounts: list[str | None] = [*_accounts(config)] or [None]
+    for account in accounts:
+        try:
+            info = forge.installation_info(account)
+        except NotInstalled as exc:
+            yield Finding(FAIL, "app installation", " ".join(str(exc).split())[:200])
+            continue
+        if info is not None:
+            yield from _one_installation(forge, account, *info)
+
+
+def _one_installation(
+    forge: Forge, account: str | None, inst_id: int, on: str, granted: dict[str, str]
+) -> Iterator[Finding]:
+    if account is not None and on.lower() != account.lower():
+        yield Finding(
+            FAIL,
+            "app installation",
+            f"github.installation_id {inst_id} is on {on}, but repos of {account} are "
+            "configured: leave installation_id unset so each account uses its own installation",
+        )
         return
-    inst_id, account, granted = info
-    yield Finding(OK, "app installation", f"{forge.login}, installation {inst_id} on {account}")
+    yield Finding(OK, "app installation", f"{forge.login}, installation {inst_id} on {on}")
     missing = [
         f"{name}: {need}"
         for name, need in APP_PERMISSIONS.items()

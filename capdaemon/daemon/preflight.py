@@ -98,8 +98,7 @@ def authenticate(forge: ForgePort, gh: GitHubConfig) -> str:
     user); returns the login the daemon acts as. CredentialsError / UnreachableError."""
     with _one_attempt(forge), forge_errors(gh):
         login = str(forge.login)
-        if forge.installation_auth is not None:
-            _ = forge.installation_auth.token
+        forge.renew_token()
         return login
 
 
@@ -107,8 +106,8 @@ def recheck(forge: ForgePort, gh: GitHubConfig) -> None:
     """Before each scheduled tick: the installation token (renewed when due), or the token
     against the free GET /rate_limit. CredentialsError / UnreachableError."""
     with _one_attempt(forge), forge_errors(gh):
-        if forge.installation_auth is not None:
-            _ = forge.installation_auth.token
+        if forge.as_app:
+            forge.renew_token()
         else:
             forge.rate_limit_core()
 

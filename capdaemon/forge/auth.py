@@ -17,8 +17,31 @@ log = structlog.get_logger(__name__)
 REFRESH_MARGIN = timedelta(minutes=5)
 
 
-class InstallationTokenAuth(Auth):
-    """A PyGithub Auth that carries an installation token and renews it `margin` before expiry.
+class RoutedAuth(Auth):
+    """The client's PyGithub Auth as an App: it adds nothing, the Transport's router puts each
+    request's installation token on it (see forge.installations); a request that bypassed the
+    Transport would go out unauthenticated and be refused."""
+
+    @property
+    def token_type(self) -> str:
+        """Installation tokens go in `Authorization: token ...`."""
+        return "token"
+
+    @property
+    def token(self) -> str:
+        """No one token: each request gets its installation's (see forge.installations)."""
+        return ""
+
+    def authentication(self, headers: dict[str, str]) -> None:
+        """Nothing here: the Transport's router authorizes each request."""
+
+    @property
+    def _masked_token(self) -> str:
+        return "token (installation token removed)"
+
+
+class InstallationToken:
+    """One installation's token, renewed `margin` before it expires.
 
     Unlike PyGithub's AppInstallationAuth it reads the injected clock (testable) and mints tokens
     through an integration whose HTTP goes through our Transport (retries, counters, scrubbing).
@@ -44,12 +67,7 @@ class InstallationTokenAuth(Auth):
         self.rotations = 0
 
     @property
-    def token_type(self) -> str:
-        """Installation tokens go in `Authorization: token ...`."""
-        return "token"
-
-    @property
-    def token(self) -> str:
+    def value(self) -> str:
         """The current token, minted or renewed when missing or about to expire."""
         with self._lock:
             if (
@@ -96,7 +114,3 @@ class InstallationTokenAuth(Auth):
             installation_id=self.installation_id,
             expires_at=grant.expires_at.isoformat() if grant.expires_at else None,
         )
-
-    @property
-    def _masked_token(self) -> str:
-        return "token (installation token removed)"

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from github import Auth, Github, GithubException, GithubIntegration
+from github import Auth, Github, GithubIntegration
 
 from capdaemon.config import GitHubConfig
-from capdaemon.forge.auth import InstallationTokenAuth
+from capdaemon.forge.auth import RoutedAuth
 from capdaemon.forge.convert import USER_AGENT
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.http import mount
+from capdaemon.forge.installations import Installations
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
 
@@ -29,7 +30,7 @@ class Connection:
     clock: Clock
     app_id: int | None = None
     integration: GithubIntegration | None = None
-    installation_auth: InstallationTokenAuth | None = None
+    installations: Installations | None = None
 
 
 def connect(
@@ -43,7 +44,7 @@ def connect(
     attempts: int,
     timeout: int,
 ) -> Connection:
-    """As an App installation when app_id and a key are given, else with a token."""
+    """As the App's installations when app_id and a key are given, else with a token."""
     clock = clock if clock is not None else utc_now
     scrubber = Scrubber()
     transport = Transport(
@@ -79,7 +80,8 @@ def _as_app(
     scrubber: Scrubber,
     clock: Clock,
 ) -> Connection:
-    """Acting as the App's installation (its key read from the file unless given)."""
+    """Acting as the App's installations (its key read from the file unless given): the
+    Transport's router gives each request the token of the installation on its account."""
     if key_pem is None:
         assert gh.private_key_file is not None
         key_pem = Path(gh.private_key_file).read_bytes()
@@ -87,13 +89,13 @@ def _as_app(
     scrubber.add(key_text)
     integration = GithubIntegration(auth=Auth.AppAuth(app_id, key_text), **options)
     mount(integration.requester, transport)
-    installation_id = gh.installation_id
-    if installation_id is None:
-        installation_id = _only_installation(integration, scrubber)
-    inst_auth = InstallationTokenAuth(integration, installation_id, clock=clock, scrubber=scrubber)
-    client = Github(auth=inst_auth, **options)
+    installations = Installations(
+        integration, clock=clock, scrubber=scrubber, pinned=gh.installation_id
+    )
+    transport.router = installations
+    client = Github(auth=RoutedAuth(), **options)
     mount(client.requester, transport)
-    return Connection(client, transport, scrubber, clock, app_id, integration, inst_auth)
+    return Connection(client, transport, scrubber, clock, app_id, integration, installations)
 
 
 def _real_sleep(seconds: float) -> None:
@@ -111,15 +113,3 @@ def _client_options(gh: GitHubConfig, timeout: int) -> dict[str, Any]:
         "seconds_between_requests": None,
         "seconds_between_writes": None,
     }
-
-
-def _only_installation(integration: GithubIntegration, scrubber: Scrubber) -> int:
-    try:
-        ids = [i.id for i in integration.get_installations()]
-    except GithubException as exc:
-        raise ForgeError(
-            scrubber.scrub(f"listing App installations failed: {exc.status}")
-        ) from None
-    if len(ids) != 1:
-        raise ForgeError(f"the App has {len(ids)} installations; set github.installation_id")
-    return ids[0]

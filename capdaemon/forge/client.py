@@ -14,7 +14,6 @@ from pathlib import Path
 from github import Github, GithubIntegration
 
 from capdaemon.config import GitHubConfig
-from capdaemon.forge.auth import InstallationTokenAuth
 from capdaemon.forge.batch import Batch
 from capdaemon.forge.build import connect
 from capdaemon.forge.checks import Checks
@@ -35,6 +34,7 @@ from capdaemon.forge.convert import (
 from capdaemon.forge.files import Files
 from capdaemon.forge.gql import Graphql
 from capdaemon.forge.http import Http
+from capdaemon.forge.installations import Installations
 from capdaemon.forge.issues import Issues
 from capdaemon.forge.port import JsonObject, Marker, RateBudget
 from capdaemon.forge.protection import Protection
@@ -79,15 +79,15 @@ class Forge:
         clock: Clock,
         app_id: int | None = None,
         integration: GithubIntegration | None = None,
-        installation_auth: InstallationTokenAuth | None = None,
+        installations: Installations | None = None,
         login: str | None = None,
     ) -> None:
-        http = Http(gh, transport, scrubber, installation_auth)
+        http = Http(gh, transport, scrubber)
         identity = Identity(
             http,
             app_id=app_id,
             integration=integration,
-            installation_auth=installation_auth,
+            installations=installations,
             login=login,
         )
         session = ForgeSession(
@@ -155,7 +155,7 @@ class Forge:
             clock=c.clock,
             app_id=c.app_id,
             integration=c.integration,
-            installation_auth=c.installation_auth,
+            installations=c.installations,
         )
 
     def close(self) -> None:
@@ -169,9 +169,9 @@ class Forge:
         return self.session.identity.app_id
 
     @property
-    def installation_auth(self) -> InstallationTokenAuth | None:
-        """The App installation's token source; None with a personal token."""
-        return self.session.identity.installation_auth
+    def installations(self) -> Installations | None:
+        """The App's installations and their tokens; None with a personal token."""
+        return self.session.identity.installations
 
     @property
     def state_dir(self) -> Path | None:
@@ -197,10 +197,16 @@ class Forge:
         """The App's slug (None with a token)."""
         return self.session.identity.app_slug
 
-    def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
-        """(installation id, account login, granted permissions) of our App installation;
-        None with a token."""
-        return self.session.identity.installation_info()
+    def installation_info(
+        self, account: str | None = None
+    ) -> tuple[int, str, dict[str, str]] | None:
+        """(installation id, account login, granted permissions) of the installation serving
+        `account` (None: the home one); None with a token."""
+        return self.session.identity.installation_info(account)
+
+    def renew_token(self) -> None:
+        """As an App: the home installation's token, minted when none is held or it is due."""
+        self.session.identity.renew_token()
 
     @property
     def budget(self) -> WaitBudget:
@@ -215,7 +221,8 @@ class Forge:
         self._batch.forget()
 
     def rate_budget(self) -> RateBudget:
-        """The last primary rate-limit figures plus this tick's wait budget, for tick metrics."""
+        """The last primary rate-limit figures (the tightest installation's) plus this tick's
+        wait budget, for tick metrics."""
         r = self.transport.rate
         reset = datetime.fromtimestamp(r.reset, tz=UTC) if r.reset else None
         return {
@@ -228,6 +235,9 @@ class Forge:
             "requests": self.transport.stats.sent,
             "not_modified": self.transport.stats.not_modified,
             "writes": self.transport.stats.writes,
+            "by_installation": {
+                key: rate.remaining for key, rate in self.transport.rates.items() if key
+            },
         }
 
     def list_open_prs(self, repo: str) -> list[PRSummary]:

@@ -17,6 +17,10 @@ class NotFound(ForgeError):
     """The resource does not exist (or is invisible to us): HTTP 404."""
 
 
+class NotInstalled(NotFound):
+    """The GitHub App is not installed on the account that owns the repository."""
+
+
 class HeadMoved(ForgeError):
     """A conflict: the PR head (or a ref) is not at the expected sha: HTTP 409."""
 
@@ -63,3 +67,22 @@ class Transient(ForgeError):
 
 class Incomplete(ForgeError):
     """A read could not be completed (a failed page, a cap); never act on partial data."""
+
+
+_STATUS_KINDS: dict[int, type[ForgeError]] = {
+    404: NotFound,
+    409: HeadMoved,
+    405: NotMergeable,
+    401: Forbidden,
+    403: Forbidden,
+    422: Invalid,
+}
+
+
+def kind_for_status(status: int | None) -> type[ForgeError]:
+    """The ForgeError class for a GitHub error status (5xx: Transient)."""
+    if status is None:
+        return ForgeError
+    if status >= 500:
+        return Transient
+    return _STATUS_KINDS.get(status, ForgeError)

@@ -11,33 +11,19 @@ import requests
 from github import Auth, Github, GithubException
 from github.Requester import Requester
 
-from capdaemon.forge.auth import InstallationTokenAuth
 from capdaemon.forge.convert import _next_link, log
 from capdaemon.forge.errors import (
-    Forbidden,
     ForgeError,
-    HeadMoved,
     Incomplete,
-    Invalid,
-    NotFound,
-    NotMergeable,
     RateLimited,
     Transient,
+    kind_for_status,
 )
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Transport
 
 Json = Any  # a decoded GitHub JSON answer: an object or a list, shaped by the endpoint
 Params = dict[str, Any]  # query parameters (str, int or bool values)
-
-_STATUS_KINDS: dict[int, type[ForgeError]] = {
-    404: NotFound,
-    409: HeadMoved,
-    405: NotMergeable,
-    401: Forbidden,
-    403: Forbidden,
-    422: Invalid,
-}
 
 
 class Http:
@@ -54,12 +40,10 @@ class Http:
         gh: Github,
         transport: Transport,
         scrubber: Scrubber,
-        installation_auth: InstallationTokenAuth | None,
     ) -> None:
         self.gh = gh
         self.transport = transport
         self.scrubber = scrubber
-        self._installation_auth = installation_auth
         self._first: Requester = gh.requester
         self._free: list[Requester] = [self._first]
         self._all: list[Requester] = [self._first]
@@ -105,18 +89,13 @@ class Http:
             raise Transient(self.scrubber.scrub(f"GitHub {what}: {type(exc).__name__}")) from None
 
     def translate(self, exc: GithubException, what: str) -> ForgeError:
-        """The ForgeError for a GitHub error answer (a 401 also drops the installation token)."""
+        """The ForgeError for a GitHub error answer (a 401's token is dropped by the Transport)."""
         status: int | None = exc.status
         message = ""
         if isinstance(exc.data, dict):
             message = str(exc.data.get("message", ""))
         text = self.scrubber.scrub(f"GitHub {what}: {status} {message}".strip())
-        if status == 401 and self._installation_auth is not None:
-            self._installation_auth.invalidate()
-        kind = _STATUS_KINDS.get(status, ForgeError) if status is not None else ForgeError
-        if status is not None and status >= 500:
-            kind = Transient
-        return kind(text, status=status)
+        return kind_for_status(status)(text, status=status)
 
     def req(
         self, verb: str, url: str, *, params: Params | None = None, body: Json = None

@@ -11,7 +11,7 @@ from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus,
 from capdaemon.model import CheckRun, PRSnapshot
 
 if TYPE_CHECKING:
-    from capdaemon.forge.auth import InstallationTokenAuth
+    from capdaemon.forge.installations import Installations
     from capdaemon.forge.transport import Transport
 
 __all__ = ["ForgePort", "JsonObject", "Marker", "RateBudget"]
@@ -34,6 +34,7 @@ class RateBudget(TypedDict):
     requests: int
     not_modified: int
     writes: int
+    by_installation: dict[str, int | None]  # an App's installation id → requests left
 
 
 class ForgePort(Protocol):
@@ -52,8 +53,8 @@ class ForgePort(Protocol):
         ...
 
     @property
-    def installation_auth(self) -> InstallationTokenAuth | None:
-        """The App installation's token source; None with a personal token."""
+    def installations(self) -> Installations | None:
+        """The App's installations and their tokens; None with a personal token."""
         ...
 
     @property
@@ -66,8 +67,15 @@ class ForgePort(Protocol):
         """Who we act as: `<app-slug>[bot]` for an App, the token's user login otherwise."""
         ...
 
-    def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
-        """(installation id, account login, granted permissions); None with a token."""
+    def installation_info(
+        self, account: str | None = None
+    ) -> tuple[int, str, dict[str, str]] | None:
+        """(installation id, account login, granted permissions) of the installation serving
+        `account` (None: the home one); None with a token."""
+        ...
+
+    def renew_token(self) -> None:
+        """As an App: the home installation's token, minted when none is held or it is due."""
         ...
 
     def new_tick(self) -> None:

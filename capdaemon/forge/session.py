@@ -8,16 +8,16 @@ from typing import Any, TypedDict
 
 from github import GithubIntegration
 
-from capdaemon.forge.auth import InstallationTokenAuth
 from capdaemon.forge.convert import Entry, Lru
 from capdaemon.forge.http import Http
+from capdaemon.forge.installations import Installations
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Clock
 from capdaemon.model import FileChange
 
 
 class Identity:
-    """Who the Forge acts as: an App installation (`<slug>[bot]`) or a token's user."""
+    """Who the Forge acts as: an App's installations (`<slug>[bot]`) or a token's user."""
 
     def __init__(
         self,
@@ -25,20 +25,20 @@ class Identity:
         *,
         app_id: int | None,
         integration: GithubIntegration | None,
-        installation_auth: InstallationTokenAuth | None,
+        installations: Installations | None,
         login: str | None,
     ) -> None:
         self._http = http
         self.app_id = app_id
         self.integration = integration
-        self.installation_auth = installation_auth
+        self.installations = installations
         self._login = login
         self._app_slug: str | None = None
 
     @property
     def as_app(self) -> bool:
         """True as a GitHub App installation (check runs), False with a token (statuses)."""
-        return self.installation_auth is not None
+        return self.installations is not None
 
     @property
     def login(self) -> str:
@@ -64,17 +64,20 @@ class Identity:
         """Is `login` us (case-insensitive, as GitHub compares logins)?"""
         return login.lower() == self.login.lower()
 
-    def installation_info(self) -> tuple[int, str, dict[str, str]] | None:
-        """(installation id, account login, granted permissions); None with a token."""
-        if self.integration is None or self.installation_auth is None:
+    def installation_info(self, account: str | None) -> tuple[int, str, dict[str, str]] | None:
+        """(installation id, account login, granted permissions) of the installation serving
+        `account` (None: the home one); None with a token. NotInstalled when there is none."""
+        if self.installations is None:
             return None
-        inst_id = self.installation_auth.installation_id
-        with self._http.errors(f"GET /app/installations/{inst_id}"):
-            inst = self.integration.get_app_installation(inst_id)
-        raw: dict[str, Any] = inst.raw_data
-        login = str((raw.get("account") or {}).get("login") or "")
-        perms = raw.get("permissions") or {}
-        return inst_id, login, {str(k): str(v) for k, v in perms.items()}
+        insts = self.installations
+        inst_id = insts.for_account(account) if account else insts.home()
+        return insts.info(inst_id)
+
+    def renew_token(self) -> None:
+        """As an App: the home installation's token, minted when none is held or it is due
+        (Forbidden / NotInstalled / Transient as GitHub answers); nothing with a token."""
+        if self.installations is not None:
+            _ = self.installations.token(self.installations.home()).value
 
 
 class Compared(TypedDict):

@@ -1,9 +1,10 @@
-"""The forge's cross-process cache: installation token, ETag cache, repo policy per commit.
+"""The forge's cross-process cache: installation tokens, ETag cache, repo policy per commit.
 
 `capdaemon tick --once` from cron starts a new process every tick. Without this file each one
-would mint a new installation token, and since ETags are per token, start with an empty
+would mint new installation tokens, and since ETags are per token, start with an empty
 conditional-request cache: nearly every request would count against the rate limit. Kept in
-`<state>/forge-cache.json`, owner-only (0600), written atomically when the Forge closes.
+`<state>/forge-cache.json`, owner-only (0600), written atomically when the Forge closes. It
+also keeps the App's installation listing (account → installation) for its hour.
 
 The repo policy file (`.capdaemon.yml`, or its absence) at a given commit never changes, so
 it is kept per (repo, commit): a cron tick then does not ask again (on GitHub a missing file
@@ -11,7 +12,8 @@ is a counted 404 every time, never a free 304).
 
 It is only a cache. A 304 is the server's word that the stored body is still current, so a
 stale entry can never change an outcome; a token is reused only while it has more than
-`REUSE_MARGIN` left, for the same API, App and installation. A file that cannot be read as a
+`REUSE_MARGIN` left, for the same API, App and installation. A file of an older format is
+not read (the tick starts cold and replaces it). A file that cannot be read as a
 cache (bad JSON, a wrong field, a body whose digest does not match, a mode wider than 0600) is
 renamed aside to `forge-cache.json.corrupt-<time>` with a `forge.cache_set_aside` log event and
 the tick starts cold; the token itself is never logged.
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 # A persisted token is dropped this long before it expires (tokens live one hour): a tick that
 # starts with it never runs into its expiry, and a leaked file is worth little.
 REUSE_MARGIN = timedelta(minutes=15)
@@ -67,23 +69,31 @@ def cache_path(state_dir: Path) -> Path:
     return Path(state_dir) / FORGE_CACHE_FILE
 
 
+class _OlderFormat(Exception):
+    """A cache file written by an earlier version: not read, replaced at the next save."""
+
+
 def _binding(forge: Forge, base_url: str) -> dict[str, Any]:
-    auth = forge.installation_auth
+    insts = forge.installations
     return {
         "base_url": base_url.rstrip("/"),
         "app_id": forge.app_id,
-        "installation_id": auth.installation_id if auth is not None else None,
+        "installation_id": insts.pinned if insts is not None else None,
     }
 
 
-def _header_value(forge: Forge) -> str | None:
-    """The Authorization header the forge sends now (None when no token is held yet)."""
-    if forge.installation_auth is not None:
-        held = forge.installation_auth.current()
-        return f"token {held[0]}" if held else None
+def _identities(forge: Forge) -> set[str]:
+    """The cache identities (hashed Authorization headers) of the tokens the forge holds now."""
+    if forge.installations is not None:
+        return {
+            auth_identity({"Authorization": f"token {token}"})
+            for _inst, token, _exp in forge.installations.held()
+        }
     auth = forge.session.http.auth
     token = getattr(auth, "token", None)
-    return f"{auth.token_type} {token}" if auth is not None and token else None
+    if auth is None or not token:
+        return set()
+    return {auth_identity({"Authorization": f"{auth.token_type} {token}"})}
 
 
 def _digest(body: bytes) -> str:
@@ -104,17 +114,29 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
         raise CacheFileError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise CacheFileError(f"{path}: top level is not an object")
+    if data.get("format") == 1:
+        raise _OlderFormat
     if data.get("format") != FORMAT:
         raise CacheFileError(f"{path}: field 'format' is {data.get('format')!r}, not {FORMAT}")
     if not isinstance(data.get("binding"), dict):
         raise CacheFileError(f"{path}: field 'binding' is not an object")
-    token = data.get("token")
-    if token is not None and not (
-        isinstance(token, dict)
-        and isinstance(token.get("value"), str)
-        and isinstance(token.get("expires_at"), str)
+    tokens = data.get("tokens")
+    if not isinstance(tokens, list) or not all(
+        isinstance(t, dict)
+        and isinstance(t.get("installation_id"), int)
+        and isinstance(t.get("value"), str)
+        and isinstance(t.get("expires_at"), str)
+        for t in tokens
     ):
-        raise CacheFileError(f"{path}: field 'token' is malformed")
+        raise CacheFileError(f"{path}: field 'tokens' is malformed")
+    listing = data.get("installations")
+    if listing is not None and not (
+        isinstance(listing, dict)
+        and isinstance(listing.get("listed_at"), str)
+        and isinstance(listing.get("accounts"), dict)
+        and all(isinstance(k, str) and isinstance(v, int) for k, v in listing["accounts"].items())
+    ):
+        raise CacheFileError(f"{path}: field 'installations' is malformed")
     if not isinstance(data.get("etags"), list):
         raise CacheFileError(f"{path}: field 'etags' is not a list")
     if not isinstance(data.get("policies", []), list):
@@ -136,6 +158,21 @@ def _policies(data: dict[str, Any], path: Path) -> list[tuple[tuple[str, str], s
             raise CacheFileError(f"{where}.text is not a string or null")
         out.append(((repo, sha), text))
     return out
+
+
+def _when(text: str, field: str, path: Path) -> datetime:
+    try:
+        return parse_utc(text, field)
+    except TimestampError as exc:
+        raise CacheFileError(f"{path}: field {exc}") from None
+
+
+def _tokens(data: dict[str, Any], path: Path) -> list[tuple[int, str, datetime]]:
+    """The remembered installation tokens: (installation id, token, expires at)."""
+    return [
+        (t["installation_id"], t["value"], _when(t["expires_at"], f"tokens[{i}].expires_at", path))
+        for i, t in enumerate(data["tokens"])
+    ]
 
 
 def _entries(data: dict[str, Any], path: Path) -> list[tuple[CacheKey, CacheEntry]]:
@@ -178,12 +215,14 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         data = _parse(path.read_bytes(), path)
         entries = _entries(data, path)
         policies = _policies(data, path)
-        expires: datetime | None = None
-        if data["token"] is not None:
-            try:
-                expires = parse_utc(data["token"]["expires_at"], "token.expires_at")
-            except TimestampError as exc:
-                raise CacheFileError(f"{path}: field {exc}") from None
+        tokens = _tokens(data, path)
+        listing = data["installations"]
+        listed_at = (
+            _when(listing["listed_at"], "installations.listed_at", path) if listing else None
+        )
+    except _OlderFormat:
+        log.info("forge.cache_older_format", file=str(path))
+        return Loaded()
     except CacheFileError as exc:
         moved = _set_aside(path, str(exc), now)
         return Loaded(set_aside=moved.name)
@@ -196,14 +235,18 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
     for where, text in policies:
         forge.session.caches.policy.put(where, (text,))
     reused = False
-    if forge.installation_auth is not None and expires is not None and expires - now > REUSE_MARGIN:
-        forge.installation_auth.adopt(data["token"]["value"], expires)
-        reused = True
-    header = _header_value(forge)
-    ident = auth_identity({"Authorization": header}) if header else None
+    insts = forge.installations
+    if insts is not None:
+        if listing is not None and listed_at is not None:
+            insts.remember(listing["accounts"], listed_at)
+        for inst_id, value, expires in tokens:
+            if expires - now > REUSE_MARGIN:
+                insts.token(inst_id).adopt(value, expires)
+                reused = True
+    idents = _identities(forge)
     kept = 0
     for key, entry in entries:
-        if key[1] == ident:  # ETags are per token: another token's entries are of no use
+        if key[1] in idents:  # ETags are per token: another token's entries are of no use
             forge.transport.cache.put(key, entry)
             kept += 1
     log.info("forge.cache_loaded", reused_grant=reused, entries=kept, policies=len(policies))
@@ -211,19 +254,23 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
 
 
 def save(forge: Forge, state_dir: Path, base_url: str) -> int:
-    """Write the token (if still worth reusing) and the current token's ETag entries; a count."""
+    """Write the tokens (those still worth reusing), the installation listing and the current
+    tokens' ETag entries; the number of entries."""
     path = cache_path(state_dir)
     now = forge.clock()
-    token: dict[str, str] | None = None
-    if forge.installation_auth is not None:
-        held = forge.installation_auth.current()
-        if held is not None and held[1] - now > REUSE_MARGIN:
-            token = {"value": held[0], "expires_at": held[1].isoformat()}
-    header = _header_value(forge)
-    ident = auth_identity({"Authorization": header}) if header else None
+    insts = forge.installations
+    tokens = [
+        {"installation_id": inst_id, "value": value, "expires_at": expires.isoformat()}
+        for inst_id, value, expires in (insts.held() if insts is not None else [])
+        if expires - now > REUSE_MARGIN
+    ]
+    listing = None
+    if insts is not None and insts.listed_at is not None:
+        listing = {"listed_at": insts.listed_at.isoformat(), "accounts": insts.accounts()}
+    idents = _identities(forge)
     etags = []
     for (url, auth, accept), entry in forge.transport.cache.items():
-        if auth != ident:
+        if auth not in idents:
             continue
         try:
             text = entry.body.decode("utf-8")
@@ -250,7 +297,8 @@ def save(forge: Forge, state_dir: Path, base_url: str) -> int:
     doc = {
         "format": FORMAT,
         "binding": _binding(forge, base_url),
-        "token": token,
+        "tokens": tokens,
+        "installations": listing,
         "etags": etags,
         "policies": policies,
     }

@@ -7,10 +7,10 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import requests
@@ -46,6 +46,7 @@ _RATE_HEADERS = (
     "x-ratelimit-resource",
 )
 SECONDARY_MIN_WAIT = 60.0
+ONE_BUDGET = ""  # the budget key of every request when there is no Router (a token)
 
 
 def utc_now() -> datetime:
@@ -121,6 +122,19 @@ class TransportStats:
         }
 
 
+class Router(Protocol):
+    """Chooses each request's credentials and rate-limit budget (an App's installations)."""
+
+    def route(self, request: requests.PreparedRequest) -> str | None:
+        """Authorize `request`; its budget key, or None to send it as it is (the App's JWT)."""
+
+    def rejected(self, key: str) -> None:
+        """GitHub answered 401 to the credentials of budget `key`."""
+
+    def learn(self, key: str, headers: Mapping[str, str]) -> None:
+        """An answer's headers for a request of budget `key` (page links name repo ids)."""
+
+
 class _Retry(Exception):
     """Internal: this attempt failed in a way worth another try."""
 
@@ -131,8 +145,10 @@ class _Retry(Exception):
         wait: float | None = None,
         rate: str | None = None,
         response: requests.Response | None = None,
+        budget: str | None = ONE_BUDGET,
     ) -> None:
         super().__init__(reason)
+        self.budget = budget  # whose rate limit (rate limits only)
         self.reason = reason
         self.wait = wait  # fixed wait (rate limits); None = exponential backoff
         self.rate = rate  # "primary" | "secondary" | None
@@ -153,6 +169,8 @@ class Transport(HTTPAdapter):
       the cache as the stored 200.
     - 5xx, connection resets and timeouts are retried with exponential backoff and jitter, up to
       `attempts` tries, for idempotent methods (and POSTs that are safe to repeat).
+    - A `router` (an App's installations) puts each request's token on it; each installation
+      has its own primary budget (`rates`), ETags are kept per token.
     - Primary and secondary rate limits are waited out (`Retry-After`, `x-ratelimit-reset`, at
       least 60 s for a secondary limit without `Retry-After`) while the tick's WaitBudget allows;
       beyond it, RateLimited is raised so the tick stops cleanly.
@@ -182,7 +200,8 @@ class Transport(HTTPAdapter):
         self.backoff_max = backoff_max
         self.write_interval = write_interval
         self.cache = cache if cache is not None else EtagCache()
-        self.rate = RateState()
+        self.router: Router | None = None
+        self.rates: dict[str, RateState] = {}  # budget key → its last rate-limit headers
         self.stats = TransportStats()
         self._last_write = 0.0
         self._lock = threading.Lock()
@@ -192,6 +211,7 @@ class Transport(HTTPAdapter):
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         """Send with the cache, retries and rate-limit handling."""
         method = (request.method or "GET").upper()
+        budget = self.router.route(request) if self.router is not None else ONE_BUDGET
         key: tuple[str, str, str] | None = None
         entry: CacheEntry | None = None
         if method == "GET" and not kwargs.get("stream"):
@@ -209,7 +229,11 @@ class Transport(HTTPAdapter):
                 with self._lock:
                     self.stats.writes += 1
 
-        resp = self._send_retrying(method, request, kwargs)
+        resp = self._send_retrying(method, request, kwargs, budget)
+        if budget is not None and self.router is not None:
+            if resp.status_code == 401:
+                self.router.rejected(budget)
+            self.router.learn(budget, resp.headers)
 
         if key is not None:
             if resp.status_code == 304 and entry is not None:
@@ -245,7 +269,11 @@ class Transport(HTTPAdapter):
 
     # --------------------------------------------------------------- retries
     def _send_retrying(
-        self, method: str, request: requests.PreparedRequest, kwargs: dict[str, Any]
+        self,
+        method: str,
+        request: requests.PreparedRequest,
+        kwargs: dict[str, Any],
+        budget: str | None,
     ) -> requests.Response:
         path = urlsplit(request.url or "").path
         retryer = tenacity.Retrying(
@@ -259,11 +287,16 @@ class Transport(HTTPAdapter):
         try:
             for attempt in retryer:
                 with attempt:
-                    return self._send_once(method, path, request, kwargs)
+                    return self._send_once(method, path, request, kwargs, budget)
         except _Retry as exc:
             if exc.rate:
                 raise self._rate_limited(
-                    exc.wait or SECONDARY_MIN_WAIT, exc.rate, method, path, why="attempts exhausted"
+                    exc.wait or SECONDARY_MIN_WAIT,
+                    exc.rate,
+                    method,
+                    path,
+                    why="attempts exhausted",
+                    budget=budget,
                 ) from None
             if self.log_transient:
                 log.warning(
@@ -280,11 +313,16 @@ class Transport(HTTPAdapter):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send_once(
-        self, method: str, path: str, request: requests.PreparedRequest, kwargs: dict[str, Any]
+        self,
+        method: str,
+        path: str,
+        request: requests.PreparedRequest,
+        kwargs: dict[str, Any],
+        budget: str | None,
     ) -> requests.Response:
         graphql = bool(_GRAPHQL.search(path))
-        if not graphql:
-            self._respect_exhausted(method, path)
+        if not graphql and budget is not None:
+            self._respect_exhausted(method, path, budget)
         retry_ok = method in _IDEMPOTENT or graphql or bool(_SAFE_POST.search(path))
         try:
             with self._lock:  # requests may come from several gather threads at once
@@ -298,8 +336,8 @@ class Transport(HTTPAdapter):
             raise Transient(
                 f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
             ) from None
-        if not str(request.headers.get("Authorization", "")).startswith("Bearer"):
-            self._note_rate(resp)  # the App's JWT requests have their own budget
+        if budget is not None:  # the App's JWT requests (None) have a budget of their own
+            self._note_rate(resp, budget)
         status = resp.status_code
         if status in (403, 429):
             wait = self._rate_wait(resp)
@@ -308,9 +346,16 @@ class Transport(HTTPAdapter):
                 if not self.budget.allows(seconds):
                     resp.close()
                     raise self._rate_limited(
-                        seconds, kind, method, path, why="over the tick's wait budget"
+                        seconds,
+                        kind,
+                        method,
+                        path,
+                        why="over the tick's wait budget",
+                        budget=budget,
                     )
-                raise _Retry(f"{kind} rate limit", wait=seconds, rate=kind, response=resp)
+                raise _Retry(
+                    f"{kind} rate limit", wait=seconds, rate=kind, response=resp, budget=budget
+                )
         if status >= 500 and retry_ok:
             raise _Retry(f"HTTP {status}", response=resp)
         return resp
@@ -326,7 +371,12 @@ class Transport(HTTPAdapter):
         if not self.budget.allows(seconds):
             if isinstance(exc, _Retry) and exc.rate:
                 raise self._rate_limited(
-                    seconds, exc.rate, method, path, why="over the tick's wait budget"
+                    seconds,
+                    exc.rate,
+                    method,
+                    path,
+                    why="over the tick's wait budget",
+                    budget=exc.budget,
                 )
             log.warning(
                 "forge.transient", method=method, path=path, reason=str(exc), why="wait budget"
@@ -369,11 +419,21 @@ class Transport(HTTPAdapter):
         self.sleep(seconds)
 
     # ----------------------------------------------------------- rate limits
-    def _note_rate(self, resp: requests.Response) -> None:
+    @property
+    def rate(self) -> RateState:
+        """The tightest primary budget seen (fewest requests left): what a tick plans by."""
+        with self._lock:
+            known = [r for r in self.rates.values() if r.remaining is not None]
+            if not known:
+                return next(iter(self.rates.values()), RateState())
+            return min(known, key=lambda r: r.remaining if r.remaining is not None else 0)
+
+    def _note_rate(self, resp: requests.Response, budget: str) -> None:
         h = resp.headers
         if "x-ratelimit-remaining" not in h or h.get("x-ratelimit-resource") == "graphql":
             return
         with self._lock:
+            rate = self.rates.setdefault(budget, RateState())
             for attr, name in (
                 ("limit", "x-ratelimit-limit"),
                 ("remaining", "x-ratelimit-remaining"),
@@ -382,10 +442,10 @@ class Transport(HTTPAdapter):
             ):
                 if name in h:
                     try:
-                        setattr(self.rate, attr, int(float(h[name])))
+                        setattr(rate, attr, int(float(h[name])))
                     except ValueError:
                         pass
-            self.rate.resource = h.get("x-ratelimit-resource", self.rate.resource)
+            rate.resource = h.get("x-ratelimit-resource", rate.resource)
 
     def _now(self) -> float:
         return self.clock().timestamp()
@@ -419,16 +479,17 @@ class Transport(HTTPAdapter):
             return SECONDARY_MIN_WAIT, "secondary"
         return None
 
-    def _respect_exhausted(self, method: str, path: str) -> None:
+    def _respect_exhausted(self, method: str, path: str, budget: str) -> None:
         """Before sending: if the primary budget is spent (last response), wait for its reset."""
-        if self.rate.remaining != 0 or self.rate.reset is None:
+        rate = self.rates.get(budget)
+        if rate is None or rate.remaining != 0 or rate.reset is None:
             return
-        seconds = self.rate.reset - self._now() + 1.0
+        seconds = rate.reset - self._now() + 1.0
         if seconds <= 0:
             return
         if not self.budget.allows(seconds):
             raise self._rate_limited(
-                seconds, "primary", method, path, why="primary budget exhausted"
+                seconds, "primary", method, path, why="primary budget exhausted", budget=budget
             )
         log.warning(
             "forge.rate_wait",
@@ -440,12 +501,20 @@ class Transport(HTTPAdapter):
         )
         self.stats.rate_waits += 1
         self._do_sleep(seconds)
-        self.rate.remaining = None
+        rate.remaining = None
 
     def _rate_limited(
-        self, seconds: float, kind: str, method: str, path: str, *, why: str
+        self,
+        seconds: float,
+        kind: str,
+        method: str,
+        path: str,
+        *,
+        why: str,
+        budget: str | None = ONE_BUDGET,
     ) -> RateLimited:
-        reset_at = datetime.fromtimestamp(self.rate.reset, UTC) if self.rate.reset else None
+        rate = self.rates.get(budget) if budget is not None else None
+        reset_at = datetime.fromtimestamp(rate.reset, UTC) if rate and rate.reset else None
         log.warning(
             "forge.rate_limited",
             kind=kind,

@@ -12,6 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from capdaemon.filenames import FORGE_CACHE_FILE as CACHE_FILE
+from capdaemon.forge.tokencache import FORMAT
 
 from .conftest import Harness
 
@@ -58,7 +59,8 @@ def test_second_cron_tick_reuses_token_and_etags(daemon: Harness) -> None:
         assert proc.returncode == 0, proc.stderr
     cache = daemon.state_dir / CACHE_FILE
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
-    token = json.loads(cache.read_text())["token"]["value"]
+    (held,) = json.loads(cache.read_text())["tokens"]
+    token = held["value"]
 
     daemon.sb.reset_counters()
     proc = _tick_once(daemon)
@@ -87,7 +89,24 @@ def test_corrupt_cache_is_set_aside_and_the_tick_runs_cold(daemon: Harness) -> N
     assert len(aside) == 1 and "not JSON" in str(aside[0]["reason"])
     kept = list(daemon.state_dir.glob(f"{CACHE_FILE}.corrupt-*"))
     assert len(kept) == 1 and kept[0].read_bytes() == b'{"format": 1, "etags": ['
-    assert json.loads(cache.read_text())["format"] == 1  # a fresh cache was written
+    assert json.loads(cache.read_text())["format"] == FORMAT  # a fresh cache was written
+
+
+def test_older_format_cache_is_replaced_not_set_aside(daemon: Harness) -> None:
+    """A cache written by an earlier version (one token, format 1) is not read and not taken for
+    a corrupt file: the tick starts cold and writes the current format in its place."""
+    daemon.configure(mode="shadow")
+    daemon.state_dir.mkdir(parents=True, exist_ok=True)
+    cache = daemon.state_dir / CACHE_FILE
+    old = {"format": 1, "binding": {}, "token": None, "etags": [], "policies": []}
+    cache.write_text(json.dumps(old))
+    cache.chmod(0o600)
+    proc = _tick_once(daemon)
+    assert proc.returncode == 0, proc.stderr
+    events = [e["event"] for e in _events(proc)]
+    assert "forge.cache_older_format" in events and "forge.cache_set_aside" not in events
+    assert not list(daemon.state_dir.glob(f"{CACHE_FILE}.corrupt-*"))
+    assert json.loads(cache.read_text())["format"] == FORMAT
 
 
 def _restart_tick(daemon: Harness) -> list[dict[str, object]]:

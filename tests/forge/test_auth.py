@@ -33,8 +33,9 @@ def test_installation_token_is_refreshed_before_expiry(
     now = [datetime.now(UTC)]
     f = make_forge(app=True, clock=lambda: now[0])
     f.list_open_prs(sandbox.repo)
-    auth = f.installation_auth
-    assert auth is not None and auth.rotations == 1 and auth.expires_at is not None
+    assert f.installations is not None
+    auth = f.installations.token(sandbox.installation_id)
+    assert auth.rotations == 1 and auth.expires_at is not None
     now[0] = auth.expires_at - timedelta(minutes=4)
     f.list_open_prs(sandbox.repo)
     assert auth.rotations == 2
@@ -83,9 +84,8 @@ def test_app_key_and_installation_token_never_leak(
         f = make_forge(app=True)
         with pytest.raises(NotFound) as missing:
             f.snapshot(sandbox.repo, 4242)
-    auth = f.installation_auth
-    assert auth is not None
-    token = auth.token
+    assert f.installations is not None
+    token = f.installations.token(sandbox.installation_id).value
     key_body = sandbox.app_private_key.splitlines()[1]
     for text in (str(missing.value), repr(logs)):
         assert token not in text and key_body not in text

@@ -8,13 +8,13 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from capdaemon.forge.auth import InstallationTokenAuth
 from capdaemon.forge.client import Forge
+from capdaemon.forge.installations import Installations
 from capdaemon.forge.port import ForgePort
 from capdaemon.forge.transport import Transport
 
 # names the Protocol imports for type checking only
-_TYPING_ONLY = {"Transport": Transport, "InstallationTokenAuth": InstallationTokenAuth}
+_TYPING_ONLY = {"Transport": Transport, "Installations": Installations}
 
 
 def _members() -> list[str]:
