@@ -23,6 +23,7 @@ from .gql import GRAPHQL_PATHS, GraphqlEndpoint, fault_path
 from .gql.schema import warm_in_background
 from .http import (
     SECONDARY_MESSAGE,
+    Bucket,
     Counters,
     Fault,
     Faults,
@@ -170,6 +171,25 @@ class SandboxApp:
 
     # -- REST ------------------------------------------------------------------------------
 
+    def exhausted(
+        self, ident: Identity, bucket: Bucket, rid: str, extra_headers: dict[str, str]
+    ) -> SandboxApiError:
+        """GitHub's 403 for a spent primary budget (its rate headers go with it)."""
+        extra_headers.update(rate_headers(bucket))
+        who = (
+            f"installation ID {ident.installation_id}"
+            if ident.kind == "installation"
+            else f"user ID {self.b.data['users'][ident.login]['id']}"
+            if ident.kind == "user"
+            else "127.0.0.1"
+        )
+        return SandboxApiError(
+            403,
+            f"API rate limit exceeded for {who}. If you reach out to GitHub Support "
+            f"for help, please include the request ID {rid}.",
+            doc=PRIMARY_DOC,
+        )
+
     def rest(self, req: Request, path: str, urls: Urls, link_path: str | None = None) -> Response:
         """Authenticate, rate-limit, run a handler and add GitHub's headers."""
         rid = request_id()
@@ -192,22 +212,13 @@ class SandboxApp:
                 raise SandboxApiError(404, "Not Found") from exc
             limit = budget(self.b, ident)
             bucket = self.limiter.bucket(ident.rate_key, limit)
+            conditional = req.method == "GET" and bool(req.headers.get("If-None-Match"))
+            spent = False  # the budget is spent, but a 304 may still be answered
             if endpoint not in UNCOUNTED:
                 if bucket.used >= bucket.limit:
-                    extra_headers.update(rate_headers(bucket))
-                    who = (
-                        f"installation ID {ident.installation_id}"
-                        if ident.kind == "installation"
-                        else f"user ID {self.b.data['users'][ident.login]['id']}"
-                        if ident.kind == "user"
-                        else "127.0.0.1"
-                    )
-                    raise SandboxApiError(
-                        403,
-                        f"API rate limit exceeded for {who}. If you reach out to GitHub Support "
-                        f"for help, please include the request ID {rid}.",
-                        doc=PRIMARY_DOC,
-                    )
+                    if not (conditional and cfg["exhausted_conditional_304"]):
+                        raise self.exhausted(ident, bucket, rid, extra_headers)
+                    spent = True
                 per_minute = int(self.b.data["rate_limit"].get("secondary_per_minute") or 0)
                 if self.limiter.secondary_hit(ident.rate_key, per_minute):
                     extra_headers["Retry-After"] = "60"
@@ -231,6 +242,8 @@ class SandboxApp:
                 headers["Cache-Control"] = "private, max-age=60, s-maxage=60"
                 if etag_matches(req.headers.get("If-None-Match"), etag):
                     status, payload = 304, b""
+            if spent and status != 304:
+                raise self.exhausted(ident, bucket, rid, extra_headers)
             counted = endpoint not in UNCOUNTED and status != 304
             if counted:
                 bucket = self.limiter.consume(ident.rate_key, limit)

@@ -15,6 +15,9 @@ FIDELITY_DEFAULTS: dict[str, int | float] = {
     "points_per_minute": 900,  # per identity and REST endpoint (GET 1 point, writes 5)
     "content_per_minute": 80,  # content-creating requests per identity
     "content_per_hour": 500,
+    # 1: a conditional GET still answered 304 once the primary budget is spent (GitHub does not
+    # document which it does; off, such a request is refused like any other)
+    "exhausted_conditional_304": 0,
 }
 
 # Content-creating operations (issues, comments, pull requests), as route templates.

@@ -171,6 +171,8 @@ class Transport(HTTPAdapter):
       `attempts` tries, for idempotent methods (and POSTs that are safe to repeat).
     - A `router` (an App's installations) puts each request's token on it; each installation
       has its own primary budget (`rates`), ETags are kept per token.
+    - A spent primary budget does not stop GraphQL queries (a budget of their own) or
+      conditional reads (a 304 is free); every other request waits for the reset.
     - Primary and secondary rate limits are waited out (`Retry-After`, `x-ratelimit-reset`, at
       least 60 s for a secondary limit without `Retry-After`) while the tick's WaitBudget allows;
       beyond it, RateLimited is raised so the tick stops cleanly.
@@ -321,7 +323,10 @@ class Transport(HTTPAdapter):
         budget: str | None,
     ) -> requests.Response:
         graphql = bool(_GRAPHQL.search(path))
-        if not graphql and budget is not None:
+        # a conditional read may still be answered 304 for free: it is sent, and a 403 for the
+        # spent budget is then handled like any other
+        conditional = method == "GET" and "If-None-Match" in request.headers
+        if not graphql and not conditional and budget is not None:
             self._respect_exhausted(method, path, budget)
         retry_ok = method in _IDEMPOTENT or graphql or bool(_SAFE_POST.search(path))
         try:

@@ -241,3 +241,26 @@ def test_check_reading_rules_list_is_complete() -> None:
     table's column itself is tested against the rules' behaviour in tests/classify."""
     assert frozenset(r.name for r in RULE_TABLE if r.reads_checks) == CHECK_READING_RULES
     assert {r.name for r in BUILTIN_RULES} >= CHECK_READING_RULES
+
+
+@pytest.mark.parametrize("github_answers_304", [True, False])
+def test_a_spent_budget_does_not_stop_free_polling(
+    daemon: Harness, github_answers_304: bool
+) -> None:
+    """The primary budget is spent: a steady tick still polls (GraphQL has its own budget, and
+    every REST read it makes is conditional). Where GitHub answers such a read 304, the tick
+    completes and sees the ballots; where it refuses it, the tick stops cleanly at the first
+    refusal (one request), as rate-limited."""
+    daemon.sb.set_fidelity(exhausted_conditional_304=int(github_answers_304))
+    n = daemon.open_pr(WORKFLOW)
+    _settle(daemon)
+    daemon.sb.set_rate_limit(1)  # far less than already used: nothing left this hour
+    daemon.sb.reset_counters()
+    report = daemon.tick()
+    refused = daemon.sb.counters()["total"]["errors"]
+    if github_answers_304:
+        assert report.errors == [] and refused == 0
+        assert report.ballots[f"acme/widgets#{n}"] == "pending"
+        assert daemon.sb.counters()["total"]["counted"] == 0
+    else:
+        assert any("rate limit" in e for e in report.errors) and refused == 1
