@@ -8,7 +8,7 @@ can write to the decision repo, an unusable state directory).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,34 +57,15 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _findings(args: argparse.Namespace) -> Iterator[tuple[Finding, bool]]:
-    """(Finding, whether it is a config/credentials check) in the order they are made."""
-    from capdaemon.commands._common import CLIError, config_dir, load_config_and_rules, state_dir
-    from capdaemon.daemon.checkup import (
-        FAIL,
-        OK,
-        SKIP,
-        Finding,
-        check_github,
-        check_state_dir,
-        check_time_zone,
-    )
-    from capdaemon.daemon.preflight import (
-        CredentialsError,
-        UnreachableError,
-        authenticate,
-        build_forge,
-        check_key_pem,
-        host_port,
-    )
-    from capdaemon.daemon.runner import (
-        app_key_path,
-        github_credentials,
-        is_loopback,
-        with_base_url,
-    )
+Checked = Iterator[tuple["Finding", bool]]  # (finding, whether it is a config/credentials check)
 
-    cdir, _ = config_dir(args)
+
+def _findings(args: argparse.Namespace) -> Checked:
+    """(Finding, whether it is a config/credentials check) in the order they are made."""
+    from capdaemon.commands._common import CLIError, load_config_and_rules, state_dir
+    from capdaemon.daemon.checkup import FAIL, SKIP, Finding, check_state_dir
+    from capdaemon.daemon.runner import with_base_url
+
     state = state_dir(args)
     try:
         config, rules = load_config_and_rules(args)
@@ -93,12 +74,31 @@ def _findings(args: argparse.Namespace) -> Iterator[tuple[Finding, bool]]:
         yield from ((f, False) for f in check_state_dir(state))
         return
     config = with_base_url(config, args.base_url)
+    token, key = yield from _offline(args, config, len(rules), state)
+    if args.offline:
+        yield Finding(SKIP, "github", "--offline: GitHub not contacted"), False
+    elif token is None and key is None:
+        yield Finding(SKIP, "github", "no usable credentials"), False
+    else:
+        yield from _online(args, config, state, token, key)
+
+
+def _offline(
+    args: argparse.Namespace, config: Config, rules: int, state: Path
+) -> Generator[tuple[Finding, bool], None, tuple[str | None, bytes | None]]:
+    """The config, credentials, state directory and time zone; the usable (token, key)."""
+    from capdaemon.commands._common import config_dir
+    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_state_dir, check_time_zone
+    from capdaemon.daemon.preflight import CredentialsError, check_key_pem
+    from capdaemon.daemon.runner import app_key_path, github_credentials
+
+    cdir, _ = config_dir(args)
     yield (
         Finding(
             OK,
             "config",
             f"{cdir}: {len(config.repos)} repos, mode {config.mode}, "
-            f"{len(config.owners)} owners, {len(rules)} user rules",
+            f"{len(config.owners)} owners, {rules} user rules",
         ),
         True,
     )
@@ -116,13 +116,23 @@ def _findings(args: argparse.Namespace) -> Iterator[tuple[Finding, bool]]:
         token = key = None
     yield from ((f, False) for f in check_state_dir(state))
     yield check_time_zone(config, datetime.now(UTC)), True
-    if args.offline:
-        yield Finding(SKIP, "github", "--offline: GitHub not contacted"), False
-        return
-    if token is None and key is None:
-        yield Finding(SKIP, "github", "no usable credentials"), False
-        return
-    where = host_port(config.github.base_url)
+    return token, key
+
+
+def _online(
+    args: argparse.Namespace, config: Config, state: Path, token: str | None, key: bytes | None
+) -> Checked:
+    """Reach GitHub with the credentials, then the installation, repos and decision repo."""
+    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_github
+    from capdaemon.daemon.preflight import (
+        CredentialsError,
+        UnreachableError,
+        authenticate,
+        build_forge,
+        host_port,
+    )
+    from capdaemon.daemon.runner import is_loopback
+
     try:
         forge = build_forge(
             config.github,
@@ -137,7 +147,10 @@ def _findings(args: argparse.Namespace) -> Iterator[tuple[Finding, bool]]:
     except CredentialsError as exc:
         yield Finding(FAIL, "github", str(exc)), True
         return
-    yield Finding(OK, "github", f"reached {where}, acting as {login}"), False
+    yield (
+        Finding(OK, "github", f"reached {host_port(config.github.base_url)}, acting as {login}"),
+        False,
+    )
     try:
         forge.transport.attempts = 1  # a check reports, it does not wait out an outage
         candidates = _candidates(forge, config, state, args.agent)
