@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from capdaemon.commands._common import printable
-from capdaemon.commands.why import describe
 from capdaemon.dashboard.html import esc, quadrant, table
 from capdaemon.dashboard.readmodel import PRRow, ReadModel
+from capdaemon.story import describe
 
 PAGE_SIZE = 200
 

@@ -1,0 +1,67 @@
+"""How one audit record is told in words: `capdaemon why` and the dashboard's PR page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SKIP = frozenset({"ts", "seq", "prev", "hash", "pr", "action"})
+# an action's fields told first, in this order, after its name
+_DETAILS = ("who", "by", "actor", "user", "vote", "command", "counted", "reason", "why")
+
+
+def _short(sha: Any) -> str:
+    return str(sha)[:10] if sha else "?"
+
+
+def _rules_that_voted(rules: list[dict[str, Any]]) -> str:
+    parts = []
+    for r in rules or ():
+        if not isinstance(r, dict):
+            continue
+        if r.get("result") == "error":
+            parts.append(f"{r.get('rule')}=ERROR")
+        elif r.get("vote"):
+            parts.append(f"{r.get('rule')}={r['vote']}")
+    return ", ".join(parts) or "none"
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return ", ".join(_value(x) for x in v)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_value(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def describe(rec: dict[str, Any]) -> list[str]:
+    """The lines telling one audit record (classification or action)."""
+    ts = str(rec.get("ts", "?"))
+    if len(ts) > 20 and ts.endswith("Z"):
+        ts = ts[:19] + "Z"  # whole seconds are enough to read a story
+    if "action" not in rec and "quadrant" in rec:
+        lines = [
+            f"{ts}  classified {rec.get('quadrant')} at {_short(rec.get('head_sha'))}"
+            f": {rec.get('reasoning', '')}",
+            f"{'':22}rules that voted: {_rules_that_voted(rec.get('rules_fired', []))}",
+        ]
+        for f in rec.get("findings") or ():
+            if isinstance(f, dict):
+                lines.append(
+                    f"{'':22}finding {f.get('severity')} {f.get('validator')}: {f.get('message')}"
+                )
+        return lines
+    action = rec.get("action", "event")
+    details = [f"{key}: {_value(rec[key])}" for key in _DETAILS if key in rec]
+    if "head_sha" in rec:
+        details.append(f"head {_short(rec['head_sha'])}")
+    if "sha" in rec:
+        details.append(f"sha {_short(rec['sha'])}")
+    shown = {*_DETAILS, "head_sha", "sha", *_SKIP}
+    rest = [f"{k}: {_value(v)}" for k, v in rec.items() if k not in shown]
+    line = f"{ts}  {str(action).replace('_', ' ')}"
+    if details:
+        line += " — " + "; ".join(details)
+    lines = [line]
+    if rest:
+        lines.append(f"{'':22}" + "; ".join(rest))
+    return lines
