@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.channels.config import NotificationsConfig
+from capdaemon.config.channels import NotificationsConfig
 from capdaemon.filenames import DIGEST_DIR, NOTIFICATIONS_FILE, NOTIFICATIONS_LOCK_FILE
 from capdaemon.jsonl import AuditCorruptError
 from capdaemon.logging import get_logger

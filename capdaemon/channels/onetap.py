@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from capdaemon.channels import callback
-from capdaemon.channels.config import TelegramConfig, read_secret
+from capdaemon.channels.config import read_secret
 from capdaemon.channels.telegram import Tap, TelegramClient, TelegramError
+from capdaemon.config.channels import TelegramConfig
 from capdaemon.filenames import TELEGRAM_FILE
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, read_json

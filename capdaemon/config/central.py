@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from capdaemon.channels.config import parse_channels
+from capdaemon.config.channels import parse_channels
 from capdaemon.config.sections import (
     _ENV_RE,
     _HHMM_RE,

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.channels.config import ChannelsConfig
+from capdaemon.config.channels import ChannelsConfig
 from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.model import Severity
 

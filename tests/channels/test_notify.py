@@ -63,7 +63,7 @@ def test_failed_channel_is_retried_next_tick_and_never_stops_it(
 
 def test_unreachable_channel_is_bounded(tmp_path) -> None:
     """A channel that does not answer costs at most about the timeout, and stays pending."""
-    from capdaemon.channels.config import NotificationsConfig
+    from capdaemon.config.channels import NotificationsConfig
 
     n = Notifier(NotificationsConfig(("json://127.0.0.1:9/x",), timeout_seconds=1), tmp_path)
     told, failed = n.alert(Notice("x1", "t", "b"), NOW)

@@ -31,6 +31,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                  "capdaemon.dashboard", "capdaemon.demo"),
     "dashboard": ("github", "ghsandbox", "capdaemon.forge", "capdaemon.demo", "capdaemon.cli"),
     "commands": ("github", "capdaemon.cli"),
+    "config": ("github", "ghsandbox", "capdaemon.forge", "capdaemon.daemon",
+               "capdaemon.commands", "capdaemon.stores", "capdaemon.dashboard",
+               "capdaemon.channels", "capdaemon.demo", "capdaemon.cli"),
 }  # fmt: skip
 
 
