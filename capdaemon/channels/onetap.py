@@ -54,8 +54,8 @@ class DeskHost(Protocol):
     forge: ForgePort
     actions_log: AuditLog
     safety: SafetyNet
-    _busy: threading.Lock
-    _clock: Callable[[], datetime]
+    busy: threading.Lock  # held while a tick runs: a tap is handled between ticks
+    clock: Callable[[], datetime]
 
     @property
     def decision_repo(self) -> str | None:
@@ -275,8 +275,8 @@ class TelegramDesk:
                 return 0
             counted = 0
             for tap in taps:
-                with t._busy:
-                    when = (now or t._clock)()
+                with t.busy:
+                    when = (now or t.clock)()
                     counted += self.handle(t, tap, when)
                     self.store.offset = max(self.store.offset, tap.update_id + 1)
                     self.store.save()

@@ -108,8 +108,8 @@ class Ticker:
         if getattr(forge, "state_dir", False) is None:
             forge.state_dir = self.state_dir  # over-long bodies are saved here in full
         self.rules = tuple(rules)
-        self._clock = clock or (lambda: datetime.now(UTC))
-        self._busy = threading.Lock()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.busy = threading.Lock()  # held while a tick (or a Telegram tap) runs
         self.log = get_logger("capdaemon.tick")
         classifier_path, actions_path = log_paths(self.state_dir)
         self.classifier_log = AuditLog(classifier_path)  # corrupt → AuditCorruptError (StateError)
@@ -155,8 +155,8 @@ class Ticker:
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no tick is running; False on timeout."""
-        if self._busy.acquire(timeout=-1 if timeout is None else timeout):
-            self._busy.release()
+        if self.busy.acquire(timeout=-1 if timeout is None else timeout):
+            self.busy.release()
             return True
         return False
 
@@ -178,8 +178,8 @@ class Ticker:
     # ------------------------------------------------------------------ the tick
     def tick(self, now: datetime | None = None) -> TickReport:
         """Run steps 0-8 once. `now` (aware) is injected by tests and the demo."""
-        with self._busy:
-            now = now or self._clock()
+        with self.busy:
+            now = now or self.clock()
             if now.tzinfo is None:
                 raise ValueError("tick(now=...) needs an aware datetime")
             started = time.monotonic()
