@@ -23,8 +23,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """0 rendered (written to bot-state/digests/ unless --print); 2 bad input or state (a day
-    whose period has not ended is never written); 3 posting failed."""
+    """0 rendered (written to bot-state/digests/ unless --print); 1 posting failed; 2 bad input
+    (a day whose period has not ended is never written); 3 corrupt state."""
     from datetime import date
     from pathlib import Path
 
@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
         return exc.code
     except StateError as exc:
         error("digest", f"corrupt state: {exc}")
-        return 2
+        return 3
     except ForgeError as exc:
         error("digest", f"posting failed: {exc}")
-        return 3
+        return 1
     return 0
