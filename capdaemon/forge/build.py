@@ -90,7 +90,11 @@ def _as_app(
     integration = GithubIntegration(auth=Auth.AppAuth(app_id, key_text), **options)
     mount(integration.requester, transport)
     installations = Installations(
-        integration, clock=clock, scrubber=scrubber, pinned=gh.installation_id
+        integration,
+        clock=clock,
+        scrubber=scrubber,
+        api_url=gh.base_url,
+        pinned=gh.installation_id,
     )
     transport.router = installations
     client = Github(auth=RoutedAuth(), **options)

@@ -13,7 +13,8 @@ Unset, the App's installations are listed (`GET /app/installations`, with the Ap
 matched by account login; an account the App is not installed on is listed again at most every
 `RELIST_AFTER`, and until then a request for it fails as NotInstalled (a 404: not visible).
 Requests that name no account (`/rate_limit`) use the home installation: the configured one,
-else the one with the lowest id.
+else the one with the lowest id. A request to any other host than the API's (a redirect) gets
+no token at all.
 """
 
 from __future__ import annotations
@@ -67,10 +68,12 @@ class Installations:
         *,
         clock: Clock,
         scrubber: Scrubber,
+        api_url: str,
         pinned: int | None = None,
     ) -> None:
         self.integration = integration
         self.pinned = pinned
+        self._api_host = urlsplit(api_url).netloc.lower()
         self._clock = clock
         self._scrubber = scrubber
         self._tokens: dict[int, InstallationToken] = {}
@@ -84,8 +87,12 @@ class Installations:
     def route(self, request: requests.PreparedRequest) -> str | None:
         """Put the right installation's token on a client request; its budget key (the id).
 
-        The App's own requests (JWT, `Bearer`) are left alone: None.
+        The App's own requests (JWT, `Bearer`) are left alone, and a request to another host
+        (a redirect off the API) gets no token: None.
         """
+        if urlsplit(request.url or "").netloc.lower() != self._api_host:
+            request.headers.pop("Authorization", None)
+            return None
         if str(request.headers.get("Authorization", "")).startswith("Bearer"):
             return None
         inst = self._installation_of(request)

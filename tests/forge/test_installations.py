@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import requests
 
 from capdaemon.config import GitHubConfig
 from capdaemon.forge.client import Forge
@@ -155,3 +158,36 @@ def test_a_pinned_installation_is_used_for_every_account(two_orgs: Sandbox) -> N
         assert _requests(sb, "GET /app/installations") == 0
     finally:
         f.close()
+
+
+def test_no_token_goes_to_another_host(two_orgs: Sandbox) -> None:
+    """The Transport puts installation tokens on requests itself, so it must never put one on
+    a request to another host (a redirect off the API, a link elsewhere): that request goes out
+    without `Authorization`, while the same path on the API gets its installation's token."""
+    seen: list[str | None] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    f = _forge(two_orgs)
+    session = requests.Session()
+    session.mount("http://", f.transport)
+    try:
+        elsewhere = f"http://127.0.0.1:{other.server_address[1]}/repos/{std.ORG}/widgets"
+        assert session.get(elsewhere, timeout=10).status_code == 200
+        own = session.get(f"{two_orgs.base_url}/repos/{std.REPO}", timeout=10)
+        assert own.status_code == 200  # the API itself: authorized as acme's installation
+    finally:
+        other.shutdown()
+        f.close()
+    assert seen == [None]
