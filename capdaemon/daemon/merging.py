@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
@@ -164,18 +165,14 @@ def try_merge(
     rec, pr = s.rec, s.pr
     if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
         rec.mergeable = pr.mergeable
-    elif rec.mergeable is None:  # GitHub computes it lazily: read it again (one GET)
-        status = deps.forge.pull_status(pr.repo, pr.number)
-        if status.head_sha == pr.head_sha:
-            rec.mergeable = status.mergeable
-    if rec.mergeable is not True:  # unknown yet or conflicting: waits, no check read
-        deps.log.debug("merge.waiting", pr=rec.ref, reasons=["not mergeable"], value=rec.mergeable)
+    if rec.mergeable is False:  # conflicts with the base: waits, nothing read
+        deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
         return
     rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
     if rollup is not None:
         # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
         # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness = merge_readiness(merge_facts(deps, ctx, s, rollup, now))
+        readiness = readiness_of(deps, ctx, s, rollup, now)
     else:
         readiness = _rest_readiness(deps, ctx, s, now)
     if readiness.action is MergeAction.WAIT:
@@ -208,12 +205,27 @@ def _rest_readiness(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime) -
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
     else:  # the gather phase's check runs, plus the statuses (read for merging only)
         checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
-    readiness = merge_readiness(merge_facts(deps, ctx, s, checks, now))
+    readiness = readiness_of(deps, ctx, s, checks, now)
     if readiness.action is MergeAction.MERGE and runs is not None:
         # decided on the gather phase's check runs: read them again right before acting
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
-        readiness = merge_readiness(merge_facts(deps, ctx, s, checks, now))
+        readiness = readiness_of(deps, ctx, s, checks, now)
     return readiness
+
+
+def readiness_of(
+    deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
+) -> Readiness:
+    """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
+    yet (None) reads the PR once for it; still unknown (or another head) it waits: None is
+    never mergeable."""
+    facts = merge_facts(deps, ctx, s, checks, now)
+    if facts.mergeable is None and merge_readiness(replace(facts, mergeable=True)).ok:
+        status = deps.forge.pull_status(s.pr.repo, s.pr.number)
+        if status.head_sha == s.pr.head_sha:
+            s.rec.mergeable = status.mergeable
+            facts = replace(facts, mergeable=status.mergeable)
+    return merge_readiness(facts)
 
 
 def merge_facts(
