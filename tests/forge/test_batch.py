@@ -8,7 +8,7 @@ from typing import Any
 import github
 
 from capdaemon.forge.batch import _commits_error, _kept
-from capdaemon.forge.client import Forge
+from capdaemon.forge.client import CHECK_NAME, Forge
 from ghsandbox import Sandbox
 
 CHECK_RUNS = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
@@ -183,3 +183,89 @@ def test_errors_are_confined_to_the_pr_they_name() -> None:
     }
     assert _kept(more) is None
     assert _kept({"headRefOid": "a" * 40, "commits": None}) is None
+
+
+PULL = "GET /repos/{owner}/{repo}/pulls/{number}"
+
+
+def test_a_batched_pr_snapshots_without_reading_the_pr_and_equals_the_rest_snapshot(
+    forge: Forge, make_forge: Callable[..., Forge], sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """Every fact a snapshot takes from the PR itself (base sha, counts, title, body, labels,
+    mergeability) comes with the page of open PRs: no `GET /pulls/N`, and the snapshot is the
+    one the REST read gives (mergeability once GitHub has computed it)."""
+    n = open_pr({"docs/a.md": "a\n", "docs/b.md": "b\n"}, branch="two", title="Two files")
+    sandbox.commit_files(sandbox.repo, "two", {"docs/c.md": "c\n"}, "More")
+    _as(sandbox, "alice").get_repo(sandbox.repo).get_issue(n).add_to_labels("risk:low")
+    rest = _rest_forge(make_forge)
+    rest.pull_status(sandbox.repo, n)  # GitHub's first read: mergeability still computing
+    forge.new_tick()
+    (pr,) = forge.list_open_prs(sandbox.repo)
+    assert (pr.mergeable, pr.mergeable_known) == (True, True)
+    sandbox.reset_counters()
+    snap = forge.snapshot(sandbox.repo, n)
+    assert PULL not in _seen(sandbox), _seen(sandbox)
+    want = rest.snapshot(sandbox.repo, n)
+    assert snap.files_complete and snap.commits_complete and len(snap.files) == 3
+    assert len(snap.commits) == 2
+    for name in ("head_sha", "base_sha", "base_ref", "head_ref", "author", "draft", "title"):
+        assert getattr(snap, name) == getattr(want, name), name
+    assert (snap.body, snap.labels, snap.files, snap.commits) == (
+        want.body,
+        want.labels,
+        want.files,
+        want.commits,
+    )
+    assert snap.mergeable is want.mergeable is True
+
+
+def test_unknown_and_conflicting_mergeability_are_never_mergeable(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """A PR GitHub has not computed yet lists as UNKNOWN (None, known); one that conflicts with
+    its base as CONFLICTING (False)."""
+    clash = open_pr({"docs/x.md": "theirs\n"}, branch="clash")
+    sandbox.commit_files(sandbox.repo, "main", {"docs/x.md": "ours\n"}, "Ours")
+    forge.new_tick()
+    (first,) = forge.list_open_prs(sandbox.repo)
+    assert (first.mergeable, first.mergeable_known) == (None, True)
+    assert forge.snapshot(sandbox.repo, clash).mergeable is None
+    forge.new_tick()
+    (again,) = forge.list_open_prs(sandbox.repo)
+    assert (again.number, again.mergeable, again.mergeable_known) == (clash, False, True)
+
+
+def test_the_check_we_write_needs_no_read_and_joins_the_rollup(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """With the head's rollup from this tick's batch, publishing L1.C3 reads no check runs,
+    and the merge gate's view of the head (rollup_checks) carries the run just written in
+    place of the earlier one."""
+    n = open_pr({"docs/a.md": "a\n"})
+    forge.new_tick()
+    (pr,) = forge.list_open_prs(sandbox.repo)
+    marker = {"kind": "l1c3", "pr": f"{sandbox.repo}#{n}", "head": pr.head_sha}
+    sandbox.reset_counters()
+    assert forge.publish_check(
+        sandbox.repo, pr.head_sha, success=False, title="no", summary="s", marker=marker
+    )
+    assert CHECK_RUNS not in _seen(sandbox)
+    assert forge.publish_check(
+        sandbox.repo, pr.head_sha, success=True, title="ok", summary="s", marker=marker
+    )
+    assert CHECK_RUNS not in _seen(sandbox)
+    assert not forge.publish_check(
+        sandbox.repo, pr.head_sha, success=True, title="ok", summary="s", marker=marker
+    )
+    seen = _seen(sandbox)
+    assert CHECK_RUNS not in seen
+    assert seen.get("POST /repos/{owner}/{repo}/check-runs") == 1
+    assert seen.get("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}") == 1
+    rollup = forge.rollup_checks(sandbox.repo, pr.head_sha)
+    assert rollup is not None
+    (mine,) = [c for c in rollup if c.name == CHECK_NAME]
+    assert (mine.status, mine.conclusion, mine.output_title) == ("completed", "success", "ok")
+    # GitHub agrees: one run of ours, green (a REST read in a new tick)
+    forge.new_tick()
+    (run,) = forge.check_runs(sandbox.repo, pr.head_sha)
+    assert (run.conclusion, run.output_title) == ("success", "ok")
