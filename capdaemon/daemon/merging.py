@@ -217,10 +217,12 @@ def readiness_of(
     deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
 ) -> Readiness:
     """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
-    yet (None) reads the PR once for it; still unknown (or another head) it waits: None is
-    never mergeable."""
+    yet (None) reads the PR once for it in enforce mode; still unknown (or another head) it
+    waits: None is never mergeable. In shadow mode it waits for the next tick's page (a
+    `would_merge` record a tick later costs no read)."""
     facts = merge_facts(deps, ctx, s, checks, now)
-    if facts.mergeable is None and merge_readiness(replace(facts, mergeable=True)).ok:
+    ready = facts.mergeable is None and not deps.shadow
+    if ready and merge_readiness(replace(facts, mergeable=True)).ok:
         status = deps.forge.pull_status(s.pr.repo, s.pr.number)
         if status.head_sha == s.pr.head_sha:
             s.rec.mergeable = status.mergeable
