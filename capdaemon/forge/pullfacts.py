@@ -75,6 +75,8 @@ def facts_from_node(node: dict[str, Any], author: str, labels: tuple[str, ...]) 
     changed = node.get("changedFiles")
     if not isinstance(commits, int) or not isinstance(changed, int) or not base_sha:
         return None
+    if not author:  # a deleted account: GraphQL says null where REST says "ghost"
+        return None
     if not isinstance(node.get("title"), str) or not isinstance(node.get("body"), str):
         return None
     if node.get("mergeable") not in MERGEABLE_STATE:

@@ -7,7 +7,7 @@ from typing import Any
 
 import github
 
-from capdaemon.forge.batch import _commits_error, _kept
+from capdaemon.forge.batch import _commits_error, _kept, _summary
 from capdaemon.forge.client import CHECK_NAME, Forge
 from ghsandbox import Sandbox
 
@@ -269,3 +269,51 @@ def test_the_check_we_write_needs_no_read_and_joins_the_rollup(
     forge.new_tick()
     (run,) = forge.check_runs(sandbox.repo, pr.head_sha)
     assert (run.conclusion, run.output_title) == ("success", "ok")
+
+
+def _node(**over: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "number": 7,
+        "headRefOid": "a" * 40,
+        "headRefName": "feature",
+        "baseRefOid": "b" * 40,
+        "baseRefName": "main",
+        "isDraft": False,
+        "title": "T",
+        "body": "B",
+        "mergeable": "MERGEABLE",
+        "changedFiles": 2,
+        "author": {"__typename": "User", "login": "agent-1"},
+        "labels": {"totalCount": 0, "nodes": []},
+        "commits": {"totalCount": 3, "nodes": []},
+    }
+    node.update(over)
+    return node
+
+
+def test_pr_facts_from_a_page_fail_closed_field_by_field() -> None:
+    """A PR node missing any fact a snapshot needs gives no facts (the PR is read through
+    REST); a mergeability GitHub has not computed, or a value GitHub's enum does not have, is
+    never mergeable."""
+    pr, facts = _summary("acme/widgets", _node())
+    assert (pr.mergeable, pr.mergeable_known) == (True, True)
+    assert facts is not None and (facts.commits, facts.changed_files) == (3, 2)
+    pr, facts = _summary("acme/widgets", _node(mergeable="CONFLICTING"))
+    assert (pr.mergeable, pr.mergeable_known, facts and facts.mergeable) == (False, True, False)
+    pr, facts = _summary("acme/widgets", _node(mergeable="UNKNOWN"))
+    assert (pr.mergeable, pr.mergeable_known) == (None, True)
+    assert facts is not None and facts.mergeable is None
+    for bad in (
+        {"mergeable": "MAYBE"},
+        {"mergeable": None},
+        {"changedFiles": None},
+        {"commits": {"nodes": []}},
+        {"baseRefOid": None},
+        {"title": None},
+        {"body": None},
+        {"author": None},
+    ):
+        pr, facts = _summary("acme/widgets", _node(**bad))
+        assert facts is None, bad
+        if "mergeable" in bad:
+            assert (pr.mergeable, pr.mergeable_known) == (None, False), bad
