@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from .conftest import Harness
@@ -156,3 +158,32 @@ def test_a_push_between_the_decision_and_the_merge_call_is_refused(daemon: Harne
     assert daemon.classifications(n)[-1]["head_sha"] == pushed[0]
     assert daemon.classifications(n)[-1]["quadrant"] == "D"
     assert not daemon.pull(n).merged
+
+
+def test_a_partial_rollup_merges_through_rest_reads_of_that_pr_alone(daemon: Harness) -> None:
+    """A head with more contexts than one page of the rollup holds (101 statuses): the merge
+    gate reads that PR's checks and statuses through REST and merges it once `ci` is green;
+    the other PR, still waiting on `ci`, costs no per-PR read."""
+    daemon.configure(repo={"extra_checks": ["ci"]})
+    crowded = daemon.open_pr({"docs/crowded.md": "# crowded\n"})
+    quiet = daemon.open_pr({"docs/quiet.md": "# quiet\n"})
+    heads = {n: daemon.pull(n).head.sha for n in (crowded, quiet)}
+    commit = daemon.gh("alice").get_repo(daemon.sb.repo).get_commit(heads[crowded])
+    for i in range(101):
+        commit.create_status(state="success", context=f"lint/{i}")
+    _settle(daemon)
+    _app_github(daemon, daemon.sb.evil_installation_id).get_repo(daemon.sb.repo).create_check_run(
+        name="ci", head_sha=heads[crowded], status="completed", conclusion="success"
+    )
+    hits: dict[int, int] = {crowded: 0, quiet: 0}
+
+    def counter(n: int) -> Callable[[], None]:
+        return lambda: hits.__setitem__(n, hits[n] + 1)
+
+    for n in (crowded, quiet):
+        path = rf"/commits/{heads[n]}/(check-runs|status)$"
+        daemon.sb.faults("GET", path, kind="call", action=counter(n), count=100)
+    report = daemon.tick()
+    daemon.sb.clear_faults()
+    assert report.errors == [] and report.merged == [f"acme/widgets#{crowded}"]
+    assert hits[crowded] >= 2 and hits[quiet] == 0, hits
