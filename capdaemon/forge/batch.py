@@ -246,11 +246,16 @@ class Batch:
         got = self._kept.get((repo, sha))
         return got[0] if got is not None else None
 
-    def note_run(self, repo: str, sha: str, run: CheckRun) -> None:
+    def note_run(self, repo: str, sha: str, run: CheckRun | None) -> None:
         """Check run `run` (just written by us) replaces its App's earlier run of that name in
-        the kept rollup of `sha`; nothing when the batch did not carry that rollup."""
+        the kept rollup of `sha`; nothing when the batch did not carry that rollup. None (we
+        wrote, but cannot tell what GitHub now shows) drops the kept rollup: `sha` is read
+        through REST from then on this tick."""
         got = self._kept.get((repo, sha))
         if got is None:
+            return
+        if run is None:
+            del self._kept[(repo, sha)]
             return
         others = tuple(r for r in got[0] if (r.name, r.app_id) != (run.name, run.app_id))
         self._kept[(repo, sha)] = ((run, *others), got[1])

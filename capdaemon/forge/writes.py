@@ -72,10 +72,10 @@ class Writes:
         else:
             body = {"name": name, "head_sha": head_sha, **body}
             _, data = self._http.req("POST", f"/repos/{repo}/check-runs", body=body)
-        if isinstance(data, dict) and data.get("head_sha") in (None, head_sha):
-            written = _check_run(data)
-            if written.name == name and written.app_id == self._identity.app_id:
-                self._batch.note_run(repo, head_sha, written)
+        written = _check_run(data) if isinstance(data, dict) else None
+        if written is None or written.name != name or written.app_id != self._identity.app_id:
+            written = None  # an answer that is not our run: the kept rollup is dropped
+        self._batch.note_run(repo, head_sha, written)
         log.info(
             "forge.write", op="publish_check", repo=repo, sha=head_sha[:12], conclusion=conclusion
         )

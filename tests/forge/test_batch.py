@@ -317,3 +317,19 @@ def test_pr_facts_from_a_page_fail_closed_field_by_field() -> None:
         assert facts is None, bad
         if "mergeable" in bad:
             assert (pr.mergeable, pr.mergeable_known) == (None, False), bad
+
+
+def test_a_write_we_cannot_read_back_drops_the_kept_rollup(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """When capdaemon wrote on a head but cannot tell what GitHub now shows, the merge gate
+    does not decide on the rollup read before the write: that head is read through REST."""
+    open_pr({"docs/a.md": "a\n"})
+    forge.new_tick()
+    (pr,) = forge.list_open_prs(sandbox.repo)
+    assert forge.rollup_checks(sandbox.repo, pr.head_sha) == []
+    forge._batch.note_run(sandbox.repo, pr.head_sha, None)
+    assert forge.rollup_checks(sandbox.repo, pr.head_sha) is None
+    sandbox.reset_counters()
+    assert forge.check_runs(sandbox.repo, pr.head_sha) == []
+    assert _seen(sandbox) == {CHECK_RUNS: 1}
