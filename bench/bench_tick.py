@@ -6,9 +6,12 @@ The sandbox runs in this process; the daemon (one Ticker, as `capdaemon run` kee
 fresh spawned process so its peak RSS is its own. Mode shadow keeps every PR open, so the second
 tick really sees the same N open PRs (a quarter each of quadrants A, B, C, D). In a steady tick
 the D PRs (ballot pending) cost nothing per PR, their ballots one issue-list page per 100
-issues; A/B/C PRs read their check runs and statuses (304s: a check could still raise them).
-Columns: wall time, requests sent, requests counted against the rate limit, 304s, GraphQL
-points, peak RSS; then requests per endpoint (sandbox counters) for the first and the steady tick.
+issues; A/B/C PRs take their checks from the GraphQL page of open PRs (a check could still
+raise them). In the first tick a new PR costs its compare, its trees and its writes: the PR
+itself, its checks and its mergeability come with that page too.
+Columns: wall time, requests sent, requests counted against the rate limit, counted requests
+per PR seen, 304s, GraphQL points, peak RSS; then requests per endpoint (sandbox counters) for
+the first and the steady tick.
 
 `--mode enforce` supervises in enforce mode with an extra required check `ci` that a CI App
 reports `in_progress` on every head (nothing merges: every A/B/C PR waits on it). `--compare`
@@ -245,10 +248,10 @@ def main() -> int:
     args = ap.parse_args()
     keys = std.generate_keys()
     print(
-        "| scenario | batch | tick | PRs | classified | wall s | requests | counted | 304 | "
-        "GraphQL points | peak RSS MiB |"
+        "| scenario | batch | tick | PRs | classified | wall s | requests | counted | "
+        "counted per PR | 304 | GraphQL points | peak RSS MiB |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     per_endpoint: dict[tuple[int, str, str], dict[str, tuple[int, int, int]]] = {}
     for repos in (int(x) for x in args.repos.split(",")):
         for batch in (False, True) if args.compare else (True,):
@@ -260,6 +263,7 @@ def main() -> int:
                 print(
                     f"| {repos} × {args.prs} {args.mode} | {on} | {m['label']} | {m['prs']} | "
                     f"{m['classified']} | {m['wall']:.2f} | {m['requests']} | {m['counted']} | "
+                    f"{m['counted'] / max(1, m['prs']):.2f} | "
                     f"{m['not_modified']} | {m['points']} | {m['rss_mib']:.0f} |",
                     flush=True,
                 )

@@ -32,9 +32,10 @@ log = get_logger(__name__)
 
 HOUR = timedelta(hours=1)
 MINUTE = timedelta(minutes=1)
-# what one new PR costs at most: counted reads (check runs, PR, files, compare, contents,
-# commits, policy share) and writes (its check run, one decision issue, its merge)
-READS_PER_NEW_PR = 9
+# what one new PR costs at most: counted reads (compare, trees, contents, label events, the
+# merge's read of the PR; the PR and its checks come with the GraphQL page) and writes (its
+# check run, one decision issue, its merge)
+READS_PER_NEW_PR = 5
 WRITES_PER_NEW_PR = 3
 # kept for ballots, merges and probes of PRs already known
 RESERVE_WRITES_PER_HOUR = 50

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
@@ -18,7 +19,13 @@ from capdaemon.daemon.tickdata import (
     _Seen,
     required_checks,
 )
-from capdaemon.decide.merge import MergeAction, MergeFacts, RequiredCheck, merge_readiness
+from capdaemon.decide.merge import (
+    MergeAction,
+    MergeFacts,
+    Readiness,
+    RequiredCheck,
+    merge_readiness,
+)
 from capdaemon.forge.errors import (
     BaseMoved,
     Forbidden,
@@ -156,20 +163,18 @@ def try_merge(
     deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
 ) -> None:
     rec, pr = s.rec, s.pr
-    if rec.mergeable is None:  # GitHub computes it lazily: read it again (one GET)
-        status = deps.forge.pull_status(pr.repo, pr.number)
-        if status.head_sha == pr.head_sha:
-            rec.mergeable = status.mergeable
-    runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
-    if runs is None:
-        checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
-    else:  # the gather phase's check runs, plus the statuses (read for merging only)
-        checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
-    readiness = merge_readiness(merge_facts(deps, ctx, s, checks, now))
-    if readiness.action is MergeAction.MERGE and runs is not None:
-        # decided on the gather phase's check runs: read them again right before acting
-        checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
-        readiness = merge_readiness(merge_facts(deps, ctx, s, checks, now))
+    if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
+        rec.mergeable = pr.mergeable
+    if rec.mergeable is False:  # conflicts with the base: waits, nothing read
+        deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
+        return
+    rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
+    if rollup is not None:
+        # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
+        # read; the merge call is bound to the head sha (a push in between: GitHub 409)
+        readiness = readiness_of(deps, ctx, s, rollup, now)
+    else:
+        readiness = _rest_readiness(deps, ctx, s, now)
     if readiness.action is MergeAction.WAIT:
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
         return
@@ -189,6 +194,40 @@ def try_merge(
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
     merge(deps, s, now, report)
+
+
+def _rest_readiness(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime) -> Readiness:
+    """Readiness from REST reads (no batch rollup of the head): the gather phase's check
+    runs plus the statuses, read again right before a merge."""
+    pr = s.pr
+    runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
+    if runs is None:
+        checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
+    else:  # the gather phase's check runs, plus the statuses (read for merging only)
+        checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
+    readiness = readiness_of(deps, ctx, s, checks, now)
+    if readiness.action is MergeAction.MERGE and runs is not None:
+        # decided on the gather phase's check runs: read them again right before acting
+        checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
+        readiness = readiness_of(deps, ctx, s, checks, now)
+    return readiness
+
+
+def readiness_of(
+    deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
+) -> Readiness:
+    """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
+    yet (None) reads the PR once for it in enforce mode; still unknown (or another head) it
+    waits: None is never mergeable. In shadow mode it waits for the next tick's page (a
+    `would_merge` record a tick later costs no read)."""
+    facts = merge_facts(deps, ctx, s, checks, now)
+    ready = facts.mergeable is None and not deps.shadow
+    if ready and merge_readiness(replace(facts, mergeable=True)).ok:
+        status = deps.forge.pull_status(s.pr.repo, s.pr.number)
+        if status.head_sha == s.pr.head_sha:
+            s.rec.mergeable = status.mergeable
+            facts = replace(facts, mergeable=status.mergeable)
+    return merge_readiness(facts)
 
 
 def merge_facts(

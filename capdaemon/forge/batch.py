@@ -11,7 +11,11 @@ request. It fails closed piece by piece:
   labels, a later page failing) drops the whole batch for that repo: the REST list and
   per-PR reads are used, never a partial list.
 
-The merge step's last re-read (``commit_checks``) always goes to REST.
+Each PR's own facts (``PullFacts``: base, counts, title, body, mergeability) are kept too,
+so a snapshot of a PR in this tick's batch needs no ``GET /pulls/N``. A check run capdaemon
+writes on a kept head replaces its earlier one in the kept rollup (``note_run``): the merge
+step decides on the rollup plus what capdaemon wrote, with no per-PR check read; the merge
+call is bound to the head sha, so a push in between is refused by GitHub (409).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import _dt, log
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.gql import OPEN_PULLS_QUERY, Graphql, GraphqlUnavailable, _author
+from capdaemon.forge.pullfacts import MERGEABLE_STATE, PullFacts, facts_from_node, mergeable_of
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
 
@@ -99,25 +104,31 @@ def _kept(node: dict[str, Any]) -> Kept | None:
     return tuple(runs), tuple(statuses)
 
 
-def _summary(repo: str, node: Any) -> PRSummary:
+def _summary(repo: str, node: Any) -> tuple[PRSummary, PullFacts | None]:
+    """The list entry of one PR node, and its facts for a snapshot (None: read through REST)."""
     if not isinstance(node, dict) or not node.get("number") or not node.get("headRefOid"):
         raise BatchIncomplete(f"GitHub GraphQL: an open PR of {repo} came back empty")
     labels = node.get("labels") or {}
     names = [str(lb.get("name")) for lb in labels.get("nodes") or () if isinstance(lb, dict)]
     if int(labels.get("totalCount") or 0) != len(names):
         raise BatchIncomplete(f"GitHub GraphQL: PR {repo}#{node['number']} has more labels")
-    return PRSummary(
+    author = _author(node.get("author"))
+    known = node.get("mergeable") in MERGEABLE_STATE  # else: as the REST list, not known
+    pr = PRSummary(
         repo=repo,
         number=int(node["number"]),
         head_sha=str(node["headRefOid"]),
         head_ref=str(node.get("headRefName") or ""),
         base_ref=str(node.get("baseRefName") or ""),
-        author=_author(node.get("author")),
+        author=author,
         draft=bool(node.get("isDraft")),
         labels=tuple(names),
         state="open",
         updated_at=_dt(node.get("updatedAt")),
+        mergeable=mergeable_of(node) if known else None,
+        mergeable_known=known,
     )
+    return pr, facts_from_node(node, author, tuple(names))
 
 
 def _commits_error(err: dict[str, Any]) -> int | None:
@@ -142,10 +153,12 @@ class Batch:
         self._checks = checks
         self._rest_open_prs = rest_open_prs
         self._kept: dict[tuple[str, str], Kept] = {}
+        self._facts: dict[tuple[str, int], PullFacts] = {}
 
     def forget(self) -> None:
-        """Drop the kept checks (at the start of each tick)."""
+        """Drop the kept checks and PR facts (at the start of each tick)."""
         self._kept.clear()
+        self._facts.clear()
 
     def list_open_prs(self, repo: str, *, batch: bool = True) -> list[PRSummary]:
         """All open PRs of `repo`, oldest first; never a partial list (a failed page raises).
@@ -154,9 +167,11 @@ class Batch:
         """
         for key in [k for k in self._kept if k[0] == repo]:
             del self._kept[key]
+        for fkey in [k for k in self._facts if k[0] == repo]:
+            del self._facts[fkey]
         if batch and self._graphql.available:
             try:
-                prs, checks = self._batch(repo)
+                prs, checks, facts = self._batch(repo)
             except RateLimited:
                 raise
             except GraphqlUnavailable:
@@ -165,13 +180,17 @@ class Batch:
                 log.warning("forge.batch_failed", repo=repo, error=str(exc), fallback="REST")
             else:
                 self._kept.update(checks)
+                self._facts.update(facts)
                 return prs
         return self._rest_open_prs(repo)
 
-    def _batch(self, repo: str) -> tuple[list[PRSummary], dict[tuple[str, str], Kept]]:
+    def _batch(
+        self, repo: str
+    ) -> tuple[list[PRSummary], dict[tuple[str, str], Kept], dict[tuple[str, int], PullFacts]]:
         owner, name = repo.split("/", 1)
         prs: list[PRSummary] = []
         checks: dict[tuple[str, str], Kept] = {}
+        facts: dict[tuple[str, int], PullFacts] = {}
         after: str | None = None
         for _ in range(MAX_PR_PAGES):
             variables = {"owner": owner, "name": name, "after": after}
@@ -186,14 +205,16 @@ class Batch:
             if not isinstance(conn, dict) or not isinstance(conn.get("nodes"), list):
                 raise BatchIncomplete(f"GitHub GraphQL: no open PR list for {repo}")
             for i, node in enumerate(conn["nodes"]):
-                pr = _summary(repo, node)
+                pr, pull = _summary(repo, node)
                 prs.append(pr)
                 got = None if i in confined else _kept(node)
                 if got is not None:
                     checks[(repo, pr.head_sha)] = got
+                if pull is not None and i not in confined:
+                    facts[(repo, pr.number)] = pull
             info = conn.get("pageInfo") or {}
             if not info.get("hasNextPage"):
-                return prs, checks
+                return prs, checks, facts
             after = info.get("endCursor")
             if not after:
                 break
@@ -208,3 +229,33 @@ class Batch:
         """The latest commit status per context on `sha`: this tick's batch, else REST."""
         got = self._kept.get((repo, sha))
         return list(got[1]) if got is not None else self._checks.statuses(repo, sha)
+
+    def pull_facts(self, repo: str, number: int) -> PullFacts | None:
+        """PR `number`'s facts as this tick's batch carried them; None when it did not."""
+        return self._facts.get((repo, number))
+
+    def rollup(self, repo: str, sha: str) -> list[CheckRun] | None:
+        """The check runs and statuses on `sha` as this tick's batch rollup carried them, with
+        the check runs capdaemon wrote since (``note_run``); None when the batch did not carry
+        a complete rollup of `sha` (the caller reads through REST)."""
+        got = self._kept.get((repo, sha))
+        return list(got[0]) + list(got[1]) if got is not None else None
+
+    def kept_runs(self, repo: str, sha: str) -> tuple[CheckRun, ...] | None:
+        """The check runs on `sha` from this tick's batch (with ours noted); None: not kept."""
+        got = self._kept.get((repo, sha))
+        return got[0] if got is not None else None
+
+    def note_run(self, repo: str, sha: str, run: CheckRun | None) -> None:
+        """Check run `run` (just written by us) replaces its App's earlier run of that name in
+        the kept rollup of `sha`; nothing when the batch did not carry that rollup. None (we
+        wrote, but cannot tell what GitHub now shows) drops the kept rollup: `sha` is read
+        through REST from then on this tick."""
+        got = self._kept.get((repo, sha))
+        if got is None:
+            return
+        if run is None:
+            del self._kept[(repo, sha)]
+            return
+        others = tuple(r for r in got[0] if (r.name, r.app_id) != (run.name, run.app_id))
+        self._kept[(repo, sha)] = ((run, *others), got[1])

@@ -113,9 +113,11 @@ class Forge:
         self._reads = Reads(session, self._graphql)
         self._batch = Batch(self._graphql, self._checks, self._reads.rest_open_prs)
         self._protection = Protection(session, self._files)
-        self._snapshots = Snapshots(session, self._files, self._checks, self._protection)
+        self._snapshots = Snapshots(
+            session, self._files, self._checks, self._protection, self._batch.pull_facts
+        )
         self._issues = Issues(session)
-        self._writes = Writes(session, self._issues, self._protection)
+        self._writes = Writes(session, self._issues, self._protection, self._batch)
         self._reverts = Reverts(session, self._files, self._issues)
 
     # ================================================================ construction
@@ -266,6 +268,9 @@ class Forge:
 
     def commit_statuses(self, repo: str, sha: str) -> list[CheckRun]:
         return self._batch.commit_statuses(repo, sha)
+
+    def rollup_checks(self, repo: str, sha: str) -> list[CheckRun] | None:
+        return self._batch.rollup(repo, sha)
 
     def forget_batch(self) -> None:
         self._batch.forget()

@@ -70,7 +70,8 @@ query CapdaemonReactions($owner: String!, $name: String!, $number: Int!, $after:
     + _PAGE_OF_REACTIONS
 )
 
-# One page of a repo's open PRs with each head's check rollup (Tide-style batch gathering).
+# One page of a repo's open PRs with each head's check rollup (Tide-style batch gathering),
+# and every fact a snapshot needs from the PR itself (base, counts, title, body, mergeable).
 # Priced by GitHub's formula: 1 + 100 (labels) + 100 (commits) + 100 (contexts) → 3 points.
 OPEN_PULLS_QUERY = """
 query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String) {
@@ -79,10 +80,11 @@ query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String) {
                  orderBy: {field: CREATED_AT, direction: ASC}) {
       pageInfo { hasNextPage endCursor }
       nodes {
-        number headRefOid headRefName baseRefName isDraft updatedAt
+        number headRefOid headRefName baseRefOid baseRefName isDraft updatedAt
+        title body mergeable changedFiles
         author { __typename login }
         labels(first: 100) { totalCount nodes { name } }
-        commits(last: 1) { nodes { commit { oid statusCheckRollup {
+        commits(last: 1) { totalCount nodes { commit { oid statusCheckRollup {
           contexts(first: 100) {
             pageInfo { hasNextPage }
             nodes {

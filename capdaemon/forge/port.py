@@ -126,6 +126,11 @@ class ForgePort(Protocol):
         """Check runs and commit statuses on a commit."""
         ...
 
+    def rollup_checks(self, repo: str, sha: str) -> list[CheckRun] | None:
+        """Check runs and statuses on a commit as this tick's batch carried them, with the
+        check runs we wrote since; None when the batch did not carry them."""
+        ...
+
     def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
         """The parents of a commit."""
         ...

@@ -30,6 +30,7 @@ from capdaemon.forge.errors import (
     RateLimited,
     Transient,
 )
+from capdaemon.forge.pullfacts import PullFacts, facts_from_rest
 from capdaemon.model import (
     MODE_SYMLINK,
     CheckRun,
@@ -48,9 +49,15 @@ class Snapshots:
     """Reads a PRSnapshot (complete, or marked incomplete)."""
 
     def __init__(
-        self, session: ForgeSession, files: Files, checks: Checks, protection: Protection
+        self,
+        session: ForgeSession,
+        files: Files,
+        checks: Checks,
+        protection: Protection,
+        listed_facts: Callable[[str, int], PullFacts | None] | None = None,
     ) -> None:
         self._http = session.http
+        self._listed_facts = listed_facts
         self._caches = session.caches
         self._files = files
         self._checks = checks
@@ -67,13 +74,16 @@ class Snapshots:
         """A complete, immutable PRSnapshot, or one marked incomplete (caps, failed pages, modes).
 
         `known_runs` = (sha, check runs just read on it by `check_runs`): used instead of
-        reading them again when the PR's head is that sha.
+        reading them again when the PR's head is that sha. The PR's own facts come from this
+        tick's batch when it carried them (no read), else from one REST read of the PR; a
+        second gathering (the head moved) always reads the PR again.
         Raises NotFound for a missing PR, RateLimited when the tick's wait budget is spent, and
         Incomplete when the PR itself, its checks, label events or policy cannot be read.
         """
         pick = contents_for or default_contents_for()
         known = (known_runs[0], tuple(known_runs[1])) if known_runs is not None else None
-        snap, moved = self._gather(repo, number, pick, known)
+        listed = self._listed_facts(repo, number) if self._listed_facts else None
+        snap, moved = self._gather(repo, number, pick, known, listed)
         if moved:
             snap, moved = self._gather(repo, number, pick, None)
         if moved:
@@ -99,15 +109,15 @@ class Snapshots:
         number: int,
         pick: Callable[[str], bool],
         known: tuple[str, tuple[CheckRun, ...]] | None = None,
+        facts: PullFacts | None = None,
     ) -> tuple[PRSnapshot, bool]:
         """(the snapshot, whether the head moved while its unbound lists were read)."""
-        pr = self._http.get(f"/repos/{repo}/pulls/{number}")
-        head, base_sha, base_ref = pr["head"]["sha"], pr["base"]["sha"], pr["base"]["ref"]
+        pr = facts or facts_from_rest(self._http.get(f"/repos/{repo}/pulls/{number}"))
+        head, base_sha, base_ref = pr.head_sha, pr.base_sha, pr.base_ref
         listed = self._listed(repo, number, pr)
         files = self._files_with_modes(repo, listed, base_sha, head, pick)
-        labels = tuple(lb["name"] for lb in pr.get("labels") or ())
         label_events: tuple[LabelEvent, ...] = ()
-        if labels:  # events only matter for labels the PR carries now
+        if pr.labels:  # events only matter for labels the PR carries now
             label_events = self._label_events(repo, number)
         if known is not None and known[0] == head:
             check_runs = known[1]
@@ -123,12 +133,11 @@ class Snapshots:
         again = self._http.get(f"/repos/{repo}/pulls/{number}")
         return bool(again["head"]["sha"] != head)
 
-    def _listed(self, repo: str, number: int, pr: dict[str, Any]) -> _Listed:
+    def _listed(self, repo: str, number: int, pr: PullFacts) -> _Listed:
         """The changed files and commits: one compare bound to both shas when it can list them
         all, else the PR's own (paged, unbound) lists; caps and failed pages are recorded."""
-        head, base_sha = pr["head"]["sha"], pr["base"]["sha"]
-        n_files = int(pr.get("changed_files") or 0)
-        n_commits = int(pr.get("commits") or 0)
+        head, base_sha = pr.head_sha, pr.base_sha
+        n_files, n_commits = pr.changed_files, pr.commits
         listed = None
         if n_files <= COMPARE_MAX_FILES and n_commits <= COMMITS_CAP:
             listed = self._compared(repo, base_sha, head, n_files, n_commits)
@@ -331,7 +340,7 @@ class _Listed:
 def _snapshot(
     repo: str,
     number: int,
-    pr: dict[str, Any],
+    pr: PullFacts,
     listed: _Listed,
     files: list[FileChange],
     label_events: tuple[LabelEvent, ...],
@@ -341,15 +350,15 @@ def _snapshot(
     return PRSnapshot(
         repo=repo,
         number=number,
-        base_ref=pr["base"]["ref"],
-        base_sha=pr["base"]["sha"],
-        head_sha=pr["head"]["sha"],
-        author=_login(pr.get("user")),
-        head_ref=pr["head"].get("ref", ""),
-        draft=bool(pr.get("draft")),
-        title=pr.get("title") or "",
-        body=pr.get("body") or "",
-        labels=tuple(lb["name"] for lb in pr.get("labels") or ()),
+        base_ref=pr.base_ref,
+        base_sha=pr.base_sha,
+        head_sha=pr.head_sha,
+        author=pr.author,
+        head_ref=pr.head_ref,
+        draft=pr.draft,
+        title=pr.title,
+        body=pr.body,
+        labels=pr.labels,
         label_events=label_events,
         files=tuple(files),
         commits=tuple(_commit(c) for c in listed.commits),
@@ -357,8 +366,8 @@ def _snapshot(
         files_complete=listed.files_ok,
         commits_complete=listed.commits_ok,
         incomplete_reason="; ".join(listed.reasons) or None,
-        mergeable=pr.get("mergeable"),
-        mergeable_state=pr.get("mergeable_state"),
-        state=pr.get("state", "open"),
+        mergeable=pr.mergeable,
+        mergeable_state=pr.mergeable_state,
+        state=pr.state,
         base_policy_text=policy,
     )

@@ -21,6 +21,10 @@ class PRSummary:
     labels: tuple[str, ...]
     state: str
     updated_at: datetime | None
+    # GitHub's mergeability as the list carried it: only the GraphQL batch does
+    # (`mergeable_known`); None there means GitHub is still computing it (never mergeable)
+    mergeable: bool | None = None
+    mergeable_known: bool = False
 
     @property
     def ref(self) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from capdaemon.forge.convert import CHECK_NAME, _iso, _login, log, protection_ok
+from capdaemon.forge.convert import CHECK_NAME, _check_run, _iso, _login, log, protection_ok
 from capdaemon.forge.errors import BaseMoved, HeadMoved, NotMergeable
 from capdaemon.forge.overflow import CHECK_SUMMARY_LIMIT, fit_body
+from capdaemon.model import CheckRun
 
 if TYPE_CHECKING:
+    from capdaemon.forge.batch import Batch
     from capdaemon.forge.issues import Issues
     from capdaemon.forge.protection import Protection
     from capdaemon.forge.session import ForgeSession
@@ -18,8 +20,11 @@ if TYPE_CHECKING:
 class Writes:
     """Writes that compare desired with current first (never a duplicate, never a no-op write)."""
 
-    def __init__(self, session: ForgeSession, issues: Issues, protection: Protection) -> None:
+    def __init__(
+        self, session: ForgeSession, issues: Issues, protection: Protection, batch: Batch
+    ) -> None:
         self._http = session.http
+        self._batch = batch
         self._identity = session.identity
         self._clock = session.clock
         self._overflow = session.overflow
@@ -41,7 +46,9 @@ class Writes:
     ) -> bool:
         """Publish L1.C3 on `head_sha` (a check run as an App, a commit status with a token).
 
-        Returns False when the same conclusion and text are already there (no write).
+        Returns False when the same conclusion and text are already there (no write). Our
+        current run is looked up in this tick's batch rollup of `head_sha` when it carried
+        one (no read), else read through REST; the run written is noted in that rollup.
         """
         conclusion = "success" if success else "failure"
         if not self._identity.as_app:
@@ -60,26 +67,36 @@ class Writes:
         }
         if details_url:
             body["details_url"] = details_url
-        if cur is not None:
-            self._http.req("PATCH", f"/repos/{repo}/check-runs/{cur['id']}", body=body)
+        if cur is not None and cur.id is not None:
+            _, data = self._http.req("PATCH", f"/repos/{repo}/check-runs/{cur.id}", body=body)
         else:
             body = {"name": name, "head_sha": head_sha, **body}
-            self._http.req("POST", f"/repos/{repo}/check-runs", body=body)
+            _, data = self._http.req("POST", f"/repos/{repo}/check-runs", body=body)
+        written = _check_run(data) if isinstance(data, dict) else None
+        if written is None or written.name != name or written.app_id != self._identity.app_id:
+            written = None  # an answer that is not our run: the kept rollup is dropped
+        self._batch.note_run(repo, head_sha, written)
         log.info(
             "forge.write", op="publish_check", repo=repo, sha=head_sha[:12], conclusion=conclusion
         )
         return True
 
-    def _my_latest_run(self, repo: str, head_sha: str, name: str) -> dict[str, Any] | None:
-        """Our App's newest check run called `name` on `head_sha`, if any."""
-        runs = self._http.pages(
-            f"/repos/{repo}/commits/{head_sha}/check-runs", {"check_name": name}, key="check_runs"
-        )
+    def _my_latest_run(self, repo: str, head_sha: str, name: str) -> CheckRun | None:
+        """Our App's newest check run called `name` on `head_sha`, if any (from this tick's
+        batch rollup when it carried `head_sha`, else one REST read)."""
+        kept = self._batch.kept_runs(repo, head_sha)
+        if kept is not None:
+            runs = list(kept)
+        else:
+            items = self._http.pages(
+                f"/repos/{repo}/commits/{head_sha}/check-runs",
+                {"check_name": name},
+                key="check_runs",
+            )
+            runs = [_check_run(r) for r in items]
         app_id = self._identity.app_id
-        mine = [
-            r for r in runs if r.get("name") == name and (r.get("app") or {}).get("id") == app_id
-        ]
-        mine.sort(key=lambda r: int(r.get("id") or 0), reverse=True)
+        mine = [r for r in runs if r.name == name and r.app_id == app_id]
+        mine.sort(key=lambda r: int(r.id or 0), reverse=True)
         return mine[0] if mine else None
 
     def _publish_status(
@@ -201,12 +218,11 @@ class Writes:
         return True
 
 
-def _same_run(cur: dict[str, Any], conclusion: str, out: dict[str, str]) -> bool:
+def _same_run(cur: CheckRun, conclusion: str, out: dict[str, str]) -> bool:
     """Does check run `cur` already say this (completed, same conclusion, title and summary)?"""
-    co = cur.get("output") or {}
     return bool(
-        cur.get("status") == "completed"
-        and cur.get("conclusion") == conclusion
-        and co.get("title") == out["title"]
-        and co.get("summary") == out["summary"]
+        cur.status == "completed"
+        and cur.conclusion == conclusion
+        and cur.output_title == out["title"]
+        and cur.output_summary == out["summary"]
     )

@@ -219,9 +219,20 @@ def issue_author(issue: IssueN | PullN, info: GraphQLResolveInfo) -> ActorN | No
 
 
 def pull_mergeable(pr: PullN, info: GraphQLResolveInfo) -> str:
-    """``PullRequest.mergeable`` from the same git merge the REST ``mergeable`` uses."""
-    mergeable, _state = _ctx(info).b.mergeability(pr.full, pr.rec)
+    """``PullRequest.mergeable`` as a REST read of the PR shows it: the same git merge, and
+    UNKNOWN while GitHub would still be computing it in the background (each query counts
+    as one read of the PR, like a REST GET)."""
+    mergeable, _state = _ctx(info).b.observed_mergeability(pr.full, pr.rec)
     return "UNKNOWN" if mergeable is None else "MERGEABLE" if mergeable else "CONFLICTING"
+
+
+def pull_changed_files(pr: PullN, info: GraphQLResolveInfo) -> int:
+    """``PullRequest.changedFiles``: the files changed since the merge base (REST's
+    ``changed_files``)."""
+    p = pr.rec["pull"]
+    g = _ctx(info).b.git(pr.full)
+    mb = g.merge_base(p["base_sha"], p["head_sha"]) or p["base_sha"]
+    return len(g.diff_files(mb, p["head_sha"]))
 
 
 def pull_commits(pr: PullN, info: GraphQLResolveInfo, **args: Any) -> Conn:
@@ -366,6 +377,7 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "baseRefName": _get(lambda p: p.rec["pull"]["base_ref"]),
         "merged": _get(lambda p: bool(p.rec["pull"].get("merged"))),
         "mergeable": pull_mergeable,
+        "changedFiles": pull_changed_files,
         "commits": pull_commits,
     },
     "IssueComment": {

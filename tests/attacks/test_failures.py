@@ -67,22 +67,23 @@ def test_failed_second_page_of_files_is_d_and_never_merged(daemon: Harness) -> N
     assert daemon.actions("merge", n) == []
 
 
-def test_check_runs_read_before_merge_fails_no_merge(daemon: Harness) -> None:
-    """502 on the check-runs re-read right before a merge → no merge this tick; merged next tick."""
+def test_pr_read_before_merge_fails_no_merge(daemon: Harness) -> None:
+    """502 on the one read right before a merge (the PR, whose mergeability GitHub was still
+    computing when the page of open PRs was read) → no merge this tick; merged next tick."""
     no_wait(daemon)
     n = daemon.open_pr({"README.md": "# widgets, better\n"})
     daemon.tick()
     assert daemon.pull(n).merged  # the same PR shape merges when nothing fails
 
     m = daemon.open_pr({"README.md": "# widgets, better still\n"})
-    path = rf"/commits/{daemon.pull(m).head.sha}/check-runs$"
-    # the gather phase and publish_check's lookup take the head's check runs from the page of
-    # open PRs; the one REST read is step 4's, right before the merge PUT — and it fails
-    daemon.sb.faults("GET", path, status=502, count=4)
+    # the snapshot, publish_check's lookup and the merge gate take the PR and its checks from
+    # the page of open PRs; the one REST read is the merge gate's, as GitHub had not computed
+    # the new PR's mergeability for the page — and it fails
+    daemon.sb.faults("GET", rf"/pulls/{m}$", status=502, count=4)
     report = daemon.tick()
     daemon.sb.clear_faults()
     assert not daemon.pull(m).merged and report.merged == []
-    assert any("check-runs" in e for e in report.errors), report.errors
+    assert any(f"#{m}" in e and "502" in e for e in report.errors), report.errors
     assert daemon.actions("merge", m) == []
     daemon.tick()
     assert daemon.pull(m).merged
@@ -198,11 +199,11 @@ def test_ballot_issue_created_but_reply_lost_no_duplicate(daemon: Harness) -> No
 
 
 def test_secondary_rate_limit_mid_tick_stops_cleanly(daemon: Harness) -> None:
-    """A secondary limit (Retry-After 600 s > budget) on the statuses read of step 4 → tick ends
+    """A secondary limit (Retry-After 600 s > budget) on the PR read of step 4 → tick ends
     cleanly (classified, published, not merged), state readable; next tick merges once."""
     no_wait(daemon)
     n = daemon.open_pr({"README.md": "# widgets, limited\n"})
-    daemon.sb.faults("GET", r"/commits/[0-9a-f]{40}/status$", kind="secondary", retry_after=600)
+    daemon.sb.faults("GET", rf"/pulls/{n}$", kind="secondary", retry_after=600)
     report = daemon.tick()
     daemon.sb.clear_faults()
     assert any("rate limited" in e for e in report.errors), report.errors

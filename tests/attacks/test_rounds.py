@@ -210,20 +210,22 @@ def test_retarget_between_ticks_is_a_new_round(daemon: Harness) -> None:
     assert daemon.pull(n).merged and daemon.pull(n).base.ref == "main"
 
 
-def test_retarget_while_reading_checks_before_the_merge_is_refused(daemon: Harness) -> None:
-    """The agent retargets the approved PR to `release` while the tick reads the head's checks
-    right before merging → the base is read again with the merge's head check: no merge
-    anywhere, the failed attempt names the base, and the approval is void."""
+def test_retarget_after_the_decision_before_the_merge_is_refused(daemon: Harness) -> None:
+    """The agent retargets the approved PR to `release` after the tick decided on the page of
+    open PRs (which said `main`) and before the merge call → the base is read again with the
+    merge's head check: no merge anywhere, the failed attempt names the base, and the approval
+    is void."""
     _release(daemon)
     n = _d_pr(daemon)
     daemon.tick()
     daemon.advance(minutes=1)
     daemon.ballot(n, "bob").create_comment("/approve A")
-    path = rf"/commits/{daemon.pull(n).head.sha}/check-runs$"
-    # the gather phase and the republish after the approval take the head's check runs from
-    # the page of open PRs; the one REST read is step 4's, right before the merge: the
-    # retarget lands there
-    daemon.sb.faults("GET", path, kind="call", action=lambda: _retarget(daemon, n, "release"))
+    # the gather phase, the republish after the approval and the merge gate take the PR and
+    # its checks from the page of open PRs; the one REST read of the PR is the merge's own,
+    # right before the merge call: the retarget lands just before it
+    daemon.sb.faults(
+        "GET", rf"/pulls/{n}$", kind="call", action=lambda: _retarget(daemon, n, "release")
+    )
     report = daemon.tick()
     daemon.sb.clear_faults()
     assert daemon.pull(n).base.ref == "release", "the race did not happen where planned"

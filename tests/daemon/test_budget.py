@@ -99,13 +99,13 @@ def test_allowance_follows_the_primary_budget_and_the_hour(tmp_path: Path) -> No
     now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
     b = TickBudget(tmp_path, GitHubConfig())
     assert b.start(now, rate_remaining=5000, rate_limit=5000) == 23  # (80 - 10) // 3 a minute
-    assert b.start(now, rate_remaining=290, rate_limit=5000) == 10  # (290 - 200) // 9
+    assert b.start(now, rate_remaining=290, rate_limit=5000) == 18  # (290 - 200) // 5
     assert b.start(now, rate_remaining=100, rate_limit=5000) == 0  # the reserve is kept
     b = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
     b.start(now, None)
     b.finish(now, writes=30, counted=300)
     later = now + timedelta(minutes=5)
-    assert b.start(later, None) == 0  # (400 - 300 - 100) // 9
+    assert b.start(later, None) == 0  # (400 - 300 - 100) // 5
     assert b.start(now + timedelta(minutes=61), None) == 15  # (60 - 15) // 3 writes an hour
     again = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
     assert again.start(later, None) == 0  # what the last process spent is remembered

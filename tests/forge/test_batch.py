@@ -7,8 +7,8 @@ from typing import Any
 
 import github
 
-from capdaemon.forge.batch import _commits_error, _kept
-from capdaemon.forge.client import Forge
+from capdaemon.forge.batch import _commits_error, _kept, _summary
+from capdaemon.forge.client import CHECK_NAME, Forge
 from ghsandbox import Sandbox
 
 CHECK_RUNS = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
@@ -183,3 +183,153 @@ def test_errors_are_confined_to_the_pr_they_name() -> None:
     }
     assert _kept(more) is None
     assert _kept({"headRefOid": "a" * 40, "commits": None}) is None
+
+
+PULL = "GET /repos/{owner}/{repo}/pulls/{number}"
+
+
+def test_a_batched_pr_snapshots_without_reading_the_pr_and_equals_the_rest_snapshot(
+    forge: Forge, make_forge: Callable[..., Forge], sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """Every fact a snapshot takes from the PR itself (base sha, counts, title, body, labels,
+    mergeability) comes with the page of open PRs: no `GET /pulls/N`, and the snapshot is the
+    one the REST read gives (mergeability once GitHub has computed it)."""
+    n = open_pr({"docs/a.md": "a\n", "docs/b.md": "b\n"}, branch="two", title="Two files")
+    sandbox.commit_files(sandbox.repo, "two", {"docs/c.md": "c\n"}, "More")
+    _as(sandbox, "alice").get_repo(sandbox.repo).get_issue(n).add_to_labels("risk:low")
+    rest = _rest_forge(make_forge)
+    rest.pull_status(sandbox.repo, n)  # GitHub's first read: mergeability still computing
+    forge.new_tick()
+    (pr,) = forge.list_open_prs(sandbox.repo)
+    assert (pr.mergeable, pr.mergeable_known) == (True, True)
+    sandbox.reset_counters()
+    snap = forge.snapshot(sandbox.repo, n)
+    assert PULL not in _seen(sandbox), _seen(sandbox)
+    want = rest.snapshot(sandbox.repo, n)
+    assert snap.files_complete and snap.commits_complete and len(snap.files) == 3
+    assert len(snap.commits) == 2
+    for name in ("head_sha", "base_sha", "base_ref", "head_ref", "author", "draft", "title"):
+        assert getattr(snap, name) == getattr(want, name), name
+    assert (snap.body, snap.labels, snap.files, snap.commits) == (
+        want.body,
+        want.labels,
+        want.files,
+        want.commits,
+    )
+    assert snap.mergeable is want.mergeable is True
+
+
+def test_unknown_and_conflicting_mergeability_are_never_mergeable(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """A PR GitHub has not computed yet lists as UNKNOWN (None, known); one that conflicts with
+    its base as CONFLICTING (False)."""
+    clash = open_pr({"docs/x.md": "theirs\n"}, branch="clash")
+    sandbox.commit_files(sandbox.repo, "main", {"docs/x.md": "ours\n"}, "Ours")
+    forge.new_tick()
+    (first,) = forge.list_open_prs(sandbox.repo)
+    assert (first.mergeable, first.mergeable_known) == (None, True)
+    assert forge.snapshot(sandbox.repo, clash).mergeable is None
+    forge.new_tick()
+    (again,) = forge.list_open_prs(sandbox.repo)
+    assert (again.number, again.mergeable, again.mergeable_known) == (clash, False, True)
+
+
+def test_the_check_we_write_needs_no_read_and_joins_the_rollup(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """With the head's rollup from this tick's batch, publishing L1.C3 reads no check runs,
+    and the merge gate's view of the head (rollup_checks) carries the run just written in
+    place of the earlier one."""
+    n = open_pr({"docs/a.md": "a\n"})
+    forge.new_tick()
+    (pr,) = forge.list_open_prs(sandbox.repo)
+    marker = {"kind": "l1c3", "pr": f"{sandbox.repo}#{n}", "head": pr.head_sha}
+    sandbox.reset_counters()
+    assert forge.publish_check(
+        sandbox.repo, pr.head_sha, success=False, title="no", summary="s", marker=marker
+    )
+    assert CHECK_RUNS not in _seen(sandbox)
+    assert forge.publish_check(
+        sandbox.repo, pr.head_sha, success=True, title="ok", summary="s", marker=marker
+    )
+    assert CHECK_RUNS not in _seen(sandbox)
+    assert not forge.publish_check(
+        sandbox.repo, pr.head_sha, success=True, title="ok", summary="s", marker=marker
+    )
+    seen = _seen(sandbox)
+    assert CHECK_RUNS not in seen
+    assert seen.get("POST /repos/{owner}/{repo}/check-runs") == 1
+    assert seen.get("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}") == 1
+    rollup = forge.rollup_checks(sandbox.repo, pr.head_sha)
+    assert rollup is not None
+    (mine,) = [c for c in rollup if c.name == CHECK_NAME]
+    assert (mine.status, mine.conclusion, mine.output_title) == ("completed", "success", "ok")
+    # GitHub agrees: one run of ours, green (a REST read in a new tick)
+    forge.new_tick()
+    (run,) = forge.check_runs(sandbox.repo, pr.head_sha)
+    assert (run.conclusion, run.output_title) == ("success", "ok")
+
+
+def _node(**over: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "number": 7,
+        "headRefOid": "a" * 40,
+        "headRefName": "feature",
+        "baseRefOid": "b" * 40,
+        "baseRefName": "main",
+        "isDraft": False,
+        "title": "T",
+        "body": "B",
+        "mergeable": "MERGEABLE",
+        "changedFiles": 2,
+        "author": {"__typename": "User", "login": "agent-1"},
+        "labels": {"totalCount": 0, "nodes": []},
+        "commits": {"totalCount": 3, "nodes": []},
+    }
+    node.update(over)
+    return node
+
+
+def test_pr_facts_from_a_page_fail_closed_field_by_field() -> None:
+    """A PR node missing any fact a snapshot needs gives no facts (the PR is read through
+    REST); a mergeability GitHub has not computed, or a value GitHub's enum does not have, is
+    never mergeable."""
+    pr, facts = _summary("acme/widgets", _node())
+    assert (pr.mergeable, pr.mergeable_known) == (True, True)
+    assert facts is not None and (facts.commits, facts.changed_files) == (3, 2)
+    pr, facts = _summary("acme/widgets", _node(mergeable="CONFLICTING"))
+    assert (pr.mergeable, pr.mergeable_known, facts and facts.mergeable) == (False, True, False)
+    pr, facts = _summary("acme/widgets", _node(mergeable="UNKNOWN"))
+    assert (pr.mergeable, pr.mergeable_known) == (None, True)
+    assert facts is not None and facts.mergeable is None
+    for bad in (
+        {"mergeable": "MAYBE"},
+        {"mergeable": None},
+        {"changedFiles": None},
+        {"commits": {"nodes": []}},
+        {"baseRefOid": None},
+        {"title": None},
+        {"body": None},
+        {"author": None},
+    ):
+        pr, facts = _summary("acme/widgets", _node(**bad))
+        assert facts is None, bad
+        if "mergeable" in bad:
+            assert (pr.mergeable, pr.mergeable_known) == (None, False), bad
+
+
+def test_a_write_we_cannot_read_back_drops_the_kept_rollup(
+    forge: Forge, sandbox: Sandbox, open_pr: Callable[..., int]
+) -> None:
+    """When capdaemon wrote on a head but cannot tell what GitHub now shows, the merge gate
+    does not decide on the rollup read before the write: that head is read through REST."""
+    open_pr({"docs/a.md": "a\n"})
+    forge.new_tick()
+    (pr,) = forge.list_open_prs(sandbox.repo)
+    assert forge.rollup_checks(sandbox.repo, pr.head_sha) == []
+    forge._batch.note_run(sandbox.repo, pr.head_sha, None)
+    assert forge.rollup_checks(sandbox.repo, pr.head_sha) is None
+    sandbox.reset_counters()
+    assert forge.check_runs(sandbox.repo, pr.head_sha) == []
+    assert _seen(sandbox) == {CHECK_RUNS: 1}

@@ -107,9 +107,14 @@ def test_pull_requests_with_check_rollup(sandbox: Any) -> None:
     prs = data["repository"]["pullRequests"]
     assert prs["totalCount"] == 1 and prs["pageInfo"]["hasNextPage"] is False
     pr = prs["nodes"][0]
+    # GitHub computes mergeability in the background: the query is the PR's first read
+    assert pr["mergeable"] == "UNKNOWN"
     rest = repo.get_pull(number)
+    assert rest.mergeable is True  # a later read, REST or GraphQL, shows the result
+    again = _q(app, query, cursor=None)["repository"]["pullRequests"]["nodes"][0]
+    assert again["mergeable"] == "MERGEABLE"
     assert (pr["number"], pr["headRefOid"], pr["isDraft"]) == (number, head, False)
-    assert pr["baseRefOid"] == rest.base.sha and pr["mergeable"] == "MERGEABLE"
+    assert pr["baseRefOid"] == rest.base.sha
     assert pr["labels"]["nodes"] == [{"name": "risk:low"}]
     commit = pr["commits"]["nodes"][0]["commit"]
     assert commit["oid"] == head
@@ -130,6 +135,34 @@ def test_pull_requests_with_check_rollup(sandbox: Any) -> None:
             "creator": {"login": "capdaemon"},
         },
     ]
+
+
+def test_pr_counts_and_a_conflict_match_rest(sandbox: Any) -> None:
+    """``changedFiles`` and ``commits.totalCount`` are REST's ``changed_files`` and
+    ``commits``; a PR that conflicts with its base is CONFLICTING once computed, as REST's
+    ``mergeable`` is false."""
+    sandbox.commit_files("acme/widgets", "feat", {"a.txt": "a\n"}, "a", parent_branch="main")
+    sandbox.commit_files("acme/widgets", "feat", {"b.txt": "b\n", "c.txt": "c\n"}, "bc")
+    sandbox.commit_files(
+        "acme/widgets", "clash", {"README.md": "theirs\n"}, "x", parent_branch="main"
+    )
+    sandbox.commit_files("acme/widgets", "main", {"README.md": "ours\n"}, "y")
+    feat = sandbox.open_pr("acme/widgets", "feat", "main", "feat", "", "agent-1")
+    clash = sandbox.open_pr("acme/widgets", "clash", "main", "clash", "", "agent-1")
+    app = app_gh(sandbox)
+    query = """query($n: Int!) { repository(owner: "acme", name: "widgets") {
+      pullRequest(number: $n) { changedFiles mergeable commits(last: 1) { totalCount } } } }"""
+    for number in (feat, clash):
+        _q(app, query, n=number)  # the first read: GitHub is still computing mergeability
+        pr = _q(app, query, n=number)["repository"]["pullRequest"]
+        rest = app.get_repo("acme/widgets").get_pull(number)
+        assert (pr["changedFiles"], pr["commits"]["totalCount"]) == (
+            rest.changed_files,
+            rest.commits,
+        )
+        assert pr["mergeable"] == {True: "MERGEABLE", False: "CONFLICTING"}[rest.mergeable]
+    assert _q(app, query, n=feat)["repository"]["pullRequest"]["changedFiles"] == 3
+    assert _q(app, query, n=clash)["repository"]["pullRequest"]["mergeable"] == "CONFLICTING"
 
 
 def test_pagination_cursors_walk_every_item(sandbox: Any) -> None:
