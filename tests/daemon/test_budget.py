@@ -36,8 +36,9 @@ def _metrics(daemon: Harness) -> dict[str, Any]:
 
 
 def test_cold_start_over_budget_progresses_and_keeps_ballots_flowing(daemon: Harness) -> None:
-    """Nine new PRs, 11 writes a minute (3 new PRs a tick): each tick takes on new PRs and says
-    how many wait; the D ballot, once approved, merges while the backlog is still there."""
+    """Nine new PRs, 11 writes a minute (9 for new PRs a tick: a D ballot costs 2 writes, a B
+    PR 3): each tick takes on new PRs and says how many wait; the D ballot, once approved,
+    merges while the backlog is still there."""
     _budgeted(daemon, writes_per_minute=11)
     d = daemon.open_pr(WORKFLOW)  # oldest: taken on first
     for i in range(8):
@@ -47,7 +48,8 @@ def test_cold_start_over_budget_progresses_and_keeps_ballots_flowing(daemon: Har
     backlog.append(report.backlog_left)
     assert report.backlog_left == 6 and len(report.classified) == 3
     assert _metrics(daemon)["backlog_left"] == 6
-    assert _metrics(daemon)["budget"]["new_pr_allowance"] == 3
+    assert _metrics(daemon)["budget"]["new_pr_writes"] == 9
+    assert _metrics(daemon)["backlog_waiting"] == {"A": 0, "B": 6, "C": 0, "D": 0}
     daemon.ballot(d, "alice").create_comment("/approve A")
     merged = set(report.merged)
     while report.backlog_left:
@@ -93,19 +95,21 @@ def test_corrupt_budget_file_is_set_aside(daemon: Harness) -> None:
 
 
 def test_allowance_follows_the_primary_budget_and_the_hour(tmp_path: Path) -> None:
-    """New PRs a tick may take on: bounded by the rate-limit headers' remaining requests (less a
-    reserve sized from the limit), by the configured hourly request budget, and by writes
-    spent in the last hour; an hour later the budget is back."""
+    """New PRs a tick may read, and writes it may spend on new PRs: reads bounded by the
+    rate-limit headers' remaining requests (less a reserve sized from the limit) and by the
+    configured hourly request budget; writes by what the last hour and minute spent; an hour
+    later the budget is back."""
     now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
     b = TickBudget(tmp_path, GitHubConfig())
-    assert b.start(now, rate_remaining=5000, rate_limit=5000) == 23  # (80 - 10) // 3 a minute
-    assert b.start(now, rate_remaining=290, rate_limit=5000) == 10  # (290 - 200) // 9
-    assert b.start(now, rate_remaining=100, rate_limit=5000) == 0  # the reserve is kept
+    assert b.start(now, rate_remaining=5000, rate_limit=5000) == (533, 70)  # 4800 // 9; 80 - 10
+    assert b.start(now, rate_remaining=290, rate_limit=5000) == (10, 70)  # (290 - 200) // 9
+    assert b.start(now, rate_remaining=100, rate_limit=5000) == (0, 70)  # the reserve is kept
+    assert b.start(now, None) == (None, 70)  # no read budget known: reads are not limited
     b = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
     b.start(now, None)
     b.finish(now, writes=30, counted=300)
     later = now + timedelta(minutes=5)
-    assert b.start(later, None) == 0  # (400 - 300 - 100) // 9
-    assert b.start(now + timedelta(minutes=61), None) == 15  # (60 - 15) // 3 writes an hour
+    assert b.start(later, None) == (0, 15)  # (400 - 300 - 100) // 9; 60 - 30 - 15
+    assert b.start(now + timedelta(minutes=61), None) == (33, 45)
     again = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
-    assert again.start(later, None) == 0  # what the last process spent is remembered
+    assert again.start(later, None) == (0, 15)  # what the last process spent is remembered
