@@ -155,7 +155,7 @@ def test_a_waiting_pr_is_read_again_for_free_when_published(daemon: Harness) -> 
     _budgeted(daemon, mode="shadow", writes_per_hour=20)
     prs = [daemon.open_pr(_docs(i)) for i in range(8)]
     first = daemon.tick()
-    assert first.backlog_waiting["B"] == 3
+    assert first.backlog_left == 3
     daemon.advance(minutes=61)
     daemon.sb.reset_counters()
     second = daemon.tick()

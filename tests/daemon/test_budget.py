@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from capdaemon.config import GitHubConfig
-from capdaemon.daemon.budget import TickBudget
+from capdaemon.daemon.budget import TickBudget, Waiting, rank_of, writes_for
 from capdaemon.filenames import BUDGET_FILE
+from capdaemon.model import Quadrant
 
 from .conftest import Harness
 
@@ -113,3 +114,37 @@ def test_allowance_follows_the_primary_budget_and_the_hour(tmp_path: Path) -> No
     assert b.start(now + timedelta(minutes=61), None) == (33, 45)
     again = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
     assert again.start(later, None) == (0, 15)  # what the last process spent is remembered
+
+
+def test_publication_costs_and_order() -> None:
+    """What publishing a new PR writes, and the order new PRs are published in: an owner's
+    answer first (a ballot, a scope issue), then A merges, then B/C passive reviews."""
+    assert writes_for(Quadrant.D, blocked=False) == 2  # ballot, L1.C3
+    assert writes_for(Quadrant.A, blocked=False) == 2  # L1.C3, merge
+    assert writes_for(Quadrant.B, blocked=False) == 3  # passive review, L1.C3, merge
+    assert writes_for(Quadrant.C, blocked=True) == 2  # scope issue, L1.C3; no merge
+    assert writes_for(Quadrant.D, blocked=True) == 3  # ballot, scope issue, L1.C3
+    assert rank_of(Quadrant.D, blocked=False) < rank_of(Quadrant.A, blocked=False)
+    assert rank_of(Quadrant.A, blocked=False) < rank_of(Quadrant.B, blocked=False)
+    assert rank_of(Quadrant.B, blocked=False) == rank_of(Quadrant.C, blocked=False)
+    assert rank_of(Quadrant.C, blocked=True) == rank_of(Quadrant.D, blocked=False)
+
+
+def test_waiting_prs_are_remembered_and_a_malformed_entry_is_set_aside(tmp_path: Path) -> None:
+    """The waiting PRs outlive the process (budget.json); a waiting entry that does not parse
+    sets the whole file aside (kept, logged) and the budget starts empty."""
+    now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
+    b = TickBudget(tmp_path, GitHubConfig())
+    b.start(now, None)
+    b.waiting = {"acme/widgets#4": Waiting("f" * 32, "D", blocked=False)}
+    b.finish(now, writes=5, counted=40)
+    again = TickBudget(tmp_path, GitHubConfig())
+    assert again.waiting == b.waiting and again.history == b.history
+    path = tmp_path / BUDGET_FILE
+    data = json.loads(path.read_text())
+    data["waiting"]["acme/widgets#4"]["quadrant"] = "E"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    broken = TickBudget(tmp_path, GitHubConfig())
+    assert broken.waiting == {} and broken.history == []
+    kept = list(tmp_path.glob(f"{BUDGET_FILE}.corrupt-*"))
+    assert len(kept) == 1 and '"E"' in kept[0].read_text()
