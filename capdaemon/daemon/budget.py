@@ -48,6 +48,10 @@ WRITES_PER_NEW_PR = 3
 RESERVE_WRITES_PER_HOUR = 50
 RESERVE_WRITES_PER_MINUTE = 10
 RESERVE_READS = 200
+# GitHub's secondary limit: 900 points a minute for REST (a GET is one point); new PRs are read
+# within it, less a reserve for known PRs, unless this tick can publish more of them
+READS_PER_MINUTE = 900
+RESERVE_READS_PER_MINUTE = 200
 # the order new PRs are published in: those waiting for an owner first (a D ballot, a scope
 # issue), then A (a merge), then B and C (a passive review issue and a merge)
 RANK_OWNER, RANK_A, RANK_BC = 0, 1, 2
@@ -122,6 +126,9 @@ def writes_for(quadrant: Quadrant, *, blocked: bool) -> int:
     return min(WRITES_PER_NEW_PR, 1 + issues + merge)
 
 
+_COSTS = tuple(writes_for(q, blocked=b) for q in Quadrant for b in (False, True))
+
+
 def _reserve(limit: int, reserve: int) -> int:
     """The reserve, never more than a quarter of a small configured limit."""
     return min(reserve, limit // 4)
@@ -137,7 +144,7 @@ class TickBudget:
         self.history: list[Spent] = []
         self.waiting: dict[str, Waiting] = {}  # PR ref → why it waits (see Waiting)
         self._load()
-        self.reads: int | None = None  # new PRs this tick may still read (None: not limited)
+        self.reads: int | None = None  # new PRs this tick may still read (None: no tick)
         self.writes: int | None = None  # writes left for new PRs (None: not limited)
         self.figures: dict[str, Any] = {}
 
@@ -170,12 +177,13 @@ class TickBudget:
 
     def start(
         self, now: datetime, rate_remaining: int | None, rate_limit: int | None = None
-    ) -> tuple[int | None, int]:
-        """This tick's allowances for new PRs: (PRs it may read, None when no read budget is
-        known; writes it may spend), from what the last hour and minute spent and the primary
-        budget's remaining requests (its limit sizes the reserve)."""
+    ) -> tuple[int, int]:
+        """This tick's allowances for new PRs: (PRs it may read, writes it may spend), from what
+        the last hour and minute spent and the primary budget's remaining requests (its limit
+        sizes the reserve). Reads also stay within the minute's secondary limit unless the
+        writes allow publishing more new PRs than that (then all of those may be read)."""
         w_hour, c_hour = self._since(now, HOUR)
-        w_min, _ = self._since(now, MINUTE)
+        w_min, c_min = self._since(now, MINUTE)
         cfg = self.cfg
         writes = max(
             0,
@@ -196,7 +204,10 @@ class TickBudget:
         if rate_remaining is not None:
             limit = rate_limit if rate_limit is not None else rate_remaining
             reads_left.append(rate_remaining - _reserve(limit, RESERVE_READS))
-        reads = max(0, min(reads_left)) // READS_PER_NEW_PR if reads_left else None
+        # no more than the minute's secondary limit allows, or than this tick can publish
+        by_minute = max(0, READS_PER_MINUTE - c_min - RESERVE_READS_PER_MINUTE)
+        cap = max(by_minute // READS_PER_NEW_PR, writes // min(_COSTS))
+        reads = min(cap, max(0, min(reads_left)) // READS_PER_NEW_PR) if reads_left else cap
         self.reads, self.writes = reads, writes
         self.figures = {
             "new_pr_reads": reads,
