@@ -14,6 +14,10 @@ ballot. So a tick handles new PRs (no record yet) in two stages:
    within each. A waiting PR taken now is read again (conditional requests: free) and
    classified again before anything is written, so nothing is decided from an old verdict.
 
+When the writes left cover every new PR listed this tick at the most one can cost (a steady
+tick with a few new PRs, or the budget lifted), there is no order to keep: each new PR is
+published as soon as it is classified, and nothing is held.
+
 A candidate whose writes do not fit waits: no record, no audit entry, no check run, no
 issue, nothing merged (a B/C PR is published with its passive review issue before step 4
 can merge it). Only the candidates the write allowance can still take keep their snapshot in
@@ -23,14 +27,14 @@ memory; the others keep their quadrant (budget.Waiting) in `budget.json`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon.budget import Waiting
+from capdaemon.daemon.budget import WRITES_PER_NEW_PR, Waiting
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.gather import gather, plan
 from capdaemon.daemon.publish import Prepared, prepare_new, publish_new
@@ -79,12 +83,20 @@ class Candidate:
 class Backlog:
     """One tick's new PRs: which to read, which to publish, and what is left."""
 
-    def __init__(self, deps: TickDeps, ctx: TickContext) -> None:
-        self.deps, self.ctx = deps, ctx
+    def __init__(self, deps: TickDeps, ctx: TickContext, now: datetime) -> None:
+        self.deps, self.ctx, self.now = deps, ctx, now
         self.budget = deps.work_budget
         self.candidates: list[Candidate] = []
         self.unread = 0  # new PRs left unread (beyond the read allowance, or a failed read)
         self.polled: set[str] = set()
+        self.ample = True  # the writes cover every new PR: each is published as it is read
+
+    def size_up(self, new: Iterable[PRSummary]) -> None:
+        """Given every new PR listed this tick: do the writes left cover them all at the most
+        a new PR costs? Then each is published as soon as it is classified (nothing is held,
+        no order to keep); else they are published by value after every repo is polled."""
+        writes = self.budget.writes
+        self.ample = writes is None or writes >= WRITES_PER_NEW_PR * sum(1 for _ in new)
 
     def _add(self, rc: RepoConfig, pr: PRSummary, policy_hash: str, w: Waiting) -> Candidate:
         c = Candidate(len(self.candidates), rc, pr, policy_hash, w)
@@ -92,14 +104,14 @@ class Backlog:
         return c
 
     def to_read(
-        self, rc: RepoConfig, new: Sequence[PRSummary], policy_hash: str, now: datetime
+        self, rc: RepoConfig, new: Sequence[PRSummary], policy_hash: str
     ) -> list[PRSummary]:
         """Of one repo's new PRs (oldest first), those to read and classify now: within the
         read allowance. One left waiting at the same light fingerprint is a candidate as is."""
         self.polled.add(rc.name)
         out: list[PRSummary] = []
         for pr in new:
-            light = plan(self.deps, self.ctx, pr, policy_hash, now).light
+            light = plan(self.deps, self.ctx, pr, policy_hash, self.now).light
             known = self.budget.waiting.get(pr.ref)
             if known is not None and known.light == light:
                 self._add(rc, pr, policy_hash, known)
@@ -109,13 +121,37 @@ class Backlog:
                 self.unread += 1
         return out
 
-    def offer(self, rc: RepoConfig, light: str, p: Prepared | None) -> None:
-        """A new PR read and classified in stage 1 (None: its read failed or it moved)."""
+    def offer(
+        self, rc: RepoConfig, light: str, p: Prepared | None, report: TickReport
+    ) -> list[_Seen]:
+        """A new PR read and classified in stage 1 (None: its read failed or it moved); what it
+        published right away (when the writes are ample)."""
         if p is None:
             self.unread += 1
-            return
+            return []
         w = Waiting(light, p.verdict.quadrant.value, p.blocked)
-        self._add(rc, p.pr, p.policy_hash, w).prepared = p
+        c = self._add(rc, p.pr, p.policy_hash, w)
+        c.prepared = p
+        if not self.ample or not self.budget.fits(w.cost):
+            return []
+        handled = self._publish_one(c, report, p)
+        return [] if handled is None else [handled]
+
+    def _publish_one(self, c: Candidate, report: TickReport, p: Prepared) -> _Seen | None:
+        """Publish one candidate and spend its writes (None: nothing was recorded for it, or
+        it was recorded but its publication failed: it is a known PR from now on)."""
+        deps = self.deps
+        deps.check_stop()
+        handled = one_pr(
+            deps, report, c.pr, partial(publish_new, deps, self.ctx, p, self.now, report)
+        )
+        c.prepared = None
+        if handled is None and c.pr.ref not in deps.prs.records:
+            return None  # nothing recorded: it waits
+        c.published = True
+        self.budget.spend(c.waiting.cost)
+        deps.heartbeat()
+        return handled
 
     def _selection(self) -> list[Candidate]:
         """The candidates the write allowance takes, by value (a candidate that does not fit
@@ -137,11 +173,10 @@ class Backlog:
             if id(c) not in taken:
                 c.prepared = None
 
-    def publish(self, now: datetime, report: TickReport) -> list[_Seen]:
+    def publish(self, report: TickReport) -> list[_Seen]:
         """Stage 2: publish the candidates by value while their writes fit."""
-        deps, ctx = self.deps, self.ctx
         chosen = self._selection()
-        self._read_again([c for c in chosen if c.prepared is None], now, report)
+        self._read_again([c for c in chosen if c.prepared is None], report)
         seen: list[_Seen] = []
         for c in chosen:
             p = c.prepared
@@ -150,29 +185,24 @@ class Backlog:
             c.waiting = Waiting(c.waiting.light, p.verdict.quadrant.value, p.blocked)
             if not self.budget.fits(c.waiting.cost):
                 continue  # classified again into a costlier quadrant: it waits
-            deps.check_stop()
-            handled = one_pr(deps, report, c.pr, partial(publish_new, deps, ctx, p, now, report))
-            c.prepared = None
-            if handled is None and c.pr.ref not in deps.prs.records:
-                continue  # nothing recorded: it waits
-            c.published = True
-            self.budget.spend(c.waiting.cost)
+            handled = self._publish_one(c, report, p)
             if handled is not None:
                 seen.append(handled)
-            deps.heartbeat()
         return seen
 
-    def _read_again(self, todo: list[Candidate], now: datetime, report: TickReport) -> None:
+    def _read_again(self, todo: list[Candidate], report: TickReport) -> None:
         """Read and classify again the waiting PRs taken this tick (free conditional reads)."""
         groups: dict[tuple[str, str], list[Candidate]] = {}
         for c in todo:
             groups.setdefault((c.rc.name, c.policy_hash), []).append(c)
         for (_, policy_hash), group in groups.items():
             self.deps.check_stop()
-            gathered = gather(self.deps, self.ctx, [c.pr for c in group], policy_hash, now)
+            gathered = gather(self.deps, self.ctx, [c.pr for c in group], policy_hash, self.now)
             for c in group:
                 g = gathered[c.pr.number]
-                read = partial(prepare_new, self.deps, self.ctx, c.rc, c.pr, policy_hash, now, g)
+                read = partial(
+                    prepare_new, self.deps, self.ctx, c.rc, c.pr, policy_hash, self.now, g
+                )
                 c.prepared = one_pr(self.deps, report, c.pr, read)
 
     def close(self, report: TickReport, supervised: Sequence[str]) -> None:

@@ -23,15 +23,16 @@ from capdaemon.state import StateError
 def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_Seen]:
     """Steps 1-2 for every supervised repo; the open PRs into its base that this tick handled.
 
-    PRs already known are decided, recorded and acted on as each repo is polled; new ones are
-    read and classified within the budget and published by value once every repo is polled
-    (capdaemon.daemon.backlog).
+    Every repo is listed first. PRs already known are decided, recorded and acted on repo by
+    repo; new ones are read and classified within the budget and, when the writes left cannot
+    cover them all, published by value once every repo is polled (capdaemon.daemon.backlog).
     """
     report = ctx.report
     seen: list[_Seen] = []
-    backlog = Backlog(deps, ctx)
+    backlog = Backlog(deps, ctx, now)
     _ = deps.bot_login  # resolve who we are once, before any gather thread starts
     try:
+        listed: list[tuple[RepoConfig, list[PRSummary]]] = []
         for rc in deps.config.repos:
             deps.check_stop()
             try:
@@ -42,9 +43,11 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
             except ForgeError as exc:
                 deps.error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
                 continue
-            rc = read_repo_policy(deps, ctx, rc, policy, now)
+            listed.append((read_repo_policy(deps, ctx, rc, policy, now), prs))
+        backlog.size_up(p for _, prs in listed for p in prs if p.ref not in deps.prs.records)
+        for rc, prs in listed:
             seen += _poll_repo(deps, ctx, backlog, rc, prs, now)
-        seen += backlog.publish(now, report)
+        seen += backlog.publish(report)
         deps.safety.save()
     finally:
         backlog.close(report, [rc.name for rc in deps.config.repos])
@@ -69,7 +72,7 @@ def _poll_repo(
     prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
     known = [p for p in prs if p.ref in deps.prs.records]
     new = [p for p in prs if p.ref not in deps.prs.records]
-    todo = known + backlog.to_read(rc, new, policy_hash, now)
+    todo = known + backlog.to_read(rc, new, policy_hash)
     seen: list[_Seen] = []
     for start in range(0, len(todo), GATHER_CHUNK):
         chunk = todo[start : start + GATHER_CHUNK]
@@ -79,17 +82,9 @@ def _poll_repo(
             ctx.progress.step(rc.name, i, len(todo), report)
             deps.check_stop()
             g = gathered[pr.number]
-            if pr.ref not in deps.prs.records:  # new: published by value after every repo
-                backlog.offer(
-                    rc,
-                    g.light,
-                    one_pr(
-                        deps,
-                        report,
-                        pr,
-                        partial(prepare_new, deps, ctx, rc, pr, policy_hash, now, g),
-                    ),
-                )
+            if pr.ref not in deps.prs.records:  # new: now, or by value after every repo
+                read = partial(prepare_new, deps, ctx, rc, pr, policy_hash, now, g)
+                seen += backlog.offer(rc, g.light, one_pr(deps, report, pr, read), report)
                 continue
             handled = one_pr(
                 deps,
