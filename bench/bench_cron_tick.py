@@ -322,7 +322,11 @@ def main() -> int:
         trees: list[tuple[str, Path, dict[str, Any]]] = [
             (f"before ({before[:10]})", old_tree, {}),
             ("after, budget off", ROOT, unlimited),
-            ("after, GitHub's write limits", ROOT, {}),
+            (
+                "after, GitHub's write limits",
+                ROOT,
+                {"writes_per_hour": 500, "writes_per_minute": 80},
+            ),
         ]
         for name, tree, github in [] if args.order_only else trees:
             for r in (
