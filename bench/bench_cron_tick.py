@@ -14,6 +14,12 @@ Columns: PRs classified, new PRs left for later ticks, wall time, requests the s
 requests counted against the rate limit, 304s, installation tokens minted, new TCP connections
 accepted, peak RSS of the daemon process. `--delay` adds that many seconds to every request
 (the sandbox's `delay` fault) to model the network.
+
+A second table follows each tree through a cold start within GitHub's write limits (500 an
+hour, 80 a minute; one `run`-style process, each tick a minute after the last): the tick in
+which the first D ballot, every D ballot and the first passive B/C review issue were opened,
+the ballots and passive issues open after the first hour (60 ticks), and the ticks run until
+no new PR was left (`--order-ticks` caps them).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -36,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_tick import seed_repo, write_config  # noqa: E402
+from bench_tick import pr_files, seed_repo, write_config  # noqa: E402
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
@@ -195,6 +202,93 @@ def scenario(
             sb.stop()
 
 
+# One daemon process ticking at the times given on stdin (ISO 8601), one per line.
+CLOCKED = """
+import argparse, json, sys
+from datetime import datetime
+from pathlib import Path
+from capdaemon.commands._common import load_config_and_rules
+from capdaemon.daemon.runner import open_ticker
+from capdaemon.logging import configure_logging
+configure_logging("json", "error")
+config, rules = load_config_and_rules(argparse.Namespace(config=sys.argv[1]))
+with open_ticker(config, Path(sys.argv[2]), rules=rules) as ticker:
+    for line in sys.stdin:
+        report = ticker.tick(datetime.fromisoformat(line.strip()))
+        left = getattr(report, "backlog_left", 0)
+        print(json.dumps({"classified": len(report.classified), "backlog": left}), flush=True)
+"""
+
+BALLOT_LABEL = "decision:pending-owner"
+PASSIVE_LABELS = (
+    "decision:auto-approved-critical-reversible",
+    "decision:auto-approved-irreversible-non-critical",
+)
+
+
+def decision_issues(sb: Sandbox) -> tuple[int, int]:
+    """(ballot issues, passive review issues) in the decision repo, read from the backend."""
+    b = sb.backend
+    with b.lock:
+        labels = [set(rec["labels"]) for rec in b.repo(std.BOT_REPO)["issues"].values()]
+    ballots = sum(1 for names in labels if BALLOT_LABEL in names)
+    return ballots, sum(1 for names in labels if names & set(PASSIVE_LABELS))
+
+
+def cold_start_order(tree: Path, repos: int, prs: int, keys: Any, max_ticks: int) -> dict[str, Any]:
+    """Tick a cold start within GitHub's write limits, a minute apart, until nothing waits:
+    in which tick the first ballot, every ballot and the first passive issue were opened."""
+    d_prs = repos * sum(1 for i in range(prs) if ".github/workflows/" in next(iter(pr_files(i))))
+    found: dict[str, Any] = {"first ballot": "-", "every ballot": "-", "first passive": "-"}
+    found["hour"] = (0, 0)  # (ballots, passive issues) open after the first hour's ticks
+    with tempfile.TemporaryDirectory() as tmp:
+        key, _ = std.write_keys(keys, Path(tmp) / "keys")
+        sb = Sandbox.start(Path(tmp) / "sb", std.standard_seed(keys, rate_limit=10_000_000))
+        try:
+            names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
+            config = Path(tmp) / "config"
+            write_config(config, sb, key, names)
+            data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
+            for limit in ("writes_per_hour", "writes_per_minute"):
+                data["github"].pop(limit, None)  # GitHub's: 500 an hour, 80 a minute
+            (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
+            proc = subprocess.Popen(
+                [sys.executable, "-c", CLOCKED, str(config), str(Path(tmp) / "state")],
+                cwd=str(tree),
+                env={**os.environ, "PYTHONPATH": str(tree)},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            start = datetime.now(UTC)
+            tick = 0
+            for tick in range(1, max_ticks + 1):
+                at = start + timedelta(seconds=61 * (tick - 1))
+                proc.stdin.write(at.isoformat() + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                ballots, passive = decision_issues(sb)
+                if ballots and found["first ballot"] == "-":
+                    found["first ballot"] = tick
+                if ballots >= d_prs and found["every ballot"] == "-":
+                    found["every ballot"] = tick
+                if passive and found["first passive"] == "-":
+                    found["first passive"] = tick
+                if tick <= 60:
+                    found["hour"] = (ballots, passive)
+                if not json.loads(line)["backlog"]:
+                    break
+            found["ticks"] = tick
+            proc.stdin.close()
+            proc.wait(120)
+        finally:
+            sb.stop()
+    return found
+
+
 def merge_base() -> str:
     """The commit this branch started from on main (the default "before")."""
     out = subprocess.run(
@@ -210,23 +304,31 @@ def main() -> int:
     ap.add_argument("--prs", type=int, default=50, help="open PRs per repo")
     ap.add_argument("--before", default=None, help="git ref of the older tree (merge base)")
     ap.add_argument("--delay", type=float, default=0.0, help="seconds added to each request")
+    ap.add_argument("--order-ticks", type=int, default=30, help="most ticks of the cold start")
+    ap.add_argument("--order-only", action="store_true", help="only the cold-start order table")
     args = ap.parse_args()
     before = args.before or merge_base()
     keys = std.generate_keys()
-    print(f"{args.repos} × {args.prs} open PRs, shadow mode, delay {args.delay:g} s")
-    print(
-        "| tree | tick | classified | backlog left | wall s | requests | counted | 304 "
-        "| tokens minted | new TCP connections | peak RSS MiB |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if not args.order_only:
+        print(f"{args.repos} × {args.prs} open PRs, shadow mode, delay {args.delay:g} s")
+        print(
+            "| tree | tick | classified | backlog left | wall s | requests | counted | 304 "
+            "| tokens minted | new TCP connections | peak RSS MiB |"
+        )
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         unlimited = {"writes_per_hour": 10**9, "writes_per_minute": 10**9}
+        old_tree = unpack(before, Path(tmp) / "before")
         trees: list[tuple[str, Path, dict[str, Any]]] = [
-            (f"before ({before[:10]})", unpack(before, Path(tmp) / "before"), {}),
+            (f"before ({before[:10]})", old_tree, {}),
             ("after, budget off", ROOT, unlimited),
-            ("after, GitHub's write limits", ROOT, {}),
+            (
+                "after, GitHub's write limits",
+                ROOT,
+                {"writes_per_hour": 500, "writes_per_minute": 80},
+            ),
         ]
-        for name, tree, github in trees:
+        for name, tree, github in [] if args.order_only else trees:
             for r in (
                 row
                 for mode in ("cron", "run")
@@ -240,6 +342,23 @@ def main() -> int:
                     f"{r['connections']} | {r['rss']:.0f} |",
                     flush=True,
                 )
+        print()
+        print(
+            f"Cold start within GitHub's write limits, {args.repos} × {args.prs} open PRs "
+            "(a quarter D), ticks a minute apart: the tick in which"
+        )
+        print(
+            "| tree | first D ballot | every D ballot | first passive issue "
+            "| ballots / passive issues after 60 ticks | ticks run |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, tree in ((f"before ({before[:10]})", old_tree), ("after", ROOT)):
+            o = cold_start_order(tree, args.repos, args.prs, keys, args.order_ticks)
+            print(
+                f"| {name} | {o['first ballot']} | {o['every ballot']} | "
+                f"{o['first passive']} | {o['hour'][0]} / {o['hour'][1]} | {o['ticks']} |",
+                flush=True,
+            )
     return 0
 
 

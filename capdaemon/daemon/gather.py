@@ -86,10 +86,6 @@ def gather(
     """
     plans = {pr.number: plan(deps, ctx, pr, policy_hash, now) for pr in prs}
     wanted = {pr.number: pr for pr in prs if plans[pr.number].settled is None}
-    for n, pr in list(wanted.items()):  # known PRs always; new ones within the budget
-        if pr.ref not in deps.prs.records and not deps.work_budget.take_new_pr():
-            plans[n].deferred = True
-            del wanted[n]
     got = concurrently(
         deps,
         ctx,

@@ -3,74 +3,100 @@
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
 from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
 from capdaemon.daemon import texts
+from capdaemon.daemon.backlog import Backlog, one_pr
 from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
 from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.policystate import save_policies
-from capdaemon.daemon.publish import process_pr
-from capdaemon.daemon.tickdata import (
-    BALLOT,
-    GATHER_CHUNK,
-    _digest,
-    _iso,
-    _Seen,
-    _Stopped,
-)
+from capdaemon.daemon.publish import prepare_new, process_pr
+from capdaemon.daemon.tickdata import BALLOT, GATHER_CHUNK, _digest, _iso, _Seen
 from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.types import PRSummary
 from capdaemon.state import StateError
 
 
 def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_Seen]:
-    """Steps 1-2 for every supervised repo; the open PRs into its base that this tick handled."""
+    """Steps 1-2 for every supervised repo; the open PRs into its base that this tick handled.
+
+    Every repo is listed first. PRs already known are decided, recorded and acted on repo by
+    repo; new ones are read and classified within the budget and, when the writes left cannot
+    cover them all, published by value once every repo is polled (capdaemon.daemon.backlog).
+    """
     report = ctx.report
     seen: list[_Seen] = []
+    backlog = Backlog(deps, ctx, now)
     _ = deps.bot_login  # resolve who we are once, before any gather thread starts
-    for rc in deps.config.repos:
-        deps.check_stop()
-        try:
-            prs = deps.forge.list_open_prs(rc.name)
-            policy = deps.forge.policy_text(rc.name, rc.base)
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            deps.error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
-            continue
-        rc = read_repo_policy(deps, ctx, rc, policy, now)
-        policy_hash = ctx.policies[rc.name].policy_hash
-        forget_closed(deps, ctx, rc, {p.number for p in prs}, now)
-        deps.safety.basebind.note_retargeted(rc.base, prs, now)  # a ballot is bound to its base
-        prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
-        for start in range(0, len(prs), GATHER_CHUNK):
-            chunk = prs[start : start + GATHER_CHUNK]
+    try:
+        listed: list[tuple[RepoConfig, list[PRSummary]]] = []
+        for rc in deps.config.repos:
             deps.check_stop()
-            gathered = gather(deps, ctx, chunk, policy_hash, now)  # reads only, concurrent
-            for i, pr in enumerate(chunk, start):  # decide, record, act: one PR at a time
-                ctx.progress.step(rc.name, i, len(prs), report)
-                deps.check_stop()
-                g = gathered.get(pr.number)
-                if g is not None and g.deferred:
-                    report.backlog_left += 1
-                    continue
-                try:
-                    handled = process_pr(deps, ctx, rc, pr, policy_hash, now, report, g)
-                except (RateLimited, _Stopped, StateError):
-                    raise
-                except ForgeError as exc:
-                    deps.error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
-                    continue
-                except Exception as exc:  # a bug with one PR must not stall every other PR
-                    deps.log.exception("pr.failed", pr=pr.ref)
-                    report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
-                    continue
-                seen.append(handled)
-                deps.heartbeat()
-            deps.safety.save()  # once per chunk (see Tiers.on_classified)
+            try:
+                prs = deps.forge.list_open_prs(rc.name)
+                policy = deps.forge.policy_text(rc.name, rc.base)
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                deps.error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
+                continue
+            listed.append((read_repo_policy(deps, ctx, rc, policy, now), prs))
+        backlog.size_up(p for _, prs in listed for p in prs if p.ref not in deps.prs.records)
+        for rc, prs in listed:
+            seen += _poll_repo(deps, ctx, backlog, rc, prs, now)
+        seen += backlog.publish(report)
+        deps.safety.save()
+    finally:
+        backlog.close(report, [rc.name for rc in deps.config.repos])
     report.prs_seen = len(seen)
     _save_policies(deps, ctx)
+    return seen
+
+
+def _poll_repo(
+    deps: TickDeps,
+    ctx: TickContext,
+    backlog: Backlog,
+    rc: RepoConfig,
+    prs: list[PRSummary],
+    now: datetime,
+) -> list[_Seen]:
+    """One repo's open PRs: known ones handled in full, new ones classified for the backlog."""
+    report = ctx.report
+    policy_hash = ctx.policies[rc.name].policy_hash
+    forget_closed(deps, ctx, rc, {p.number for p in prs}, now)
+    deps.safety.basebind.note_retargeted(rc.base, prs, now)  # a ballot is bound to its base
+    prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
+    known = [p for p in prs if p.ref in deps.prs.records]
+    new = [p for p in prs if p.ref not in deps.prs.records]
+    todo = known + backlog.to_read(rc, new, policy_hash)
+    seen: list[_Seen] = []
+    for start in range(0, len(todo), GATHER_CHUNK):
+        chunk = todo[start : start + GATHER_CHUNK]
+        deps.check_stop()
+        gathered = gather(deps, ctx, chunk, policy_hash, now)  # reads only, concurrent
+        for i, pr in enumerate(chunk, start):  # decide, record, act: one PR at a time
+            ctx.progress.step(rc.name, i, len(todo), report)
+            deps.check_stop()
+            g = gathered[pr.number]
+            if pr.ref not in deps.prs.records:  # new: now, or by value after every repo
+                read = partial(prepare_new, deps, ctx, rc, pr, policy_hash, now, g)
+                seen += backlog.offer(rc, g.light, one_pr(deps, report, pr, read), report)
+                continue
+            handled = one_pr(
+                deps,
+                report,
+                pr,
+                partial(process_pr, deps, ctx, rc, pr, policy_hash, now, report, g),
+            )
+            if handled is not None:
+                seen.append(handled)
+            deps.heartbeat()
+        backlog.trim()  # only what the write allowance can take stays in memory
+        deps.safety.save()  # once per chunk (see Tiers.on_classified)
     return seen
 
 

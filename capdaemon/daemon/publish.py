@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from capdaemon.classify.engine import classify
@@ -41,7 +42,7 @@ from capdaemon.decide.checks import (
 from capdaemon.decide.labels import Label
 from capdaemon.decide.tiers import Requirement
 from capdaemon.forge.types import PRSummary
-from capdaemon.model import PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.timefmt import parse_utc
 
 
@@ -84,6 +85,80 @@ def process_pr(
             rec.light = g.light
             deps.prs.save(rec)
         return _Seen(rc, pr, rec)  # unchanged: no snapshot, no classification, no write
+    snap = _snapshot(deps, pr, checks, g)
+    if snap is None:
+        return _Seen(rc, pr, rec)  # the list is stale; the next tick sees the new head or base
+    p = _classified(deps, ctx, rc, pr, rec, snap, checks, policy_hash, now)
+    if rec.head_sha and rec.head_sha != snap.head_sha:
+        head_moved(deps, rec, snap.head_sha, now)
+    return _record_and_publish(deps, ctx, p, now, report)
+
+
+@dataclass
+class Prepared:
+    """A PR read and classified whose verdict is not recorded or published yet."""
+
+    rc: RepoConfig
+    pr: PRSummary
+    rec: PRRecord
+    snap: PRSnapshot
+    checks: list[CheckRun]
+    verdict: Verdict
+    capv: CapabilityVerdict
+    cap: str
+    policy_hash: str
+
+    @property
+    def blocked(self) -> bool:
+        """A P0 finding or a scope violation fails L1.C3 whatever the quadrant."""
+        return bool(self.rec.blocking)
+
+
+def prepare_new(
+    deps: TickDeps,
+    ctx: TickContext,
+    rc: RepoConfig,
+    pr: PRSummary,
+    policy_hash: str,
+    now: datetime,
+    gathered: _Gathered,
+) -> Prepared | None:
+    """Classify a PR never published before, recording and writing nothing: the tick publishes
+    it later (publish_new) when its writes fit the budget. None: the list entry is stale.
+
+    Its record is built aside (not in prs.json) and the classification is not audited yet:
+    a PR left waiting is classified again, from free re-reads, in the tick that publishes it.
+    """
+    if gathered.error is not None:
+        raise gathered.error
+    rec = PRRecord(pr.repo, pr.number, first_seen=_iso(now), head_ref=pr.head_ref)
+    checks = gathered.checks
+    if checks is None:
+        checks = deps.forge.check_runs(pr.repo, pr.head_sha)
+    snap = _snapshot(deps, pr, checks, gathered)
+    if snap is None:
+        return None
+    return _classified(deps, ctx, rc, pr, rec, snap, checks, policy_hash, now)
+
+
+def publish_new(
+    deps: TickDeps, ctx: TickContext, p: Prepared, now: datetime, report: TickReport
+) -> _Seen:
+    """Record, audit and publish a PR prepared by prepare_new (its record joins prs.json)."""
+    if p.pr.ref in deps.prs.records:  # known meanwhile: handled as any known PR
+        g = plan(deps, ctx, p.pr, p.policy_hash, now)
+        g.checks, g.snapshot = p.checks, p.snap
+        return process_pr(deps, ctx, p.rc, p.pr, p.policy_hash, now, report, g)
+    deps.prs.records[p.pr.ref] = p.rec
+    ctx.tick_runs[(p.pr.repo, p.pr.head_sha)] = p.checks
+    return _record_and_publish(deps, ctx, p, now, report)
+
+
+def _snapshot(
+    deps: TickDeps, pr: PRSummary, checks: list[CheckRun], g: _Gathered
+) -> PRSnapshot | None:
+    """The gathered snapshot (read now without one); None when the head or base moved since
+    the list was read."""
     snap = g.snapshot
     if snap is None:
         snap = deps.forge.snapshot(
@@ -94,10 +169,24 @@ def process_pr(
         )
     if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
         deps.log.info("pr.moved_during_gather", pr=pr.ref)
-        return _Seen(rc, pr, rec)  # the list is stale; the next tick sees the new head or base
+        return None
+    return snap
+
+
+def _classified(
+    deps: TickDeps,
+    ctx: TickContext,
+    rc: RepoConfig,
+    pr: PRSummary,
+    rec: PRRecord,
+    snap: PRSnapshot,
+    checks: list[CheckRun],
+    policy_hash: str,
+    now: datetime,
+) -> Prepared:
+    """Classify one head against its task's capability (nothing recorded or written)."""
     capv = _capability(deps, ctx, rc, snap, now)
     cap = capability_state(capv.task_id, ctx.load_cap, now)
-    fp = full_fingerprint(pr, checks, policy_hash, cap)
     verdict = classify(
         label_floor(deps, rec, snap),
         ctx.config_for(rc.name),  # central config + the repo's .capdaemon.yml, parsed once
@@ -106,21 +195,27 @@ def process_pr(
         user_rules=deps.rules,
         agent_severity=deps.safety.burn_in.agent_severities(),
     )
-    if rec.head_sha and rec.head_sha != snap.head_sha:
-        head_moved(deps, rec, snap.head_sha, now)
+    return Prepared(rc, pr, rec, snap, checks, verdict, capv, cap, policy_hash)
+
+
+def _record_and_publish(
+    deps: TickDeps, ctx: TickContext, p: Prepared, now: datetime, report: TickReport
+) -> _Seen:
+    """Record the verdict (the audit entry is fsynced before anything is written), then
+    publish L1.C3 and the decision issues."""
+    rec, snap, verdict, capv = p.rec, p.snap, p.verdict, p.capv
+    fp = full_fingerprint(p.pr, p.checks, p.policy_hash, p.cap)
     _note_verdict(rec, snap, verdict, capv, now)
     deps.safety.tiers.on_classified(rec, snap, now)
-    # record: the classification (and any scope violation) is fsynced before anything is written
     if rec.audited != fp:
         audit_classification(deps, rec, snap, verdict, capv, fp, now)
         report.classified.append(rec.ref)
-    # act: the check, then the decision issues
     publish(deps, ctx, rec, snap, verdict, capv, now, report)
     rec.fingerprint = fp
-    rec.light = light_fingerprint(pr, policy_hash, cap)
+    rec.light = light_fingerprint(p.pr, p.policy_hash, p.cap)
     rec.published = _digest(fp, ballot_key(rec, snap.head_sha))
     deps.prs.save(rec)
-    return _Seen(rc, pr, rec, verdict)
+    return _Seen(p.rc, p.pr, rec, verdict)
 
 
 def _capability(

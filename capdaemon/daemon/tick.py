@@ -212,6 +212,7 @@ class Ticker:
                 merged=len(report.merged),
                 errors=len(report.errors),
                 api_requests=report.api_requests,
+                backlog_left=report.backlog_left,
             )
             return report
 
@@ -287,10 +288,16 @@ class Ticker:
         if before.get("requests") is not None and after.get("requests") is not None:
             used = int(after["requests"]) - int(before["requests"])
         report.api_requests, report.api_remaining = used, after.get("remaining")
+        backlog = {
+            "backlog_left": report.backlog_left,
+            "backlog_unread": report.backlog_unread,
+            "backlog_waiting": dict(report.backlog_waiting),
+        }
         self.deps.work_budget.finish(
             now,
             _delta(before, after, "writes"),
             (used or 0) - _delta(before, after, "not_modified"),
+            backlog,
         )
         open_by_q = {q.value: 0 for q in Quadrant}
         for rec in self.prs.records.values():
@@ -308,7 +315,7 @@ class Ticker:
             api_requests_used=used,
             api_remaining=after.get("remaining"),
             api_limit=after.get("limit"),
-            backlog_left=report.backlog_left,
+            **backlog,
             budget=dict(self.deps.work_budget.figures),
             mode=self.config.mode,
         )

@@ -67,7 +67,11 @@ class TickReport:
     interrupted: bool = False
     api_requests: int | None = None
     api_remaining: int | None = None
-    backlog_left: int = 0  # new PRs left for a later tick by the request/write budget
+    # new PRs left for a later tick by the request/write budget (capdaemon.daemon.backlog):
+    # unread, and classified but waiting for writes by quadrant; backlog_left is their sum
+    backlog_left: int = 0
+    backlog_unread: int = 0
+    backlog_waiting: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -104,7 +108,6 @@ class _Gathered:
     checks: list[CheckRun] | None = None
     snapshot: PRSnapshot | None = None
     error: BaseException | None = None
-    deferred: bool = False  # a new PR beyond this tick's budget: nothing read, nothing done
 
 
 @dataclass

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from capdaemon.config import GitHubConfig
-from capdaemon.daemon.budget import TickBudget
+from capdaemon.daemon.budget import TickBudget, Waiting, rank_of, writes_for
 from capdaemon.filenames import BUDGET_FILE
+from capdaemon.model import Quadrant
 
 from .conftest import Harness
 
@@ -36,8 +37,9 @@ def _metrics(daemon: Harness) -> dict[str, Any]:
 
 
 def test_cold_start_over_budget_progresses_and_keeps_ballots_flowing(daemon: Harness) -> None:
-    """Nine new PRs, 11 writes a minute (3 new PRs a tick): each tick takes on new PRs and says
-    how many wait; the D ballot, once approved, merges while the backlog is still there."""
+    """Nine new PRs, 11 writes a minute (9 for new PRs a tick: a D ballot costs 2 writes, a B
+    PR 3): each tick takes on new PRs and says how many wait; the D ballot, once approved,
+    merges while the backlog is still there."""
     _budgeted(daemon, writes_per_minute=11)
     d = daemon.open_pr(WORKFLOW)  # oldest: taken on first
     for i in range(8):
@@ -47,7 +49,8 @@ def test_cold_start_over_budget_progresses_and_keeps_ballots_flowing(daemon: Har
     backlog.append(report.backlog_left)
     assert report.backlog_left == 6 and len(report.classified) == 3
     assert _metrics(daemon)["backlog_left"] == 6
-    assert _metrics(daemon)["budget"]["new_pr_allowance"] == 3
+    assert _metrics(daemon)["budget"]["new_pr_writes"] == 9
+    assert _metrics(daemon)["backlog_waiting"] == {"A": 0, "B": 6, "C": 0, "D": 0}
     daemon.ballot(d, "alice").create_comment("/approve A")
     merged = set(report.merged)
     while report.backlog_left:
@@ -93,19 +96,63 @@ def test_corrupt_budget_file_is_set_aside(daemon: Harness) -> None:
 
 
 def test_allowance_follows_the_primary_budget_and_the_hour(tmp_path: Path) -> None:
-    """New PRs a tick may take on: bounded by the rate-limit headers' remaining requests (less a
-    reserve sized from the limit), by the configured hourly request budget, and by writes
-    spent in the last hour; an hour later the budget is back."""
+    """New PRs a tick may read, and writes it may spend on new PRs: reads bounded by the
+    rate-limit headers' remaining requests (less a reserve sized from the limit) and by the
+    configured hourly request budget; writes by what the last hour and minute spent; an hour
+    later the budget is back."""
     now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
     b = TickBudget(tmp_path, GitHubConfig())
-    assert b.start(now, rate_remaining=5000, rate_limit=5000) == 23  # (80 - 10) // 3 a minute
-    assert b.start(now, rate_remaining=290, rate_limit=5000) == 18  # (290 - 200) // 5
-    assert b.start(now, rate_remaining=100, rate_limit=5000) == 0  # the reserve is kept
+    # reads: (900 - 200) // 5 a minute (GitHub's secondary limit), under 4800 // 5; writes 80 - 10
+    assert b.start(now, rate_remaining=5000, rate_limit=5000) == (140, 70)
+    assert b.start(now, rate_remaining=290, rate_limit=5000) == (18, 70)  # (290 - 200) // 5
+    assert b.start(now, rate_remaining=100, rate_limit=5000) == (0, 70)  # the reserve is kept
+    assert b.start(now, None) == (140, 70)  # no primary budget known yet: the minute's
+    b.finish(now, writes=0, counted=650)
+    # the minute's reads are spent ((900 - 650 - 200) // 5 = 10): as many as can be published
+    assert b.start(now, None) == (35, 70)  # 70 writes // 2 (a ballot or an A PR)
+    assert b.start(now + timedelta(seconds=61), None) == (140, 70)
+    lifted = GitHubConfig(writes_per_hour=10**6, writes_per_minute=10**6)
+    assert TickBudget(tmp_path / "x", lifted).start(now, None) == (499_975, 999_950)
+    (tmp_path / BUDGET_FILE).unlink()
     b = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
     b.start(now, None)
     b.finish(now, writes=30, counted=300)
     later = now + timedelta(minutes=5)
-    assert b.start(later, None) == 0  # (400 - 300 - 100) // 5
-    assert b.start(now + timedelta(minutes=61), None) == 15  # (60 - 15) // 3 writes an hour
+    assert b.start(later, None) == (0, 15)  # (400 - 300 - 100) // 5; 60 - 30 - 15
+    assert b.start(now + timedelta(minutes=61), None) == (60, 45)  # 300 // 5
     again = TickBudget(tmp_path, GitHubConfig(requests_per_hour=400, writes_per_hour=60))
-    assert again.start(later, None) == 0  # what the last process spent is remembered
+    assert again.start(later, None) == (0, 15)  # what the last process spent is remembered
+
+
+def test_publication_costs_and_order() -> None:
+    """What publishing a new PR writes, and the order new PRs are published in: an owner's
+    answer first (a ballot, a scope issue), then A merges, then B/C passive reviews."""
+    assert writes_for(Quadrant.D, blocked=False) == 2  # ballot, L1.C3
+    assert writes_for(Quadrant.A, blocked=False) == 2  # L1.C3, merge
+    assert writes_for(Quadrant.B, blocked=False) == 3  # passive review, L1.C3, merge
+    assert writes_for(Quadrant.C, blocked=True) == 2  # scope issue, L1.C3; no merge
+    assert writes_for(Quadrant.D, blocked=True) == 3  # ballot, scope issue, L1.C3
+    assert rank_of(Quadrant.D, blocked=False) < rank_of(Quadrant.A, blocked=False)
+    assert rank_of(Quadrant.A, blocked=False) < rank_of(Quadrant.B, blocked=False)
+    assert rank_of(Quadrant.B, blocked=False) == rank_of(Quadrant.C, blocked=False)
+    assert rank_of(Quadrant.C, blocked=True) == rank_of(Quadrant.D, blocked=False)
+
+
+def test_waiting_prs_are_remembered_and_a_malformed_entry_is_set_aside(tmp_path: Path) -> None:
+    """The waiting PRs outlive the process (budget.json); a waiting entry that does not parse
+    sets the whole file aside (kept, logged) and the budget starts empty."""
+    now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
+    b = TickBudget(tmp_path, GitHubConfig())
+    b.start(now, None)
+    b.waiting = {"acme/widgets#4": Waiting("f" * 32, "D", blocked=False)}
+    b.finish(now, writes=5, counted=40)
+    again = TickBudget(tmp_path, GitHubConfig())
+    assert again.waiting == b.waiting and again.history == b.history
+    path = tmp_path / BUDGET_FILE
+    data = json.loads(path.read_text())
+    data["waiting"]["acme/widgets#4"]["quadrant"] = "E"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    broken = TickBudget(tmp_path, GitHubConfig())
+    assert broken.waiting == {} and broken.history == []
+    kept = list(tmp_path.glob(f"{BUDGET_FILE}.corrupt-*"))
+    assert len(kept) == 1 and '"E"' in kept[0].read_text()
