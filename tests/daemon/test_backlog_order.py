@@ -166,11 +166,11 @@ def test_a_waiting_pr_is_read_again_for_free_when_published(daemon: Harness) -> 
 
 
 def test_unread_and_waiting_are_counted_apart(daemon: Harness) -> None:
-    """A read budget of 3 new PRs a tick (36 requests an hour) and 8 writes an hour for five
+    """A read budget of 3 new PRs a tick (20 requests an hour) and 8 writes an hour for five
     new PRs: three are read and classified, two of them published (3 writes each), one waits
     classified, two stay unread — and the newest (a D PR) is among them: its quadrant is not
     known before it is read."""
-    _budgeted(daemon, writes_per_hour=8, requests_per_hour=36)
+    _budgeted(daemon, writes_per_hour=8, requests_per_hour=20)
     for i in range(4):
         daemon.open_pr(_docs(i))
     d = daemon.open_pr(_workflow(0))
