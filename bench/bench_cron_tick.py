@@ -25,6 +25,7 @@ no new PR was left (`--order-ticks` caps them).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
@@ -148,11 +150,12 @@ class Daemon:
         self.proc.wait(60)
 
 
-def scenario(
-    tree: Path, repos: int, prs: int, keys: Any, delay: float, mode: str, github: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Seed a fresh sandbox, run three ticks from `tree` (cron: a process each; run: one
-    process), one row per tick."""
+@contextlib.contextmanager
+def seeded(
+    repos: int, prs: int, keys: Any, edit: Callable[[dict[str, Any]], None]
+) -> Iterator[tuple[Sandbox, Path, Path]]:
+    """A fresh sandbox with `repos` × `prs` open PRs and a config for them (its `github:`
+    section passed through `edit`): (sandbox, config dir, temporary dir)."""
     with tempfile.TemporaryDirectory() as tmp:
         key, _ = std.write_keys(keys, Path(tmp) / "keys")
         sb = Sandbox.start(Path(tmp) / "sb", std.standard_seed(keys, rate_limit=10_000_000))
@@ -160,46 +163,55 @@ def scenario(
             names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
             config = Path(tmp) / "config"
             write_config(config, sb, key, names)
-            if github:  # budget settings (a tree that predates them is run without)
-                data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
-                data["github"].update(github)
-                (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
-            rows = []
-            daemon = Daemon(tree, config, Path(tmp) / "state") if mode == "run" else None
-            for label in TICKS:
-                sb.reset_counters()
-                if delay:
-                    sb.faults("*", r".*", kind="delay", delay=delay, count=1_000_000)
-                opened = sb.connections_opened()
-                if daemon is not None:
-                    wall, rss, code, summary = daemon.tick()
-                else:
-                    wall, rss, code, summary = tick_once(tree, config, Path(tmp) / "state")
-                sb.clear_faults()
-                c = sb.counters()
-                mints = sum(
-                    v["requests"] for k, v in c["endpoints"].items() if k.endswith("/access_tokens")
-                )
-                rows.append(
-                    {
-                        "label": f"{mode}: {label}",
-                        "classified": summary.get("classified", "-"),
-                        "backlog": summary.get("backlog", "-"),
-                        "wall": wall,
-                        "rss": rss,
-                        "code": code,
-                        "requests": c["total"]["requests"],
-                        "counted": c["total"]["counted"],
-                        "not_modified": c["total"]["not_modified"],
-                        "mints": mints,
-                        "connections": sb.connections_opened() - opened,
-                    }
-                )
-            if daemon is not None:
-                daemon.close()
-            return rows
+            data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
+            edit(data["github"])
+            (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
+            yield sb, config, Path(tmp)
         finally:
             sb.stop()
+
+
+def scenario(
+    tree: Path, repos: int, prs: int, keys: Any, delay: float, mode: str, github: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Seed a fresh sandbox, run three ticks from `tree` (cron: a process each; run: one
+    process), one row per tick."""
+    # budget settings in `github` (a tree that predates them is run without)
+    with seeded(repos, prs, keys, lambda gh: gh.update(github)) as (sb, config, tmp):
+        rows = []
+        daemon = Daemon(tree, config, Path(tmp) / "state") if mode == "run" else None
+        for label in TICKS:
+            sb.reset_counters()
+            if delay:
+                sb.faults("*", r".*", kind="delay", delay=delay, count=1_000_000)
+            opened = sb.connections_opened()
+            if daemon is not None:
+                wall, rss, code, summary = daemon.tick()
+            else:
+                wall, rss, code, summary = tick_once(tree, config, Path(tmp) / "state")
+            sb.clear_faults()
+            c = sb.counters()
+            mints = sum(
+                v["requests"] for k, v in c["endpoints"].items() if k.endswith("/access_tokens")
+            )
+            rows.append(
+                {
+                    "label": f"{mode}: {label}",
+                    "classified": summary.get("classified", "-"),
+                    "backlog": summary.get("backlog", "-"),
+                    "wall": wall,
+                    "rss": rss,
+                    "code": code,
+                    "requests": c["total"]["requests"],
+                    "counted": c["total"]["counted"],
+                    "not_modified": c["total"]["not_modified"],
+                    "mints": mints,
+                    "connections": sb.connections_opened() - opened,
+                }
+            )
+        if daemon is not None:
+            daemon.close()
+        return rows
 
 
 # One daemon process ticking at the times given on stdin (ISO 8601), one per line.
@@ -241,51 +253,44 @@ def cold_start_order(tree: Path, repos: int, prs: int, keys: Any, max_ticks: int
     d_prs = repos * sum(1 for i in range(prs) if ".github/workflows/" in next(iter(pr_files(i))))
     found: dict[str, Any] = {"first ballot": "-", "every ballot": "-", "first passive": "-"}
     found["hour"] = (0, 0)  # (ballots, passive issues) open after the first hour's ticks
-    with tempfile.TemporaryDirectory() as tmp:
-        key, _ = std.write_keys(keys, Path(tmp) / "keys")
-        sb = Sandbox.start(Path(tmp) / "sb", std.standard_seed(keys, rate_limit=10_000_000))
-        try:
-            names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
-            config = Path(tmp) / "config"
-            write_config(config, sb, key, names)
-            data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
-            for limit in ("writes_per_hour", "writes_per_minute"):
-                data["github"].pop(limit, None)  # GitHub's: 500 an hour, 80 a minute
-            (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
-            proc = subprocess.Popen(
-                [sys.executable, "-c", CLOCKED, str(config), str(Path(tmp) / "state")],
-                cwd=str(tree),
-                env={**os.environ, "PYTHONPATH": str(tree)},
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            assert proc.stdin is not None and proc.stdout is not None
-            start = datetime.now(UTC)
-            tick = 0
-            for tick in range(1, max_ticks + 1):
-                at = start + timedelta(seconds=61 * (tick - 1))
-                proc.stdin.write(at.isoformat() + "\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                ballots, passive = decision_issues(sb)
-                if ballots and found["first ballot"] == "-":
-                    found["first ballot"] = tick
-                if ballots >= d_prs and found["every ballot"] == "-":
-                    found["every ballot"] = tick
-                if passive and found["first passive"] == "-":
-                    found["first passive"] = tick
-                if tick <= 60:
-                    found["hour"] = (ballots, passive)
-                if not json.loads(line)["backlog"]:
-                    break
-            found["ticks"] = tick
-            proc.stdin.close()
-            proc.wait(120)
-        finally:
-            sb.stop()
+
+    def github_limits(gh: dict[str, Any]) -> None:
+        for limit in ("writes_per_hour", "writes_per_minute"):
+            gh.pop(limit, None)  # GitHub's: 500 an hour, 80 a minute
+
+    with seeded(repos, prs, keys, github_limits) as (sb, config, tmp):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CLOCKED, str(config), str(Path(tmp) / "state")],
+            cwd=str(tree),
+            env={**os.environ, "PYTHONPATH": str(tree)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        start = datetime.now(UTC)
+        tick = 0
+        for tick in range(1, max_ticks + 1):
+            at = start + timedelta(seconds=61 * (tick - 1))
+            proc.stdin.write(at.isoformat() + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line:
+                break
+            ballots, passive = decision_issues(sb)
+            if ballots and found["first ballot"] == "-":
+                found["first ballot"] = tick
+            if ballots >= d_prs and found["every ballot"] == "-":
+                found["every ballot"] = tick
+            if passive and found["first passive"] == "-":
+                found["first passive"] = tick
+            if tick <= 60:
+                found["hour"] = (ballots, passive)
+            if not json.loads(line)["backlog"]:
+                break
+        found["ticks"] = tick
+        proc.stdin.close()
+        proc.wait(120)
     return found
 
 
