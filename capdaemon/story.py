@@ -13,16 +13,17 @@ def _short(sha: Any) -> str:
     return str(sha)[:10] if sha else "?"
 
 
-def _rules_that_voted(rules: list[dict[str, Any]]) -> str:
+def rules_that_voted(rules: Any) -> str:
+    """`rule=vote` for each rule that voted (`rule=ERROR` for one that failed); "" for none."""
     parts = []
-    for r in rules or ():
+    for r in rules if isinstance(rules, list) else ():
         if not isinstance(r, dict):
             continue
         if r.get("result") == "error":
             parts.append(f"{r.get('rule')}=ERROR")
         elif r.get("vote"):
             parts.append(f"{r.get('rule')}={r['vote']}")
-    return ", ".join(parts) or "none"
+    return ", ".join(parts)
 
 
 def _value(v: Any) -> str:
@@ -42,7 +43,7 @@ def describe(rec: dict[str, Any]) -> list[str]:
         lines = [
             f"{ts}  classified {rec.get('quadrant')} at {_short(rec.get('head_sha'))}"
             f": {rec.get('reasoning', '')}",
-            f"{'':22}rules that voted: {_rules_that_voted(rec.get('rules_fired', []))}",
+            f"{'':22}rules that voted: {rules_that_voted(rec.get('rules_fired')) or 'none'}",
         ]
         for f in rec.get("findings") or ():
             if isinstance(f, dict):

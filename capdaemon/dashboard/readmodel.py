@@ -45,6 +45,7 @@ from capdaemon.model import Quadrant
 from capdaemon.state import StateError, read_json
 from capdaemon.stores.escalations import EscalationRecord, list_escalations
 from capdaemon.stores.registry import TaskState, list_tasks
+from capdaemon.story import rules_that_voted
 
 CHART_DAYS = 30
 QUADRANTS = tuple(q.value for q in Quadrant)
@@ -181,18 +182,6 @@ def _one_line(exc: BaseException) -> str:
     return text[:400]
 
 
-def _rules(rules: Any) -> str:
-    out = []
-    for r in rules if isinstance(rules, list) else ():
-        if not isinstance(r, dict):
-            continue
-        if r.get("result") == "error":
-            out.append(f"{r.get('rule')}=ERROR")
-        elif r.get("vote"):
-            out.append(f"{r.get('rule')}={r['vote']}")
-    return ", ".join(out)
-
-
 def _action_text(rec: Mapping[str, Any]) -> str:
     action = str(rec.get("action", "")).replace("_", " ")
     detail = rec.get("status") or rec.get("kind") or ""
@@ -248,7 +237,7 @@ def _classifications(model: ReadModel) -> Callable[[dict[str, Any]], None]:
         row = _row(model, ref)
         row.quadrant, row.ts = q, ts
         row.head = str(rec.get("head_sha") or "")
-        row.rules = _rules(rec.get("rules_fired"))
+        row.rules = rules_that_voted(rec.get("rules_fired"))
         key = (ref, row.head)
         if key in seen:
             return
