@@ -16,8 +16,9 @@ from capdaemon.forge.convert import USER_AGENT
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.http import mount
 from capdaemon.forge.installations import Installations
+from capdaemon.forge.ratelimit import WaitBudget
 from capdaemon.forge.scrub import Scrubber
-from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget, utc_now
+from capdaemon.forge.transport import Clock, Sleeper, Transport, utc_now
 
 
 @dataclass(frozen=True)

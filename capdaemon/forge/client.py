@@ -38,12 +38,13 @@ from capdaemon.forge.installations import Installations
 from capdaemon.forge.issues import Issues
 from capdaemon.forge.port import JsonObject, Marker, RateBudget
 from capdaemon.forge.protection import Protection
+from capdaemon.forge.ratelimit import WaitBudget
 from capdaemon.forge.reads import Reads
 from capdaemon.forge.reverts import Reverts
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.session import ForgeSession, Identity, OverflowDir, ShaCaches, TickMemo
 from capdaemon.forge.snapshot import Snapshots
-from capdaemon.forge.transport import Clock, Sleeper, Transport, WaitBudget
+from capdaemon.forge.transport import Clock, Sleeper, Transport
 from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
 from capdaemon.forge.writes import Writes
 from capdaemon.model import CheckRun, PRSnapshot

@@ -1,4 +1,5 @@
-"""The one HTTP choke point under PyGithub: ETag cache, retries, rate limits, wait budget."""
+"""The one HTTP choke point under PyGithub: ETag cache, retries, pacing, rate-limit waits (the
+limits themselves are read in forge.ratelimit)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ from requests.structures import CaseInsensitiveDict
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
+from capdaemon.forge.ratelimit import (
+    ONE_BUDGET,
+    RATE_HEADERS,
+    SECONDARY_MIN_WAIT,
+    RateBook,
+    RateState,
+    WaitBudget,
+    refusal_wait,
+)
 from capdaemon.forge.scrub import Scrubber
 
 log = structlog.get_logger(__name__)
@@ -38,61 +48,11 @@ _MINT = re.compile(r"/app/installations/\d+/access_tokens$")
 # GraphQL queries (the forge sends no mutations): safe to repeat, not paced like writes, with
 # a budget of their own (X-RateLimit-Resource: graphql) that an exhausted REST budget does not stop.
 _GRAPHQL = re.compile(r"/graphql$")
-_RATE_HEADERS = (
-    "x-ratelimit-limit",
-    "x-ratelimit-remaining",
-    "x-ratelimit-used",
-    "x-ratelimit-reset",
-    "x-ratelimit-resource",
-)
-SECONDARY_MIN_WAIT = 60.0
-ONE_BUDGET = ""  # the budget key of every request when there is no Router (a token)
 
 
 def utc_now() -> datetime:
     """The real clock, aware UTC."""
     return datetime.now(UTC)
-
-
-class WaitBudget:
-    """How long this tick may still spend waiting (backoff and rate limits); reset each tick."""
-
-    def __init__(self, seconds: float) -> None:
-        self.limit = float(seconds)
-        self.spent = 0.0
-        self._lock = threading.Lock()
-
-    @property
-    def remaining(self) -> float:
-        """Seconds left in this tick."""
-        return max(0.0, self.limit - self.spent)
-
-    def allows(self, seconds: float) -> bool:
-        """Would waiting `seconds` more stay within the budget?"""
-        return self.spent + seconds <= self.limit
-
-    def spend(self, seconds: float) -> None:
-        """Record a wait."""
-        with self._lock:
-            self.spent += seconds
-
-    def reset(self, seconds: float | None = None) -> None:
-        """Start a new tick (optionally with a new ceiling)."""
-        with self._lock:
-            if seconds is not None:
-                self.limit = float(seconds)
-            self.spent = 0.0
-
-
-@dataclass
-class RateState:
-    """The last primary rate-limit headers GitHub sent."""
-
-    limit: int | None = None
-    remaining: int | None = None
-    used: int | None = None
-    reset: int | None = None  # epoch seconds
-    resource: str | None = None
 
 
 @dataclass
@@ -203,7 +163,7 @@ class Transport(HTTPAdapter):
         self.write_interval = write_interval
         self.cache = cache if cache is not None else EtagCache()
         self.router: Router | None = None
-        self.rates: dict[str, RateState] = {}  # budget key → its last rate-limit headers
+        self.book = RateBook()  # each budget's last rate-limit headers
         self.stats = TransportStats()
         self._last_write = 0.0
         self._lock = threading.Lock()
@@ -256,7 +216,7 @@ class Transport(HTTPAdapter):
         r.status_code = 200
         r.reason = "OK"
         headers = CaseInsensitiveDict(entry.headers)
-        for h in (*_RATE_HEADERS, "date"):
+        for h in (*RATE_HEADERS, "date"):
             if h in fresh.headers:
                 headers[h] = fresh.headers[h]
         r.headers = headers
@@ -342,7 +302,7 @@ class Transport(HTTPAdapter):
                 f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
             ) from None
         if budget is not None:  # the App's JWT requests (None) have a budget of their own
-            self._note_rate(resp, budget)
+            self.book.note(resp.headers, budget)
         status = resp.status_code
         if status in (403, 429):
             wait = self._rate_wait(resp)
@@ -425,72 +385,30 @@ class Transport(HTTPAdapter):
 
     # ----------------------------------------------------------- rate limits
     @property
+    def rates(self) -> dict[str, RateState]:
+        """Budget key (an App installation's id; "" for a token) → its last rate-limit headers."""
+        return self.book.rates
+
+    @property
     def rate(self) -> RateState:
         """The tightest primary budget seen (fewest requests left): what a tick plans by."""
-        with self._lock:
-            known = [r for r in self.rates.values() if r.remaining is not None]
-            if not known:
-                return next(iter(self.rates.values()), RateState())
-            return min(known, key=lambda r: r.remaining if r.remaining is not None else 0)
-
-    def _note_rate(self, resp: requests.Response, budget: str) -> None:
-        h = resp.headers
-        if "x-ratelimit-remaining" not in h or h.get("x-ratelimit-resource") == "graphql":
-            return
-        with self._lock:
-            rate = self.rates.setdefault(budget, RateState())
-            for attr, name in (
-                ("limit", "x-ratelimit-limit"),
-                ("remaining", "x-ratelimit-remaining"),
-                ("used", "x-ratelimit-used"),
-                ("reset", "x-ratelimit-reset"),
-            ):
-                if name in h:
-                    try:
-                        setattr(rate, attr, int(float(h[name])))
-                    except ValueError:
-                        pass
-            rate.resource = h.get("x-ratelimit-resource", rate.resource)
+        return self.book.tightest
 
     def _now(self) -> float:
         return self.clock().timestamp()
 
     def _rate_wait(self, resp: requests.Response) -> tuple[float, str] | None:
         """(seconds, kind) when this 403/429 is a rate limit, else None (a real 403)."""
-        h = resp.headers
         try:
-            message = str(resp.json().get("message", "")).lower()
+            message = str(resp.json().get("message", ""))
         except ValueError:
             message = ""
-        secondary = "secondary rate limit" in message or "abuse" in message
-        primary = h.get("x-ratelimit-remaining") == "0" or message.startswith(
-            "api rate limit exceeded"
-        )
-        retry_after = h.get("retry-after")
-        if retry_after is not None:
-            try:
-                return max(
-                    0.0, float(retry_after)
-                ), "secondary" if secondary or not primary else "primary"
-            except ValueError:
-                pass
-        if h.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in h:
-            try:
-                reset = float(h["x-ratelimit-reset"])
-            except ValueError:
-                reset = self._now() + SECONDARY_MIN_WAIT
-            return max(1.0, reset - self._now() + 1.0), "primary"
-        if secondary or primary or resp.status_code == 429:
-            return SECONDARY_MIN_WAIT, "secondary"
-        return None
+        return refusal_wait(resp.status_code, resp.headers, message, self._now())
 
     def _respect_exhausted(self, method: str, path: str, budget: str) -> None:
         """Before sending: if the primary budget is spent (last response), wait for its reset."""
-        rate = self.rates.get(budget)
-        if rate is None or rate.remaining != 0 or rate.reset is None:
-            return
-        seconds = rate.reset - self._now() + 1.0
-        if seconds <= 0:
+        seconds = self.book.until_reset(budget, self._now())
+        if seconds is None:
             return
         if not self.budget.allows(seconds):
             raise self._rate_limited(
@@ -506,7 +424,7 @@ class Transport(HTTPAdapter):
         )
         self.stats.rate_waits += 1
         self._do_sleep(seconds)
-        rate.remaining = None
+        self.book.waited_out(budget)
 
     def _rate_limited(
         self,
@@ -518,8 +436,7 @@ class Transport(HTTPAdapter):
         why: str,
         budget: str | None = ONE_BUDGET,
     ) -> RateLimited:
-        rate = self.rates.get(budget) if budget is not None else None
-        reset_at = datetime.fromtimestamp(rate.reset, UTC) if rate and rate.reset else None
+        reset_at = self.book.reset_at(budget)
         log.warning(
             "forge.rate_limited",
             kind=kind,
