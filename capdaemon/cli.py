@@ -15,6 +15,7 @@ DEBUG_ENV = "CAPDAEMON_DEBUG"  # set: unexpected failures show their traceback
 # command -> (module, one-line help). Each module defines
 #   configure(parser: argparse.ArgumentParser) -> None
 #   run(args: argparse.Namespace) -> int
+# and may define SUBCOMMANDS, {word: (module, help)}, for `capdaemon COMMAND WORD ...`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "classify": ("capdaemon.commands.classify", "classify a local git range as a PR would be"),
     "audit": ("capdaemon.commands.audit", "audit log tools (verify)"),
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module_name, help_ = COMMANDS[name]
     module = importlib.import_module(module_name)
+    subcommands: dict[str, tuple[str, str]] = getattr(module, "SUBCOMMANDS", {})
+    if rest and rest[0] in subcommands:  # `capdaemon scope-guard run ...`
+        module_name, help_ = subcommands[rest[0]]
+        name, rest = f"{name} {rest[0]}", rest[1:]
+        module = importlib.import_module(module_name)
     parser = argparse.ArgumentParser(
         prog=f"capdaemon {name}", description=help_, formatter_class=_HelpFormatter
     )

@@ -31,6 +31,8 @@ DEFAULT_LEVEL = 3  # decision: an unstated level is the most cautious one
 MAX_TASK_FILE_BYTES = 256 * 1024  # a task file is a few hundred bytes; far larger is an attack
 MAX_LIST_ITEMS = 1000  # globs, commands or agents in one list of a task file
 SNAPSHOT_FORMAT = 1
+ENFORCEMENTS = ("kernel", "check-only")  # how `scope-guard run` enforces the task's scope
+DEFAULT_ENFORCEMENT = "kernel"  # decision: Landlock, and refuse where it is unavailable
 
 
 class CapabilityError(RuntimeError):
@@ -195,7 +197,7 @@ class Violation(Record):
 
 _CAPABILITY_FIELDS = (
     "task_id", "title", "level", "paths", "forbidden_paths", "commands", "merge_policy",
-    "ttl_hours", "legacy", "description", "agents", "branches", "qc",
+    "ttl_hours", "legacy", "description", "agents", "branches", "qc", "enforcement", "network",
 )  # fmt: skip
 
 
@@ -225,6 +227,8 @@ class Capability(Record):
     agents: tuple[str, ...]
     branches: tuple[str, ...]
     qc: tuple[str, ...]  # finish-task's QC commands, in order (each within `commands`)
+    enforcement: str  # `scope-guard run`: "kernel" (Landlock) or "check-only"
+    network: bool | tuple[int, ...]  # under `run`: False none, True any, or TCP ports to connect
 
     def __init__(
         self,
@@ -241,6 +245,8 @@ class Capability(Record):
         agents: tuple[str, ...] = (),
         branches: tuple[str, ...] = (),
         qc: tuple[str, ...] = (),
+        enforcement: str = DEFAULT_ENFORCEMENT,
+        network: bool | tuple[int, ...] = False,
     ) -> None:
         d = self.__dict__
         d["task_id"] = task_id
@@ -256,6 +262,8 @@ class Capability(Record):
         d["agents"] = agents
         d["branches"] = branches
         d["qc"] = qc
+        d["enforcement"] = enforcement
+        d["network"] = network
 
     def with_matchers(self, allowed: RegexGlobSet, forbidden: RegexGlobSet) -> Capability:
         """An equal capability whose `allowed`/`forbidden` are the given (stored-regex) matchers.
@@ -280,7 +288,7 @@ class Capability(Record):
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form stored in the snapshot.
 
-        `agents`/`branches`/`qc` appear only when given, so a capability without them has
+        `agents`/`branches`/`qc`/`enforcement`/`network` appear only when given, so a capability without them has
         exactly the form (and hash) it had before they existed.
         """
         res: dict[str, Any] | None = None
@@ -296,6 +304,10 @@ class Capability(Record):
                 res["branches"] = list(self.branches)
             if self.qc:
                 res["qc"] = list(self.qc)
+            if self.enforcement != DEFAULT_ENFORCEMENT:
+                res["enforcement"] = self.enforcement
+            if self.network is not False:
+                res["network"] = self.network if self.network is True else list(self.network)
         return {
             "task_id": self.task_id,
             "title": self.title,
@@ -330,6 +342,8 @@ class Capability(Record):
                 agents=_binding_list(res, "agents"),
                 branches=_binding_list(res, "branches"),
                 qc=tuple(str(c) for c in res.get("qc", ())),
+                enforcement=_enforcement(res),
+                network=_network(res),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed capability in snapshot: {exc}") from exc
@@ -358,6 +372,27 @@ def _binding_list(res: dict[str, Any], key: str) -> tuple[str, ...]:
     value = res[key]
     if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
         raise ValueError(f"{key} must be a non-empty list of strings")
+    return tuple(value)
+
+
+def _enforcement(res: dict[str, Any]) -> str:
+    value = res.get("enforcement", DEFAULT_ENFORCEMENT)
+    if value not in ENFORCEMENTS:
+        raise ValueError(f"enforcement must be one of {', '.join(ENFORCEMENTS)}")
+    return str(value)
+
+
+def _network(res: dict[str, Any]) -> bool | tuple[int, ...]:
+    """A snapshot's optional `network`: absent/False none, True any, a list of TCP ports."""
+    value = res.get("network", False)
+    if isinstance(value, bool):
+        return value
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(type(p) is int and 0 < p < 65536 for p in value)
+    ):
+        raise ValueError("network must be true, false or a non-empty list of TCP ports")
     return tuple(value)
 
 

@@ -9,11 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from capdaemon.capability.model import (
+    DEFAULT_ENFORCEMENT,
     DEFAULT_LEVEL,
     DEFAULT_MERGE_POLICY,
     DEFAULT_TTL_HOURS,
     MAX_LIST_ITEMS,
     MAX_TASK_FILE_BYTES,
+    ENFORCEMENTS,
     MAX_TTL_HOURS,
     MERGE_POLICIES,
     BadTaskIdError,
@@ -28,7 +30,7 @@ from capdaemon.quoting import quote_value
 TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
 RESOURCE_KEYS = (
     "paths", "forbidden_paths", "commands", "merge_policy", "ttl_hours", "agents", "branches",
-    "qc",
+    "qc", "enforcement", "network",
 )  # fmt: skip
 # A GitHub login (ASCII letters, digits, hyphens; at most 39), or a GitHub App's `name[bot]`.
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
@@ -136,7 +138,36 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
         agents=agents,
         branches=branches,
         qc=qc,
+        enforcement=_enforcement(res.get("enforcement", DEFAULT_ENFORCEMENT)),
+        network=_network(res.get("network", False)),
     )
+
+
+def _enforcement(value: Any) -> str:
+    field = "allowed_resources.enforcement"
+    if value not in ENFORCEMENTS:
+        raise TaskFileError(
+            field, f"must be one of {', '.join(ENFORCEMENTS)}, not {quote_value(value)}"
+        )
+    return str(value)
+
+
+def _network(value: Any) -> bool | tuple[int, ...]:
+    """false (no TCP under `scope-guard run`), true (any), or TCP ports to connect to."""
+    field = "allowed_resources.network"
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, list):
+        raise TaskFileError(
+            field, f"must be true, false or a list of TCP ports, not {_type(value)}"
+        )
+    _bounded(value, field)
+    if not value:
+        raise TaskFileError(field, "must not be an empty list (write false for no network)")
+    for i, port in enumerate(value):
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise TaskFileError(f"{field}[{i}]", f"must be a TCP port 1-65535, not {port!r}")
+    return tuple(sorted(set(value)))
 
 
 def _type(value: Any) -> str:

@@ -1,5 +1,7 @@
 """`capdaemon scope-guard --task ID PATH... | --command CMD`: the check before every edit (layer 2).
 
+`capdaemon scope-guard run --task ID -- CMD ARGS...` is `capdaemon.commands.scope_run`.
+
 Kept light: no YAML, no jsonschema, no structlog, no config; escalation and audit
 modules are imported only when something is out of scope.
 """
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
     from capdaemon.capability.model import Violation
 
 PROG = "scope-guard"
+# `capdaemon scope-guard run --task ID -- CMD ARGS...`: the check, then CMD under the kernel.
+SUBCOMMANDS = {"run": ("capdaemon.commands.scope_run", "check a command, then run it confined")}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

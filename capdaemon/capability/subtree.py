@@ -1,0 +1,137 @@
+"""What a task's globs say about a whole folder: every path below it allowed, or none forbidden.
+
+Landlock grants a right on a folder for everything beneath it, including names created
+later, so a folder may be granted whole only when *every* possible path below it is in
+scope. Both answers here are proofs on the glob text, never guesses, and err on the side
+of "no" (a folder then gets finer rules, or none):
+
+- `covers_below(globs, folder)`: some glob certainly matches every path strictly below
+  the folder (`src/**`, `src/`, `src`, `**`, `*/gen/**`…); a glob whose last part has
+  wildcards (`src/*.py`, `a/*`) never covers a folder;
+- `may_reach(globs, folder, folded=…)`: some glob might match the folder, one of its
+  parents, or anything below it; wildcard parts are taken to match any name, and with
+  `folded` literal parts compare case-insensitively and look-alike-folded (as forbidden
+  globs match). `*.pem` or `cron.json` (no slash: any depth) reach every folder.
+
+Folders are tuples of path segments relative to the repository root (`()` is the root).
+Property tests check both against GlobSet (tests/capability/test_cap_subtree.py).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from capdaemon.globs import fold_path
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    Matcher = Callable[[str, str], bool]
+
+_WILD = frozenset("*?[]\\")
+
+
+def _parts(glob: str) -> tuple[tuple[str, ...], bool, bool]:
+    """(segments, dir_only, last_is_literal) in anchored form: an unanchored glob (no slash
+    but a trailing one) starts with `**`; empty segments (`a//b`) are dropped."""
+    text = glob.strip()
+    dir_only = text.endswith("/")
+    text = text.rstrip("/")
+    anchored = text.startswith("/") or "/" in text
+    segs = tuple(s for s in text.lstrip("/").split("/") if s)
+    if not anchored:
+        segs = ("**", *segs)
+    last = segs[-1] if segs else "**"
+    return segs, dir_only, not any(c in _WILD for c in last)
+
+
+def _nfa_step(segs: tuple[str, ...], states: set[int], name: str, match: Matcher) -> set[int]:
+    """States (indices into `segs`) after consuming one path segment `name`."""
+    out: set[int] = set()
+    for i in states:
+        if i >= len(segs):
+            continue
+        s = segs[i]
+        if s == "**":
+            out.add(i)  # `**` consumes the name and stays
+        elif match(s, name):
+            out.add(i + 1)
+    return _closure(segs, out)
+
+
+def _closure(segs: tuple[str, ...], states: set[int]) -> set[int]:
+    """Add the states reachable by letting each `**` match zero segments."""
+    todo = list(states)
+    while todo:
+        i = todo.pop()
+        if i < len(segs) and segs[i] == "**" and i + 1 not in states:
+            states.add(i + 1)
+            todo.append(i + 1)
+    return states
+
+
+def _certain(seg: str, name: str) -> bool:
+    """A glob segment that certainly matches `name`: the same literal, or `*` (any name)."""
+    return seg == "*" or (seg == name and not any(c in _WILD for c in seg))
+
+
+def _matches_some_prefix(segs: tuple[str, ...], folder: tuple[str, ...]) -> bool:
+    """True when `segs` (all certain) matches the folder or one of its parents exactly."""
+    states = _closure(segs, {0})
+    if len(segs) in states:
+        return True
+    for name in folder:
+        states = _nfa_step(segs, states, name, _certain)
+        if len(segs) in states:
+            return True
+        if not states:
+            return False
+    return False
+
+
+def covers_below(globs: Iterable[str], folder: tuple[str, ...]) -> bool:
+    """True when some glob certainly matches every path strictly below `folder`."""
+    folder = tuple(unicodedata.normalize("NFC", s) for s in folder)
+    for glob in globs:
+        segs, dir_only, literal_last = _parts(glob)
+        while segs and segs[-1] == "**":  # `x/**`: everything strictly below x
+            segs = segs[:-1]
+            dir_only = True
+        if not segs:
+            return True  # `**`: everything
+        if (dir_only or literal_last) and _matches_some_prefix(segs, folder):
+            return True
+    return False
+
+
+def _maybe(folded: bool) -> Matcher:
+    def match(seg: str, name: str) -> bool:
+        if any(c in _WILD for c in seg):
+            return True  # a wildcard part may match any name
+        if not folded:
+            return seg == unicodedata.normalize("NFC", name)
+        return bool(
+            {seg.casefold(), fold_path(seg)} & {name.casefold(), fold_path(name)}
+        )
+
+    return match
+
+
+def may_reach(globs: Iterable[str], folder: tuple[str, ...], *, folded: bool) -> bool:
+    """True when some glob might match `folder`, a parent of it, or any path below it."""
+    match = _maybe(folded)
+    for glob in globs:
+        segs, _, _ = _parts(glob)
+        states = _closure(segs, {0})
+        if len(segs) in states:
+            return True
+        for name in folder:
+            states = _nfa_step(segs, states, name, match)
+            if len(segs) in states:
+                return True
+            if not states:
+                break
+        if states:
+            return True  # glob parts left over could match names below the folder
+    return False

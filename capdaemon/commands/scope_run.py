@@ -1,0 +1,276 @@
+"""`capdaemon scope-guard run --task ID [--repo DIR] -- CMD ARGS...`: check, then run confined.
+
+The command line is checked exactly as `scope-guard --command` checks it; then CMD runs in
+a child process under Linux Landlock (see `capdaemon.confine`), so that whatever it does it
+writes only where the task may write, gets a private TMPDIR, and (unless the capability
+allows it) makes no TCP connection. The exit status is CMD's (128+N when a signal N ended
+it); scope-guard's own refusals are 1 (out of scope), 2 (bad input, or no Landlock for a
+task that needs it), 126 (not executable) and 127 (not found). The run is audited before
+and after (`scope_run`, `scope_run_exit` in actions.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from capdaemon import landlock
+from capdaemon.capability.model import (
+    BadTaskIdError,
+    SnapshotError,
+    UnknownTaskError,
+    Violation,
+    ViolationKind,
+    validate_task_id,
+)
+from capdaemon.capability.scope import check_command
+from capdaemon.capability.snapshot import guard_capability
+from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.commands.scope_guard import _refuse
+from capdaemon.stores.capabilities import load_snapshot
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
+if TYPE_CHECKING:
+    from capdaemon.capability.model import CapabilitySnapshot
+
+PROG = "scope-guard run"
+SHOWN_GRANTS = 200  # writable paths listed in the audit entry (the count is always there)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Declare the arguments."""
+    parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
+    add_state_arg(parser)
+    parser.add_argument(
+        "--repo", metavar="DIR", help="a folder of the git checkout to confine to (default: cwd)"
+    )
+    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="command")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check, confine, run; the program's exit status (see the module docstring)."""
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        error(PROG, "give the command after --: scope-guard run --task ID -- CMD ARGS...")
+        return 2
+    try:
+        task_id = validate_task_id(args.task)
+    except BadTaskIdError as exc:
+        error(PROG, str(exc))
+        return 2
+    try:
+        root = checkout_root(Path(args.repo) if args.repo else Path.cwd())
+    except NotACheckoutError as exc:
+        error(PROG, str(exc))
+        return 2
+    state = state_dir(args)
+    now = datetime.now(UTC)
+    snap = _snapshot(state, task_id, now)
+    if isinstance(snap, int):
+        return snap
+    import shlex
+
+    violations = check_command(snap, shlex.join(argv), now)  # expiry included
+    if violations:
+        return _refuse(state, task_id, violations, now)
+    program = which(argv[0])
+    if program is None:
+        error(PROG, f"{argv[0]}: command not found (PATH={os.environ.get('PATH', '')})")
+        return 127
+    return _confined(snap, state, root, program, argv)
+
+
+class NotACheckoutError(ValueError):
+    """--repo (or the current directory) is not a folder of a git checkout."""
+
+
+def checkout_root(folder: Path) -> str:
+    """The real path of the git checkout (the folder with `.git`) holding `folder`."""
+    if not folder.is_dir():
+        raise NotACheckoutError(f"--repo {folder} is not a directory")
+    here = os.path.realpath(folder)
+    probe = here
+    while True:
+        if os.path.lexists(os.path.join(probe, ".git")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            raise NotACheckoutError(f"{here} is not inside a git checkout (no .git above it)")
+        probe = parent
+
+
+def which(program: str) -> str | None:
+    """The executable `program` names (a path, or searched on PATH), else None."""
+    if "/" in program:
+        return program if os.path.isfile(program) else None
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", program)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _snapshot(state: Path, task_id: str, now: datetime) -> CapabilitySnapshot | int:
+    try:
+        snap = load_snapshot(state, task_id)
+    except UnknownTaskError as exc:
+        return _refuse(
+            state, task_id, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))], now
+        )
+    except SnapshotError as exc:
+        return _refuse(
+            state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
+        )
+    if snap.legacy:
+        print(
+            f"capdaemon {PROG}: WARNING: task {task_id} is LEGACY (dispatched with "
+            "--allow-no-scope): it may write anywhere in the checkout but .git",
+            file=sys.stderr,
+        )
+    return snap
+
+
+def _confined(
+    snap: CapabilitySnapshot, state: Path, root: str, program: str, argv: list[str]
+) -> int:
+    """Build the ruleset (or not, for check-only), audit, run, clean up, audit the exit."""
+    from capdaemon.confine import build_ruleset, plan_for
+
+    cap = guard_capability(snap)  # the regexes stored at dispatch: no pathspec import
+    ruleset: landlock.Ruleset | None = None
+    tmpdir = _private_tmp(cap.task_id)
+    record: dict[str, object] = {"network": _network_text(cap.network)}
+    level = "check-only"
+    try:
+        if cap.enforcement == "check-only":
+            record["network"] = "unrestricted (check-only)"
+        else:
+            try:
+                abi = landlock.abi_version()
+            except landlock.LandlockError as exc:
+                error(
+                    PROG,
+                    f"cannot enforce task {cap.task_id}'s scope: {exc.strerror}; refusing to "
+                    "run (a task with `enforcement: check-only` runs with the check alone)",
+                )
+                return 2
+            level = f"landlock ABI {abi}"
+            plan = plan_for(cap, root, never=_inside(state, root))
+            ruleset = build_ruleset(plan, abi, tmpdir, cap.network)
+            shown = plan.writable()
+            record |= {
+                "writable_count": len(shown),
+                "writable": shown[:SHOWN_GRANTS],
+                "held_back": plan.held_back[:SHOWN_GRANTS],
+            }
+        entry = _audit(state, "scope_run", cap.task_id, argv, level, root, **record)
+        status = _spawn(program, argv, {**os.environ, **_tmp_env(tmpdir)}, ruleset)
+    finally:
+        if ruleset is not None:
+            ruleset.close()
+        _remove_tree(tmpdir)
+    _audit(state, "scope_run_exit", cap.task_id, argv, level, root, exit=status)
+    if status != 0 and ruleset is not None:
+        where = f"{state / 'actions.jsonl'} entry {entry}" if entry else "the audit log"
+        print(
+            f"capdaemon {PROG}: task {cap.task_id}'s scope was enforced by the kernel "
+            f"({level}): a write outside it fails as the program's own 'Permission denied' "
+            f"(EACCES); what was writable: {where}",
+            file=sys.stderr,
+        )
+    return status
+
+
+def _network_text(network: bool | tuple[int, ...]) -> str:
+    if network is True:
+        return "unrestricted"
+    if network is False:
+        return "no TCP bind or connect"
+    return "TCP connect to ports " + ", ".join(str(p) for p in network)
+
+
+def _inside(state: Path, root: str) -> tuple[str, ...]:
+    """The state directory relative to the checkout, when it is inside it."""
+    real = os.path.realpath(state)
+    if real == root:
+        return ("",)
+    prefix = root.rstrip("/") + "/"
+    return (real[len(prefix) :],) if real.startswith(prefix) else ()
+
+
+def _private_tmp(task_id: str) -> str:
+    base = os.environ.get("TMPDIR") or "/tmp"
+    path = os.path.join(base, f"capdaemon-run-{task_id}-{os.urandom(6).hex()}")
+    os.mkdir(path, 0o700)
+    return os.path.realpath(path)
+
+
+def _tmp_env(tmpdir: str) -> dict[str, str]:
+    return {"TMPDIR": tmpdir, "TMP": tmpdir, "TEMP": tmpdir}
+
+
+def _remove_tree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _audit(
+    state: Path, action: str, task_id: str, argv: list[str], level: str, root: str,
+    **extra: object,
+) -> int | None:  # fmt: skip
+    """Append one audit entry; its seq, or None when it could not be written (said once)."""
+    from capdaemon.audit import AuditLog
+    from capdaemon.filenames import ACTIONS_LOG
+
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        rec = AuditLog(state / ACTIONS_LOG).append(
+            {
+                "action": action,
+                "layer": "scope-guard",
+                "task_id": task_id,
+                "command": argv,
+                "enforcement": level,
+                "checkout": root,
+                **extra,
+            }
+        )
+        return int(rec["seq"])
+    except Exception as exc:  # the run is not refused for a log it cannot write: said
+        error(PROG, f"could not write the audit entry {action}: {exc}")
+        return None
+
+
+def _spawn(
+    program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
+) -> int:
+    """fork; the child restricts itself and execs; the parent forwards signals and waits."""
+    pid = os.fork()
+    if pid == 0:  # the child: nothing but the restriction and exec
+        code = 126
+        try:
+            if ruleset is not None:
+                ruleset.restrict_self()
+            os.execve(program, argv, env)
+        except FileNotFoundError:
+            code = 127
+        except BaseException as exc:
+            os.write(2, f"capdaemon {PROG}: error: cannot run {argv[0]}: {exc}\n".encode())
+        os._exit(code)
+    forwarded = (signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, lambda n, _f: os.kill(pid, n)) for s in forwarded}
+    ignored = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        _, status = os.waitpid(pid, 0)
+    finally:
+        for s, h in (old | ignored).items():
+            signal.signal(s, h)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code

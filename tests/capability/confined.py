@@ -1,0 +1,159 @@
+"""Helpers for the `scope-guard run` tests: a probe program, a checkout, and the CLI as a child.
+
+Every confined run is a real `python -m capdaemon.cli scope-guard run` subprocess, so the
+test process itself is never restricted. The probe reads what to try from stdin (never
+from its command line, which the static check reads) and prints, as JSON, 0 or the errno
+of each attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .helpers import Git
+
+PROBE = r'''
+import json, os, socket, sys
+
+def op(kind, *a):
+    if kind == "append":
+        with open(a[0], "a") as fh:
+            fh.write("probe\n")
+    elif kind == "create":
+        with open(a[0], "x") as fh:
+            fh.write("probe\n")
+    elif kind == "truncate":
+        os.truncate(a[0], 0)
+    elif kind == "unlink":
+        os.unlink(a[0])
+    elif kind == "rmdir":
+        os.rmdir(a[0])
+    elif kind == "mkdir":
+        os.mkdir(a[0])
+    elif kind == "rename":
+        os.rename(a[0], a[1])
+    elif kind == "link":
+        os.link(a[0], a[1])
+    elif kind == "symlink":
+        os.symlink(a[0], a[1])
+    elif kind == "connect":
+        socket.create_connection(("127.0.0.1", int(a[0])), timeout=5).close()
+    elif kind == "bind":
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.close()
+    elif kind == "tmpdir":
+        with open(os.path.join(os.environ["TMPDIR"], "scratch"), "w") as fh:
+            fh.write("x")
+        print(os.environ["TMPDIR"], file=sys.stderr)
+    elif kind == "exit":
+        sys.stdout.flush()
+        os._exit(int(a[0]))
+    else:
+        raise SystemExit(f"unknown op {kind}")
+
+out = {}
+for i, (kind, *args) in enumerate(json.load(sys.stdin)):
+    try:
+        print(json.dumps(out), flush=True) if kind == "exit" else None
+        op(kind, *args)
+        out[f"{i}:{kind} {' '.join(args)}"] = 0
+    except OSError as exc:
+        out[f"{i}:{kind} {' '.join(args)}"] = exc.errno
+print(json.dumps(out))
+'''
+
+TASK = """\
+task_id: run-1
+allowed_resources:
+  paths: ["src/**", "scripts/finish-task.sh", "build/"]
+  forbidden_paths: [".github/**", "memory/events/*.cron-*", "src/secret/**", "/cron_settings.json"]
+  commands: ["python3 tools/probe.py", "python3 ../../tools/probe.py"]
+"""
+
+
+@dataclass
+class Run:
+    """One confined run: exit code, stdout, stderr, and the probe's answers when it printed."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def probe(self) -> dict[str, int]:
+        """The probe's last JSON line: attempt → 0 or errno."""
+        lines = [ln for ln in self.out.splitlines() if ln.startswith("{")]
+        assert lines, (self.code, self.out, self.err)
+        result: dict[str, int] = json.loads(lines[-1])
+        return result
+
+    def errnos(self) -> list[int]:
+        """The errno of each attempt, in order."""
+        return list(self.probe.values())
+
+
+def checkout(root: Path) -> Git:
+    """A checkout with allowed, forbidden and neutral files, and the probe in tools/."""
+    g = Git(root)
+    g.write(
+        {
+            "scripts/finish-task.sh": "#!/bin/sh\necho done\n",
+            "cron_settings.json": '{"jobs": ["CC712188"]}\n',
+            ".github/workflows/ci.yml": "on: push\n",
+            "memory/events/job.cron-1": "0 * * * *\n",
+            "memory/plans/plan.md": "plan\n",
+            "src/app.py": "VALUE = 1\n",
+            "src/pkg/mod.py": "X = 1\n",
+            "src/secret/key.txt": "secret\n",
+            "build/out.txt": "old\n",
+            "README.md": "hello\n",
+            "tools/probe.py": PROBE,
+        }
+    )
+    g.commit("initial")
+    return g
+
+
+def venv_env(**extra: str) -> dict[str, str]:
+    """The environment with this interpreter's bin folder first on PATH (pytest, python3)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', os.defpath)}"
+    env.update(extra)
+    return env
+
+
+def confined(
+    state: Path,
+    repo: Path,
+    task: str,
+    *argv: str,
+    ops: list[list[str]] | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    prefix: tuple[str, ...] = (),
+) -> Run:
+    """`capdaemon scope-guard run --task TASK --state STATE -- ARGV` as a real child process."""
+    cmd = [*prefix, sys.executable, "-m", "capdaemon.cli", "scope-guard", "run"]
+    cmd += ["--task", task, "--state", str(state), "--", *argv]
+    proc = subprocess.run(
+        cmd,
+        input=json.dumps(ops or []),
+        capture_output=True,
+        text=True,
+        cwd=cwd or repo,
+        env=env or venv_env(),
+        timeout=120,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def actions(state: Path) -> list[dict[str, object]]:
+    """The entries of actions.jsonl."""
+    path = state / "actions.jsonl"
+    return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines()]
