@@ -10,6 +10,10 @@ import importlib
 import os
 import sys
 
+TYPE_CHECKING = False  # typing costs ~2 ms to import (scope-guard comes through here)
+if TYPE_CHECKING:
+    from typing import Any
+
 DEBUG_ENV = "CAPDAEMON_DEBUG"  # set: unexpected failures show their traceback
 
 # command -> (module, one-line help). Each module defines
@@ -55,6 +59,19 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _command(name: str, rest: list[str]) -> tuple[Any, str, list[str], str]:
+    """(module, name, remaining arguments, help) of a command, or of its subcommand when the
+    command's module lists the next word in `SUBCOMMANDS` (`capdaemon scope-guard run ...`)."""
+    module_name, help_ = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    subcommands: dict[str, tuple[str, str]] = getattr(module, "SUBCOMMANDS", {})
+    if rest and rest[0] in subcommands:
+        module_name, help_ = subcommands[rest[0]]
+        module = importlib.import_module(module_name)
+        name, rest = f"{name} {rest[0]}", rest[1:]
+    return module, name, rest, help_
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one capdaemon command; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -70,13 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"capdaemon: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    module_name, help_ = COMMANDS[name]
-    module = importlib.import_module(module_name)
-    subcommands: dict[str, tuple[str, str]] = getattr(module, "SUBCOMMANDS", {})
-    if rest and rest[0] in subcommands:  # `capdaemon scope-guard run ...`
-        module_name, help_ = subcommands[rest[0]]
-        name, rest = f"{name} {rest[0]}", rest[1:]
-        module = importlib.import_module(module_name)
+    module, name, rest, help_ = _command(name, rest)
     parser = argparse.ArgumentParser(
         prog=f"capdaemon {name}", description=help_, formatter_class=_HelpFormatter
     )

@@ -84,19 +84,24 @@ class _Walker:
     def _path_ok(self, rel: str) -> bool:
         return not self._never(rel) and check_path(self.cap, rel) is None
 
+    def _whole_or_none(self, segs: tuple[str, ...], path: str, rel: str) -> bool | None:
+        """True: granted whole; False: nothing below can be granted; None: look inside."""
+        if self._never(rel):
+            return False
+        if covers_below(self.allowed, segs) and not may_reach(self.forbidden, segs, folded=True):
+            self.plan.grants.append(Grant(WHOLE, path, rel))
+            return True
+        if not may_reach(self.allowed, segs, folded=False):
+            return False
+        return None
+
     def walk(self, segs: tuple[str, ...], path: str) -> bool:
         """Grant what `segs` may get; True when every existing path below it is in scope."""
         rel = "/".join(segs)
         if segs:
-            if self._never(rel):
-                return False
-            if covers_below(self.allowed, segs) and not may_reach(
-                self.forbidden, segs, folded=True
-            ):
-                self.plan.grants.append(Grant(WHOLE, path, rel))
-                return True
-            if not may_reach(self.allowed, segs, folded=False):
-                return False
+            decided = self._whole_or_none(segs, path, rel)
+            if decided is not None:
+                return decided
         try:
             entries = list(os.scandir(path))
         except OSError:

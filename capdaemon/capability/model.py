@@ -288,8 +288,8 @@ class Capability(Record):
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form stored in the snapshot.
 
-        `agents`/`branches`/`qc`/`enforcement`/`network` appear only when given, so a capability without them has
-        exactly the form (and hash) it had before they existed.
+        `agents`/`branches`/`qc`/`enforcement`/`network` appear only when given, so a
+        capability without them has exactly the form (and hash) it had before they existed.
         """
         res: dict[str, Any] | None = None
         if not self.legacy:

@@ -9,9 +9,10 @@ of "no" (a folder then gets finer rules, or none):
   the folder (`src/**`, `src/`, `src`, `**`, `*/gen/**`…); a glob whose last part has
   wildcards (`src/*.py`, `a/*`) never covers a folder;
 - `may_reach(globs, folder, folded=…)`: some glob might match the folder, one of its
-  parents, or anything below it; wildcard parts are taken to match any name, and with
-  `folded` literal parts compare case-insensitively and look-alike-folded (as forbidden
-  globs match). `*.pem` or `cron.json` (no slash: any depth) reach every folder.
+  parents, or anything below it. `*` and `?` are matched; `[…]` classes and escapes are
+  taken to match any name; with `folded`, names compare case-insensitively and
+  look-alike-folded (as forbidden globs match). `*.pem` or `cron.json` (no slash: any
+  depth) reach every folder.
 
 Folders are tuples of path segments relative to the repository root (`()` is the root).
 Property tests check both against GlobSet (tests/capability/test_cap_subtree.py).
@@ -19,6 +20,7 @@ Property tests check both against GlobSet (tests/capability/test_cap_subtree.py)
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from capdaemon.globs import fold_path
@@ -95,25 +97,38 @@ def covers_below(globs: Iterable[str], folder: tuple[str, ...]) -> bool:
     folder = tuple(unicodedata.normalize("NFC", s) for s in folder)
     for glob in globs:
         segs, dir_only, literal_last = _parts(glob)
+        if not segs or (dir_only and all(s == "**" for s in segs)):
+            continue  # `**/` matches only what is below some folder: not a top-level file
         while segs and segs[-1] == "**":  # `x/**`: everything strictly below x
             segs = segs[:-1]
             dir_only = True
         if not segs:
-            return True  # `**`: everything
+            return True  # `**`, `**/**`: everything
         if (dir_only or literal_last) and _matches_some_prefix(segs, folder):
             return True
     return False
 
 
+def _segment_regex(seg: str) -> re.Pattern[str] | None:
+    """`*` and `?` of one glob part as a regex; None for classes and escapes (`[…]`, `\\`),
+    which are then taken to match any name."""
+    if "[" in seg or "]" in seg or "\\" in seg:
+        return None
+    body = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in seg)
+    return re.compile(body)
+
+
 def _maybe(folded: bool) -> Matcher:
     def match(seg: str, name: str) -> bool:
-        if any(c in _WILD for c in seg):
-            return True  # a wildcard part may match any name
-        if not folded:
-            return seg == unicodedata.normalize("NFC", name)
-        return bool(
-            {seg.casefold(), fold_path(seg)} & {name.casefold(), fold_path(name)}
-        )
+        if folded:  # as GlobSet(case_insensitive=True): casefolded glob, casefolded or
+            seg = seg.casefold()  # look-alike-folded name
+            names = {name.casefold(), fold_path(name)}
+        else:
+            names = {unicodedata.normalize("NFC", name)}
+        if not any(c in _WILD for c in seg):
+            return seg in names or (folded and fold_path(seg) in names)
+        rx = _segment_regex(seg)
+        return rx is None or any(rx.fullmatch(n) for n in names)
 
     return match
 

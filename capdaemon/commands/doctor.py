@@ -88,7 +88,14 @@ def _offline(
 ) -> Generator[tuple[Finding, bool], None, tuple[str | None, bytes | None]]:
     """The config, credentials, state directory and time zone; the usable (token, key)."""
     from capdaemon.commands._common import config_dir
-    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_state_dir, check_time_zone
+    from capdaemon.daemon.checkup import (
+        FAIL,
+        OK,
+        Finding,
+        check_landlock,
+        check_state_dir,
+        check_time_zone,
+    )
     from capdaemon.daemon.preflight import CredentialsError, check_key_pem
     from capdaemon.daemon.runner import app_key_path, github_credentials
 
@@ -116,26 +123,8 @@ def _offline(
         token = key = None
     yield from ((f, False) for f in check_state_dir(state))
     yield check_time_zone(config, datetime.now(UTC)), True
-    yield _landlock(), False
+    yield check_landlock(), False
     return token, key
-
-
-def _landlock() -> Finding:
-    """The kernel's Landlock ABI: what `scope-guard run` can enforce here."""
-    from capdaemon.daemon.checkup import OK, WARN, Finding
-    from capdaemon.landlock import LandlockError, abi_version
-
-    try:
-        abi = abi_version()
-    except LandlockError as exc:
-        return Finding(
-            WARN,
-            "landlock",
-            f"unavailable ({exc.strerror}): `scope-guard run` refuses tasks without "
-            "`enforcement: check-only`",
-        )
-    net = "writes and TCP" if abi >= 4 else "writes (no TCP rules before ABI 4)"
-    return Finding(OK, "landlock", f"ABI {abi}: `scope-guard run` confines {net}")
 
 
 def _online(

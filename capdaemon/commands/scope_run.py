@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from capdaemon import landlock
+from capdaemon.audit import AuditLog
 from capdaemon.capability.model import (
     BadTaskIdError,
     SnapshotError,
@@ -31,6 +32,8 @@ from capdaemon.capability.scope import check_command
 from capdaemon.capability.snapshot import guard_capability
 from capdaemon.commands._common import add_state_arg, error, state_dir
 from capdaemon.commands.scope_guard import _refuse
+from capdaemon.confine import build_ruleset, plan_for
+from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.stores.capabilities import load_snapshot
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
@@ -140,9 +143,8 @@ def _confined(
     snap: CapabilitySnapshot, state: Path, root: str, program: str, argv: list[str]
 ) -> int:
     """Build the ruleset (or not, for check-only), audit, run, clean up, audit the exit."""
-    from capdaemon.confine import build_ruleset, plan_for
-
     cap = guard_capability(snap)  # the regexes stored at dispatch: no pathspec import
+    audit = _Audit(state)
     ruleset: landlock.Ruleset | None = None
     tmpdir = _private_tmp(cap.task_id)
     record: dict[str, object] = {"network": _network_text(cap.network)}
@@ -169,13 +171,13 @@ def _confined(
                 "writable": shown[:SHOWN_GRANTS],
                 "held_back": plan.held_back[:SHOWN_GRANTS],
             }
-        entry = _audit(state, "scope_run", cap.task_id, argv, level, root, **record)
+        entry = audit("scope_run", cap.task_id, argv, level, root, **record)
         status = _spawn(program, argv, {**os.environ, **_tmp_env(tmpdir)}, ruleset)
     finally:
         if ruleset is not None:
             ruleset.close()
         _remove_tree(tmpdir)
-    _audit(state, "scope_run_exit", cap.task_id, argv, level, root, exit=status)
+    audit("scope_run_exit", cap.task_id, argv, level, root, exit=status)
     if status != 0 and ruleset is not None:
         where = f"{state / 'actions.jsonl'} entry {entry}" if entry else "the audit log"
         print(
@@ -221,31 +223,40 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _audit(
-    state: Path, action: str, task_id: str, argv: list[str], level: str, root: str,
-    **extra: object,
-) -> int | None:  # fmt: skip
-    """Append one audit entry; its seq, or None when it could not be written (said once)."""
-    from capdaemon.audit import AuditLog
-    from capdaemon.filenames import ACTIONS_LOG
+class _Audit:
+    """The run's two audit entries, through one handle on actions.jsonl (opened lazily)."""
 
-    try:
-        state.mkdir(parents=True, exist_ok=True)
-        rec = AuditLog(state / ACTIONS_LOG).append(
-            {
-                "action": action,
-                "layer": "scope-guard",
-                "task_id": task_id,
-                "command": argv,
-                "enforcement": level,
-                "checkout": root,
-                **extra,
-            }
-        )
-        return int(rec["seq"])
-    except Exception as exc:  # the run is not refused for a log it cannot write: said
-        error(PROG, f"could not write the audit entry {action}: {exc}")
-        return None
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.log: AuditLog | None = None
+
+    def __call__(
+        self, action: str, task_id: str, argv: list[str], level: str, root: str, **extra: object
+    ) -> int | None:
+        """Append one entry; its seq, or None when it could not be written (said on stderr)."""
+        try:
+            if self.log is None:
+                self.log = _open_log(self.state)
+            rec = self.log.append(
+                {
+                    "action": action,
+                    "layer": "scope-guard",
+                    "task_id": task_id,
+                    "command": argv,
+                    "enforcement": level,
+                    "checkout": root,
+                    **extra,
+                }
+            )
+            return int(rec["seq"])
+        except Exception as exc:  # the run is not refused for a log it cannot write: said
+            error(PROG, f"could not write the audit entry {action}: {exc}")
+            return None
+
+
+def _open_log(state: Path) -> AuditLog:
+    state.mkdir(parents=True, exist_ok=True)
+    return AuditLog(state / ACTIONS_LOG)
 
 
 def _spawn(

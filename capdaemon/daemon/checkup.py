@@ -1,9 +1,10 @@
 """The checks behind `capdaemon doctor`: each one reads (never writes) and gives one finding.
 
 Offline: the config and user rules, the key or token, the state directory (usable, lock,
-state files, audit logs) and the time zone. Online: reaching GitHub, the credentials, the App
-installation and its permissions, each supervised repo (access, branch protection, required
-checks), who can write to the decision repo, and the rate-limit budget.
+state files, audit logs), the time zone and the kernel's Landlock ABI. Online: reaching
+GitHub, the credentials, the App installation and its permissions, each supervised repo
+(access, branch protection, required checks), who can write to the decision repo, and the
+rate-limit budget.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from capdaemon.config import Config, RepoConfig
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
+from capdaemon.landlock import LandlockError, abi_version
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -120,6 +122,21 @@ def _lock_finding(lock: Path) -> Finding:
         return Finding(OK, "state lock", "free (no daemon is running on this directory)")
     finally:
         os.close(fd)
+
+
+def check_landlock() -> Finding:
+    """The kernel's Landlock ABI: what `scope-guard run` can enforce on this machine."""
+    try:
+        abi = abi_version()
+    except LandlockError as exc:
+        return Finding(
+            WARN,
+            "landlock",
+            f"unavailable ({exc.strerror}): `scope-guard run` refuses tasks without "
+            "`enforcement: check-only`",
+        )
+    net = "writes and TCP" if abi >= 4 else "writes (no TCP rules before ABI 4)"
+    return Finding(OK, "landlock", f"ABI {abi}: `scope-guard run` confines {net}")
 
 
 def check_time_zone(config: Config, now: datetime) -> Finding:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .helpers import Git
 
-PROBE = r'''
+PROBE = r"""
 import json, os, socket, sys
 
 def op(kind, *a):
@@ -66,7 +66,7 @@ for i, (kind, *args) in enumerate(json.load(sys.stdin)):
     except OSError as exc:
         out[f"{i}:{kind} {' '.join(args)}"] = exc.errno
 print(json.dumps(out))
-'''
+"""
 
 TASK = """\
 task_id: run-1

@@ -137,7 +137,9 @@ def test_moving_and_linking_forbidden_files_into_the_scope_fails(
     assert not list((co.root / "src/pkg").glob("*.yml"))
 
 
-def test_a_forbidden_name_is_never_created_in_an_allowed_folder(tmp_path: Path, state: Path) -> None:
+def test_a_forbidden_name_is_never_created_in_an_allowed_folder(
+    tmp_path: Path, state: Path
+) -> None:
     """A forbidden glob that can match at any depth (`*.pem`) keeps new names out of every
     folder it could reach: existing allowed files stay writable, new files are refused."""
     co = checkout(tmp_path / "repo")
@@ -288,9 +290,7 @@ def test_bad_input_is_one_line(tmp_path: Path, co: Git, state: Path, task: str) 
         assert len([ln for ln in run.err.splitlines() if ln.startswith("capdaemon")]) <= 2
 
 
-def test_the_state_directory_inside_the_checkout_is_never_writable(
-    tmp_path: Path, co: Git
-) -> None:
+def test_the_state_directory_inside_the_checkout_is_never_writable(tmp_path: Path, co: Git) -> None:
     """Even with everything allowed, the audit log and snapshots are out of reach."""
     state = co.root / "src/bot-state"
     dispatch(

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from capdaemon.cli import main as cli
+from capdaemon.landlock import abi_version
 from ghsandbox import Sandbox
 from ghsandbox import testing as std
 
@@ -118,6 +119,9 @@ def test_doctor_offline_contacts_nobody(
     assert code == 0, lines
     assert any(ln.startswith("skip  github") for ln in lines)
     assert clean_sandbox.counters()["total"]["requests"] == 0
+    (landlock,) = [ln for ln in lines if " landlock " in ln]
+    abi = abi_version()  # the kernel's own answer (CI's kernel has Landlock)
+    assert landlock.startswith("ok") and f"ABI {abi}:" in landlock
 
 
 def test_doctor_wrong_token_is_one_fail_line_exit_2(
