@@ -27,6 +27,7 @@ allowed_resources:
   paths: ["src/**", "docs/**", "tests/**"]
   forbidden_paths: [".github/**", "memory/events/*.cron-*", "config/**", "{pem}"]
   commands: ["true", "git status --short"]
+  enforcement: {enforcement}
 """
 
 
@@ -41,9 +42,13 @@ def main() -> int:
         state = tmp / "bot-state"
         repo = make_repo(tmp, args.files)
         cap = _capdaemon()
-        for task_id, pem in (("anchored", "/*.pem"), ("any-depth", "*.pem")):
+        for task_id, pem, level in (
+            ("anchored", "/*.pem", "kernel"),
+            ("any-depth", "*.pem", "kernel"),
+            ("unconfined", "/*.pem", "check-only"),
+        ):
             path = tmp / f"{task_id}.yml"
-            path.write_text(TASK.format(id=task_id, pem=pem))
+            path.write_text(TASK.format(id=task_id, pem=pem, enforcement=level))
             subprocess.run([*cap, "dispatch", str(path), "--state", str(state)], check=True,
                            capture_output=True)  # fmt: skip
         grow_log(state, 20000)
@@ -60,6 +65,8 @@ def main() -> int:
             ("`python3 -c pass`", [sys.executable, "-c", "pass"]),
             ("`scope-guard --command true` (check only)", guard("anchored", "--command", "true")),
             ("check, then `true` (today's two steps)", check_then),
+            ("`run -- true`, check-only task (no Landlock)",
+             guard("unconfined", "run", "--", "true")),
             ("`run -- true`, anchored task", guard("anchored", "run", "--", "true")),
             ("`run -- true`, `*.pem` task", guard("any-depth", "run", "--", "true")),
             ("`git status` directly", ["git", "status", "--short"]),

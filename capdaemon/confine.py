@@ -5,7 +5,8 @@ names created later included. So the checkout is walked once and each folder get
 finest grant that is still true for every path it would cover:
 
 - **whole folder** (create, write, remove, rename, link): every possible path below it is
-  allowed and none can be forbidden (proved on the glob text, `capability.subtree`);
+  allowed and none can be forbidden (proved on the glob text, `capability.subtree`), and
+  no file below it has a second hard link;
 - **remove only** (plus write on its files): every path that exists below it now is in
   scope, but a new name might not be (e.g. `*.pem` is forbidden at any depth);
 - **single file** (write, truncate): an existing regular file in scope with one link
@@ -88,7 +89,11 @@ class _Walker:
         """True: granted whole; False: nothing below can be granted; None: look inside."""
         if self._never(rel):
             return False
-        if covers_below(self.allowed, segs) and not may_reach(self.forbidden, segs, folded=True):
+        if (
+            covers_below(self.allowed, segs)
+            and not may_reach(self.forbidden, segs, folded=True)
+            and not _has_hard_links(path)
+        ):
             self.plan.grants.append(Grant(WHOLE, path, rel))
             return True
         if not may_reach(self.allowed, segs, folded=False):
@@ -132,6 +137,26 @@ class _Walker:
             self.plan.held_back.append(rel)
             return
         self.plan.grants.append(Grant(FILE, entry.path, rel))
+
+
+def _has_hard_links(path: str) -> bool:
+    """True when a regular file below `path` has another name (which may be forbidden):
+    the folder is then granted file by file, and that file not at all."""
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    linked = _has_hard_links(entry.path)
+                else:
+                    linked = (
+                        entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_nlink != 1
+                    )
+                if linked:
+                    return True
+    except OSError:
+        return True  # unreadable: do not grant it whole
+    return False
 
 
 def plan_for(cap: Capability, root: str, *, never: tuple[str, ...] = ()) -> Plan:

@@ -95,6 +95,7 @@ def _lib() -> ctypes.CDLL:
         import ctypes
 
         _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
     return _libc
 
 

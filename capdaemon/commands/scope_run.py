@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         error(PROG, str(exc))
         return 2
     state = state_dir(args)
+    if os.path.realpath(state) == root:
+        error(PROG, f"the state directory {state} is the checkout itself; use another --state")
+        return 2
     now = datetime.now(UTC)
     snap = _snapshot(state, task_id, now)
     if isinstance(snap, int):
@@ -163,6 +166,9 @@ def _confined(
                 )
                 return 2
             level = f"landlock ABI {abi}"
+            if abi < 4 and cap.network is not True:
+                record["network"] = "not restricted: Landlock ABI < 4 has no TCP rules"
+                print(f"capdaemon {PROG}: WARNING: {record['network']}", file=sys.stderr)
             plan = plan_for(cap, root, never=_inside(state, root))
             ruleset = build_ruleset(plan, abi, tmpdir, cap.network)
             shown = plan.writable()
@@ -200,8 +206,6 @@ def _network_text(network: bool | tuple[int, ...]) -> str:
 def _inside(state: Path, root: str) -> tuple[str, ...]:
     """The state directory relative to the checkout, when it is inside it."""
     real = os.path.realpath(state)
-    if real == root:
-        return ("",)
     prefix = root.rstrip("/") + "/"
     return (real[len(prefix) :],) if real.startswith(prefix) else ()
 

@@ -73,7 +73,7 @@ task_id: run-1
 allowed_resources:
   paths: ["src/**", "scripts/finish-task.sh", "build/"]
   forbidden_paths: [".github/**", "memory/events/*.cron-*", "src/secret/**", "/cron_settings.json"]
-  commands: ["python3 tools/probe.py", "python3 ../../tools/probe.py"]
+  commands: ["scope-probe"]
 """
 
 
@@ -99,7 +99,8 @@ class Run:
 
 
 def checkout(root: Path) -> Git:
-    """A checkout with allowed, forbidden and neutral files, and the probe in tools/."""
+    """A checkout with allowed, forbidden and neutral files; the probe as `scope-probe` in
+    the folder `bin` beside it, which `confined` puts first on PATH."""
     g = Git(root)
     g.write(
         {
@@ -113,10 +114,13 @@ def checkout(root: Path) -> Git:
             "src/secret/key.txt": "secret\n",
             "build/out.txt": "old\n",
             "README.md": "hello\n",
-            "tools/probe.py": PROBE,
         }
     )
     g.commit("initial")
+    probe = root.parent / "bin" / "scope-probe"  # on PATH: no path word on the command line
+    probe.parent.mkdir(exist_ok=True)
+    probe.write_text(f"#!{sys.executable}\n{PROBE}", encoding="utf-8")
+    probe.chmod(0o755)
     return g
 
 
@@ -147,10 +151,15 @@ def confined(
         capture_output=True,
         text=True,
         cwd=cwd or repo,
-        env=env or venv_env(),
+        env=_with_probe(env or venv_env(), repo),
         timeout=120,
     )
     return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _with_probe(env: dict[str, str], repo: Path) -> dict[str, str]:
+    bin_dir = repo.parent / "bin"
+    return {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"} if bin_dir.is_dir() else env
 
 
 def actions(state: Path) -> list[dict[str, object]]:

@@ -26,7 +26,7 @@ from .confined import TASK, actions, checkout, confined
 from .helpers import Git
 
 OK, EACCES, EXDEV = 0, errno.EACCES, errno.EXDEV
-PROBE = ("python3", "tools/probe.py")
+PROBE = ("scope-probe",)
 
 
 @pytest.fixture
@@ -82,7 +82,6 @@ FORBIDDEN = {
     "memory/events/job.cron-1": "0 * * * *\n",
     "src/secret/key.txt": "secret\n",
     "README.md": "hello\n",
-    "tools/probe.py": None,
 }
 
 
@@ -151,7 +150,7 @@ def test_a_forbidden_name_is_never_created_in_an_allowed_folder(
         allowed_resources:
           paths: ["src/**"]
           forbidden_paths: ["*.pem"]
-          commands: ["python3 tools/probe.py"]
+          commands: ["scope-probe"]
         """,
     )
     ops = [["append", "src/pkg/mod.py"], ["create", "src/pkg/key.pem"], ["create", "src/x.py"]]
@@ -160,14 +159,20 @@ def test_a_forbidden_name_is_never_created_in_an_allowed_folder(
     assert not (co.root / "src/pkg/key.pem").exists()
 
 
-def test_a_hard_link_to_a_forbidden_file_is_not_granted(co: Git, state: Path, task: str) -> None:
-    """An allowed name that is a second hard link of a forbidden file is held back."""
-    os.link(co.root / ".github/workflows/ci.yml", co.root / "src/ci-copy.yml")
-    run = confined(state, co.root, task, *PROBE, ops=[["append", "src/ci-copy.yml"]])
-    assert run.errnos() == [EACCES], run.probe
+@pytest.mark.parametrize("name", ["src/ci-copy.yml", "src/pkg/deep/ci-copy.yml"])
+def test_a_hard_link_to_a_forbidden_file_is_not_granted(
+    co: Git, state: Path, task: str, name: str
+) -> None:
+    """An allowed name that is a second hard link of a forbidden file is held back, also
+    inside a folder that would otherwise be granted whole (src/pkg)."""
+    (co.root / name).parent.mkdir(parents=True, exist_ok=True)
+    os.link(co.root / ".github/workflows/ci.yml", co.root / name)
+    ops = [["append", name], ["append", "src/pkg/mod.py"]]
+    run = confined(state, co.root, task, *PROBE, ops=ops)
+    assert run.errnos() == [EACCES, OK], run.probe
     assert read(co, ".github/workflows/ci.yml") == "on: push\n"
     start = [a for a in actions(state) if a["action"] == "scope_run"][-1]
-    assert start["held_back"] == ["src/ci-copy.yml"]
+    assert start["held_back"] == [name]
 
 
 def test_paths_are_judged_from_the_checkout_not_the_current_folder(
@@ -176,7 +181,7 @@ def test_paths_are_judged_from_the_checkout_not_the_current_folder(
     """From inside a forbidden folder, its files by their bare names are still forbidden."""
     here = co.root / ".github/workflows"
     run = confined(
-        state, co.root, task, "python3", "../../tools/probe.py", cwd=here,
+        state, co.root, task, *PROBE, cwd=here,
         ops=[["append", "ci.yml"], ["create", "new.yml"]],
     )  # fmt: skip
     assert run.errnos() == [EACCES, EACCES], (run.probe, run.err)
@@ -212,7 +217,7 @@ def test_network_is_off_unless_the_capability_allows_it(
             task_id: {name}
             allowed_resources:
               paths: ["src/**"]
-              commands: ["python3 tools/probe.py"]
+              commands: ["scope-probe"]
               network: {net}
             """,
         )
@@ -272,6 +277,7 @@ def test_bad_input_is_one_line(tmp_path: Path, co: Git, state: Path, task: str) 
         (confined(state, co.root, task), 2, "give the command after --"),
         (confined(state, plain, task, *PROBE, cwd=plain), 2, "not inside a git checkout"),
         (confined(state, co.root, "no-such-task", *PROBE), 1, "OUT OF SCOPE"),
+        (confined(co.root, co.root, task, *PROBE), 2, "is the checkout itself"),
     ]
     dispatch(
         tmp_path,
@@ -300,7 +306,7 @@ def test_the_state_directory_inside_the_checkout_is_never_writable(tmp_path: Pat
         task_id: all-1
         allowed_resources:
           paths: ["**"]
-          commands: ["python3 tools/probe.py"]
+          commands: ["scope-probe"]
         """,
     )
     ops = [["append", "src/bot-state/actions.jsonl"], ["append", "src/app.py"]]
@@ -352,7 +358,7 @@ def test_without_landlock_run_refuses_unless_check_only(
         task_id: co-1
         allowed_resources:
           paths: ["src/**"]
-          commands: ["python3 tools/probe.py"]
+          commands: ["scope-probe"]
           enforcement: check-only
         """,
     )
