@@ -25,7 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("capdaemon.commands.audit", "audit log tools (verify)"),
     "why": ("capdaemon.commands.why", "print the story of one PR from the logs"),
     "dispatch": ("capdaemon.commands.dispatch", "dispatch a task: snapshot its capability"),
-    "scope-guard": ("capdaemon.commands.scope_guard", "check paths/commands against a task"),
+    "scope-guard": (
+        "capdaemon.commands.scope_guard",
+        "check paths/commands against a task (`scope-guard run -- CMD`: run it confined)",
+    ),
     "finish-task": ("capdaemon.commands.finish_task", "check a task branch before merging"),
     "tasks": ("capdaemon.commands.tasks", "list capability snapshots"),
     "escalations": ("capdaemon.commands.escalations", "list open escalation records"),

@@ -51,6 +51,9 @@ def op(kind, *a):
         with open(os.path.join(os.environ["TMPDIR"], "scratch"), "w") as fh:
             fh.write("x")
         print(os.environ["TMPDIR"], file=sys.stderr)
+    elif kind == "signal":
+        sys.stdout.flush()
+        os.kill(os.getpid(), int(a[0]))
     elif kind == "exit":
         sys.stdout.flush()
         os._exit(int(a[0]))
@@ -60,7 +63,7 @@ def op(kind, *a):
 out = {}
 for i, (kind, *args) in enumerate(json.load(sys.stdin)):
     try:
-        print(json.dumps(out), flush=True) if kind == "exit" else None
+        print(json.dumps(out), flush=True) if kind in ("exit", "signal") else None
         op(kind, *args)
         out[f"{i}:{kind} {' '.join(args)}"] = 0
     except OSError as exc:

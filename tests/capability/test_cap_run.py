@@ -254,6 +254,12 @@ def test_exit_status_one_line_and_audit(co: Git, state: Path, task: str) -> None
     assert actions(state)[-1]["exit"] == 0
 
 
+def test_a_signal_ends_it_as_128_plus_n(co: Git, state: Path, task: str) -> None:
+    run = confined(state, co.root, task, *PROBE, ops=[["signal", "15"]])
+    assert run.code == 128 + 15
+    assert actions(state)[-1]["exit"] == 143
+
+
 def test_root_is_confined_too(co: Git, state: Path, task: str) -> None:
     """As root (CI), with every capability, the kernel still refuses the write."""
     run = confined(state, co.root, task, *PROBE, ops=[["append", "cron_settings.json"]])

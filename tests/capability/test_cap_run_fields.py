@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from capdaemon.capability.model import Capability, SnapshotError, TaskFileError
@@ -70,3 +73,28 @@ def test_a_snapshot_with_bad_values_is_malformed(bad: dict[str, object]) -> None
     data["allowed_resources"].update(bad)
     with pytest.raises(SnapshotError):
         Capability.from_dict(data)
+
+
+SCHEMA = Path(__file__).parents[2] / "schemas" / "task.schema.json"
+
+
+@pytest.mark.parametrize(
+    ("res", "valid"),
+    [
+        ({"network": [443]}, True),
+        ({"network": True}, True),
+        ({"enforcement": "check-only"}, True),
+        ({"network": []}, False),
+        ({"network": [0]}, False),
+        ({"enforcement": "off"}, False),
+    ],
+)
+def test_the_schema_agrees_with_the_loader(res: dict[str, object], valid: bool) -> None:
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(task(**res)))
+    assert (not errors) == valid, errors
+    if valid:
+        parse_task(task(**res))
+    else:
+        with pytest.raises(TaskFileError):
+            parse_task(task(**res))
