@@ -191,7 +191,10 @@ def build_ruleset(
             FILE: landlock.file_rights(abi),
         }
         for g in plan.grants:
-            rs.allow_path(g.path, rights[g.kind], directory=g.kind != FILE)
+            try:
+                rs.allow_path(g.path, rights[g.kind], directory=g.kind != FILE)
+            except FileNotFoundError:  # gone since the walk: nothing to grant
+                continue
         rs.allow_path(tmpdir, every, directory=True)
         for dev in DEVICES:
             if os.path.exists(dev):
