@@ -185,7 +185,7 @@ def _confined(
         _remove_tree(tmpdir)
     audit("scope_run_exit", cap.task_id, argv, level, root, exit=status)
     if status != 0 and ruleset is not None:
-        where = f"{state / 'actions.jsonl'} entry {entry}" if entry else "the audit log"
+        where = f"{state / ACTIONS_LOG} entry {entry}" if entry else "the audit log"
         print(
             f"capdaemon {PROG}: task {cap.task_id}'s scope was enforced by the kernel "
             f"({level}): a write outside it fails as the program's own 'Permission denied' "
