@@ -1,11 +1,9 @@
-"""A Telegram Bot API sandbox on loopback: the methods capdaemon uses, with the API's shapes.
+"""The Telegram sandbox's bot: chats, members, messages, the update queue and injected faults.
 
-Served at ``/bot<TOKEN>/<method>`` like api.telegram.org; parameters come from the query
-string, a form body or a JSON body (JSON-valued fields such as ``reply_markup`` may be JSON
-text). Errors are the Bot API's bodies, ``{"ok": false, "error_code": N, "description": ...}``
-(401 for a bad token, 400 for a chat the bot cannot post to, 429 with
-``parameters.retry_after``). Admin endpoints under ``/admin/`` press a button as a given user,
-list messages, queue 429s and read per-method request counters.
+The methods answer as the Bot API documents them: getUpdates confirms by `offset` (a negative
+offset keeps only the last -offset updates), keeps the last `allowed_updates` (updates of other
+types are not queued), and a second getUpdates on the token ends the first with 409 Conflict.
+Errors are BotApiError with the API's code and description (429 with retry_after).
 """
 
 from __future__ import annotations
@@ -17,14 +15,17 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from socketserver import ThreadingMixIn
 from typing import Any
-
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
-from werkzeug.wrappers import Request, Response
 
 DEFAULT_TOKEN = "123456:sandbox-bot-token"
 MAX_LONG_POLL = 50  # seconds, as the real API caps getUpdates' timeout
+CONFLICT = (
+    "Conflict: terminated by other getUpdates request; "
+    "make sure that only one bot instance is running"
+)
+# the types an empty or absent allowed_updates leaves out (the Bot API's documented default)
+OPT_IN_TYPES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+MEMBER_STATUSES = frozenset({"creator", "administrator", "member", "restricted", "left", "kicked"})
 
 
 class BotApiError(Exception):
@@ -59,11 +60,27 @@ class _Message:
     history: list[str] = field(default_factory=list)
 
 
-class _QuietHandler(WSGIRequestHandler):
-    """No access log (request lines would carry the bot token)."""
+def chat_type(chat_id: int) -> str:
+    """The type the Bot API reports for an id: users are positive, `-100…` ids are
+    supergroups (or channels), other negative ids basic groups."""
+    if chat_id > 0:
+        return "private"
+    return "supergroup" if str(chat_id).startswith("-100") else "group"
 
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        return None
+
+def update_type(update: Mapping[str, Any]) -> str:
+    """An update's type: its one field besides update_id ("" when there is none)."""
+    return next((k for k in update if k != "update_id"), "")
+
+
+@dataclass
+class Fault:
+    """An injected answer: `code` (429 with retry_after, 5xx, …) for the next `times` calls."""
+
+    code: int
+    description: str
+    retry_after: int | None = None
+    times: int = 1
 
 
 class TelegramState:
@@ -71,7 +88,8 @@ class TelegramState:
 
     def __init__(self, token: str, bot_id: int, bot_username: str) -> None:
         self.token = token
-        self.bot = {
+        self.bot_id = bot_id
+        self.bot: dict[str, Any] = {
             "id": bot_id,
             "is_bot": True,
             "first_name": "capdaemon",
@@ -82,22 +100,29 @@ class TelegramState:
         }
         self.chats: dict[int, dict[str, Any]] = {}
         self.users: dict[int, dict[str, Any]] = {}
+        self.members: dict[tuple[int, int], str] = {}  # (chat, user) → status; absent: member
         self.messages: dict[tuple[int, int], _Message] = {}
         self.updates: list[dict[str, Any]] = []
         self.answers: dict[str, dict[str, Any]] = {}
         self.query_ids: set[str] = set()
         self.counters: Counter[str] = Counter()
-        self.rate_limits: dict[str, list[int]] = {}
+        self.faults: dict[str, list[Fault]] = {}  # method (or "*") → queued answers
+        self.outage_until = 0.0  # monotonic: every method answers 502 before it
+        self.allowed_updates: frozenset[str] | None = None  # None: all but OPT_IN_TYPES
+        self.conflicts = 0  # getUpdates calls ended by a newer one (409)
+        self._poll_gen = 0
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
         self._update_ids = itertools.count(1000)
         self._query_ids = itertools.count(77000)
 
     # -- admin -----------------------------------------------------------------------------
-    def add_chat(self, chat_id: int, title: str = "owners") -> None:
-        """A group chat the bot is a member of."""
+    def add_chat(self, chat_id: int, title: str = "owners", kind: str | None = None) -> None:
+        """A chat the bot is a member of; its type follows the id unless `kind` is given."""
         with self._cond:
-            self.chats[chat_id] = {"id": chat_id, "type": "group", "title": title}
+            self.chats[chat_id] = {"id": chat_id, "type": kind or chat_type(chat_id)}
+            if chat_id < 0:
+                self.chats[chat_id]["title"] = title
 
     def add_user(self, user_id: int, username: str) -> None:
         """A Telegram user who can press buttons."""
@@ -108,6 +133,13 @@ class TelegramState:
                 "first_name": username,
                 "username": username,
             }
+
+    def set_member(self, chat_id: int, user_id: int, status: str) -> None:
+        """A user's (or the bot's) status in a chat: member, administrator, left, kicked, …"""
+        if status not in MEMBER_STATUSES:
+            raise BotApiError(400, f"Bad Request: unknown member status {status!r}")
+        with self._cond:
+            self.members[(chat_id, user_id)] = status
 
     def press(
         self,
@@ -130,36 +162,72 @@ class TelegramState:
                 "first_name": f"user{user_id}",
             }
             if data is None:
-                buttons = [
-                    b for row in (msg.reply_markup or {}).get("inline_keyboard", []) for b in row
-                ]
-                chosen = None
-                for i, b in enumerate(buttons):
-                    if button == i or button == b.get("text"):
-                        chosen = b
-                        break
-                if chosen is None:
-                    raise BotApiError(400, f"Bad Request: no button {button!r} on the message")
-                data = str(chosen.get("callback_data", ""))
-            update: dict[str, Any] = {
-                "update_id": next(self._update_ids),
-                "callback_query": {
-                    "id": str(next(self._query_ids)),
-                    "from": user,
-                    "message": self._message_json(msg),
-                    "chat_instance": f"ci{chat_id}",
-                    "data": data,
-                },
+                data = _button_data(msg, button)
+            qid = str(next(self._query_ids))
+            query: dict[str, Any] = {
+                "id": qid,
+                "from": user,
+                "message": self._message_json(msg),
+                "chat_instance": f"ci{chat_id}",
+                "data": data,
             }
-            self.query_ids.add(update["callback_query"]["id"])
+            self.query_ids.add(qid)
+            return self._queue({"callback_query": query})
+
+    def inject_update(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        """Queue any update as given (another type, a malformed callback_query, …); an
+        update_id is assigned unless it has one. A callback_query's id becomes answerable."""
+        with self._cond:
+            query = update.get("callback_query")
+            if isinstance(query, Mapping) and isinstance(query.get("id"), str):
+                self.query_ids.add(str(query["id"]))
+            return self._queue(dict(update))
+
+    def _queue(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue an update unless allowed_updates leaves its type out (lock held)."""
+        update.setdefault("update_id", next(self._update_ids))
+        kind = update_type(update)
+        allowed = self.allowed_updates
+        if (allowed is None and kind not in OPT_IN_TYPES) or (allowed and kind in allowed):
             self.updates.append(update)
             self._cond.notify_all()
             return update
+        return {**update, "dropped": f"{kind} is not in allowed_updates"}
+
+    def inject_fault(
+        self,
+        method: str,
+        code: int,
+        *,
+        retry_after: int | None = None,
+        times: int = 1,
+        description: str | None = None,
+    ) -> None:
+        """Answer the next `times` calls of `method` ("*": any method) with `code`."""
+        if not 400 <= code <= 599 or times < 1:
+            raise BotApiError(400, "Bad Request: a fault needs a 4xx/5xx code and times >= 1")
+        if code == 429 and retry_after is None:
+            retry_after = 1
+        text = description or (
+            f"Too Many Requests: retry after {retry_after}" if code == 429 else _REASONS.get(code)
+        )
+        with self._cond:
+            self.faults.setdefault(method.lower(), []).append(
+                Fault(code, text or f"Error {code}", retry_after, times)
+            )
 
     def queue_rate_limit(self, method: str, retry_after: int, times: int = 1) -> None:
         """Answer the next `times` calls of `method` with 429 and `retry_after`."""
+        self.inject_fault(method, 429, retry_after=retry_after, times=times)
+
+    def start_outage(self, seconds: float) -> None:
+        """Every method answers 502 Bad Gateway for `seconds` (0 ends an outage)."""
         with self._cond:
-            self.rate_limits[method] = [retry_after] * times
+            self.outage_until = time.monotonic() + max(0.0, seconds)
+
+    def in_outage(self) -> bool:
+        """True while an outage runs."""
+        return time.monotonic() < self.outage_until
 
     def list_messages(self, chat_id: int | None = None) -> list[dict[str, Any]]:
         """Messages as the API returns them, plus their edit history."""
@@ -175,7 +243,7 @@ class TelegramState:
         out: dict[str, Any] = {
             "message_id": m.message_id,
             "from": self.bot,
-            "chat": self.chats.get(m.chat_id, {"id": m.chat_id, "type": "group"}),
+            "chat": self.chats.get(m.chat_id, {"id": m.chat_id, "type": chat_type(m.chat_id)}),
             "date": m.date,
             "text": m.text,
         }
@@ -189,10 +257,14 @@ class TelegramState:
         """Run one API method; raises BotApiError."""
         with self._cond:
             self.counters[method] += 1
-            queued = self.rate_limits.get(method)
-            if queued:
-                after = queued.pop(0)
-                raise BotApiError(429, f"Too Many Requests: retry after {after}", after)
+            for key in (method.lower(), "*"):
+                queued = self.faults.get(key)
+                if queued:
+                    fault = queued[0]
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        queued.pop(0)
+                    raise BotApiError(fault.code, fault.description, fault.retry_after)
         handler = _METHODS.get(method.lower())
         if handler is None:
             raise BotApiError(404, "Not Found")
@@ -208,6 +280,9 @@ class TelegramState:
             raise BotApiError(400, "Bad Request: chat not found")
         return chat_id
 
+    def _status(self, chat_id: int, user_id: int) -> str:
+        return self.members.get((chat_id, user_id), "member")
+
     def _target(self, params: Mapping[str, Any]) -> _Message:
         chat_id = self._chat(params)
         try:
@@ -222,9 +297,37 @@ class TelegramState:
     def get_me(self, _params: Mapping[str, Any]) -> Any:
         return self.bot
 
+    def get_chat(self, params: Mapping[str, Any]) -> Any:
+        with self._cond:
+            return dict(self.chats[self._chat(params)])
+
+    def get_chat_member(self, params: Mapping[str, Any]) -> Any:
+        with self._cond:
+            chat_id = self._chat(params)
+            try:
+                user_id = int(str(params.get("user_id")))
+            except ValueError:
+                raise BotApiError(400, "Bad Request: invalid user_id specified") from None
+            if user_id == self.bot_id:
+                user: dict[str, Any] = self.bot
+            elif user_id in self.users:
+                user = self.users[user_id]
+            else:
+                raise BotApiError(400, "Bad Request: PARTICIPANT_ID_INVALID")
+            out: dict[str, Any] = {"status": self._status(chat_id, user_id), "user": user}
+            if out["status"] == "restricted":
+                out["can_send_messages"] = False
+            return out
+
     def send_message(self, params: Mapping[str, Any]) -> Any:
         with self._cond:
             chat_id = self._chat(params)
+            status = self._status(chat_id, self.bot_id)
+            if status in ("left", "kicked"):
+                kind = "channel" if self.chats[chat_id]["type"] == "channel" else "group"
+                raise BotApiError(403, f"Forbidden: bot is not a member of the {kind} chat")
+            if status == "restricted":
+                raise BotApiError(400, "Bad Request: not enough rights to send text messages")
             text = str(params.get("text") or "")
             if not text.strip():
                 raise BotApiError(400, "Bad Request: message text is empty")
@@ -280,23 +383,70 @@ class TelegramState:
             limit = min(100, max(1, int(str(params.get("limit") or 100))))
         except ValueError:
             raise BotApiError(400, "Bad Request: wrong parameter value") from None
+        allowed = _allowed(params.get("allowed_updates"))
         deadline = time.monotonic() + timeout
         with self._cond:
-            if offset:  # an offset confirms every update before it: never returned again
+            self._poll_gen += 1
+            mine = self._poll_gen
+            self._cond.notify_all()  # an older long poll on this token ends with 409
+            if allowed is not None:
+                self.allowed_updates = allowed or None
+            if offset > 0:  # an offset confirms every update before it: never returned again
                 self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            elif offset < 0:  # the last -offset updates; all previous ones are forgotten
+                self.updates = self.updates[offset:]
             while not self.updates and time.monotonic() < deadline:
                 self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
+                if self._poll_gen != mine:
+                    self.conflicts += 1
+                    raise BotApiError(409, CONFLICT)
             return list(self.updates[:limit])
 
 
+_REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    409: CONFLICT,
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
 _METHODS = {
     "getme": TelegramState.get_me,
+    "getchat": TelegramState.get_chat,
+    "getchatmember": TelegramState.get_chat_member,
     "sendmessage": TelegramState.send_message,
     "editmessagetext": TelegramState.edit_message_text,
     "editmessagereplymarkup": TelegramState.edit_message_reply_markup,
     "answercallbackquery": TelegramState.answer_callback_query,
     "getupdates": TelegramState.get_updates,
 }
+
+
+def _button_data(msg: _Message, button: str | int) -> str:
+    """The callback_data of a message's button, chosen by index or text."""
+    buttons = [b for row in (msg.reply_markup or {}).get("inline_keyboard", []) for b in row]
+    for i, b in enumerate(buttons):
+        if button == i or button == b.get("text") or str(button) == str(i):
+            return str(b.get("callback_data", ""))
+    raise BotApiError(400, f"Bad Request: no button {button!r} on the message")
+
+
+def _allowed(raw: object) -> frozenset[str] | None:
+    """allowed_updates as sent (a list, or its JSON text); None when not sent."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise BotApiError(400, "Bad Request: can't parse allowed updates") from None
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise BotApiError(400, "Bad Request: can't parse allowed updates")
+    return frozenset(raw)
 
 
 def _markup(params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -317,106 +467,3 @@ def _markup(params: Mapping[str, Any]) -> dict[str, Any] | None:
             if len(str(b.get("callback_data", "")).encode()) > 64:
                 raise BotApiError(400, "Bad Request: BUTTON_DATA_INVALID")
     return raw if raw.get("inline_keyboard") else None
-
-
-def _params(request: Request) -> dict[str, Any]:
-    out: dict[str, Any] = dict(request.args.items())
-    out.update(request.form.items())
-    if request.mimetype == "application/json":
-        body = request.get_json(silent=True)
-        if isinstance(body, dict):
-            out.update(body)
-    return out
-
-
-def _json(body: Any, status: int = 200) -> Response:
-    return Response(json.dumps(body), status=status, mimetype="application/json")
-
-
-class TelegramSandbox:
-    """A running Bot API sandbox: ``api_url`` is what capdaemon's ``telegram.api_url`` takes."""
-
-    def __init__(
-        self,
-        *,
-        token: str = DEFAULT_TOKEN,
-        bot_id: int = 123456,
-        bot_username: str = "capdaemon_bot",
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
-        self.state = TelegramState(token, bot_id, bot_username)
-        self._server: BaseWSGIServer = make_server(
-            host, port, self._wsgi, threaded=True, request_handler=_QuietHandler
-        )
-        if isinstance(self._server, ThreadingMixIn):  # threaded=True: handler threads are daemons
-            self._server.daemon_threads = True
-        self.port = self._server.server_port
-        self.api_url = f"http://{host}:{self.port}"
-        self._thread: threading.Thread | None = None
-        self._stopped = False
-
-    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
-        request = Request(environ)
-        return self._route(request)(environ, start_response)
-
-    def _route(self, request: Request) -> Response:
-        parts = request.path.strip("/").split("/")
-        try:
-            if parts[0] == "admin":
-                return self._admin(parts[1:], request)
-            if len(parts) != 2 or not parts[0].startswith("bot"):
-                raise BotApiError(404, "Not Found")
-            if parts[0][3:] != self.state.token:
-                raise BotApiError(401, "Unauthorized")
-            return _json({"ok": True, "result": self.state.call(parts[1], _params(request))})
-        except BotApiError as exc:
-            return _json(exc.body(), exc.code)
-
-    def _admin(self, parts: list[str], request: Request) -> Response:
-        p = _params(request)
-        if parts == ["press"]:
-            update = self.state.press(
-                int(p["chat_id"]),
-                int(p["message_id"]),
-                int(p["user_id"]),
-                button=p.get("button", 0),
-                data=p.get("data"),
-            )
-            return _json({"ok": True, "result": update})
-        if parts == ["messages"]:
-            chat = p.get("chat_id")
-            return _json({"ok": True, "result": self.state.list_messages(chat and int(chat))})
-        if parts == ["counters"]:
-            return _json({"ok": True, "result": dict(self.state.counters)})
-        raise BotApiError(404, "Not Found")
-
-    # -- lifecycle ------------------------------------------------------------------------
-    def start(self) -> TelegramSandbox:
-        """Serve from a daemon thread."""
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"tg-sandbox-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket (idempotent)."""
-        if self._stopped:
-            return
-        self._stopped = True
-        with self.state._cond:
-            self.state._cond.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> TelegramSandbox:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
