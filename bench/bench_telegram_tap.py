@@ -75,7 +75,7 @@ def run(taps: int, idle_seconds: float) -> dict[str, float]:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
     from capdaemon.capability.taskfile import parse_task
-    from capdaemon.channels.onetap import add_poll_job
+    from capdaemon.channels.tgjob import add_poll_job
     from capdaemon.commands._common import load_config_and_rules
     from capdaemon.daemon.runner import open_ticker
     from capdaemon.stores.registry import dispatch

@@ -27,6 +27,12 @@ class Channels:
         self.notify_step.run(self.state_dir, now, report)
 
     def sync_desk(self, ticker: DeskHost, now: datetime, report: Report | None = None) -> None:
-        """The tick's hook (after one-tap issues are read): mirror one-taps into Telegram."""
+        """The tick's hook (after one-tap issues are read): read taps, mirror one-taps into
+        Telegram."""
         if self.desk is not None:
             self.desk.sync(ticker, now, report)
+
+    def after_merge(self, ticker: DeskHost, report: Report | None = None) -> None:
+        """The tick's hook after its merges: a request approved by a tap now says "merged"."""
+        if self.desk is not None:
+            self.desk.announce(ticker, report)

@@ -144,10 +144,10 @@ def open_ticker(
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
         ticker = Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
-        from capdaemon.channels import onetap
+        from capdaemon.channels import tgjob
 
         try:
-            ticker.safety.channels.desk = onetap.build_desk(config, state_dir, env)
+            ticker.safety.channels.desk = tgjob.build_desk(config, state_dir, env)
         except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
             raise CredentialsError(str(exc)) from None
         try:
@@ -215,7 +215,7 @@ def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = No
         next_run_time=datetime.now(UTC),
     )
     add_digest_job(sched, ticker)  # 09:00 local CronTrigger, generous misfire grace, coalesced
-    from capdaemon.channels.onetap import add_poll_job
+    from capdaemon.channels.tgjob import add_poll_job
 
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
     watch_overruns(sched, tick_seconds)

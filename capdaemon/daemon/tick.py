@@ -235,6 +235,7 @@ class Ticker:
         deps.safety.channels.sync_desk(self, now, report)  # mirror one-taps into Telegram
         deps.check_stop()
         merging.step_merge(deps, ctx, seen, now, report)  # step 4
+        deps.safety.channels.after_merge(self, report)  # Telegram says "merged" at once
         deps.check_stop()
         issues.step_passive_reviews(deps, ctx, now, report)  # step 5
         issues.step_escalations(deps, now, report)

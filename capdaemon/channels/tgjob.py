@@ -1,0 +1,109 @@
+"""Wiring of the Telegram desk: building it from the config, and `run`'s getUpdates job.
+
+While a request is live the job reopens its long poll as soon as the last one returns, so a
+tap is read the moment it is pressed (not at the next poll boundary); with nothing live it
+makes no request and looks again every `telegram.poll_seconds`. A counted tap runs a tick at
+once, so the merge follows in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from capdaemon.channels import callback
+from capdaemon.channels.config import read_secret
+from capdaemon.channels.onetap import DeskHost, TelegramDesk
+from capdaemon.channels.telegram import TelegramClient, TelegramError
+from capdaemon.logging import get_logger
+from capdaemon.state import StateError
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
+
+    from capdaemon.config import Config
+    from capdaemon.config.channels import TelegramConfig
+
+log = get_logger("capdaemon.telegram")
+JOB_ID = "telegram"
+
+
+def build_client(
+    config: Config, env: Mapping[str, str] | None = None
+) -> tuple[TelegramConfig, TelegramClient, bytes] | None:
+    """The configured client and HMAC key (None without `telegram:`); ValueError (one line,
+    naming the setting) for a missing token or key or a malformed token."""
+    tg = config.channels.telegram
+    if tg is None:
+        return None
+    config_dir = Path(config.config_dir) if config.config_dir else None
+    token, _where = read_secret(
+        tg.token_file, tg.token_env, "telegram.token_file", "bot token", env, config_dir
+    )
+    key = callback.load_key(tg.hmac_key_file, tg.hmac_key_env, env=env, config_dir=config_dir)
+    try:
+        return tg, TelegramClient(tg.api_url, token.decode("utf-8")), key
+    except (TelegramError, UnicodeDecodeError) as exc:
+        raise ValueError(f"telegram: {exc}") from None
+
+
+def build_desk(
+    config: Config, state_dir: Path, env: Mapping[str, str] | None = None
+) -> TelegramDesk | None:
+    """The desk for a config with `telegram:` (None without). ValueError (one line) for a
+    missing token or key or a token the API refuses (401); an unreachable API only warns."""
+    built = build_client(config, env)
+    if built is None:
+        return None
+    tg, client, key = built
+    try:
+        client.get_me()
+    except TelegramError as exc:
+        if exc.code == 401:
+            raise ValueError(f"{exc} (telegram.token_file / {tg.token_env})") from None
+        log.warning("telegram.unreachable", error=str(exc))
+    return TelegramDesk(tg, client, key, Path(state_dir))
+
+
+def add_poll_job(
+    sched: BaseScheduler, ticker: DeskHost, *, interval_seconds: float | None = None
+) -> None:
+    """Schedule the getUpdates job on its own executor (the tick no longer reads updates):
+    one run long-polls again at once while a request is live, then looks again after
+    `interval_seconds` (default `telegram.poll_seconds`)."""
+    desk = ticker.safety.channels.desk
+    if desk is None:
+        return
+    from apscheduler.executors.pool import ThreadPoolExecutor
+
+    desk.reads_in_tick = False
+    sched.add_executor(ThreadPoolExecutor(1), JOB_ID)
+    interval = interval_seconds or float(desk.config.poll_seconds)
+
+    def schedule(delay: float) -> None:
+        sched.add_job(
+            job,
+            "date",
+            run_date=datetime.now(UTC) + timedelta(seconds=delay),
+            id=JOB_ID,
+            executor=JOB_ID,
+            replace_existing=True,
+            misfire_grace_time=None,
+        )
+
+    def job() -> None:
+        try:
+            errors = desk.errors
+            while sched.running and desk.store.live() and desk.errors == errors:
+                if desk.poll(ticker):  # a failed poll (outage, 409, 429) waits an interval
+                    ticker.tick()
+        except StateError:
+            raise
+        except Exception as exc:  # a dead channel never stops the daemon
+            log.exception("telegram.poll_failed", error=f"{type(exc).__name__}: {exc}")
+        if sched.running:
+            schedule(max(interval, desk.client.pause_left()))
+
+    schedule(interval)
