@@ -127,6 +127,20 @@ def _binding(rid: str, req: Mapping[str, Any]) -> callback.Binding:
     )
 
 
+def _approved_outcome(
+    req: Mapping[str, Any], rec: PRRecord | None, ref: str, title: str
+) -> str | None:
+    """What a request approved by a tap says once its PR moved on (None: not yet merged)."""
+    by, sha = str(req.get("decided_by")), str(req["head_sha"])
+    if rec is not None and rec.state == "merged":
+        return tgtext.merged(ref, title, by, sha)
+    if rec is None or rec.state != "open":
+        return tgtext.void(ref, title, f"Approved by {by}, but the PR was closed unmerged.")
+    if rec.head_sha != sha:
+        return tgtext.void(ref, title, "Approved, but the head moved before the merge.")
+    return None
+
+
 class TelegramDesk:
     """One daemon's Telegram side: the client, the HMAC key, the config and telegram.json."""
 
@@ -184,14 +198,7 @@ class TelegramDesk:
         """What a request's message should now say (None: unchanged)."""
         ref, title = str(req["pr"]), str(req.get("title") or (rec.title if rec else ""))
         if req.get("state") == APPROVED:
-            by, sha = str(req.get("decided_by")), str(req["head_sha"])
-            if rec is not None and rec.state == "merged":
-                return tgtext.merged(ref, title, by, sha)
-            if rec is None or rec.state != "open":
-                return tgtext.void(ref, title, f"Approved by {by}, but the PR was closed unmerged.")
-            if rec.head_sha != sha:
-                return tgtext.void(ref, title, "Approved, but the head moved before the merge.")
-            return None
+            return _approved_outcome(req, rec, ref, title)
         if rec is None or rec.state != "open":
             return tgtext.void(ref, title, "The PR is no longer open: this request is void.")
         if rec.head_sha != req["head_sha"] or not entry or entry["head_sha"] != rec.head_sha:
@@ -199,9 +206,8 @@ class TelegramDesk:
         if entry.get("state") == "expired":
             return tgtext.expired(ref, title, str(entry.get("reason") or ""))
         if entry.get("state") == "approved":
-            return tgtext.void(
-                ref, title, f"Approved on GitHub: {entry.get('reason') or 'by an owner'}."
-            )
+            how = entry.get("reason") or "by an owner"
+            return tgtext.void(ref, title, f"Approved on GitHub: {how}.")
         return None
 
     def _read_pending(self, t: DeskHost, now: datetime, report: Report | None) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 DEFAULT_TIMEOUT = 10  # seconds per request (long polls add their own timeout)
@@ -72,50 +72,48 @@ def parse_update(raw: object) -> Tap:
     uid = raw.get("update_id")
     update_id = uid if isinstance(uid, int) and not isinstance(uid, bool) else -1
     kind = next((str(k) for k in raw if k != "update_id"), "")
+    bare = Tap(update_id, "", 0, "", None, None, "", kind=kind)
     if update_id < 0:
-        return Tap(-1, "", 0, "", None, None, "", error="update_id is missing", kind=kind)
+        return replace(bare, error="update_id is missing")
     if kind != "callback_query":
-        return Tap(
-            update_id, "", 0, "", None, None, "", error=f"not a callback query ({kind})", kind=kind
-        )
+        return replace(bare, error=f"not a callback query ({kind or 'empty'})")
     q = raw["callback_query"]
-    chat_id = message_id = None
-    try:
-        if not isinstance(q, Mapping):
-            raise ValueError("callback_query is not an object")
-        qid = q.get("id")
-        if not isinstance(qid, str) or not qid:
-            raise ValueError("callback_query.id is missing")
-        msg = q.get("message")
-        if isinstance(msg, Mapping):
-            message_id = _int(msg, "message_id", "callback_query.message")
-            chat_id = _int(_obj(msg, "chat", "callback_query.message"), "id", "message.chat")
-        user = _obj(q, "from", "callback_query")
-        user_id = _int(user, "id", "callback_query.from")
-        data = q.get("data")
-        if data is not None and not isinstance(data, str):
-            raise ValueError("callback_query.data is not a string")
-        name = user.get("username")
-    except ValueError as exc:
-        qid = q.get("id") if isinstance(q, Mapping) else None
-        return Tap(
-            update_id,
-            qid if isinstance(qid, str) else "",
-            0,
-            "",
-            chat_id,
-            message_id,
-            "",
-            error=str(exc),
-        )
-    return Tap(
-        update_id,
-        qid,
-        user_id,
-        name if isinstance(name, str) else "",
-        chat_id,
-        message_id,
-        data or "",
+    if not isinstance(q, Mapping):
+        return replace(bare, error="callback_query is not an object")
+    qid = q.get("id")
+    bare = replace(bare, query_id=qid if isinstance(qid, str) else "")
+    for read in (_message_of, _callback_query):  # the message first: a bad tap keeps it
+        try:
+            bare = read(bare, q)
+        except ValueError as exc:
+            return replace(bare, error=str(exc))
+    return bare
+
+
+def _message_of(bare: Tap, q: Mapping[str, Any]) -> Tap:
+    """The chat and message a callback_query's button was on (None when it has no message)."""
+    msg = q.get("message")
+    if not isinstance(msg, Mapping):
+        return bare
+    return replace(
+        bare,
+        message_id=_int(msg, "message_id", "callback_query.message"),
+        chat_id=_int(_obj(msg, "chat", "callback_query.message"), "id", "message.chat"),
+    )
+
+
+def _callback_query(bare: Tap, q: Mapping[str, Any]) -> Tap:
+    """The fields of a callback_query; ValueError naming the first one that is missing."""
+    if not bare.query_id:
+        raise ValueError("callback_query.id is missing")
+    user = _obj(q, "from", "callback_query")
+    user_id = _int(user, "id", "callback_query.from")
+    data = q.get("data")
+    if data is not None and not isinstance(data, str):
+        raise ValueError("callback_query.data is not a string")
+    name = user.get("username")
+    return replace(
+        bare, user_id=user_id, username=name if isinstance(name, str) else "", data=data or ""
     )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.notify import Notifier
 from capdaemon.daemon.preflight import CredentialsError, UnreachableError
+from capdaemon.filenames import key_file_path
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
 
@@ -30,15 +31,6 @@ EXIT_CONFIG = 2
 EXIT_STATE = 3  # corrupt or unwritable state: an operator must look (systemd does not restart)
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "EXIT_STATE", "CredentialsError"]
-
-
-def key_file_path(name: str, env: Mapping[str, str]) -> Path:
-    """The App key path: a relative name is looked up in $CREDENTIALS_DIRECTORY first."""
-    path = Path(name)
-    creds = env.get("CREDENTIALS_DIRECTORY")
-    if not path.is_absolute() and creds and (Path(creds) / path).exists():
-        return Path(creds) / path
-    return path
 
 
 def app_key_path(
