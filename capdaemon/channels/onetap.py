@@ -157,14 +157,18 @@ class TelegramDesk:
         self._lock = threading.Lock()  # one getUpdates at a time (a second one is a 409)
 
     # ------------------------------------------------------------------ from the tick
+    def read_taps(self, t: DeskHost, now: datetime, report: Report | None = None) -> None:
+        """At the start of a tick (unless the poll job reads them): the taps pressed since the
+        last one, without waiting, so the tick that reads a tap also merges what it approves."""
+        if self.reads_in_tick and not self._paused(report):
+            self._read_pending(t, now, report)
+
     def sync(self, t: DeskHost, now: datetime, report: Report | None = None) -> None:
-        """Read pending taps (unless the poll job does), close requests whose one-tap moved
-        on, then post one for every pending one-tap head that has none. Runs inside the tick
-        (busy lock held); a 429 stops it until its retry_after has passed."""
+        """Close requests whose one-tap moved on, then post one for every pending one-tap head
+        that has none. Runs inside the tick (busy lock held); a 429 stops it until its
+        retry_after has passed."""
         if self._paused(report):
             return
-        if self.reads_in_tick:
-            self._read_pending(t, now, report)
         self.announce(t, report)
         self._prune(now)
         for ref, entry in sorted(t.safety.store["one_tap"].items()):
@@ -211,7 +215,7 @@ class TelegramDesk:
         return None
 
     def _read_pending(self, t: DeskHost, now: datetime, report: Report | None) -> None:
-        """Under cron: the taps pressed since the last tick, without waiting (no long poll)."""
+        """The taps pressed since the last read, without waiting (no long poll)."""
         if not self.store.live() or not self._lock.acquire(blocking=False):
             return
         try:

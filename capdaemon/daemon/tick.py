@@ -224,6 +224,7 @@ class Ticker:
         if not self._access_checked:
             self._access_checked = True
             self.check_decision_access(now, report)
+        deps.safety.channels.read_taps(self, now, report)  # taps since the last tick (cron)
         merging.step_reconcile(deps, now, report)
         issues.find_tampered(deps, ctx, report)
         issues.restore_reviews(deps, ctx, now, report)
