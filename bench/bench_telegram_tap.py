@@ -2,8 +2,9 @@
 
 Run: .venv/bin/python bench/bench_telegram_tap.py [--taps 20] [--idle-seconds 10]
 Both sandboxes (GitHub and Telegram Bot API) run in this process, the daemon as `capdaemon run`
-wires it: one Ticker, the getUpdates job on its own executor with the default settings (a run
-every `telegram.poll_seconds` = 5 s, long polls of 4 s). For each tap a level-2 task's PR is
+wires it: one Ticker, the getUpdates job on its own executor with the default settings (while
+a request is live, long polls of `telegram.poll_seconds` = 5 s reopened as soon as one returns;
+with nothing live, no request, a look every 5 s). For each tap a level-2 task's PR is
 opened, one tick posts the one-tap request, an owner presses Approve through the sandbox's
 admin endpoint, and the clock runs until the PR is merged. The baseline is the GitHub 👍 path,
 which acts at the next tick (`schedule.tick_seconds`, default 60 s: up to that long). Then,
