@@ -128,6 +128,7 @@ def run(taps: int, idle_seconds: float) -> dict[str, float]:
                                 raise RuntimeError(f"PR #{number} not merged 60 s after the tap")
                             time.sleep(0.05)
                         latencies.append(time.monotonic() - t0)
+                    ticker.wait_idle()  # the merging tick's own edits are not idle cost
                     before = sum(tg.state.counters.values())
                     time.sleep(idle_seconds)
                     idle_requests = sum(tg.state.counters.values()) - before

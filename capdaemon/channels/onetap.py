@@ -82,6 +82,36 @@ def _approved_outcome(
     return None
 
 
+def _why_not(
+    t: DeskHost,
+    req: Mapping[str, Any],
+    rec: PRRecord | None,
+    entry: Mapping[str, Any] | None,
+    login: str,
+) -> str | None:
+    """Why a verified tap by a mapped owner still does not count (None: it counts)."""
+    if rec is None or rec.state != "open":
+        return "the PR is not open"
+    try:  # the head right now, not as of the last tick: a push voids the tap at once
+        status = t.forge.pull_status(rec.repo, rec.number)
+    except Exception as exc:
+        return f"could not read the PR to check its head ({type(exc).__name__})"
+    if status.state != "open":
+        return "the PR is not open"
+    moved = f"the PR head moved from {str(req['head_sha'])[:7]}; the tap is void"
+    if status.head_sha != req["head_sha"] or rec.head_sha != req["head_sha"]:
+        return moved
+    if not entry or entry["head_sha"] != req["head_sha"]:
+        return moved
+    if entry.get("state") != "pending":
+        return f"the one-tap is already {entry.get('state')}"
+    if login not in t.config.owners_for(rec.repo):
+        return f"{login} is not an owner of {rec.repo}"
+    if rec.author and login == rec.author.lower():
+        return "the PR author's tap never counts"
+    return None
+
+
 class TelegramDesk:
     """One daemon's Telegram side: the client, the HMAC key, the config and telegram.json."""
 
@@ -95,6 +125,7 @@ class TelegramDesk:
         self.client.paused_until = max(client.paused_until, self.store.paused_until)
         self.errors = 0  # Telegram calls that failed (retried next tick)
         self.reads_in_tick = True  # False once the poll job (`run`) reads the updates
+        self.on_live: Callable[[], None] | None = None  # wakes the poll job: a request is live
         self._lock = threading.Lock()  # one getUpdates at a time (a second one is a 409)
 
     # ------------------------------------------------------------------ from the tick
@@ -225,6 +256,8 @@ class TelegramDesk:
             return  # retried next tick; the GitHub one-tap issue still counts
         self.store.requests[rid] = req
         self.store.save()
+        if self.on_live is not None:
+            self.on_live()  # its taps are read from now on, not at the next idle look
         t.actions_log.append(
             {
                 "action": "telegram_request",
@@ -383,24 +416,9 @@ class TelegramDesk:
         rec = t.prs.records.get(ref)
         s = t.safety.store
         entry = s["one_tap"].get(ref)
-        if rec is None or rec.state != "open":
-            return refuse("the PR is not open")
-        try:  # the head right now, not as of the last tick: a push voids the tap at once
-            status = t.forge.pull_status(rec.repo, rec.number)
-        except Exception as exc:
-            return refuse(f"could not read the PR to check its head ({type(exc).__name__})")
-        if status.state != "open":
-            return refuse("the PR is not open")
-        if status.head_sha != req["head_sha"]:
-            return refuse(f"the PR head moved from {str(req['head_sha'])[:7]}; the tap is void")
-        if rec.head_sha != req["head_sha"] or not entry or entry["head_sha"] != req["head_sha"]:
-            return refuse(f"the PR head moved from {str(req['head_sha'])[:7]}; the tap is void")
-        if entry.get("state") != "pending":
-            return refuse(f"the one-tap is already {entry.get('state')}")
-        if login not in t.config.owners_for(rec.repo):
-            return refuse(f"{login} is not an owner of {rec.repo}")
-        if rec.author and login == rec.author.lower():
-            return refuse("the PR author's tap never counts")
+        why_not = _why_not(t, req, rec, entry, login)
+        if why_not is not None or rec is None or entry is None:
+            return refuse(why_not or "the PR is not open")
         if action == "approve":
             state, reason, by = "approved", f"Telegram tap by {login} at {utc_iso(now)}", login
             outcome, req_state = tgtext.approved(ref, rec.title, login, rec.head_sha), APPROVED

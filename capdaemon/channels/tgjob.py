@@ -8,6 +8,7 @@ once, so the merge follows in seconds.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -71,8 +72,9 @@ def add_poll_job(
     sched: BaseScheduler, ticker: DeskHost, *, interval_seconds: float | None = None
 ) -> None:
     """Schedule the getUpdates job on its own executor (the tick no longer reads updates):
-    one run long-polls again at once while a request is live, then looks again after
-    `interval_seconds` (default `telegram.poll_seconds`)."""
+    one run long-polls again at once while a request is live; a request posted wakes it at
+    once; with nothing live it looks again after `interval_seconds` (default
+    `telegram.poll_seconds`)."""
     desk = ticker.safety.channels.desk
     if desk is None:
         return
@@ -93,17 +95,32 @@ def add_poll_job(
             misfire_grace_time=None,
         )
 
+    running = threading.Event()
+
     def job() -> None:
+        running.set()
+        errors, failed = desk.errors, False
         try:
-            errors = desk.errors
             while sched.running and desk.store.live() and desk.errors == errors:
                 if desk.poll(ticker):  # a failed poll (outage, 409, 429) waits an interval
                     ticker.tick()
         except StateError:
             raise
         except Exception as exc:  # a dead channel never stops the daemon
+            failed = True
             log.exception("telegram.poll_failed", error=f"{type(exc).__name__}: {exc}")
-        if sched.running:
-            schedule(max(interval, desk.client.pause_left()))
+        finally:
+            running.clear()
+            # live again since the loop ended (a tick posted meanwhile): at once
+            again = not failed and desk.store.live() and desk.errors == errors
+            pause = desk.client.pause_left()
+            if sched.running:
+                schedule(pause if again else max(interval, pause))
 
+    def wake() -> None:
+        """A request was posted: poll now rather than at the next idle look."""
+        if sched.running and not running.is_set():
+            schedule(desk.client.pause_left())
+
+    desk.on_live = wake
     schedule(interval)

@@ -75,6 +75,8 @@ def test_tap_after_the_ttl_is_refused_and_the_request_becomes_a_ballot(tgd: TgHa
     assert "decision:pending-owner" in [lb.name for lb in tgd.issue_for(number, "ballot").labels]
     (msg,) = tgd.messages()
     assert "full ballot" in msg["text"] and "reply_markup" not in msg
+    assert msg["text"].startswith(f"Closed: {tgd.sb.repo}#{number}: task work\n")
+    assert msg["text"].count("ballot") == 1  # said once ("…ballot. It is now a full ballot.")
 
 
 def test_tap_on_a_moved_head_is_void(tgd: TgHarness) -> None:
