@@ -12,7 +12,8 @@ it) drive it from outside the process:
   answer 429/5xx/...; ``outage`` {seconds}: every method answers 502 (0 ends it);
 - ``chat`` {chat_id, title?, type?}, ``user`` {user_id, username}, ``member`` {chat_id,
   user_id, status}: who is where;
-- ``messages`` {chat_id?}, ``counters``, ``state`` (allowed_updates, queue, conflicts): reads.
+- ``messages`` {chat_id?}, ``counters``, ``state`` (allowed_updates, queued, conflicts,
+  polls open): reads.
 """
 
 from __future__ import annotations
@@ -168,6 +169,7 @@ class TelegramSandbox:
                 "allowed_updates": sorted(allowed) if allowed is not None else None,
                 "queued": len(st.updates),
                 "conflicts": st.conflicts,
+                "polling": st.polling,
             }
         else:
             raise BotApiError(404, "Not Found")

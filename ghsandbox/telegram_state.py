@@ -110,6 +110,7 @@ class TelegramState:
         self.outage_until = 0.0  # monotonic: every method answers 502 before it
         self.allowed_updates: frozenset[str] | None = None  # None: all but OPT_IN_TYPES
         self.conflicts = 0  # getUpdates calls ended by a newer one (409)
+        self.polling = 0  # getUpdates calls waiting right now
         self._poll_gen = 0
         self._cond = threading.Condition()
         self._ids = itertools.count(1)
@@ -395,11 +396,15 @@ class TelegramState:
                 self.updates = [u for u in self.updates if u["update_id"] >= offset]
             elif offset < 0:  # the last -offset updates; all previous ones are forgotten
                 self.updates = self.updates[offset:]
-            while not self.updates and time.monotonic() < deadline:
-                self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
-                if self._poll_gen != mine:
-                    self.conflicts += 1
-                    raise BotApiError(409, CONFLICT)
+            self.polling += 1
+            try:
+                while not self.updates and time.monotonic() < deadline:
+                    self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    if self._poll_gen != mine:
+                        self.conflicts += 1
+                        raise BotApiError(409, CONFLICT)
+            finally:
+                self.polling -= 1
             return list(self.updates[:limit])
 
 

@@ -67,6 +67,7 @@ def test_allowed_updates_and_negative_offset(tgsb: TelegramSandbox) -> None:
         "allowed_updates": ["callback_query"],
         "queued": 3,
         "conflicts": 0,
+        "polling": 0,
     }
     (last,) = bot(tgsb, "getUpdates", offset=-1)[1]["result"]
     assert "callback_query" in last
