@@ -34,11 +34,20 @@ if TYPE_CHECKING:
     from capdaemon.audit import AuditLog
     from capdaemon.config import Config
     from capdaemon.daemon.botstate import PRRecord, PRStore
-    from capdaemon.daemon.safety import SafetyNet
     from capdaemon.daemon.safety.common import Report
+    from capdaemon.daemon.safety_state import SafetyStore
     from capdaemon.forge.port import ForgePort
 
 log = get_logger("capdaemon.telegram")
+
+
+class SafetyView(Protocol):
+    """What the desk uses of the safety net: its store (one-tap entries and tiers)."""
+
+    @property
+    def store(self) -> SafetyStore:
+        """safety.json."""
+        ...
 
 
 class DeskHost(Protocol):
@@ -48,9 +57,13 @@ class DeskHost(Protocol):
     prs: PRStore
     forge: ForgePort
     actions_log: AuditLog
-    safety: SafetyNet
     busy: threading.Lock  # held while a tick runs: a tap is handled between ticks
     clock: Callable[[], datetime]
+
+    @property
+    def safety(self) -> SafetyView:
+        """The safety net."""
+        ...
 
     @property
     def decision_repo(self) -> str | None:

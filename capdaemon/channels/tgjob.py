@@ -12,11 +12,12 @@ import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from capdaemon.channels import callback
 from capdaemon.channels.config import read_secret
-from capdaemon.channels.onetap import DeskHost, TelegramDesk
+from capdaemon.channels.hub import Channels
+from capdaemon.channels.onetap import DeskHost, SafetyView, TelegramDesk
 from capdaemon.channels.telegram import TelegramClient, TelegramError
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
@@ -29,6 +30,22 @@ if TYPE_CHECKING:
 
 log = get_logger("capdaemon.telegram")
 JOB_ID = "telegram"
+
+
+class _NetWithChannels(SafetyView, Protocol):
+    @property
+    def channels(self) -> Channels:
+        """The daemon's owner channels (the desk is attached there)."""
+        ...
+
+
+class PollHost(DeskHost, Protocol):
+    """The poll job's host: a desk host whose safety net carries the channels."""
+
+    @property
+    def safety(self) -> _NetWithChannels:
+        """The safety net."""
+        ...
 
 
 def build_client(
@@ -69,7 +86,7 @@ def build_desk(
 
 
 def add_poll_job(
-    sched: BaseScheduler, ticker: DeskHost, *, interval_seconds: float | None = None
+    sched: BaseScheduler, ticker: PollHost, *, interval_seconds: float | None = None
 ) -> None:
     """Schedule the getUpdates job on its own executor (the tick no longer reads updates):
     one run long-polls again at once while a request is live; a request posted wakes it at
