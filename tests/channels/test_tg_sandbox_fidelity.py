@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,3 +127,42 @@ def test_injected_faults_and_outages(tgsb: TelegramSandbox) -> None:
     code, body = bot(tgsb, "getChat", chat_id=CHAT)
     assert code == 429 and body["parameters"] == {"retry_after": 3}
     assert bot(tgsb, "getChat", chat_id=CHAT)[0] == 200
+
+
+def test_the_sandbox_runs_as_its_own_process(tmp_path: Path) -> None:
+    """`sandbox telegram --port 0` prints its API URL first; a test in another process sets up
+    the chat and a user, posts, presses and reads the tap over HTTP; SIGTERM stops it (0)."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from ghsandbox import cli_main; sys.exit(cli_main(sys.argv[1:]))",
+            "telegram",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        assert post(f"{url}/admin/chat", {"chat_id": CHAT, "title": "owners"})[0] == 200
+        assert post(f"{url}/admin/user", {"user_id": ALICE_TG, "username": "alice"})[0] == 200
+        client = TelegramClient(url, DEFAULT_TOKEN)
+        mid = client.send(CHAT, "q", [("Go", "g")])
+        code, _ = post(
+            f"{url}/admin/press", {"chat_id": CHAT, "message_id": mid, "user_id": ALICE_TG}
+        )
+        assert code == 200
+        (tap,) = client.updates(0, 0)
+        assert (tap.user_id, tap.username, tap.message_id, tap.data) == (
+            ALICE_TG,
+            "alice",
+            mid,
+            "g",
+        )
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
