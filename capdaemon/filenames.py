@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 # -- the config directory -------------------------------------------------------------------
 MAIN_CONFIG_FILE = "capdaemon.yml"  # <config>/capdaemon.yml: repos, owners, schedule, github
 CLASSIFIER_CONFIG_FILE = "classifier.yml"  # <config>/classifier.yml: path lists and limits
@@ -32,3 +35,13 @@ CAPABILITIES_DIR = "capabilities"
 ESCALATIONS_DIR = "escalations"
 DIGEST_DIR = "digests"
 OVERFLOW_DIR = "overflow"
+
+
+def key_file_path(name: str, env: Mapping[str, str]) -> Path:
+    """Where a secret file (App key, bot token, HMAC key) is read: a relative name is looked
+    up in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=) first."""
+    path = Path(name)
+    creds = env.get("CREDENTIALS_DIRECTORY")
+    if not path.is_absolute() and creds and (Path(creds) / path).exists():
+        return Path(creds) / path
+    return path

@@ -1,4 +1,6 @@
-"""The sandbox's command line: `capdaemon sandbox serve --root DIR [--port N] [--seed FILE]`."""
+"""The sandbox's command line: `capdaemon sandbox serve --root DIR [--port N] [--seed FILE]`,
+and `capdaemon sandbox telegram [--port N] [--token T]` for the Telegram Bot API sandbox
+(chats, users and faults are then set through its HTTP admin API)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 from .seed import SeedError
 from .server import Sandbox
 from .store import StoreError
+from .telegram import DEFAULT_TOKEN, TelegramSandbox
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--seed", type=Path, default=None, help="seed YAML (users, orgs, apps, repos)"
     )
+    tg = sub.add_parser("telegram", help="serve the Telegram Bot API sandbox on 127.0.0.1")
+    tg.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
+    tg.add_argument("--token", default=DEFAULT_TOKEN, help="the bot token it accepts")
 
 
 def cli_main(argv: list[str]) -> int:
@@ -37,7 +43,9 @@ def cli_main(argv: list[str]) -> int:
 
 
 def serve_args(args: argparse.Namespace) -> int:
-    """Serve with parsed `serve` arguments until SIGTERM/SIGINT."""
+    """Serve with parsed `serve` (or `telegram`) arguments until SIGTERM/SIGINT."""
+    if args.command == "telegram":
+        return _serve_telegram(args)
     try:
         sb = Sandbox.create(args.root, args.seed, args.port)
     except (SeedError, StoreError) as exc:
@@ -61,4 +69,28 @@ def serve_args(args: argparse.Namespace) -> int:
         sb._server.sandbox_connections.close_idle()  # type: ignore[attr-defined]
         sb._server.server_close()
         sb.backend.store.close()
+    return 0
+
+
+def _serve_telegram(args: argparse.Namespace) -> int:
+    """The Bot API sandbox: its API URL on the first line, then serve until SIGTERM/SIGINT."""
+    try:
+        tg = TelegramSandbox(token=args.token, port=args.port).start()
+    except OSError as exc:
+        print(f"capdaemon sandbox telegram: cannot start: {exc}", file=sys.stderr)
+        return 1
+    print(tg.api_url, flush=True)
+    done = threading.Event()
+
+    def _stop(signum: int, frame: Any) -> None:
+        done.set()
+
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        tg.stop()
     return 0

@@ -2,61 +2,38 @@
 
 Served at ``/bot<TOKEN>/<method>`` like api.telegram.org; parameters come from the query
 string, a form body or a JSON body (JSON-valued fields such as ``reply_markup`` may be JSON
-text). Errors are the Bot API's bodies, ``{"ok": false, "error_code": N, "description": ...}``
-(401 for a bad token, 400 for a chat the bot cannot post to, 429 with
-``parameters.retry_after``). Admin endpoints under ``/admin/`` press a button as a given user,
-list messages, queue 429s and read per-method request counters.
+text). Errors are the Bot API's bodies, ``{"ok": false, "error_code": N, "description": ...}``.
+Admin endpoints under ``/admin/`` (JSON in, JSON out; a missing or bad field is a 400 naming
+it) drive it from outside the process:
+
+- ``press`` {chat_id, message_id, user_id, button?, data?}: a user presses a button;
+- ``update`` {update}: queue any update (another type, a malformed callback_query);
+- ``fault`` {method ("*": any), code, retry_after?, times?, description?}: the next calls
+  answer 429/5xx/...; ``outage`` {seconds}: every method answers 502 (0 ends it);
+- ``chat`` {chat_id, title?, type?}, ``user`` {user_id, username}, ``member`` {chat_id,
+  user_id, status}: who is where;
+- ``messages`` {chat_id?}, ``counters``, ``state`` (allowed_updates, queued, conflicts,
+  polls open): reads.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
-import time
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from socketserver import ThreadingMixIn
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-DEFAULT_TOKEN = "123456:sandbox-bot-token"
-MAX_LONG_POLL = 50  # seconds, as the real API caps getUpdates' timeout
+from ghsandbox.telegram_state import DEFAULT_TOKEN, BotApiError, TelegramState
 
+__all__ = ["DEFAULT_TOKEN", "BotApiError", "TelegramSandbox", "TelegramState"]
 
-class BotApiError(Exception):
-    """An error answered as the Bot API answers it."""
-
-    def __init__(self, code: int, description: str, retry_after: int | None = None) -> None:
-        super().__init__(description)
-        self.code = code
-        self.description = description
-        self.retry_after = retry_after
-
-    def body(self) -> dict[str, Any]:
-        """The JSON error body."""
-        out: dict[str, Any] = {
-            "ok": False,
-            "error_code": self.code,
-            "description": self.description,
-        }
-        if self.retry_after is not None:
-            out["parameters"] = {"retry_after": self.retry_after}
-        return out
-
-
-@dataclass
-class _Message:
-    message_id: int
-    chat_id: int
-    text: str
-    date: int
-    reply_markup: dict[str, Any] | None = None
-    edit_date: int | None = None
-    history: list[str] = field(default_factory=list)
+_BAD_GATEWAY = (
+    "<html><head><title>502 Bad Gateway</title></head><body>502 Bad Gateway</body></html>"
+)
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -64,259 +41,6 @@ class _QuietHandler(WSGIRequestHandler):
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         return None
-
-
-class TelegramState:
-    """The sandbox's bot, chats, users, messages and update queue (thread-safe)."""
-
-    def __init__(self, token: str, bot_id: int, bot_username: str) -> None:
-        self.token = token
-        self.bot = {
-            "id": bot_id,
-            "is_bot": True,
-            "first_name": "capdaemon",
-            "username": bot_username,
-            "can_join_groups": True,
-            "can_read_all_group_messages": False,
-            "supports_inline_queries": False,
-        }
-        self.chats: dict[int, dict[str, Any]] = {}
-        self.users: dict[int, dict[str, Any]] = {}
-        self.messages: dict[tuple[int, int], _Message] = {}
-        self.updates: list[dict[str, Any]] = []
-        self.answers: dict[str, dict[str, Any]] = {}
-        self.query_ids: set[str] = set()
-        self.counters: Counter[str] = Counter()
-        self.rate_limits: dict[str, list[int]] = {}
-        self._cond = threading.Condition()
-        self._ids = itertools.count(1)
-        self._update_ids = itertools.count(1000)
-        self._query_ids = itertools.count(77000)
-
-    # -- admin -----------------------------------------------------------------------------
-    def add_chat(self, chat_id: int, title: str = "owners") -> None:
-        """A group chat the bot is a member of."""
-        with self._cond:
-            self.chats[chat_id] = {"id": chat_id, "type": "group", "title": title}
-
-    def add_user(self, user_id: int, username: str) -> None:
-        """A Telegram user who can press buttons."""
-        with self._cond:
-            self.users[user_id] = {
-                "id": user_id,
-                "is_bot": False,
-                "first_name": username,
-                "username": username,
-            }
-
-    def press(
-        self,
-        chat_id: int,
-        message_id: int,
-        user_id: int,
-        *,
-        button: str | int = 0,
-        data: str | None = None,
-    ) -> dict[str, Any]:
-        """Queue a callback_query as `user_id` pressing a button (index or text) of a message;
-        `data` overrides the button's callback_data (a forged callback)."""
-        with self._cond:
-            msg = self.messages.get((chat_id, message_id))
-            if msg is None:
-                raise BotApiError(400, "Bad Request: message not found")
-            user = self.users.get(user_id) or {
-                "id": user_id,
-                "is_bot": False,
-                "first_name": f"user{user_id}",
-            }
-            if data is None:
-                buttons = [
-                    b for row in (msg.reply_markup or {}).get("inline_keyboard", []) for b in row
-                ]
-                chosen = None
-                for i, b in enumerate(buttons):
-                    if button == i or button == b.get("text"):
-                        chosen = b
-                        break
-                if chosen is None:
-                    raise BotApiError(400, f"Bad Request: no button {button!r} on the message")
-                data = str(chosen.get("callback_data", ""))
-            update: dict[str, Any] = {
-                "update_id": next(self._update_ids),
-                "callback_query": {
-                    "id": str(next(self._query_ids)),
-                    "from": user,
-                    "message": self._message_json(msg),
-                    "chat_instance": f"ci{chat_id}",
-                    "data": data,
-                },
-            }
-            self.query_ids.add(update["callback_query"]["id"])
-            self.updates.append(update)
-            self._cond.notify_all()
-            return update
-
-    def queue_rate_limit(self, method: str, retry_after: int, times: int = 1) -> None:
-        """Answer the next `times` calls of `method` with 429 and `retry_after`."""
-        with self._cond:
-            self.rate_limits[method] = [retry_after] * times
-
-    def list_messages(self, chat_id: int | None = None) -> list[dict[str, Any]]:
-        """Messages as the API returns them, plus their edit history."""
-        with self._cond:
-            return [
-                {**self._message_json(m), "history": list(m.history)}
-                for m in self.messages.values()
-                if chat_id is None or m.chat_id == chat_id
-            ]
-
-    # -- API methods ----------------------------------------------------------------------
-    def _message_json(self, m: _Message) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "message_id": m.message_id,
-            "from": self.bot,
-            "chat": self.chats.get(m.chat_id, {"id": m.chat_id, "type": "group"}),
-            "date": m.date,
-            "text": m.text,
-        }
-        if m.reply_markup:
-            out["reply_markup"] = m.reply_markup
-        if m.edit_date is not None:
-            out["edit_date"] = m.edit_date
-        return out
-
-    def call(self, method: str, params: Mapping[str, Any]) -> Any:
-        """Run one API method; raises BotApiError."""
-        with self._cond:
-            self.counters[method] += 1
-            queued = self.rate_limits.get(method)
-            if queued:
-                after = queued.pop(0)
-                raise BotApiError(429, f"Too Many Requests: retry after {after}", after)
-        handler = _METHODS.get(method.lower())
-        if handler is None:
-            raise BotApiError(404, "Not Found")
-        return handler(self, params)
-
-    def _chat(self, params: Mapping[str, Any]) -> int:
-        raw = params.get("chat_id")
-        try:
-            chat_id = int(str(raw))
-        except ValueError:
-            raise BotApiError(400, "Bad Request: chat not found") from None
-        if chat_id not in self.chats:
-            raise BotApiError(400, "Bad Request: chat not found")
-        return chat_id
-
-    def _target(self, params: Mapping[str, Any]) -> _Message:
-        chat_id = self._chat(params)
-        try:
-            message_id = int(str(params.get("message_id")))
-        except ValueError:
-            raise BotApiError(400, "Bad Request: message identifier is not specified") from None
-        msg = self.messages.get((chat_id, message_id))
-        if msg is None:
-            raise BotApiError(400, "Bad Request: message to edit not found")
-        return msg
-
-    def get_me(self, _params: Mapping[str, Any]) -> Any:
-        return self.bot
-
-    def send_message(self, params: Mapping[str, Any]) -> Any:
-        with self._cond:
-            chat_id = self._chat(params)
-            text = str(params.get("text") or "")
-            if not text.strip():
-                raise BotApiError(400, "Bad Request: message text is empty")
-            msg = _Message(
-                next(self._ids), chat_id, text, int(time.time()), _markup(params), history=[text]
-            )
-            self.messages[(chat_id, msg.message_id)] = msg
-            return self._message_json(msg)
-
-    def edit_message_text(self, params: Mapping[str, Any]) -> Any:
-        with self._cond:
-            msg = self._target(params)
-            text = str(params.get("text") or "")
-            if not text.strip():
-                raise BotApiError(400, "Bad Request: message text is empty")
-            markup = _markup(params)
-            if text == msg.text and markup == msg.reply_markup:
-                raise BotApiError(
-                    400,
-                    "Bad Request: message is not modified: specified new message content and "
-                    "reply markup are exactly the same as a current content and reply markup "
-                    "of the message",
-                )
-            msg.text, msg.reply_markup, msg.edit_date = text, markup, int(time.time())
-            msg.history.append(text)
-            return self._message_json(msg)
-
-    def edit_message_reply_markup(self, params: Mapping[str, Any]) -> Any:
-        with self._cond:
-            msg = self._target(params)
-            markup = _markup(params)
-            if markup == msg.reply_markup:
-                raise BotApiError(400, "Bad Request: message is not modified")
-            msg.reply_markup, msg.edit_date = markup, int(time.time())
-            return self._message_json(msg)
-
-    def answer_callback_query(self, params: Mapping[str, Any]) -> Any:
-        with self._cond:
-            qid = str(params.get("callback_query_id") or "")
-            if qid not in self.query_ids or qid in self.answers:
-                raise BotApiError(
-                    400,
-                    "Bad Request: query is too old and response timeout expired or query ID "
-                    "is invalid",
-                )
-            self.answers[qid] = {"text": params.get("text"), "show_alert": params.get("show_alert")}
-            return True
-
-    def get_updates(self, params: Mapping[str, Any]) -> Any:
-        try:
-            offset = int(str(params.get("offset") or 0))
-            timeout = min(MAX_LONG_POLL, max(0, int(float(str(params.get("timeout") or 0)))))
-            limit = min(100, max(1, int(str(params.get("limit") or 100))))
-        except ValueError:
-            raise BotApiError(400, "Bad Request: wrong parameter value") from None
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            if offset:  # an offset confirms every update before it: never returned again
-                self.updates = [u for u in self.updates if u["update_id"] >= offset]
-            while not self.updates and time.monotonic() < deadline:
-                self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
-            return list(self.updates[:limit])
-
-
-_METHODS = {
-    "getme": TelegramState.get_me,
-    "sendmessage": TelegramState.send_message,
-    "editmessagetext": TelegramState.edit_message_text,
-    "editmessagereplymarkup": TelegramState.edit_message_reply_markup,
-    "answercallbackquery": TelegramState.answer_callback_query,
-    "getupdates": TelegramState.get_updates,
-}
-
-
-def _markup(params: Mapping[str, Any]) -> dict[str, Any] | None:
-    raw = params.get("reply_markup")
-    if raw in (None, ""):
-        return None
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise BotApiError(400, "Bad Request: can't parse reply keyboard markup JSON") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("inline_keyboard", []), list):
-        raise BotApiError(400, "Bad Request: can't parse inline keyboard button")
-    for row in raw.get("inline_keyboard", []):
-        for b in row if isinstance(row, list) else [None]:
-            if not isinstance(b, dict) or not b.get("text"):
-                raise BotApiError(400, "Bad Request: can't parse inline keyboard button")
-            if len(str(b.get("callback_data", "")).encode()) > 64:
-                raise BotApiError(400, "Bad Request: BUTTON_DATA_INVALID")
-    return raw if raw.get("inline_keyboard") else None
 
 
 def _params(request: Request) -> dict[str, Any]:
@@ -331,6 +55,28 @@ def _params(request: Request) -> dict[str, Any]:
 
 def _json(body: Any, status: int = 200) -> Response:
     return Response(json.dumps(body), status=status, mimetype="application/json")
+
+
+def _field(
+    p: dict[str, Any], name: str, kind: Callable[[Any], Any] = int, default: Any = ...
+) -> Any:
+    """One admin field, converted; BotApiError 400 naming it when missing or of the wrong kind."""
+    if name not in p or p[name] in (None, ""):
+        if default is not ...:
+            return default
+        raise BotApiError(400, f"Bad Request: field {name!r} is required")
+    try:
+        return kind(p[name])
+    except (TypeError, ValueError):
+        raise BotApiError(400, f"Bad Request: field {name!r}: {p[name]!r} is not valid") from None
+
+
+def _obj(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    return raw
 
 
 class TelegramSandbox:
@@ -364,32 +110,70 @@ class TelegramSandbox:
         parts = request.path.strip("/").split("/")
         try:
             if parts[0] == "admin":
-                return self._admin(parts[1:], request)
+                return self._admin(parts[1:], _params(request))
             if len(parts) != 2 or not parts[0].startswith("bot"):
                 raise BotApiError(404, "Not Found")
             if parts[0][3:] != self.state.token:
                 raise BotApiError(401, "Unauthorized")
+            if self.state.in_outage():
+                return Response(_BAD_GATEWAY, status=502, mimetype="text/html")
             return _json({"ok": True, "result": self.state.call(parts[1], _params(request))})
         except BotApiError as exc:
             return _json(exc.body(), exc.code)
-
-    def _admin(self, parts: list[str], request: Request) -> Response:
-        p = _params(request)
-        if parts == ["press"]:
-            update = self.state.press(
-                int(p["chat_id"]),
-                int(p["message_id"]),
-                int(p["user_id"]),
-                button=p.get("button", 0),
-                data=p.get("data"),
+        except Exception as exc:  # never an HTML traceback: the API's JSON error shape
+            return _json(
+                BotApiError(500, f"Internal Server Error: {type(exc).__name__}").body(), 500
             )
-            return _json({"ok": True, "result": update})
-        if parts == ["messages"]:
-            chat = p.get("chat_id")
-            return _json({"ok": True, "result": self.state.list_messages(chat and int(chat))})
-        if parts == ["counters"]:
-            return _json({"ok": True, "result": dict(self.state.counters)})
-        raise BotApiError(404, "Not Found")
+
+    def _admin(self, parts: list[str], p: dict[str, Any]) -> Response:
+        st = self.state
+        name = parts[0] if len(parts) == 1 else ""
+        if name == "press":
+            result: Any = st.press(
+                _field(p, "chat_id"),
+                _field(p, "message_id"),
+                _field(p, "user_id"),
+                button=_field(p, "button", lambda v: v, 0),
+                data=_field(p, "data", str, None),
+            )
+        elif name == "update":
+            result = st.inject_update(_field(p, "update", _obj))
+        elif name == "fault":
+            st.inject_fault(
+                _field(p, "method", str),
+                _field(p, "code"),
+                retry_after=_field(p, "retry_after", int, None),
+                times=_field(p, "times", int, 1),
+                description=_field(p, "description", str, None),
+            )
+            result = True
+        elif name == "outage":
+            st.start_outage(_field(p, "seconds", float))
+            result = True
+        elif name == "chat":
+            st.add_chat(_field(p, "chat_id"), _field(p, "title", str, "owners"), p.get("type"))
+            result = st.chats[_field(p, "chat_id")]
+        elif name == "user":
+            st.add_user(_field(p, "user_id"), _field(p, "username", str))
+            result = True
+        elif name == "member":
+            st.set_member(_field(p, "chat_id"), _field(p, "user_id"), _field(p, "status", str))
+            result = True
+        elif name == "messages":
+            result = st.list_messages(_field(p, "chat_id", int, None))
+        elif name == "counters":
+            result = dict(st.counters)
+        elif name == "state":
+            allowed = st.allowed_updates
+            result = {
+                "allowed_updates": sorted(allowed) if allowed is not None else None,
+                "queued": len(st.updates),
+                "conflicts": st.conflicts,
+                "polling": st.polling,
+            }
+        else:
+            raise BotApiError(404, "Not Found")
+        return _json({"ok": True, "result": result})
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> TelegramSandbox:

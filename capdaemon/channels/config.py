@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from capdaemon.filenames import key_file_path
+
 if TYPE_CHECKING:
     from capdaemon.config import Config
 
@@ -32,8 +34,6 @@ def read_secret(
     """(secret, where it came from): the file (looked up in $CREDENTIALS_DIRECTORY first, then
     the config dir) or else the environment variable. ValueError (one line naming the config key
     or variable, never the secret) when it is absent or unreadable."""
-    from capdaemon.daemon.runner import key_file_path
-
     env = os.environ if env is None else env
     if file_name:
         path = key_file_path(file_name, env)

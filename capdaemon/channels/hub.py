@@ -26,7 +26,17 @@ class Channels:
         """The tick's last step: notify owners of what this tick (or the CLI) recorded."""
         self.notify_step.run(self.state_dir, now, report)
 
+    def read_taps(self, ticker: DeskHost, now: datetime, report: Report | None = None) -> None:
+        """The tick's first hook: act on the Telegram taps pressed since the last tick."""
+        if self.desk is not None:
+            self.desk.read_taps(ticker, now, report)
+
     def sync_desk(self, ticker: DeskHost, now: datetime, report: Report | None = None) -> None:
         """The tick's hook (after one-tap issues are read): mirror one-taps into Telegram."""
         if self.desk is not None:
             self.desk.sync(ticker, now, report)
+
+    def after_merge(self, ticker: DeskHost, report: Report | None = None) -> None:
+        """The tick's hook after its merges: a request approved by a tap now says "merged"."""
+        if self.desk is not None:
+            self.desk.announce(ticker, report)

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from capdaemon.channels.tgcheck import check_telegram
+
 if TYPE_CHECKING:
     from capdaemon.config import Config
     from capdaemon.daemon.checkup import Finding
@@ -81,6 +83,7 @@ def _findings(args: argparse.Namespace) -> Checked:
         yield Finding(SKIP, "github", "no usable credentials"), False
     else:
         yield from _online(args, config, state, token, key)
+    yield from check_telegram(config, offline=args.offline)  # nothing without `telegram:`
 
 
 def _offline(

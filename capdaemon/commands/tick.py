@@ -1,4 +1,8 @@
-"""`capdaemon tick --once`: run exactly one tick and exit (cron-friendly; what the tests drive)."""
+"""`capdaemon tick --once`: run exactly one tick and exit (cron-friendly; what the tests drive).
+
+The tick first acts on the Telegram taps pressed since the last one (no long poll), so under
+cron a tap is acted on, and what it approves merged, by the next cron tick.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--once",
         action="store_true",
         default=True,
-        help="run one tick and exit (always; `capdaemon run` ticks on a schedule)",
+        help="run one tick and exit, acting on Telegram taps pressed since the last one "
+        "(always; `capdaemon run` ticks on a schedule)",
     )
 
 

@@ -39,7 +39,7 @@ class TelegramConfig:
     hmac_key_env: str = "CAPDAEMON_TELEGRAM_HMAC_KEY"
     hmac_key_file: str | None = None
     ttl_minutes: float = 5.0
-    poll_seconds: int = 5  # the poll job's interval while a request is live (long poll: 1 s less)
+    poll_seconds: int = 5  # a long poll's length under `run`; idle, how often the job looks
 
     def login_of(self, user_id: int) -> str | None:
         """The owner login a Telegram user id is mapped to (None: not mapped)."""

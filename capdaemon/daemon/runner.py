@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.notify import Notifier
 from capdaemon.daemon.preflight import CredentialsError, UnreachableError
+from capdaemon.filenames import key_file_path
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
 
@@ -30,15 +31,6 @@ EXIT_CONFIG = 2
 EXIT_STATE = 3  # corrupt or unwritable state: an operator must look (systemd does not restart)
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "EXIT_STATE", "CredentialsError"]
-
-
-def key_file_path(name: str, env: Mapping[str, str]) -> Path:
-    """The App key path: a relative name is looked up in $CREDENTIALS_DIRECTORY first."""
-    path = Path(name)
-    creds = env.get("CREDENTIALS_DIRECTORY")
-    if not path.is_absolute() and creds and (Path(creds) / path).exists():
-        return Path(creds) / path
-    return path
 
 
 def app_key_path(
@@ -144,10 +136,10 @@ def open_ticker(
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
         ticker = Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
-        from capdaemon.channels import onetap
+        from capdaemon.channels import tgjob
 
         try:
-            ticker.safety.channels.desk = onetap.build_desk(config, state_dir, env)
+            ticker.safety.channels.desk = tgjob.build_desk(config, state_dir, env)
         except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
             raise CredentialsError(str(exc)) from None
         try:
@@ -215,7 +207,7 @@ def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = No
         next_run_time=datetime.now(UTC),
     )
     add_digest_job(sched, ticker)  # 09:00 local CronTrigger, generous misfire grace, coalesced
-    from capdaemon.channels.onetap import add_poll_job
+    from capdaemon.channels.tgjob import add_poll_job
 
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
     watch_overruns(sched, tick_seconds)

@@ -224,6 +224,7 @@ class Ticker:
         if not self._access_checked:
             self._access_checked = True
             self.check_decision_access(now, report)
+        deps.safety.channels.read_taps(self, now, report)  # taps since the last tick (cron)
         merging.step_reconcile(deps, now, report)
         issues.find_tampered(deps, ctx, report)
         issues.restore_reviews(deps, ctx, now, report)
@@ -235,6 +236,7 @@ class Ticker:
         deps.safety.channels.sync_desk(self, now, report)  # mirror one-taps into Telegram
         deps.check_stop()
         merging.step_merge(deps, ctx, seen, now, report)  # step 4
+        deps.safety.channels.after_merge(self, report)  # Telegram says "merged" at once
         deps.check_stop()
         issues.step_passive_reviews(deps, ctx, now, report)  # step 5
         issues.step_escalations(deps, now, report)

@@ -75,6 +75,8 @@ def test_tap_after_the_ttl_is_refused_and_the_request_becomes_a_ballot(tgd: TgHa
     assert "decision:pending-owner" in [lb.name for lb in tgd.issue_for(number, "ballot").labels]
     (msg,) = tgd.messages()
     assert "full ballot" in msg["text"] and "reply_markup" not in msg
+    assert msg["text"].startswith(f"Closed: {tgd.sb.repo}#{number}: task work\n")
+    assert msg["text"].count("ballot") == 1  # said once ("…ballot. It is now a full ballot.")
 
 
 def test_tap_on_a_moved_head_is_void(tgd: TgHarness) -> None:
@@ -156,7 +158,7 @@ def test_unreachable_api_and_429_never_stop_a_tick(tgd: TgHarness) -> None:
     calls = dict(tgd.tg.state.counters)
     tgd.tick()
     assert dict(tgd.tg.state.counters) == calls  # quiet while retry_after runs
-    tgd.desk._quiet_until = 0.0  # the 30 s have passed
+    tgd.desk.client.paused_until = tgd.desk.store.paused_until = 0.0  # the 30 s have passed
     tgd.tg.stop()
     report = tgd.tick()
     assert any("API unreachable" in e for e in report.errors)

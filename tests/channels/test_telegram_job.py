@@ -6,7 +6,7 @@ import time
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from capdaemon.channels.onetap import add_poll_job
+from capdaemon.channels.tgjob import add_poll_job
 
 from .conftest import BOB_TG, TgHarness
 

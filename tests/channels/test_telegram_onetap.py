@@ -6,16 +6,19 @@ from .conftest import ALICE_TG, BOB_TG, MALLORY_TG, TgHarness
 
 
 def test_tap_by_an_owner_merges_the_tier2_pr(tgd: TgHarness) -> None:
-    """The tick posts the request (PR, quadrant, tier reasons, size, two buttons); bob's
-    approve tap is counted, the GitHub one-tap issue closes with the outcome, and the next
-    tick merges the bound head."""
+    """The tick posts the request (PR, quadrant, tier reasons, size in the singular, the
+    deadline to the second, two buttons); bob's approve tap is counted, the GitHub one-tap
+    issue closes with the outcome, the next tick merges the bound head and the message then
+    says "Merged" with the PR and its title."""
     tgd.configure_telegram()
     number = tgd.tier2_pr()
     tgd.tick()
     assert not tgd.pull(number).merged
     (msg,) = tgd.messages()
     assert f"#{number}" in msg["text"] and "task level 2" in msg["text"]
-    assert "1 files, 2 changed lines" in msg["text"]
+    assert "1 file, 2 changed lines;" in msg["text"]
+    request = next(iter(tgd.desk.store.requests.values()))
+    assert f"before {request['expires_at'][:19].replace('T', ' ')} UTC" in msg["text"]
     labels = [b["text"] for b in msg["reply_markup"]["inline_keyboard"][0]]
     assert labels == ["✅ Approve", "❌ Reject"]
     tgd.press(BOB_TG, "✅ Approve")
@@ -26,9 +29,13 @@ def test_tap_by_an_owner_merges_the_tier2_pr(tgd: TgHarness) -> None:
     assert tgd.pull(number).merged
     issue = tgd.issues("one-tap")[0]
     assert issue.state == "closed"
-    assert "Approved by bob" in issue.get_comments()[0].body
-    assert tgd.messages()[0]["text"].startswith("Approved by bob")
-    assert "reply_markup" not in tgd.messages()[0]
+    assert "by bob on Telegram" in issue.get_comments()[0].body
+    (msg,) = tgd.messages()
+    assert msg["history"][1].startswith(f"Approved: {tgd.sb.repo}#{number}: task work\nby bob")
+    assert msg["text"].startswith(f"Merged: {tgd.sb.repo}#{number}: task work\n")
+    assert "approved by bob" in msg["text"] and "reply_markup" not in msg
+    mode = (tgd.state_dir / "telegram.json").stat().st_mode & 0o777
+    assert mode == 0o600
 
 
 def test_unknown_user_and_non_owner_taps_are_refused(tgd: TgHarness) -> None:
