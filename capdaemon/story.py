@@ -66,3 +66,34 @@ def describe(rec: dict[str, Any]) -> list[str]:
     if rest:
         lines.append(f"{'':22}" + "; ".join(rest))
     return lines
+
+
+def _same_as(rec: dict[str, Any]) -> str:
+    """What makes two records tell the same thing: everything but the log's bookkeeping."""
+    keep = {k: v for k, v in rec.items() if k not in ("ts", "seq", "prev", "hash", "fingerprint")}
+    return repr(sorted(keep.items(), key=lambda kv: kv[0]))
+
+
+def tell(records: list[dict[str, Any]]) -> list[str]:
+    """The lines of a PR's story: a record that repeats an earlier one at the same head (a PR
+    re-checked because a check run or a label changed, with the same verdict) is folded into
+    the first, which says how often and when it was last seen."""
+    groups: list[tuple[dict[str, Any], list[str]]] = []
+    index: dict[str, int] = {}
+    for rec in records:
+        key = _same_as(rec)
+        if key in index:
+            groups[index[key]][1].append(str(rec.get("ts", "?")))
+            continue
+        index[key] = len(groups)
+        groups.append((rec, []))
+    lines: list[str] = []
+    for rec, again in groups:
+        lines += describe(rec)
+        if again:
+            what = "re-checked" if "action" not in rec else "recorded again"
+            lines.append(
+                f"{'':22}{what} {len(again)} more time(s) at the same head with the same "
+                f"outcome (a check run or a label changed), last at {again[-1]}"
+            )
+    return lines
