@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             repo = build_repo(tmp, n)
             git_cmd = ["git", "-C", str(repo), "diff", "--name-status", "main...feat"]
             cli = [sys.executable, "-m", "capdaemon.cli", "classify", "--repo", str(repo),
-                   "--base", "main", "--head", "feat", "--config", str(ROOT / "config"),
+                   "--base", "main", "--head", "feat", "--config", str(ROOT / "capdaemon" / "demo" / "config"),
                    "--json"]  # fmt: skip
             t_git = timed(git_cmd, args.repeat, tmp)
             t_patch = timed([*git_cmd[:4], "-p", "-M", "-C", "main...feat"], args.repeat, tmp)
