@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"  # the demo's world (config/ is the generic sample)
+# the demo's world (config/ is the generic sample `init` writes)
+DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada Agent",

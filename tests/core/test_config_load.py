@@ -20,7 +20,8 @@ from capdaemon.config import (
 from capdaemon.model import Severity
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"  # the demo's world (config/ is the generic sample)
+# the demo's world (config/ is the generic sample `init` writes)
+DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"
 SCHEMAS = {
     "capdaemon.yml": "capdaemon.schema.json",
     "classifier.yml": "classifier.schema.json",
