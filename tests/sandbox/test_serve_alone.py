@@ -3,10 +3,11 @@ and an App key; the seed format's sample (`sandbox sample-seed`) serves as it is
 
 from __future__ import annotations
 
+import queue
 import re
-import select
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,11 +28,15 @@ def _serving(*argv: str) -> Iterator[tuple[str, list[str]]]:
     try:
         assert proc.stdout is not None
         lines: list[str] = []
+        pending: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=lambda: [pending.put(ln) for ln in proc.stdout or ()])
+        reader.daemon = True
+        reader.start()
         while not lines or "stops it" not in lines[-1]:
-            ready, _, _ = select.select([proc.stdout], [], [], 30)
-            assert ready, f"serve printed nothing more in 30 s after: {lines}"
-            line = proc.stdout.readline()
-            assert line, f"serve ended early: {lines}"
+            try:
+                line = pending.get(timeout=30)
+            except queue.Empty:
+                raise AssertionError(f"serve printed nothing more in 30 s after: {lines}") from None
             lines.append(line.rstrip("\n"))
         yield lines[0], lines
     finally:
