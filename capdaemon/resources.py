@@ -32,6 +32,12 @@ def systemd_unit() -> Path:
     return data_root() / "systemd" / "capdaemon.service"
 
 
+def systemd_readme() -> Path:
+    """How to install and run the unit (systemd/README.md); the unit's Documentation= names
+    the copy the install recipe puts at /opt/capdaemon/README.md."""
+    return data_root() / "systemd" / "README.md"
+
+
 def demo_config_dir() -> Path:
     """The demo's world: the config `capdaemon demo` (and the tests) run with — acme/widgets,
     its bot source root, owners alice and bob, an example user rule. Never a starter config."""
