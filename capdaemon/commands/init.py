@@ -16,9 +16,11 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from capdaemon.commands._common import CLIError, error, printable
 from capdaemon.commands.detect import Detected, git_output
 from capdaemon.commands.detect import detect as detect_clone
 from capdaemon.filenames import CLASSIFIER_CONFIG_FILE, MAIN_CONFIG_FILE
+from capdaemon.resources import sample_config_dir
 
 _ACTIONS_APP_ID = 15368  # GitHub Actions' App id on github.com: its check runs carry it
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
@@ -56,8 +58,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when the files were written; 2 on bad input or when a target file exists."""
-    from capdaemon.commands._common import CLIError, error, printable
-
     try:
         written = write_starter(
             args.dir,
@@ -96,34 +96,17 @@ def write_starter(
     CLIError (nothing written) on a bad --repo/--owner, a missing --detect folder, or when any
     file would be overwritten.
     """
-    from capdaemon.commands._common import CLIError
-    from capdaemon.resources import sample_config_dir
-
-    for repo in [*repos, *([bot_repo] if bot_repo else [])]:
-        if not _REPO.match(repo):
-            raise CLIError(f"--repo {repo!r} is not OWNER/NAME")
-    for login in owners:
-        if not _LOGIN.match(login):
-            raise CLIError(f"--owner {login!r} is not a GitHub login")
-    if detect is not None and not detect.is_dir():
-        raise CLIError(f"--detect {detect}: not a directory")
-    if target.exists() and not target.is_dir():
-        raise CLIError(f"{target} exists and is not a directory")
-    sample = sample_config_dir()
-    files = sorted(p for p in sample.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    if not files:
-        raise CLIError(f"the sample config is missing from {sample}; reinstall capdaemon")
-    texts = {p.relative_to(sample): p.read_text(encoding="utf-8") for p in files}
+    _check_arguments(target, repos, owners, bot_repo, detect)
+    texts = _sample_texts()
     main, classifier = Path(MAIN_CONFIG_FILE), Path(CLASSIFIER_CONFIG_FILE)
     found = detect_clone(detect) if detect is not None else None
-    if found is not None and not repos and (origin := _origin_repo(found.clone)):
-        repos = [origin]
-    texts[main] = fill_main(texts[main], repos, owners, bot_repo, found)
     if found is not None:
+        repos = repos or [r for r in (_origin_repo(found.clone),) if r]
         texts[classifier] = fill_classifier(texts[classifier], found)
-    if found is not None and report is not None:
-        for line in found.lines():
-            report(line)
+        if report is not None:
+            for line in found.lines():
+                report(line)
+    texts[main] = fill_main(texts[main], repos, owners, bot_repo, found)
     existing = [target / rel for rel in texts if (target / rel).exists()]
     if existing:
         raise CLIError(
@@ -138,6 +121,31 @@ def write_starter(
             fh.write(text)
         written.append(path)
     return written
+
+
+def _check_arguments(
+    target: Path, repos: list[str], owners: list[str], bot_repo: str | None, detect: Path | None
+) -> None:
+    """CLIError naming the first bad argument."""
+    for repo in [*repos, *([bot_repo] if bot_repo else [])]:
+        if not _REPO.match(repo):
+            raise CLIError(f"--repo {repo!r} is not OWNER/NAME")
+    for login in owners:
+        if not _LOGIN.match(login):
+            raise CLIError(f"--owner {login!r} is not a GitHub login")
+    if detect is not None and not detect.is_dir():
+        raise CLIError(f"--detect {detect}: not a directory")
+    if target.exists() and not target.is_dir():
+        raise CLIError(f"{target} exists and is not a directory")
+
+
+def _sample_texts() -> dict[Path, str]:
+    """The packaged sample config's files (relative path → text)."""
+    sample = sample_config_dir()
+    files = sorted(p for p in sample.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    if not files:
+        raise CLIError(f"the sample config is missing from {sample}; reinstall capdaemon")
+    return {p.relative_to(sample): p.read_text(encoding="utf-8") for p in files}
 
 
 def _origin_repo(clone: Path) -> str | None:

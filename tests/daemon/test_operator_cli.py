@@ -200,3 +200,18 @@ def test_state_only_commands_accept_config_like_the_others(
     assert cli([*argv, "--config", str(missing), "--state", str(daemon.state_dir)]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert str(missing) in line and "does not exist" in line
+
+
+def test_an_agent_is_told_what_agent_session_passes(daemon: Harness) -> None:
+    """A PR whose commit says `Agent-Session: aider/gpt-5/sess-1` is D, and the L1.C3 check
+    the agent reads names the session id, its length and the rule that passes."""
+    daemon.configure()
+    n = daemon.open_pr(
+        {"README.md": "# widgets, edited\n"}, trailers="Agent-Session: aider/gpt-5/sess-1"
+    )
+    daemon.tick()
+    check = daemon.check(n)
+    shown = " ".join(f"{check.output.summary} {check.output.text or ''}".split())
+    assert daemon.classifications(n)[-1]["quadrant"] == "D"
+    assert "the session id 'sess-1' (6 characters) does not pass" in shown.replace("\\", ""), shown
+    assert "8-64 characters" in shown
