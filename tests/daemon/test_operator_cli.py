@@ -215,3 +215,18 @@ def test_an_agent_is_told_what_agent_session_passes(daemon: Harness) -> None:
     assert daemon.classifications(n)[-1]["quadrant"] == "D"
     assert "the session id 'sess-1' (6 characters) does not pass" in shown.replace("\\", ""), shown
     assert "8-64 characters" in shown
+
+
+def test_doctor_piped_has_no_json_log_lines(daemon: Harness) -> None:
+    """`doctor` piped while GitHub answers 502 for a repo: the report says so, and stderr has
+    a readable warning, never a JSON event among the findings (it printed one)."""
+    daemon.configure()
+    daemon.sb.faults("GET", r"^/repos/acme/widgets$", status=502, count=10)
+    proc = subprocess.run(
+        _cmd("doctor", *_paths(daemon)), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL" in proc.stdout and "502" in proc.stdout
+    err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert err and not any(ln.lstrip().startswith("{") for ln in err), proc.stderr
+    assert any("forge.transient" in ln for ln in err), proc.stderr
