@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from capdaemon.cli import main as cli
 from capdaemon.config import load_config
@@ -211,3 +213,32 @@ def test_demo_config_is_the_demos_own(tmp_path: Path) -> None:
     assert [r.name for r in demo.repos] == ["acme/widgets"] and demo.owners == ("alice", "bob")
     assert len(load_user_rules_for(demo)) == 1
     assert demo_config_dir() != sample_config_dir()
+
+
+_OWNER = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,20}", fullmatch=True)
+_NAME = st.from_regex(r"[A-Za-z0-9._-]{1,30}", fullmatch=True).filter(
+    lambda n: n not in (".", "..") and not n.endswith(".git")
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(owner=_OWNER, name=_NAME, form=st.sampled_from(["https", "ssh", "scp"]), git=st.booleans())
+def test_origin_urls_give_owner_and_name(
+    tmp_path_factory: pytest.TempPathFactory, owner: str, name: str, form: str, git: bool
+) -> None:
+    """Every way GitHub spells a clone URL (https, ssh://, scp-like; with or without .git)
+    gives back OWNER/NAME, as git itself stores it in the clone's config."""
+    import subprocess
+
+    from capdaemon.commands.init import _origin_repo
+
+    clone = tmp_path_factory.mktemp("clone")
+    suffix = ".git" if git else ""
+    url = {
+        "https": f"https://github.com/{owner}/{name}{suffix}",
+        "ssh": f"ssh://git@github.com/{owner}/{name}{suffix}",
+        "scp": f"git@github.com:{owner}/{name}{suffix}",
+    }[form]
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", url], check=True)
+    assert _origin_repo(clone) == f"{owner}/{name}"
