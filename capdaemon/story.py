@@ -75,17 +75,17 @@ def _same_as(rec: dict[str, Any]) -> str:
 
 
 def tell(records: list[dict[str, Any]]) -> list[str]:
-    """The lines of a PR's story: a record that repeats an earlier one at the same head (a PR
-    re-checked because a check run or a label changed, with the same verdict) is folded into
-    the first, which says how often and when it was last seen."""
+    """The lines of a PR's story: a record that repeats the last one of its kind at the same
+    head (a PR re-checked because a check run or a label changed, with the same verdict) is
+    folded into it, which then says how often and when it was last seen."""
     groups: list[tuple[dict[str, Any], list[str]]] = []
-    index: dict[str, int] = {}
+    last: dict[str, tuple[str, int]] = {}  # record kind → (its last record's key, its group)
     for rec in records:
-        key = _same_as(rec)
-        if key in index:
-            groups[index[key]][1].append(str(rec.get("ts", "?")))
+        kind, key = str(rec.get("action", "classified")), _same_as(rec)
+        if kind in last and last[kind][0] == key:  # the same as the last one of its kind
+            groups[last[kind][1]][1].append(str(rec.get("ts", "?")))
             continue
-        index[key] = len(groups)
+        last[kind] = (key, len(groups))
         groups.append((rec, []))
     lines: list[str] = []
     for rec, again in groups:
