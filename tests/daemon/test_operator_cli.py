@@ -4,6 +4,7 @@ one listing per fact (digest, why), headers, uniform arguments and clear refusal
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import pty
@@ -230,3 +231,15 @@ def test_doctor_piped_has_no_json_log_lines(daemon: Harness) -> None:
     err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert err and not any(ln.lstrip().startswith("{") for ln in err), proc.stderr
     assert any("forge.transient" in ln for ln in err), proc.stderr
+
+
+def test_a_pr_without_a_task_is_told_what_links_one(daemon: Harness) -> None:
+    """On a hard-wall repo a PR with no task fails L1.C3, and the check says what passes: a
+    Task-Id trailer or a task branch (it said only "no task linked")."""
+    daemon.configure(repo={"require_capability": True})
+    n = daemon.open_pr({"README.md": "# widgets?\n"})
+    daemon.tick()
+    summary = html.unescape(daemon.check(n).output.summary)  # as GitHub shows it
+    shown = " ".join(summary.replace("\\", "").split())
+    assert "no task linked" in shown and "what passes" in shown, shown
+    assert "Task-Id: <task id>" in shown and "task/<task id>" in shown, shown
