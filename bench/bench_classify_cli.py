@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"  # the demo's classifier config
 GIT_ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "Bench",
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             repo = build_repo(tmp, n)
             git_cmd = ["git", "-C", str(repo), "diff", "--name-status", "main...feat"]
             cli = [sys.executable, "-m", "capdaemon.cli", "classify", "--repo", str(repo),
-                   "--base", "main", "--head", "feat", "--config", str(ROOT / "config"),
+                   "--base", "main", "--head", "feat", "--config", str(DEMO_CONFIG),
                    "--json"]  # fmt: skip
             t_git = timed(git_cmd, args.repeat, tmp)
             t_patch = timed([*git_cmd[:4], "-p", "-M", "-C", "main...feat"], args.repeat, tmp)

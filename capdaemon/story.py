@@ -66,3 +66,34 @@ def describe(rec: dict[str, Any]) -> list[str]:
     if rest:
         lines.append(f"{'':22}" + "; ".join(rest))
     return lines
+
+
+def _same_as(rec: dict[str, Any]) -> str:
+    """What makes two records tell the same thing: everything but the log's bookkeeping."""
+    keep = {k: v for k, v in rec.items() if k not in ("ts", "seq", "prev", "hash", "fingerprint")}
+    return repr(sorted(keep.items(), key=lambda kv: kv[0]))
+
+
+def tell(records: list[dict[str, Any]]) -> list[str]:
+    """The lines of a PR's story: a record that repeats the last one of its kind at the same
+    head (a PR re-checked because a check run or a label changed, with the same verdict) is
+    folded into it, which then says how often and when it was last seen."""
+    groups: list[tuple[dict[str, Any], list[str]]] = []
+    last: dict[str, tuple[str, int]] = {}  # record kind → (its last record's key, its group)
+    for rec in records:
+        kind, key = str(rec.get("action", "classified")), _same_as(rec)
+        if kind in last and last[kind][0] == key:  # the same as the last one of its kind
+            groups[last[kind][1]][1].append(str(rec.get("ts", "?")))
+            continue
+        last[kind] = (key, len(groups))
+        groups.append((rec, []))
+    lines: list[str] = []
+    for rec, again in groups:
+        lines += describe(rec)
+        if again:
+            what = "re-checked" if "action" not in rec else "recorded again"
+            lines.append(
+                f"{'':22}{what} {len(again)} more time(s) at the same head with the same "
+                f"outcome (a check run or a label changed), last at {again[-1]}"
+            )
+    return lines

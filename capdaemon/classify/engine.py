@@ -126,7 +126,8 @@ def validate_agent_registry(
                 validator=AGENT_REGISTRY_VALIDATOR,
                 severity=severity,
                 message=f"agent {agent} is not in the agent registry "
-                f"(commits {', '.join(shas[:3])}{more})",
+                f"(commits {', '.join(shas[:3])}{more}): registered tools and models are "
+                "listed in the config's agent_registry.yml (adding one is an owner's change)",
                 subject=agent,
             )
         )

@@ -105,7 +105,12 @@ def bot_self_repo(snapshot: PRSnapshot, config: Config, ctx: RuleContext) -> Rul
     """D for a PR to the bot's own repository."""
     name = "bot_self_repo"
     if config.own_repo and snapshot.repo.casefold() == config.own_repo.casefold():
-        return _vote(name, Quadrant.D, f"PR to the bot's own repository {config.own_repo}")
+        return _vote(
+            name,
+            Quadrant.D,
+            f"PR to the bot's own repository {config.own_repo}: every change to it waits for "
+            "an owner's ballot, whatever it changes",
+        )
     return _abstain(name, match=False)
 
 
@@ -113,7 +118,9 @@ def empty_pr(snapshot: PRSnapshot, config: Config, ctx: RuleContext) -> RuleOutc
     """D for a PR with no file changes."""
     name = "empty_pr"
     if not snapshot.files:
-        return _vote(name, Quadrant.D, "the PR changes no files")
+        return _vote(
+            name, Quadrant.D, "the PR changes no files: push a commit that changes one, or close it"
+        )
     return _abstain(name, match=False)
 
 
@@ -180,8 +187,12 @@ def classifier_publisher_invalid(
     forged = [r for r in _judgments(snapshot) if not is_canonical(r, config)]
     if forged:
         who = sorted({str(r.app_slug or r.app_id or "unknown publisher") for r in forged})
+        canonical = config.canonical_app or config.canonical_app_id or "none configured"
         return _vote(
-            name, Quadrant.D, f"classifier-judgment published by non-canonical {', '.join(who)}"
+            name,
+            Quadrant.D,
+            f"classifier-judgment published by non-canonical {', '.join(who)}: only the "
+            f"canonical App ({canonical}) may publish a check run of that name",
         )
     return _abstain(name, match=False)
 
@@ -199,7 +210,13 @@ def file_list_incomplete(snapshot: PRSnapshot, config: Config, ctx: RuleContext)
     ]
     if missing:
         why = f" ({snapshot.incomplete_reason})" if snapshot.incomplete_reason else ""
-        return _vote(name, Quadrant.D, f"{' and '.join(missing)} incomplete{why}")
+        return _vote(
+            name,
+            Quadrant.D,
+            f"{' and '.join(missing)} incomplete{why}: what cannot be read whole is not "
+            "judged safe; GitHub lists at most 3,000 files and 250 commits of a PR, so split "
+            "a larger one",
+        )
     return _abstain(name, match=False)
 
 

@@ -212,6 +212,43 @@ def parse_agent_session(value: str) -> AgentSession | None:
     return AgentSession(m.group(1), m.group(2), m.group(3))
 
 
+# What each part of an Agent-Session value must be: (name, pattern, the rule in words)
+SESSION_FORMAT = "<tool>/<model>/<session-id>, e.g. claude-code/claude-opus-4/sess-00000001"
+_PARTS = (
+    (
+        "tool",
+        re.compile(_TOOL),
+        "1-64 characters of a-z 0-9 . _ - (lower case), starting with a letter or digit",
+    ),
+    (
+        "model",
+        re.compile(_MODEL),
+        "1-128 characters of A-Z a-z 0-9 . _ : -, starting with a letter or digit",
+    ),
+    (
+        "session id",
+        re.compile(_SESSION),
+        "8-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit",
+    ),
+)
+
+
+def explain_agent_session(value: str) -> str:
+    """Why an Agent-Session value does not parse, naming the part, its rule and what passes."""
+    shown = value.strip(_SPACE)
+    parts = shown.split("/")
+    head = f"Agent-Session value {shown[:200]!r}"
+    if len(parts) != 3:
+        return f"{head} has {len(parts)} part(s) separated by '/'; it must be {SESSION_FORMAT}"
+    for (name, pattern, rule), part in zip(_PARTS, parts, strict=True):
+        if pattern.fullmatch(part) is None:
+            return (
+                f"{head}: the {name} {part[:80]!r} ({len(part)} characters) does not pass: "
+                f"it must be {rule}; the whole value is {SESSION_FORMAT}"
+            )
+    return f"{head} does not parse: it must be {SESSION_FORMAT}"
+
+
 def _sessions(trailers: list[tuple[str, str]]) -> list[str]:
     return [v for k, v in trailers if k.casefold() == AGENT_SESSION_KEY]
 
@@ -246,17 +283,27 @@ def commit_agent_session(message: str) -> tuple[AgentSession | None, str | None]
     if "\0" in message:
         return None, "commit message contains a NUL byte (git and GitHub read it differently)"
     if divider_before_scissors(message):
-        return None, "a `---` divider before a scissors line: git cannot read the trailers"
+        return None, (
+            "a `---` divider before a scissors line: git cannot read the trailers; "
+            "remove the `---` line"
+        )
     values = _sessions(parse_trailers(message))
     if values != _sessions(parse_trailers(message, stored=True)):
-        return None, "git reads the Agent-Session trailers differently in `git log`"
+        return None, (
+            "git reads the Agent-Session trailers differently in `git log`: put the trailers "
+            "in the message's last paragraph, with no `---` line or leading blank lines"
+        )
     if len(values) > 1:
-        return None, f"{len(values)} Agent-Session trailers"
+        return None, f"{len(values)} Agent-Session trailers: one commit carries at most one"
     if len(values) == 1:
         session = parse_agent_session(values[0])
         if session is None:
-            return None, "Agent-Session value is not <tool>/<model>/<session-id>"
+            return None, explain_agent_session(values[0])
         return session, None
     if _hidden_session_line(message):
-        return None, "Agent-Session line outside a valid trailer block"
+        return None, (
+            "Agent-Session line outside a valid trailer block: the message's last paragraph "
+            "must hold only trailer lines (`Key: value`), one of them "
+            f"`Agent-Session: {SESSION_FORMAT.split(', e.g. ')[0]}`"
+        )
     return None, None

@@ -54,6 +54,25 @@ def add_config_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_unused_config_arg(parser: argparse.ArgumentParser) -> None:
+    """--config DIR on a command that reads only the state directory: accepted like every
+    other command's (one command line works for all), checked to exist when given, not read."""
+    parser.add_argument(
+        "--config",
+        metavar="DIR",
+        default=None,
+        help="accepted as by the other commands; this one reads only the state directory",
+    )
+
+
+def unused_config_problem(args: argparse.Namespace) -> str | None:
+    """Why an explicitly given --config cannot be right (it does not exist), else None."""
+    given = getattr(args, "config", None)
+    if given and not Path(given).is_dir():
+        return f"config directory {given} does not exist"
+    return None
+
+
 def state_dir(args: argparse.Namespace) -> Path:
     """The state directory chosen by --state, $CAPDAEMON_STATE, or ./bot-state."""
     chosen = getattr(args, "state", None) or os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR

@@ -7,7 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from capdaemon.commands._common import CLIError, add_state_arg, error, state_dir
+from capdaemon.anchors import check_anchors
+from capdaemon.audit import log_paths, verify
+from capdaemon.commands._common import (
+    CLIError,
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    state_dir,
+    unused_config_problem,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "had at seq N to hash H; a log rebuilt or cut on the host no longer holds it.",
     )
     add_state_arg(verify)
+    add_unused_config_arg(verify)
     verify.add_argument(
         "--anchor",
         action="append",
@@ -93,12 +103,10 @@ def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     """`audit verify`: exit 0 when both logs are whole and all anchors hold, 1 naming the
     first bad line or the anchor that fails, 2 on bad input."""
-    from capdaemon.anchors import check_anchors
-    from capdaemon.audit import log_paths, verify
-
     sdir = state_dir(args)
-    if not sdir.is_dir():
-        error("audit", f"state directory {sdir} does not exist")
+    problem = unused_config_problem(args)
+    if problem or not sdir.is_dir():
+        error("audit", problem or f"state directory {sdir} does not exist")
         return 2
     try:
         anchors = _anchors(args, sdir)
@@ -107,30 +115,35 @@ def run(args: argparse.Namespace) -> int:
         return exc.code
     status = 0
     for path in log_paths(sdir):
-        try:
-            report = verify(path)
-        except Exception as exc:  # e.g. a corrupt .head file: report it, never crash
-            print(f"{path}: cannot verify: {exc}")
-            status = 1
-        else:
-            if report.ok:
-                print(
-                    f"{path}: ok, {report.count} entries"
-                    + (" (no log yet)" if not path.exists() else "")
-                )
-            else:
-                print(f"{path}:{report.line}: {report.reason}")
-                status = 1
-        mine = [a for a in anchors if a.log == path.name]
-        if not mine:
-            continue
-        failures = check_anchors(path, mine)
-        for reason in failures:
-            print(reason)
-        if failures:
-            status = 1
-        else:
-            print(f"{path}: {len(mine)} anchor(s) hold, up to seq {max(a.seq for a in mine)}")
+        status |= _verify_one(path, [a for a in anchors if a.log == path.name])
     if status:
         print("audit verify: FAILED — the logs were altered or truncated", file=sys.stderr)
+    return status
+
+
+def _verify_one(path: Path, mine: list[Any]) -> int:
+    """Verify one log and the anchors that name it, printing what was found; 1 when bad."""
+    status = 0
+    try:
+        report = verify(path)
+    except Exception as exc:  # e.g. a corrupt .head file: report it, never crash
+        print(f"{path}: cannot verify: {exc}")
+        status = 1
+    else:
+        if report.ok:
+            print(
+                f"{path}: ok, {report.count} entries"
+                + (" (no log yet)" if not path.exists() else "")
+            )
+        else:
+            print(f"{path}:{report.line}: {report.reason}")
+            status = 1
+    if not mine:
+        return status
+    failures = check_anchors(path, mine)
+    for reason in failures:
+        print(reason)
+    if failures:
+        return 1
+    print(f"{path}: {len(mine)} anchor(s) hold, up to seq {max(a.seq for a in mine)}")
     return status

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from capdaemon.commands import ticksummary
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
@@ -44,7 +45,6 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     and credentials, 3 for a corrupt or unwritable state directory, 1 for anything else.
     Nothing is written to the state directory before the credentials are accepted.
     """
-    import json
     import sys
 
     from capdaemon.logging import configure_logging
@@ -75,7 +75,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
             wait_for_github=daemon,
         ) as ticker:
             if not daemon:
-                print(json.dumps(run_once(ticker), sort_keys=True))
+                print(ticksummary.render(run_once(ticker), json_asked=args.json))
                 return EXIT_OK
             seconds = args.tick_seconds or config.schedule.tick_seconds
             return serve(ticker, tick_seconds=seconds, notifier=notifier)

@@ -20,7 +20,13 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every expected outcome happened, 1 otherwise (2: no sandbox)."""
     if not require_sandbox("capdaemon demo"):
         return 2
+    from capdaemon.commands._common import error
     from capdaemon.demo.run import run_demo
 
-    result = run_demo(args.dir, keep_running=args.keep_running)
+    try:
+        result = run_demo(args.dir, keep_running=args.keep_running)
+    except (OSError, RuntimeError) as exc:  # git missing, a port, a step git refused
+        kept = f"; its files are in {args.dir}" if args.dir else "; its temporary folder is removed"
+        error("demo", f"{type(exc).__name__}: {exc}{kept}")
+        return 1
     return 0 if result.ok else 1

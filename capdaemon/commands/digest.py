@@ -10,9 +10,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from capdaemon.commands._common import add_config_arg, add_state_arg
 
     parser.add_argument(
-        "--date", help="local date YYYY-MM-DD (default: today in the config's zone)"
+        "--date",
+        help="the digest's date YYYY-MM-DD: a digest is dated the local day it is sent at "
+        "schedule.digest_time and covers the 24 hours before (default: the last one sent; "
+        "with --print, the one in progress, which after digest_time is dated tomorrow)",
     )
-    parser.add_argument("--print", action="store_true", help="print the Markdown to stdout")
+    parser.add_argument(
+        "--print",
+        action="store_true",
+        help="print the Markdown to stdout (writes nothing); its first lines say the period "
+        "covered and whether it is still in progress",
+    )
     parser.add_argument(
         "--post", action="store_true", help="also post it as the day's digest issue"
     )

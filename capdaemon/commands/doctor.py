@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     findings: list[Finding] = []
     config_failed = False
-    with logging_for_command("auto", "warning"):  # the findings are the output
+    with logging_for_command("console", "warning"):  # the findings are the output
         for finding, is_config in _findings(args):
             print(finding.line(), flush=True)
             findings.append(finding)

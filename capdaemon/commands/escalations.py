@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 
-from capdaemon.commands._common import add_state_arg, error, state_dir, state_dir_problem
+from capdaemon.commands._common import (
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    state_dir,
+    state_dir_problem,
+    unused_config_problem,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     add_state_arg(parser)
+    add_unused_config_arg(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.add_argument("--all", action="store_true", help="include resolved records")
 
@@ -21,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.state import StateError
     from capdaemon.stores.escalations import list_escalations
 
-    problem = state_dir_problem(state_dir(args))
+    problem = unused_config_problem(args) or state_dir_problem(state_dir(args))
     if problem:
         error("escalations", problem)
         return 2

@@ -1,22 +1,30 @@
 """`capdaemon init [DIR]`: write a starter config from the packaged, commented sample.
 
-Asks nothing; the config starts in shadow mode. `--repo`/`--owner` fill the obvious fields;
-`--detect PATH` looks at a local clone for its source root and its docs/tests/examples
-folders. Never overwrites a file: when any file it would write exists, it writes nothing and
-says which.
+Asks nothing; the sample is generic (no repos, owners or App yet) and starts in shadow mode.
+`--repo`/`--owner`/`--bot-repo` fill the obvious fields; `--detect CLONE` prints what a local
+clone shows (default branch, languages, top folders, CI workflows) and writes it in: the repo
+(from `origin` when no --repo), its base branch, the source root, and commented suggestions
+(safe folders, CI checks). Never overwrites a file: when any file it would write exists, it
+writes nothing and says which.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+from capdaemon.commands._common import CLIError, error, printable
+from capdaemon.commands.detect import Detected, git_output
+from capdaemon.commands.detect import detect as detect_clone
 from capdaemon.filenames import CLASSIFIER_CONFIG_FILE, MAIN_CONFIG_FILE
+from capdaemon.resources import sample_config_dir
 
+_ACTIONS_APP_ID = 15368  # GitHub Actions' App id on github.com: its check runs carry it
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
-_SAFE_CANDIDATES = ("docs/", "doc/", "examples/", "tests/", "test/")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +58,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when the files were written; 2 on bad input or when a target file exists."""
-    from capdaemon.commands._common import CLIError, error, printable
-
     try:
         written = write_starter(
             args.dir,
@@ -59,15 +65,18 @@ def run(args: argparse.Namespace) -> int:
             owners=args.owner,
             bot_repo=args.bot_repo,
             detect=args.detect,
+            report=lambda line: print(printable(line)),
         )
     except CLIError as exc:
         error("init", str(exc))
         return exc.code
     for path in written:
         print(f"wrote {printable(str(path))}")
+    main = printable(str(args.dir / MAIN_CONFIG_FILE))
     print(
-        f"next: edit {printable(str(args.dir / MAIN_CONFIG_FILE))} (github.app_id, "
-        f"private_key_file), then `capdaemon doctor --config {printable(str(args.dir))}`"
+        f"next: in {main} fill in the GitHub App (github.app_id, private_key_file, "
+        "canonical_app; see docs/github-app.md), bot.own_repo, owners and repos; then "
+        f"`capdaemon doctor --config {printable(str(args.dir))}`"
     )
     return 0
 
@@ -79,34 +88,25 @@ def write_starter(
     owners: list[str],
     bot_repo: str | None = None,
     detect: Path | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """Copy the sample config into `target` with the given fields filled; the files written.
+    `report` is told what --detect found (one line at a time).
 
     CLIError (nothing written) on a bad --repo/--owner, a missing --detect folder, or when any
     file would be overwritten.
     """
-    from capdaemon.commands._common import CLIError
-    from capdaemon.resources import sample_config_dir
-
-    for repo in [*repos, *([bot_repo] if bot_repo else [])]:
-        if not _REPO.match(repo):
-            raise CLIError(f"--repo {repo!r} is not OWNER/NAME")
-    for login in owners:
-        if not _LOGIN.match(login):
-            raise CLIError(f"--owner {login!r} is not a GitHub login")
-    if detect is not None and not detect.is_dir():
-        raise CLIError(f"--detect {detect}: not a directory")
-    if target.exists() and not target.is_dir():
-        raise CLIError(f"{target} exists and is not a directory")
-    sample = sample_config_dir()
-    files = sorted(p for p in sample.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    if not files:
-        raise CLIError(f"the sample config is missing from {sample}; reinstall capdaemon")
-    texts = {p.relative_to(sample): p.read_text(encoding="utf-8") for p in files}
+    _check_arguments(target, repos, owners, bot_repo, detect)
+    texts = _sample_texts()
     main, classifier = Path(MAIN_CONFIG_FILE), Path(CLASSIFIER_CONFIG_FILE)
-    texts[main] = fill_main(texts[main], repos, owners, bot_repo)
-    if detect is not None:
-        texts[classifier] = fill_classifier(texts[classifier], detect)
+    found = detect_clone(detect) if detect is not None else None
+    if found is not None:
+        repos = repos or [r for r in (_origin_repo(found.clone),) if r]
+        texts[classifier] = fill_classifier(texts[classifier], found)
+        if report is not None:
+            for line in found.lines():
+                report(line)
+    texts[main] = fill_main(texts[main], repos, owners, bot_repo, found)
     existing = [target / rel for rel in texts if (target / rel).exists()]
     if existing:
         raise CLIError(
@@ -123,52 +123,96 @@ def write_starter(
     return written
 
 
-def fill_main(text: str, repos: list[str], owners: list[str], bot_repo: str | None) -> str:
-    """The sample capdaemon.yml in shadow mode (a new deployment merges nothing until an
-    operator switches it to enforce), with its repos, owners and the bot's own repo replaced."""
-    text = re.sub(r"(?m)^mode: enforce( *)", r"mode: shadow \g<1>", text, count=1)
-    if owners:
-        text = re.sub(r"(?m)^owners: \[[^\]]*\]", f"owners: [{', '.join(owners)}]", text, count=1)
-    if repos:
-        text = re.sub(r"(?m)^  - name: \S+", f"  - name: {repos[0]}", text, count=1)
-        extra = "".join(f"  - name: {r}\n    base: main\n" for r in repos[1:])
-        text = re.sub(r"(?m)^(?=schedule:)", extra + "\n" if extra else "", text, count=1)
-    if bot_repo:
-        text = re.sub(r"(?m)^(  own_repo: )\S+", rf"\g<1>{bot_repo}", text, count=1)
-    return text
+def _check_arguments(
+    target: Path, repos: list[str], owners: list[str], bot_repo: str | None, detect: Path | None
+) -> None:
+    """CLIError naming the first bad argument."""
+    for repo in [*repos, *([bot_repo] if bot_repo else [])]:
+        if not _REPO.match(repo):
+            raise CLIError(f"--repo {repo!r} is not OWNER/NAME")
+    for login in owners:
+        if not _LOGIN.match(login):
+            raise CLIError(f"--owner {login!r} is not a GitHub login")
+    if detect is not None and not detect.is_dir():
+        raise CLIError(f"--detect {detect}: not a directory")
+    if target.exists() and not target.is_dir():
+        raise CLIError(f"{target} exists and is not a directory")
 
 
-def detect_layout(clone: Path) -> tuple[str | None, list[str]]:
-    """(source root, folders that look safe to carve out) of a local clone."""
-    src = clone / "src"
-    packages = (
-        sorted(p.name for p in src.iterdir() if (p / "__init__.py").is_file())
-        if (src.is_dir())
-        else []
-    )
-    root: str | None = f"src/{packages[0]}" if packages else None
-    if root is None:
-        top = sorted(
-            p.name
-            for p in clone.iterdir()
-            if (p / "__init__.py").is_file() and p.name not in ("tests", "test", "docs")
+def _sample_texts() -> dict[Path, str]:
+    """The packaged sample config's files (relative path → text)."""
+    sample = sample_config_dir()
+    files = sorted(p for p in sample.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    if not files:
+        raise CLIError(f"the sample config is missing from {sample}; reinstall capdaemon")
+    return {p.relative_to(sample): p.read_text(encoding="utf-8") for p in files}
+
+
+def _origin_repo(clone: Path) -> str | None:
+    """OWNER/NAME of a clone's `origin` when it is a GitHub-style URL, else None."""
+    url = git_output(clone, "remote", "get-url", "origin") or ""
+    m = re.search(r"[:/]([A-Za-z0-9][A-Za-z0-9-]{0,38})/([A-Za-z0-9._-]{1,100}?)(?:\.git)?/?$", url)
+    repo = f"{m[1]}/{m[2]}" if m else None
+    return repo if repo and _REPO.match(repo) else None
+
+
+def _repo_entry(name: str, base: str, checks: list[str]) -> str:
+    lines = [f"  - name: {name}", f"    base: {base}", "    merge_method: squash"]
+    lines += ["    require_capability: false", "    extra_checks: []"]
+    if checks:
+        pinned = ", ".join(
+            f"{{context: {json.dumps(c)}, app_id: {_ACTIONS_APP_ID}}}" for c in checks
         )
-        root = top[0] if top else ("src" if src.is_dir() else None)
-    safe = [d for d in _SAFE_CANDIDATES if (clone / d).is_dir()]
-    return root, safe
+        lines += [
+            "    # found in .github/workflows: require them too (check the names on a PR first;",
+            "    # a matrix job reports `name (value)`), pinned to GitHub Actions:",
+            f"    # extra_checks: [{pinned}]",
+        ]
+    return "\n".join(lines) + "\n"
 
 
-def fill_classifier(text: str, clone: Path) -> str:
+def fill_main(
+    text: str,
+    repos: list[str],
+    owners: list[str],
+    bot_repo: str | None,
+    found: Detected | None = None,
+) -> str:
+    """The sample capdaemon.yml (shadow mode: a new deployment merges nothing until an operator
+    switches it to enforce) with its repos, owners and the bot's own repo filled in; a detected
+    clone gives the first repo's base branch and suggests its CI checks."""
+    if owners:
+        text = re.sub(r"(?m)^owners: \[\]", f"owners: [{', '.join(owners)}]", text, count=1)
+    if repos:
+        base = (found.default_branch if found else None) or "main"
+        entries = [_repo_entry(repos[0], base, found.checks if found else [])]
+        entries += [_repo_entry(r, "main", []) for r in repos[1:]]
+        block = "repos:\n" + "".join(entries)
+        text = re.sub(r"(?m)^repos: \[\]\n", lambda _m: block, text, count=1)
+    if bot_repo:
+        text = re.sub(r"(?m)^  # own_repo: \S+", f"  own_repo: {bot_repo}", text, count=1)
+    return _found_header(text, found)
+
+
+def _found_header(text: str, found: Detected | None) -> str:
+    """The text with what --detect found as a comment block after the file's first line."""
+    if found is None:
+        return text
+    first, _, rest = text.partition("\n")
+    block = "".join(f"#   {line.strip()}\n" for line in found.lines()[1:])
+    return f"{first}\n#\n# `capdaemon init --detect` {found.lines()[0]}\n{block}#\n{rest}"
+
+
+def fill_classifier(text: str, found: Detected) -> str:
     """The sample classifier.yml with the detected source root, and the detected docs/tests/
     examples folders as a commented suggestion (carving out is the operator's call)."""
-    root, safe = detect_layout(clone)
-    if root is not None:
-        text = re.sub(r"(?m)^source_root: .*$", f"source_root: {root}", text, count=1)
-    if safe:
+    if found.source_root is not None:
+        text = re.sub(r"(?m)^source_root: .*$", f"source_root: {found.source_root}", text, count=1)
+    if found.safe_dirs:
         suggestion = (
-            f"# Found in {clone.name or clone}: uncomment after review (changes under these "
-            "folders are then non-critical):\n"
-            f"# known_safe_dirs: [{', '.join(safe)}]\n"
+            f"# Found in {found.clone.name or found.clone}: uncomment after review (changes "
+            "under these folders are then non-critical):\n"
+            f"# known_safe_dirs: [{', '.join(found.safe_dirs)}]\n"
         )
         text = re.sub(r"(?m)^(?=known_safe_dirs: )", suggestion, text, count=1)
-    return text
+    return _found_header(text, found)

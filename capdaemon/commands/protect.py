@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from capdaemon.commands._common import CLIError, error, printable
+from capdaemon.forge.errors import NotFound
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
@@ -31,10 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """0 protected (or already so); 1 drift found with --check; 2 bad input; 3 GitHub refused."""
+    """0 protected (or already so); 1 drift found with --check, or GitHub refused; 2 bad input
+    (a repository that does not exist or the App cannot see, a bad config)."""
     from capdaemon.logging import logging_for_command
 
-    with logging_for_command("auto", "info"):  # stderr: JSON off a terminal
+    # a command for a person: its warnings are plain lines, never JSON events among the report
+    with logging_for_command("console", "warning"):
         return _run(args)
 
 
@@ -65,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         token, key = github_credentials(config.github, config_dir=cdir)
         forge = Forge.from_config(config.github, token=token, key_pem=key)
         app_id = config.github.app_id
+        _require_repo(forge, args.repo)
         _warn_decision_writers(forge, config, state_dir(args), args.agent)
         before = protection_problems(forge.effective_protection(args.repo, branch), app_id)
         if args.check:
@@ -85,11 +92,10 @@ def _run(args: argparse.Namespace) -> int:
         error("protect", str(exc))
         return getattr(exc, "code", 2)
     except ForgeError as exc:
-        error("protect", f"GitHub refused: {exc}")
-        return 3
+        return _forge_failure(exc)
     if after:
         error("protect", f"{args.repo}:{branch} still falls short: {'; '.join(after)}")
-        return 3
+        return 1
     sdir = state_dir(args)
     if sdir.is_dir():
         AuditLog(log_paths(sdir)[1]).append(
@@ -109,15 +115,36 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forge_failure(exc: Exception) -> int:
+    """One line for what GitHub answered; 2 when it does not know the repo or branch (bad
+    input), 1 when it refused."""
+    if isinstance(exc, NotFound):
+        error("protect", f"GitHub cannot find it: {exc}")
+        return 2
+    error("protect", f"GitHub refused: {exc}")
+    return 1
+
+
+def _require_repo(forge: Forge, repo: str) -> None:
+    """CLIError (exit 2) when `repo` does not exist or the credentials cannot see it."""
+    try:
+        forge.repo_permissions(repo)
+    except NotFound:
+        raise CLIError(
+            f"repository {repo} not found, or not visible to these credentials: check the "
+            "name (and that the GitHub App is installed on it)"
+        ) from None
+
+
 def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list[str]) -> None:
-    """WARN (stderr, never an exit code) about non-owners who can write to the decision repo.
+    """Warn (one plain line each on stderr, never an exit code) about non-owners who can write
+    to the decision repo.
 
     Candidates: the decision repo's collaborators when GitHub lets us list them; otherwise the
     PR authors (agents) in bot-state/prs.json plus `--agent` logins, checked one by one.
     """
     from capdaemon.daemon.access import decision_repo_writers
     from capdaemon.filenames import PRS_FILE
-    from capdaemon.logging import get_logger
     from capdaemon.state import StateError, read_json
 
     candidates = set(extra)
@@ -130,20 +157,17 @@ def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list
         pass
     from capdaemon.forge.errors import ForgeError
 
-    log = get_logger("capdaemon.protect")
+    def warn(text: str) -> None:
+        print(f"capdaemon protect: warning: {printable(text)}", file=sys.stderr)
+
     try:
         writers, how = decision_repo_writers(forge, config, candidates)
     except ForgeError as exc:
-        log.warning("protect.writers_unknown", error=str(exc))
+        warn(f"cannot tell who can write to the decision repo: {exc}")
         return
-    repo = config.ballot_repo
     for w in writers:
-        log.warning(
-            "protect.decision_repo_writer",
-            login=w.login,
-            role=w.role,
-            repo=repo,
-            found_via=how,
-            why="agents should have at most triage there: with write they can edit or close "
-            "ballots and delete owners' votes",
+        warn(
+            f"{w.login} ({w.role}) can write to the decision repo {config.ballot_repo} "
+            f"(found via {how}): agents should have at most triage there; with write they can "
+            "edit or close ballots and delete owners' votes"
         )

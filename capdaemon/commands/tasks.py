@@ -6,12 +6,21 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from capdaemon.commands._common import add_state_arg, error, state_dir, state_dir_problem
+from capdaemon.commands._common import (
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    printable,
+    state_dir,
+    state_dir_problem,
+    unused_config_problem,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     add_state_arg(parser)
+    add_unused_config_arg(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list")
 
 
@@ -21,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.stores.registry import list_tasks
 
     sdir = state_dir(args)
-    problem = state_dir_problem(sdir)
+    problem = unused_config_problem(args) or state_dir_problem(sdir)
     if problem:
         error("tasks", problem)
         return 2
@@ -33,14 +42,27 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no dispatched tasks")
         return 0
-    width = max(len(r.task_id) for r in rows)
+    table: list[tuple[str, ...]] = [
+        ("TASK", "STATE", "LEVEL", "POLICY", "EXPIRES", "TITLE OR PROBLEM")
+    ]
     for r in rows:
         d = r.to_dict()
         if r.snapshot is None:
-            detail = r.reason
+            table.append((r.task_id, r.state, "-", "-", "-", r.reason))
         else:
-            detail = f"level {d['level']}  {d['merge_policy']:<6}  expires {d['expires_at']}" + (
-                f"  {d['title']}" if d["title"] else ""
+            table.append(
+                (
+                    r.task_id,
+                    r.state,
+                    str(d["level"]),
+                    str(d["merge_policy"]),
+                    str(d["expires_at"]),
+                    str(d["title"] or ""),
+                )
             )
-        print(f"{r.task_id.ljust(width)}  {r.state:<8}  {detail}")
+    table = [tuple(printable(cell) for cell in row) for row in table]
+    widths = [max(len(row[i]) for row in table) for i in range(5)]
+    for row in table:
+        cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=False)]
+        print(("  ".join([*cells, row[5]])).rstrip())
     return 0

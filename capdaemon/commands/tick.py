@@ -21,8 +21,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="run one tick and exit, acting on Telegram taps pressed since the last one "
         "(always; `capdaemon run` ticks on a schedule)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as one JSON line even on a terminal (off a terminal it always is)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """One tick under the state lock; prints a one-line JSON summary on stdout."""
+    """One tick under the state lock; prints its summary on stdout: one JSON line when stdout
+    is not a terminal (or with --json), a few plain lines on a terminal."""
     return start(args, daemon=False)

@@ -6,7 +6,7 @@ import argparse
 import re
 
 from capdaemon.commands._common import add_state_arg, error, printable, state_dir
-from capdaemon.story import describe
+from capdaemon.story import tell
 
 _PR_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([0-9]+)$")
 
@@ -41,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
         error("why", f"nothing is known of {pr} in {sdir}")
         return 1
     print(f"{pr}: {len(records)} record(s)")
-    for rec in records:
-        for line in describe(rec):
-            print(printable(line))
+    for line in tell(records):
+        print(printable(line))
     return 3 if bad else 0

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, RepoConfig
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
 from capdaemon.landlock import LandlockError, abi_version
@@ -27,16 +28,6 @@ if TYPE_CHECKING:
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
 
-# What the App needs: writes for its own work; reads for statuses and branch protection.
-APP_PERMISSIONS: dict[str, str] = {
-    "checks": "write",
-    "contents": "write",
-    "issues": "write",
-    "pull_requests": "write",
-    "metadata": "read",
-    "statuses": "read",
-    "administration": "read",
-}
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -122,7 +123,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
     safety = read_json(state_dir / SAFETY_FILE, None) or {}
     counts, attention = _classified(classifier_log, start, end)
     acts = _Actions(attention=attention)
-    for rec in _records(actions_log, start, end):
+    for rec in _once_each_violation(_records(actions_log, start, end)):
         acts.note(rec, prs)
     attention.extend(_unprotected(config, safety))
     errors = acts.errors
@@ -133,6 +134,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
     return DigestFacts(
         date=day,
         timezone=tz,
+        period=(start, end),
         quadrant_counts=counts,
         merges=tuple(acts.merges),
         pending_ballots=_pending(config, prs, safety),
@@ -171,6 +173,23 @@ def _classified(
             if isinstance(f, Mapping) and f.get("severity") == "P1":
                 attention.append(DigestItem(str(rec.get("pr")), str(f.get("message", ""))))
     return counts, attention
+
+
+def _once_each_violation(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The records without repeats of a scope violation: a PR re-classified at the same head
+    (a check run or a label changed) records the same violation again; it is listed once."""
+    seen: set[str] = set()
+    for rec in records:
+        if rec.get("action") == "scope_violation":
+            key = json.dumps(
+                [rec.get(k) for k in ("pr", "head_sha", "task_id", "escalation", "violations")],
+                sort_keys=True,
+                default=str,
+            )
+            if key in seen:
+                continue
+            seen.add(key)
+        yield rec
 
 
 @dataclasses.dataclass

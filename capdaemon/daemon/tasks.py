@@ -87,14 +87,17 @@ def evaluate(
         v = Violation(
             ViolationKind.NO_CAPABILITY,
             snapshot.ref,
-            "no task linked (Task-Id trailer or task branch)",
+            "no task linked: this repository requires one; what passes: a `Task-Id: <task id>` "
+            "trailer in the PR's commits, or a head branch the repository's "
+            "task_branch_pattern names (by default `task/<task id>` or `agent/<task id>`), of a "
+            "dispatched task",
         )
         return CapabilityVerdict(None, violations=(v,) if require else (), enforced=require)
     if len(tasks) > 1:
         v = Violation(
             ViolationKind.NO_CAPABILITY,
             snapshot.ref,
-            f"the PR names several tasks: {', '.join(tasks)}",
+            f"the PR names several tasks: {', '.join(tasks)}; what passes: exactly one",
         )
         return CapabilityVerdict(tasks[0], violations=(v,), enforced=require)
     task = tasks[0]

@@ -125,6 +125,7 @@ class DigestFacts:
 
     date: date
     timezone: str
+    period: tuple[datetime, datetime] | None = None  # the instants covered (start, end)
     quadrant_counts: Mapping[Quadrant, int] = field(default_factory=dict)
     merges: tuple[DigestMerge, ...] = ()
     pending_ballots: tuple[DigestBallot, ...] = ()
@@ -209,12 +210,24 @@ def _local_time(when: datetime, tz: str) -> str:
     return aware(when, "merged_at").astimezone(_zone(tz)).strftime("%Y-%m-%d %H:%M")
 
 
+def _period_lines(facts: DigestFacts, now: datetime) -> list[str]:
+    """What the digest covers; a period not over yet says so, and as of when."""
+    if facts.period is None:
+        return []
+    start, end = (_local_time(t, facts.timezone) for t in facts.period)
+    line = f"_Covers {start} to {end} {md(facts.timezone)}"
+    if now < facts.period[1]:
+        line += f"; in progress: so far, as of {_local_time(now, facts.timezone)}"
+    return [line + "._", ""]
+
+
 def render_digest(facts: DigestFacts, now: datetime) -> str:
     """The digest as Markdown; a tripped breaker comes first, then every section in order."""
     aware(now, "now")
     counts = facts.quadrant_counts
     total = sum(counts.get(q, 0) for q in Quadrant)
     out = [f"# capdaemon digest — {facts.date.isoformat()} ({md(facts.timezone)})", ""]
+    out += _period_lines(facts, now)
     if facts.shadow:
         out += [
             "_Shadow mode: nothing was merged or closed; merges below are would-be merges._",

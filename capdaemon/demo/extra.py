@@ -5,7 +5,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-INSTALL_HINT = "pip install 'capdaemon[sandbox]'"
+# capdaemon is installed from a clone or a wheel built from it (it is not on PyPI)
+INSTALL_HINT = (
+    "install the sandbox extra from the wheel or clone capdaemon came from: "
+    "pip install './dist/capdaemon-VERSION-py3-none-any.whl[sandbox]' (in a clone: "
+    "pip install -e '.[sandbox]')"
+)
 
 
 def missing_sandbox_module() -> str | None:

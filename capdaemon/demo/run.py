@@ -7,9 +7,12 @@ import contextlib
 import io
 import json
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -37,48 +40,82 @@ def run_demo(
     keep_running: bool = False,
     stream: TextIO | None = None,
 ) -> DemoResult:
-    """The whole demo; returns its result (the caller maps `ok` to the exit code)."""
+    """The whole demo; returns its result (the caller maps `ok` to the exit code).
+
+    Without `directory` everything lives in a new temporary folder, which holds the sandbox
+    App's private key: it is removed on every way out — success, a failed step, an exception
+    (git missing), Ctrl-C or SIGTERM, and after --keep-running is stopped."""
     say = Narrator(stream or sys.stdout)
     started = time.monotonic()
-    temporary = directory is None and not keep_running  # removed at the end
+    temporary = directory is None
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="capdaemon-demo-"))
-    root.mkdir(parents=True, exist_ok=True)
-    root = root.resolve()
-    say(f"capdaemon demo — everything lives in {root}")
-    sb, key_file = _start_sandbox(root)
-    result = DemoResult(root=root, base_url=sb.base_url)
+    with _removed_on_exit(root if temporary else None):
+        root.mkdir(parents=True, exist_ok=True)
+        root = root.resolve()
+        say(f"capdaemon demo — everything lives in {root}")
+        sb, key_file = _start_sandbox(root)
+        try:
+            return _steps(say, sb, root, key_file, keep_running, temporary, started)
+        finally:
+            sb.stop()
+
+
+@contextlib.contextmanager
+def _removed_on_exit(folder: Path | None) -> Iterator[None]:
+    """Remove `folder` (None: keep it) however the block ends; SIGTERM ends it like Ctrl-C."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        config_dir, state_dir = root / "config", root / "bot-state"
-        write_config(config_dir, base_url=sb.base_url, key_file=key_file)
-        now = datetime.now(UTC)
-        dispatch_tasks(state_dir, now)
-        _introduce(say, sb, state_dir)
-        say("1. agents push their work with git over HTTP and open PRs:")
-        (root / "work").mkdir(exist_ok=True)
-        result.numbers = push_agent_prs(sb, root / "work", say)
-        with daemon_logs(root / "capdaemon.log"):
-            d_ref = _daemon_at_work(say, sb, config_dir, state_dir, result)
-            say("")
-            say(
-                "5. Telegram one-tap: a tier-2 PR approved from the owners' chat (Bot API sandbox):"
-            )
-            run_telegram_step(sb, root, config_dir, state_dir, say, result.failures, now)
-        check_outcomes(sb.base_url, state_dir, result)
-        say("")
-        for line in outcome_table(result.rows):
-            say(line)
-        say("")
-        _tell_story(say, d_ref, state_dir)
-        result.seconds = round(time.monotonic() - started, 1)
-        say("")
-        explain(say, result.root, sb, config_dir, state_dir, keep_running, temporary)
-        _conclude(say, result)
-        if keep_running:
-            _hold(say)
+        yield
     finally:
-        sb.stop()
-        if temporary:
-            shutil.rmtree(root, ignore_errors=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM during the demo: unwind (so `finally` blocks run) and exit 143 like a kill."""
+    raise SystemExit(128 + signum)
+
+
+def _steps(
+    say: Narrator,
+    sb: Sandbox,
+    root: Path,
+    key_file: Path,
+    keep_running: bool,
+    temporary: bool,
+    started: float,
+) -> DemoResult:
+    """Steps 1-6 against the running sandbox, the outcomes checked; the result."""
+    result = DemoResult(root=root, base_url=sb.base_url)
+    config_dir, state_dir = root / "config", root / "bot-state"
+    write_config(config_dir, base_url=sb.base_url, key_file=key_file)
+    now = datetime.now(UTC)
+    dispatch_tasks(state_dir, now)
+    _introduce(say, sb, state_dir)
+    say("1. agents push their work with git over HTTP and open PRs:")
+    (root / "work").mkdir(exist_ok=True)
+    result.numbers = push_agent_prs(sb, root / "work", say)
+    with daemon_logs(root / "capdaemon.log"):
+        d_ref = _daemon_at_work(say, sb, config_dir, state_dir, result)
+        say("")
+        say("5. Telegram one-tap: a tier-2 PR approved from the owners' chat (Bot API sandbox):")
+        run_telegram_step(sb, root, config_dir, state_dir, say, result.failures, now)
+    check_outcomes(sb.base_url, state_dir, result)
+    say("")
+    for line in outcome_table(result.rows):
+        say(line)
+    say("")
+    _tell_story(say, d_ref, state_dir)
+    result.seconds = round(time.monotonic() - started, 1)
+    say("")
+    explain(say, result.root, sb, config_dir, state_dir, keep_running, temporary)
+    _conclude(say, result)
+    if keep_running:
+        _hold(say)
     return result
 
 

@@ -17,6 +17,7 @@ import yaml
 
 from capdaemon.demo.scenario import AGENT_SESSION, BOT_REPO, OWNER, PRS, REPO, TASKS
 from capdaemon.filenames import MAIN_CONFIG_FILE
+from capdaemon.resources import demo_config_dir
 from ghsandbox import testing as std
 from ghsandbox.rest import RestClient, RestError
 from ghsandbox.server import Sandbox
@@ -32,19 +33,13 @@ def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     return proc.stdout
 
 
-def _sample_config_dir() -> Path | None:
-    """The sample config (packaged, or the source checkout's config/) that the demo copies."""
-    from capdaemon.resources import sample_config_dir
-
-    here = sample_config_dir()
-    return here if (here / MAIN_CONFIG_FILE).is_file() else None
-
-
 def write_config(config_dir: Path, *, base_url: str, key_file: Path) -> None:
-    """Copy the sample config and point it at the sandbox (App auth, demo repos, the hard wall)."""
-    sample = _sample_config_dir()
-    if sample is not None:
-        shutil.copytree(sample, config_dir, dirs_exist_ok=True)
+    """Copy the demo's config and point it at the sandbox (App auth, demo repos, the hard wall)."""
+    sample = demo_config_dir()
+    if (sample / MAIN_CONFIG_FILE).is_file():
+        shutil.copytree(
+            sample, config_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
     config_dir.mkdir(parents=True, exist_ok=True)
     main = config_dir / MAIN_CONFIG_FILE
     data: dict[str, Any] = yaml.safe_load(main.read_text(encoding="utf-8")) if main.exists() else {}
@@ -62,7 +57,7 @@ def write_config(config_dir: Path, *, base_url: str, key_file: Path) -> None:
     repo = (data.get("repos") or [{}])[0]
     repo.update({"name": REPO, "base": "main", "require_capability": True})
     data["repos"] = [repo]
-    header = "# capdaemon.yml for `capdaemon demo`: the sample config pointed at the sandbox.\n"
+    header = "# capdaemon.yml for `capdaemon demo`: the demo's config pointed at the sandbox.\n"
     main.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 

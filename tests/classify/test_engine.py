@@ -85,7 +85,7 @@ def test_reasoning_lists_deciding_files_first_and_is_bounded() -> None:
 def test_reasoning_names_a_deciding_rule() -> None:
     """When a rule decides (empty PR), the reasoning says so."""
     v = classify(snapshot(), base_config(), now=NOW)
-    assert v.reasoning.startswith("empty_pr: the PR changes no files (D)")
+    assert v.reasoning.startswith("empty_pr: the PR changes no files: push a commit")
 
 
 def test_reasoning_for_mixed_quadrants() -> None:

@@ -80,8 +80,13 @@ def test_agent_id() -> None:
 MESSAGES = [
     pytest.param(f"Fix\n\n{GOOD}", "A", None, id="valid-trailer"),
     pytest.param("Fix\n\nHuman commit.", "A", None, id="human-commit"),
-    pytest.param("Fix\n\nAgent-Session: not a session", "D", "not <tool>", id="malformed"),
-    pytest.param("Fix\n\nagent-session: x/y/zz", "D", "not <tool>", id="malformed-lowercase-key"),
+    pytest.param("Fix\n\nAgent-Session: not a session", "D", "has 1 part(s)", id="malformed"),
+    pytest.param(
+        "Fix\n\nagent-session: x/y/zz",
+        "D",
+        "session id 'zz' (2 characters)",
+        id="malformed-lowercase-key",
+    ),
     pytest.param(f"Fix\n\n{GOOD}\n{GOOD}", "D", "2 Agent-Session", id="duplicate"),
     pytest.param(f"Fix\n\n{GOOD}\nAGENT-SESSION: a/b/cccccccc", "D", "2 Agent-Session",
                  id="duplicate-other-case"),

@@ -196,7 +196,10 @@ def test_the_issue_message_reads_as_git_reads_it() -> None:
             ("Agent-Session", "a/b/87654321"),
         ]
     )
-    assert commit_agent_session(msg) == (None, "2 Agent-Session trailers")
+    assert commit_agent_session(msg) == (
+        None,
+        "2 Agent-Session trailers: one commit carries at most one",
+    )
 
 
 def test_a_long_continuation_chain_is_linear() -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# the demo's world (config/ is the generic sample `init` writes)
+DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada Agent",
@@ -94,7 +96,7 @@ def repo(tmp_path: Path) -> GitRepo:
 def sample_config(tmp_path: Path) -> Path:
     """A private copy of the shipped sample config directory."""
     dst = tmp_path / "config"
-    shutil.copytree(ROOT / "config", dst, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(DEMO_CONFIG, dst, ignore=shutil.ignore_patterns("__pycache__"))
     return dst
 
 

@@ -20,6 +20,8 @@ from capdaemon.config import (
 from capdaemon.model import Severity
 
 ROOT = Path(__file__).resolve().parents[2]
+# the demo's world (config/ is the generic sample `init` writes)
+DEMO_CONFIG = ROOT / "capdaemon" / "demo" / "config"
 SCHEMAS = {
     "capdaemon.yml": "capdaemon.schema.json",
     "classifier.yml": "classifier.schema.json",
@@ -66,8 +68,8 @@ def test_empty_files_give_defaults(tmp_path):
 
 # ----------------------------------------------------------------------------- sample + schemas
 def test_sample_config_loads():
-    """The shipped config/ is valid out of the box and set up for the demo."""
-    c = load_config(ROOT / "config")
+    """The demo's config is valid out of the box and set up for the demo."""
+    c = load_config(DEMO_CONFIG)
     assert c.own_repo == "acme/capdaemon-bot"
     assert c.owners == ("alice", "bob")
     assert (c.canonical_app, c.canonical_app_id) == ("capdaemon", 1001)
@@ -79,12 +81,14 @@ def test_sample_config_loads():
     assert c.registry.knows("claude-code", "claude-opus-4")
 
 
+@pytest.mark.parametrize("folder", [ROOT / "config", DEMO_CONFIG], ids=["sample", "demo"])
 @pytest.mark.parametrize("name", list(SCHEMAS))
-def test_sample_config_validates_against_its_schema(name):
-    """Each sample file validates against the JSON Schema shipped for it."""
+def test_sample_config_validates_against_its_schema(name, folder):
+    """Each file of the generic sample and of the demo's config validates against the JSON
+    Schema shipped for it."""
     schema = json.loads((ROOT / "schemas" / SCHEMAS[name]).read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    data = yaml.safe_load((ROOT / "config" / name).read_text()) or {}
+    data = yaml.safe_load((folder / name).read_text()) or {}
     jsonschema.Draft202012Validator(schema).validate(data)
 
 
@@ -336,7 +340,7 @@ def test_misnamed_yaml_file_is_refused(tmp_path):
 # ----------------------------------------------------------------------------- repo policy
 def test_repo_policy_only_adds(tmp_path):
     """A repo's .capdaemon.yml adds globs, owners, labels and checks; defaults all stay."""
-    base = load_config(ROOT / "config")
+    base = load_config(DEMO_CONFIG)
     policy = parse_repo_policy(
         "critical_globs: ['billing/**']\nirreversible_globs: ['data/**']\n"
         "owners: [carol]\nblocking_labels: [hold]\nextra_checks: [lint]\n",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HINT = "pip install 'capdaemon[sandbox]'"
+HINT = "whl[sandbox]'"  # the wheel's extra: capdaemon is not on PyPI
 
 
 def _without(module: str, *argv: str) -> subprocess.CompletedProcess[str]:

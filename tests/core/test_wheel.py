@@ -84,6 +84,9 @@ def test_wheel_in_a_fresh_virtualenv_runs_init_doctor_and_demo(tmp_path: Path) -
     names = set(zipfile.ZipFile(wheel).namelist())
     for packaged in (
         "capdaemon/data/config/capdaemon.yml",
+        "capdaemon/data/config/skills/classifier/_example_rule.py",
+        "capdaemon/demo/config/capdaemon.yml",
+        "capdaemon/demo/config/skills/classifier/no_todos_in_prod.py",
         "capdaemon/data/schemas/capdaemon.schema.json",
         "capdaemon/data/systemd/capdaemon.service",
         "ghsandbox/gql/schema.graphql",
@@ -101,7 +104,7 @@ def test_wheel_in_a_fresh_virtualenv_runs_init_doctor_and_demo(tmp_path: Path) -
     bare = subprocess.run([capdaemon, "demo"], capture_output=True, text=True, timeout=120)
     assert bare.returncode == 2, bare
     [line] = bare.stderr.splitlines()
-    assert "pip install 'capdaemon[sandbox]'" in line
+    assert "whl[sandbox]'" in line and "-e '.[sandbox]'" in line  # nothing on PyPI to name
     _install(venv / "bin" / "pip", f"{wheel}[sandbox]")
 
     work = tmp_path / "work"

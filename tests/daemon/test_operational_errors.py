@@ -137,33 +137,6 @@ def test_corrupt_state_exits_3_so_systemd_does_not_restart(daemon: Harness) -> N
     assert "RestartPreventExitStatus=2 3" in unit
 
 
-def test_protect_logs_json_off_a_terminal(daemon: Harness) -> None:
-    """`protect` piped (no TTY): its log lines are JSON events on stderr, stdout has the report."""
-    daemon.configure()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "capdaemon.cli",
-            "protect",
-            daemon.sb.repo,
-            "--check",
-            "--config",
-            str(daemon.config_dir),
-            "--state",
-            str(daemon.state_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 1, proc.stderr  # unprotected: drift reported
-    assert "acme/widgets:main" in proc.stdout
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert lines and all(ln.startswith("{") for ln in lines), proc.stderr
-    assert not any(ln.startswith("{") for ln in proc.stdout.splitlines())
-
-
 def test_a_scheduled_tick_that_cannot_authenticate_writes_nothing(
     daemon: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:

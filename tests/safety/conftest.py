@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -93,11 +94,13 @@ def safe(sandbox: Sandbox, tmp_path: Path) -> Iterator[SafetyHarness]:
 
 
 def decision_writer_warnings(err: str) -> dict[str, tuple[str, str, str]]:
-    """login → (role, repo, found via) of each `protect.decision_repo_writer` event on stderr."""
+    """login → (role, repo, found via) of each decision-repo writer `protect` warned about."""
+    pattern = re.compile(
+        r"^capdaemon protect: warning: (\S+) \((\w+)\) can write to the decision repo "
+        r"(\S+) \(found via (\w+)\)"
+    )
     out = {}
     for line in err.splitlines():
-        if line.startswith("{"):
-            ev = json.loads(line)
-            if ev.get("event") == "protect.decision_repo_writer":
-                out[ev["login"]] = (ev["role"], ev["repo"], ev["found_via"])
+        if m := pattern.match(line):
+            out[m[1]] = (m[2], m[3], m[4])
     return out
