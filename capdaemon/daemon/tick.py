@@ -56,6 +56,7 @@ from capdaemon.daemon.tickdata import (
     without_stale_auto_revert,
 )
 from capdaemon.decide.merge import RequiredCheck
+from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
@@ -202,6 +203,7 @@ class Ticker:
                 self.safety.save()
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
+                self._note_clock(report)
                 self._step_metrics(report, before, now)  # step 8
                 self.safety.channels.notify(now, report)  # owners' channels, after GitHub
             self.log.info(
@@ -276,6 +278,22 @@ class Ticker:
         return found
 
     # ------------------------------------------------------------------ step 8
+    def _note_clock(self, report: TickReport) -> None:
+        """GitHub's clock against ours (from the last answer's `Date`): in the summary, and a
+        warning when it is off by DRIFT_REPORT_SECONDS or more."""
+        report.config_hash = self.deps.policy_hash
+        offset = getattr(getattr(self.forge, "transport", None), "clock_offset", None)
+        if not isinstance(offset, (int, float)):
+            return
+        report.clock_offset_seconds = round(offset)
+        if abs(offset) >= DRIFT_REPORT_SECONDS:
+            self.log.warning(
+                "tick.clock_drift",
+                offset_seconds=round(offset),
+                detail=describe_offset(offset),
+                fix="enable time sync (timedatectl set-ntp true)",
+            )
+
     def _budget(self) -> dict[str, Any]:
         try:
             return dict(self.forge.rate_budget())
@@ -318,6 +336,7 @@ class Ticker:
             **backlog,
             budget=dict(self.deps.work_budget.figures),
             mode=self.config.mode,
+            clock_offset_seconds=report.clock_offset_seconds,
         )
         self.metrics.save()
 

@@ -140,6 +140,7 @@ class DigestFacts:
     shadow: bool = False
     audit_anchors: tuple[Anchor, ...] = ()  # each log's newest entry at render time
     audit_notes: tuple[str, ...] = ()  # logs not anchored, and why ("actions.jsonl: no entries")
+    clock_drift: str | None = None  # how far this machine's clock is off GitHub's, when it is
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -288,5 +289,7 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         share = f" ({100 * used / rl.limit:.0f} %)" if rl.limit else ""
         out.append(f"{used} of {rl.limit} requests used{share}, {rl.remaining} remaining.")
     out.append("")
+    if facts.clock_drift:
+        out += ["## Clock", "", f"{md(facts.clock_drift)}.", ""]
     out += _anchor_lines(facts)
     return "\n".join(out)

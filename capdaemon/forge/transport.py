@@ -20,6 +20,7 @@ import tenacity
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from capdaemon.forge.appclock import date_offset
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
@@ -95,6 +96,13 @@ class Router(Protocol):
         """An answer's headers for a request of budget `key` (page links name repo ids)."""
 
 
+class JwtMinter(Protocol):
+    """Mints the App's JWTs; corrects their times when GitHub refuses them for their times."""
+
+    def refused(self, message: str, date_header: str | None) -> str | None:
+        """After a 401 with `message`: the Authorization value to send once more, or None."""
+
+
 class _Retry(Exception):
     """Internal: this attempt failed in a way worth another try."""
 
@@ -163,6 +171,8 @@ class Transport(HTTPAdapter):
         self.write_interval = write_interval
         self.cache = cache if cache is not None else EtagCache()
         self.router: Router | None = None
+        self.jwt_minter: JwtMinter | None = None  # an App's JWT auth (forge.appclock)
+        self.clock_offset: float | None = None  # GitHub's `Date` minus our clock, last answer
         self.book = RateBook()  # each budget's last rate-limit headers
         self.stats = TransportStats()
         self._last_write = 0.0
@@ -192,6 +202,8 @@ class Transport(HTTPAdapter):
                     self.stats.writes += 1
 
         resp = self._send_retrying(method, request, kwargs, budget)
+        if resp.status_code == 401 and budget is None and self.jwt_minter is not None:
+            resp = self._retry_skewed_jwt(method, request, kwargs, resp)
         if budget is not None and self.router is not None:
             if resp.status_code == 401:
                 self.router.rejected(budget)
@@ -208,6 +220,31 @@ class Transport(HTTPAdapter):
                 with self._lock:
                     self.stats.stored += 1
         return resp
+
+    def _retry_skewed_jwt(
+        self,
+        method: str,
+        request: requests.PreparedRequest,
+        kwargs: dict[str, Any],
+        resp: requests.Response,
+    ) -> requests.Response:
+        """A 401 to the App's JWT that names its times: mint one on GitHub's clock (read from
+        the answer's `Date`) and send the request once more."""
+        if self.jwt_minter is None or not str(request.headers.get("Authorization", "")).startswith(
+            "Bearer"
+        ):
+            return resp
+        try:
+            body = resp.json()
+        except ValueError:
+            return resp
+        message = str(body.get("message", "")) if isinstance(body, dict) else ""
+        retry_auth = self.jwt_minter.refused(message, resp.headers.get("Date"))
+        if retry_auth is None:
+            return resp
+        resp.close()
+        request.headers["Authorization"] = retry_auth
+        return self._send_retrying(method, request, kwargs, None)
 
     def _from_cache(
         self, entry: CacheEntry, fresh: requests.Response, request: requests.PreparedRequest
@@ -301,6 +338,9 @@ class Transport(HTTPAdapter):
             raise Transient(
                 f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
             ) from None
+        offset = date_offset(resp.headers.get("Date"), self.clock())
+        if offset is not None:
+            self.clock_offset = offset
         if budget is not None:  # the App's JWT requests (None) have a budget of their own
             self.book.note(resp.headers, budget)
         status = resp.status_code
