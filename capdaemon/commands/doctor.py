@@ -123,7 +123,7 @@ def _online(
     args: argparse.Namespace, config: Config, state: Path, token: str | None, key: bytes | None
 ) -> Checked:
     """Reach GitHub with the credentials, then the installation, repos and decision repo."""
-    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_github
+    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_clock, check_github
     from capdaemon.daemon.preflight import (
         CredentialsError,
         UnreachableError,
@@ -151,6 +151,7 @@ def _online(
         Finding(OK, "github", f"reached {host_port(config.github.base_url)}, acting as {login}"),
         False,
     )
+    yield check_clock(forge), False
     try:
         forge.transport.attempts = 1  # a check reports, it does not wait out an outage
         candidates = _candidates(forge, config, state, args.agent)

@@ -159,6 +159,32 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
             yield Finding(FAIL, "github", " ".join(str(exc).split())[:200])
 
 
+def check_clock(forge: Forge) -> Finding:
+    """This machine's clock against GitHub's `Date`: App JWTs are judged on GitHub's clock, and
+    ballot deadlines and audit times follow this one."""
+    from capdaemon.forge.appclock import (
+        AHEAD_TOLERANCE,
+        BEHIND_TOLERANCE,
+        DRIFT_REPORT_SECONDS,
+        describe_offset,
+        within_jwt_window,
+    )
+
+    offset = forge.transport.clock_offset
+    if offset is None:
+        return Finding(WARN, "clock", "GitHub's answers carried no Date header: not measured")
+    text = (
+        f"{describe_offset(offset)} (App JWTs allow {AHEAD_TOLERANCE} s ahead to "
+        f"{BEHIND_TOLERANCE} s behind)"
+    )
+    fix = "; enable time sync: timedatectl set-ntp true"
+    if not within_jwt_window(offset):
+        return Finding(FAIL, "clock", text + fix)
+    if abs(offset) >= DRIFT_REPORT_SECONDS:
+        return Finding(WARN, "clock", text + fix)
+    return Finding(OK, "clock", text)
+
+
 def _accounts(config: Config) -> list[str]:
     """The accounts (organisations or users) whose repos the config names, decision repo too."""
     names = [rc.name for rc in config.repos] + [config.ballot_repo or ""]
