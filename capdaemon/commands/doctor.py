@@ -68,7 +68,7 @@ def _findings(args: argparse.Namespace) -> Checked:
 
     state = state_dir(args)
     try:
-        config, rules = load_config_and_rules(args)
+        config, rules = load_config_and_rules(args, required=True)
     except CLIError as exc:
         yield Finding(FAIL, "config", str(exc)), True
         yield from ((f, False) for f in check_state_dir(state))

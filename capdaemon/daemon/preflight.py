@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from capdaemon.config import GitHubConfig
-from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, Transient
+from capdaemon.config import Config, GitHubConfig
+from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, NotInstalled, Transient
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -110,6 +110,30 @@ def recheck(forge: ForgePort, gh: GitHubConfig) -> None:
             forge.renew_token()
         else:
             forge.rate_limit_core()
+
+
+def repo_problems(forge: ForgePort, config: Config) -> list[str]:
+    """One line per repo the config names (supervised, and the decision repo) that GitHub does
+    not show us: a typo, a repo outside the App's installation, an account without the App."""
+    where = host_port(config.github.base_url)
+    source = f"{config.config_dir}/capdaemon.yml: " if config.config_dir else ""
+    named = [(f"repos[{i}]", rc.name) for i, rc in enumerate(config.repos)]
+    if config.ballot_repo:
+        named.append(("decision repo (bot.own_repo / decision_repo)", config.ballot_repo))
+    problems: list[str] = []
+    with _one_attempt(forge):
+        for field, name in named:
+            try:
+                forge.repo_permissions(name)
+            except NotInstalled as exc:
+                problems.append(f"{source}{field} {name}: {_short(exc)}")
+            except NotFound:
+                who = "the App's installation" if forge.as_app else "this token"
+                problems.append(
+                    f"{source}{field} {name}: GitHub at {where} has no such repository, or "
+                    f"{who} cannot see it (check the name; add the repo to the installation)"
+                )
+    return problems
 
 
 def build_forge(

@@ -210,6 +210,11 @@ def _local_time(when: datetime, tz: str) -> str:
     return aware(when, "merged_at").astimezone(_zone(tz)).strftime("%Y-%m-%d %H:%M")
 
 
+def _clock_lines(facts: DigestFacts) -> list[str]:
+    """The clock section, only when the host's clock is off GitHub's."""
+    return ["## Clock", "", f"{md(facts.clock_drift)}.", ""] if facts.clock_drift else []
+
+
 def render_digest(facts: DigestFacts, now: datetime) -> str:
     """The digest as Markdown; a tripped breaker comes first, then every section in order."""
     aware(now, "now")
@@ -289,7 +294,6 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         share = f" ({100 * used / rl.limit:.0f} %)" if rl.limit else ""
         out.append(f"{used} of {rl.limit} requests used{share}, {rl.remaining} remaining.")
     out.append("")
-    if facts.clock_drift:
-        out += ["## Clock", "", f"{md(facts.clock_drift)}.", ""]
+    out += _clock_lines(facts)
     out += _anchor_lines(facts)
     return "\n".join(out)

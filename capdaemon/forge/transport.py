@@ -202,8 +202,7 @@ class Transport(HTTPAdapter):
                     self.stats.writes += 1
 
         resp = self._send_retrying(method, request, kwargs, budget)
-        if resp.status_code == 401 and budget is None and self.jwt_minter is not None:
-            resp = self._retry_skewed_jwt(method, request, kwargs, resp)
+        resp = self._retry_skewed_jwt(method, request, kwargs, resp, budget)
         if budget is not None and self.router is not None:
             if resp.status_code == 401:
                 self.router.rejected(budget)
@@ -227,11 +226,15 @@ class Transport(HTTPAdapter):
         request: requests.PreparedRequest,
         kwargs: dict[str, Any],
         resp: requests.Response,
+        budget: str | None,
     ) -> requests.Response:
         """A 401 to the App's JWT that names its times: mint one on GitHub's clock (read from
         the answer's `Date`) and send the request once more."""
-        if self.jwt_minter is None or not str(request.headers.get("Authorization", "")).startswith(
-            "Bearer"
+        if (
+            resp.status_code != 401
+            or budget is not None
+            or self.jwt_minter is None
+            or not str(request.headers.get("Authorization", "")).startswith("Bearer")
         ):
             return resp
         try:
