@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     config_failed = False
     with logging_for_command("auto", "warning"):  # the findings are the output
-        for finding, is_config in _findings(args):
+        for finding, is_config in _guarded(_findings(args)):
             print(finding.line(), flush=True)
             findings.append(finding)
             config_failed = config_failed or (is_config and finding.status == FAIL)
@@ -58,6 +58,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 Checked = Iterator[tuple["Finding", bool]]  # (finding, whether it is a config/credentials check)
+
+
+def _guarded(checks: Checked) -> Checked:
+    """The findings; a check that breaks unexpectedly is one more failed line (the summary
+    still comes), never a traceback."""
+    from capdaemon.daemon.checkup import FAIL, Finding
+
+    try:
+        yield from checks
+    except Exception as exc:
+        text = " ".join(str(exc).split())[:200]
+        yield Finding(FAIL, "doctor", f"a check broke: {type(exc).__name__}: {text}"), False
 
 
 def _findings(args: argparse.Namespace) -> Checked:

@@ -38,6 +38,15 @@ APP_PERMISSIONS: dict[str, str] = {
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 
+def missing_permissions(granted: dict[str, str]) -> list[str]:
+    """`name: level` of each APP_PERMISSIONS entry the granted permissions fall short of."""
+    return [
+        f"{name}: {need}"
+        for name, need in APP_PERMISSIONS.items()
+        if _LEVEL.get(granted.get(name, ""), 0) < _LEVEL[need]
+    ]
+
+
 @dataclass(frozen=True)
 class Finding:
     """One line of the report: status, what was checked, and what was found or what to do."""
@@ -224,11 +233,7 @@ def _one_installation(
         )
         return
     yield Finding(OK, "app installation", f"{forge.login}, installation {inst_id} on {on}")
-    missing = [
-        f"{name}: {need}"
-        for name, need in APP_PERMISSIONS.items()
-        if _LEVEL.get(granted.get(name, ""), 0) < _LEVEL[need]
-    ]
+    missing = missing_permissions(granted)
     if missing:
         yield Finding(
             FAIL,

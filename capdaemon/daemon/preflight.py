@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from capdaemon.config import Config, GitHubConfig
+from capdaemon.daemon.checkup import APP_PERMISSIONS, missing_permissions
 from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, NotInstalled, Transient
 
 if TYPE_CHECKING:
@@ -114,13 +115,14 @@ def recheck(forge: ForgePort, gh: GitHubConfig) -> None:
 
 def repo_problems(forge: ForgePort, config: Config) -> list[str]:
     """One line per repo the config names (supervised, and the decision repo) that GitHub does
-    not show us: a typo, a repo outside the App's installation, an account without the App."""
+    not show us (a typo, a repo outside the App's installation, an account without the App),
+    and per installation lacking a permission the daemon needs."""
     where = host_port(config.github.base_url)
     source = f"{config.config_dir}/capdaemon.yml: " if config.config_dir else ""
     named = [(f"repos[{i}]", rc.name) for i, rc in enumerate(config.repos)]
+    problems = permission_problems(forge, config)
     if config.ballot_repo:
         named.append(("decision repo (bot.own_repo / decision_repo)", config.ballot_repo))
-    problems: list[str] = []
     with _one_attempt(forge):
         for field, name in named:
             try:
@@ -134,6 +136,41 @@ def repo_problems(forge: ForgePort, config: Config) -> list[str]:
                     f"{who} cannot see it (check the name; add the repo to the installation)"
                 )
     return problems
+
+
+def permission_problems(forge: ForgePort, config: Config) -> list[str]:
+    """One line per App installation serving the config's repos that lacks a permission the
+    daemon needs (the list `doctor` checks); none with a token."""
+    if not forge.as_app:
+        return []
+    accounts = {n.split("/")[0].lower(): n.split("/")[0] for n in _named_repos(config)}
+    problems: list[str] = []
+    with _one_attempt(forge):
+        for account in accounts.values() or [None]:
+            try:
+                info = forge.installation_info(account)
+            except NotInstalled:
+                continue  # said per repo, below
+            if info is None:
+                continue
+            inst, on, granted = info
+            missing = missing_permissions(granted)
+            if missing:
+                problems.append(
+                    f"the App's installation {inst} on {on} lacks permissions "
+                    f"{', '.join(missing)} (needs {_needs(APP_PERMISSIONS)}): grant them in the "
+                    "App's settings, then accept them on the installation"
+                )
+    return problems
+
+
+def _needs(perms: dict[str, str]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in perms.items())
+
+
+def _named_repos(config: Config) -> list[str]:
+    names = [rc.name for rc in config.repos] + [config.ballot_repo or ""]
+    return [n for n in names if "/" in n]
 
 
 def build_forge(

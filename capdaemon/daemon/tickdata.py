@@ -77,6 +77,7 @@ class TickReport:
     # config problems (a refused reload, a repo GitHub does not know): named here and in the
     # log, never counted as API failures by the breaker
     config_errors: list[str] = field(default_factory=list)
+    unknown_repos: list[str] = field(default_factory=list)  # left out of this tick
     config_hash: str = ""  # the config (and user rules) this tick decided with
 
     def to_dict(self) -> dict[str, Any]:
