@@ -57,7 +57,7 @@ def _reloader(ticker: Ticker, args: argparse.Namespace) -> Reloader:
         ticker,
         config_dir(args)[0],
         load=load,
-        check_repos=lambda config: repo_problems(ticker.forge, config),
+        check_repos=lambda config, known: repo_problems(ticker.forge, config, known),
     )
 
 

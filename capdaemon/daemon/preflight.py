@@ -113,15 +113,22 @@ def recheck(forge: ForgePort, gh: GitHubConfig) -> None:
             forge.rate_limit_core()
 
 
-def repo_problems(forge: ForgePort, config: Config) -> list[str]:
+def repo_problems(
+    forge: ForgePort, config: Config, known: frozenset[str] = frozenset()
+) -> list[str]:
     """One line per repo the config names (supervised, and the decision repo) that GitHub does
     not show us (a typo, a repo outside the App's installation, an account without the App),
-    and per installation lacking a permission the daemon needs."""
+    and per installation lacking a permission the daemon needs. Repos in `known` (lower case:
+    the running config's, at a reload) are not asked about again."""
     where = host_port(config.github.base_url)
     source = f"{config.config_dir}/capdaemon.yml: " if config.config_dir else ""
-    named = [(f"repos[{i}]", rc.name) for i, rc in enumerate(config.repos)]
+    named = [
+        (f"repos[{i}]", rc.name)
+        for i, rc in enumerate(config.repos)
+        if rc.name.lower() not in known
+    ]
     problems = permission_problems(forge, config)
-    if config.ballot_repo:
+    if config.ballot_repo and config.ballot_repo.lower() not in known:
         named.append(("decision repo (bot.own_repo / decision_repo)", config.ballot_repo))
     with _one_attempt(forge):
         for field, name in named:

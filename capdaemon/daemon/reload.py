@@ -121,7 +121,7 @@ class Reloader:
         config_dir: Path,
         *,
         load: Callable[[Path], tuple[Config, tuple[UserRule, ...]]],
-        check_repos: Callable[[Config], list[str]] | None = None,
+        check_repos: Callable[[Config, frozenset[str]], list[str]] | None = None,
         on_applied: Callable[[Config, Config], None] | None = None,
     ) -> None:
         self.ticker = ticker
@@ -200,11 +200,8 @@ class Reloader:
             config = dataclasses.replace(config, channels=channels)
             held.append("telegram")
         if check_repos and self._check_repos is not None:
-            known = {rc.name.lower() for rc in running.repos}
-            added = dataclasses.replace(
-                config, repos=tuple(rc for rc in config.repos if rc.name.lower() not in known)
-            )
-            problems = self._check_repos(added)
+            known = frozenset(n.lower() for n in [r.name for r in running.repos])
+            problems = self._check_repos(config, known | {(running.ballot_repo or "").lower()})
             if problems:
                 raise ConfigRefused("; ".join(problems))
         return Candidate(config, tuple(rules), tuple(held))
