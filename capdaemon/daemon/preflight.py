@@ -146,21 +146,26 @@ def repo_problems(
 
 
 def permission_problems(forge: ForgePort, config: Config) -> list[str]:
-    """One line per App installation serving the config's repos that lacks a permission the
-    daemon needs (the list `doctor` checks); none with a token."""
-    if not forge.as_app:
+    """One line per App installation serving the config's repos whose token, minted in this
+    process, lacks a permission the daemon needs (the list `doctor` checks); none with a
+    token."""
+    insts = forge.installations
+    if insts is None:
         return []
     accounts = {n.split("/")[0].lower(): n.split("/")[0] for n in _named_repos(config)}
     problems: list[str] = []
     with _one_attempt(forge):
         for account in accounts.values() or [None]:
             try:
-                info = forge.installation_info(account)
+                inst = insts.for_account(account) if account else insts.home()
             except NotInstalled:
-                continue  # said per repo, below
-            if info is None:
+                continue  # said per repo
+            # what the token minted here was granted (a token adopted from an earlier process
+            # was checked when it was minted): no request of its own
+            granted = insts.token(inst).permissions
+            if granted is None:
                 continue
-            inst, on, granted = info
+            on = insts.account_of(inst) or account or "its account"
             missing = missing_permissions(granted)
             if missing:
                 problems.append(

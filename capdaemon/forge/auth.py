@@ -67,6 +67,8 @@ class InstallationToken:
         self._expires_at: datetime | None = None
         self._lock = threading.Lock()
         self.rotations = 0
+        # what GitHub granted the token minted in this process (None: none minted here yet)
+        self.permissions: dict[str, str] | None = None
 
     @property
     def value(self) -> str:
@@ -127,6 +129,9 @@ class InstallationToken:
         self._scrubber.add(grant.token)
         self._token = grant.token
         self._expires_at = grant.expires_at
+        granted = grant.raw_data.get("permissions")
+        if isinstance(granted, dict):
+            self.permissions = {str(k): str(v) for k, v in granted.items()}
         self.rotations += 1
         log.info(
             "forge.token_refreshed",
