@@ -30,6 +30,7 @@ from capdaemon.daemon.runner import (
 )
 from capdaemon.daemon.tick import Ticker
 from capdaemon.logging import get_logger
+from capdaemon.state import LockedError, StateError
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +73,6 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     import sys
 
     from capdaemon.logging import configure_logging
-    from capdaemon.state import LockedError, StateError
 
     fmt = configure_logging(args.log_format, args.log_level)
     log = get_logger("capdaemon.daemon")

@@ -12,10 +12,12 @@ keeps the offset here and sends the request once more with a JWT minted on GitHu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
 
+import requests
 import structlog
 from github.Auth import AppAuth
 
@@ -66,6 +68,30 @@ def describe_offset(offset: float) -> str:
         return "this machine's clock is in step with GitHub's"
     side = "behind" if seconds > 0 else "ahead of"
     return f"this machine's clock is {abs(seconds)} s {side} GitHub's"
+
+
+class JwtMinter(Protocol):
+    """Mints the App's JWTs; corrects their times when GitHub refuses them for their times."""
+
+    def refused(self, message: str, date_header: str | None) -> str | None:
+        """After a 401 with `message`: the Authorization value to send once more, or None."""
+
+
+def skew_retry_auth(
+    minter: JwtMinter | None, sent: Mapping[str, Any], resp: requests.Response
+) -> str | None:
+    """The Authorization to send once more when `resp` is GitHub's 401 to an App JWT (sent
+    with headers `sent`) naming the JWT's times, the offset corrected from its `Date`."""
+    if minter is None or resp.status_code != 401:
+        return None
+    if not str(sent.get("Authorization", "")).startswith("Bearer"):
+        return None
+    try:
+        body = resp.json()
+    except ValueError:
+        return None
+    message = str(body.get("message", "")) if isinstance(body, dict) else ""
+    return minter.refused(message, resp.headers.get("Date"))
 
 
 class AppClock:

@@ -20,7 +20,7 @@ import tenacity
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
-from capdaemon.forge.appclock import date_offset
+from capdaemon.forge.appclock import JwtMinter, date_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
@@ -94,13 +94,6 @@ class Router(Protocol):
 
     def learn(self, key: str, headers: Mapping[str, str]) -> None:
         """An answer's headers for a request of budget `key` (page links name repo ids)."""
-
-
-class JwtMinter(Protocol):
-    """Mints the App's JWTs; corrects their times when GitHub refuses them for their times."""
-
-    def refused(self, message: str, date_header: str | None) -> str | None:
-        """After a 401 with `message`: the Authorization value to send once more, or None."""
 
 
 class _Retry(Exception):
@@ -202,7 +195,7 @@ class Transport(HTTPAdapter):
                     self.stats.writes += 1
 
         resp = self._send_retrying(method, request, kwargs, budget)
-        resp = self._retry_skewed_jwt(method, request, kwargs, resp, budget)
+        resp = self._retry_skewed_jwt(method, request, kwargs, resp)
         if budget is not None and self.router is not None:
             if resp.status_code == 401:
                 self.router.rejected(budget)
@@ -221,28 +214,10 @@ class Transport(HTTPAdapter):
         return resp
 
     def _retry_skewed_jwt(
-        self,
-        method: str,
-        request: requests.PreparedRequest,
-        kwargs: dict[str, Any],
-        resp: requests.Response,
-        budget: str | None,
+        self, method: str, request: requests.PreparedRequest, kwargs: Any, resp: requests.Response
     ) -> requests.Response:
-        """A 401 to the App's JWT that names its times: mint one on GitHub's clock (read from
-        the answer's `Date`) and send the request once more."""
-        if (
-            resp.status_code != 401
-            or budget is not None
-            or self.jwt_minter is None
-            or not str(request.headers.get("Authorization", "")).startswith("Bearer")
-        ):
-            return resp
-        try:
-            body = resp.json()
-        except ValueError:
-            return resp
-        message = str(body.get("message", "")) if isinstance(body, dict) else ""
-        retry_auth = self.jwt_minter.refused(message, resp.headers.get("Date"))
+        """A 401 to the App's JWT naming its times: once more with a JWT on GitHub's clock."""
+        retry_auth = skew_retry_auth(self.jwt_minter, request.headers, resp)
         if retry_auth is None:
             return resp
         resp.close()
@@ -342,8 +317,7 @@ class Transport(HTTPAdapter):
                 f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
             ) from None
         offset = date_offset(resp.headers.get("Date"), self.clock())
-        if offset is not None:
-            self.clock_offset = offset
+        self.clock_offset = self.clock_offset if offset is None else offset
         if budget is not None:  # the App's JWT requests (None) have a budget of their own
             self.book.note(resp.headers, budget)
         status = resp.status_code
