@@ -56,6 +56,13 @@ def date_offset(date_header: str | None, local: datetime) -> float | None:
     return (theirs - local).total_seconds()
 
 
+def observed_offset(date_header: str | None, received: datetime) -> float | None:
+    """GitHub's clock minus ours, from an answer's `Date` read at `received`: the header is
+    cut to the second, so GitHub's time was on average half a second past it."""
+    offset = date_offset(date_header, received)
+    return None if offset is None else offset + 0.5
+
+
 def within_jwt_window(offset: float) -> bool:
     """Would a JWT minted on the local clock be accepted, GitHub's clock being `offset` s on?"""
     return -AHEAD_TOLERANCE < offset < BEHIND_TOLERANCE

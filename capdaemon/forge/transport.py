@@ -20,7 +20,7 @@ import tenacity
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
-from capdaemon.forge.appclock import JwtMinter, date_offset, skew_retry_auth
+from capdaemon.forge.appclock import JwtMinter, observed_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
@@ -316,7 +316,7 @@ class Transport(HTTPAdapter):
             raise Transient(
                 f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
             ) from None
-        offset = date_offset(resp.headers.get("Date"), self.clock())
+        offset = observed_offset(resp.headers.get("Date"), self.clock())
         self.clock_offset = self.clock_offset if offset is None else offset
         if budget is not None:  # the App's JWT requests (None) have a budget of their own
             self.book.note(resp.headers, budget)
