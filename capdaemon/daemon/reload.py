@@ -151,7 +151,6 @@ class Reloader:
     # ------------------------------------------------------------------ each tick
     def before_tick(self, now: datetime) -> list[str]:
         """Apply a changed (or SIGHUP-requested) config; the config errors for the tick."""
-        ...
         current = fingerprint(self.config_dir)
         forced = self._forced.is_set()
         self._forced.clear()
@@ -183,7 +182,6 @@ class Reloader:
 
     def _candidate(self, *, check_repos: bool) -> Candidate:
         """The directory's config, validated; ConfigRefused naming the file (and line)."""
-        ...
         if not self.config_dir.is_dir():
             raise ConfigRefused(f"config directory {self.config_dir} is missing")
         try:
@@ -238,7 +236,6 @@ class Reloader:
     # ------------------------------------------------------------------ the incident issue
     def _refuse(self, message: str, now: datetime) -> None:
         """Keep the running config; log the error; one incident issue while it lasts."""
-        ...
         self.refused = message
         log.error(
             "config.reload_refused",
