@@ -1,8 +1,9 @@
 """`capdaemon doctor`: check a deployment without running it; one line per check, writes nothing.
 
-Exit 0 when nothing failed (warnings allowed), 2 when the config or the credentials fail,
-1 when anything else fails (GitHub unreachable, a repo missing or unprotected, an agent that
-can write to the decision repo, an unusable state directory).
+Exit 0 when nothing failed (warnings allowed), 2 when the config or the credentials fail (a
+repo GitHub does not show, the App not installed or missing a permission: as `run` refuses to
+start), 1 when anything else fails (GitHub unreachable, a repo unprotected, an agent that can
+write to the decision repo, an unusable state directory, the clock).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         for finding, is_config in _guarded(_findings(args)):
             print(finding.line(), flush=True)
             findings.append(finding)
-            config_failed = config_failed or (is_config and finding.status == FAIL)
+            config_failed = config_failed or (
+                (is_config or finding.config) and finding.status == FAIL
+            )
     failed = sum(1 for f in findings if f.status == FAIL)
     warned = sum(1 for f in findings if f.status == "warn")
     summary = f"doctor: {failed} failed, {warned} warnings, {len(findings)} checks"

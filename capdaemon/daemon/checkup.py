@@ -54,6 +54,7 @@ class Finding:
     status: str
     check: str
     detail: str
+    config: bool = False  # a failure the config must fix (doctor exits 2, as `run` would)
 
     def line(self, width: int = 22) -> str:
         """`ok    config               /etc/capdaemon: 2 repos, mode enforce`."""
@@ -215,7 +216,7 @@ def _installation(forge: Forge, config: Config) -> Iterator[Finding]:
         try:
             info = forge.installation_info(account)
         except NotInstalled as exc:
-            yield Finding(FAIL, "app installation", " ".join(str(exc).split())[:200])
+            yield Finding(FAIL, "app installation", " ".join(str(exc).split())[:200], True)
             continue
         if info is not None:
             yield from _one_installation(forge, account, *info)
@@ -230,6 +231,7 @@ def _one_installation(
             "app installation",
             f"github.installation_id {inst_id} is on {on}, but repos of {account} are "
             "configured: leave installation_id unset so each account uses its own installation",
+            True,
         )
         return
     yield Finding(OK, "app installation", f"{forge.login}, installation {inst_id} on {on}")
@@ -240,6 +242,7 @@ def _one_installation(
             "app permissions",
             f"missing {', '.join(missing)}; grant them in the App's settings, then accept "
             "the new permissions on the installation",
+            True,
         )
     else:
         yield Finding(
@@ -257,6 +260,7 @@ def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
             FAIL,
             f"repo {rc.name}",
             "not found or not visible: check the name and that the App is installed on it",
+            True,
         )
         return
     push = perms.get("push", True)
