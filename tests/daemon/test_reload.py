@@ -200,3 +200,11 @@ def test_sighup_reloads_and_a_broken_edit_is_refused_until_fixed(
         assert len(_incidents(daemon)) == 1
         assert d.proc.poll() is None
         assert d.stop() == 0
+
+
+def test_the_unit_reloads_with_sighup() -> None:
+    """`systemctl reload capdaemon` sends the SIGHUP the daemon answers with RELOADING/READY."""
+    unit = Path(__file__).parents[2] / "systemd" / "capdaemon.service"
+    text = unit.read_text(encoding="utf-8")
+    assert "ExecReload=/bin/kill -HUP $MAINPID" in text
+    assert "Type=notify\n" in text and "NotifyAccess=main" in text
