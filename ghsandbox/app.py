@@ -363,6 +363,8 @@ class SandboxApp:
                         self.b.clock.set_offset(float(data["offset"]))
                     if "advance" in data:
                         self.b.clock.advance(float(data["advance"]))
+                    if "skew" in data:
+                        self.b.clock.set_skew(float(data["skew"]))
                 return json_response(200, self.b.clock.describe())
         except (KeyError, TypeError, ValueError) as exc:
             return json_response(422, error_body(422, f"Invalid admin request: {exc}"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +78,7 @@ def identify(b: Backend, header: str | None) -> Identity:
     if rec is None:
         raise _bad_credentials()
     if "installation" in rec:
-        if rec["expires_at"] < time.time():
+        if rec["expires_at"] < b.clock.wall():
             raise _bad_credentials()
         inst = b.data["installations"].get(str(rec["installation"]))
         if inst is None:
@@ -117,21 +116,44 @@ def _identify_jwt(b: Backend, token: str, th: str) -> Identity:
             token,
             app["public_key"],
             algorithms=["RS256"],
-            options={"require": ["exp", "iat", "iss"], "verify_iss": False},
-            leeway=60,
+            options={
+                "require": ["exp", "iat", "iss"],
+                "verify_iss": False,
+                "verify_exp": False,  # judged below against the server's wall clock
+                "verify_iat": False,
+            },
         )
-    except jwt.ExpiredSignatureError as exc:
-        raise SandboxApiError(
-            401,
-            "'Expiration time' claim ('exp') must be a numeric value representing the "
-            "future time at which "
-            "the assertion expires",
-        ) from exc
     except jwt.PyJWTError as exc:
         raise SandboxApiError(401, "A JSON web token could not be decoded") from exc
-    if verified["exp"] - verified["iat"] > 660:
-        raise SandboxApiError(401, "'Expiration time' claim ('exp') is too far in the future")
+    _check_jwt_times(verified, b.clock.wall())
     return Identity(kind="app", app_id=app_id, login=b.bot_login(app_id), token_hash=th)
+
+
+# GitHub's own words when an App JWT's times do not fit its clock (octokit's App auth matches
+# these to correct for a drifted client clock from the response's Date header).
+JWT_EXPIRED = (
+    "'Expiration time' claim ('exp') must be a numeric value representing the future time at "
+    "which the assertion expires"
+)
+JWT_TOO_LONG = "'Expiration time' claim ('exp') is too far in the future"
+JWT_ISSUED_LATER = (
+    "'Issued at' claim ('iat') must be an Integer representing the time that the assertion "
+    "was issued"
+)
+JWT_MAX_LIFETIME = 600  # exp at most 10 minutes after the server's now
+
+
+def _check_jwt_times(claims: dict[str, Any], now: float) -> None:
+    """GitHub's JWT window on its own clock: iat not after now, now < exp <= now + 10 min."""
+    iat, exp = claims.get("iat"), claims.get("exp")
+    if not isinstance(iat, int) or isinstance(iat, bool):
+        raise SandboxApiError(401, JWT_ISSUED_LATER)
+    if not isinstance(exp, int) or isinstance(exp, bool) or exp <= now:
+        raise SandboxApiError(401, JWT_EXPIRED)
+    if iat > now:
+        raise SandboxApiError(401, JWT_ISSUED_LATER)
+    if exp > now + JWT_MAX_LIFETIME:
+        raise SandboxApiError(401, JWT_TOO_LONG)
 
 
 def repo_permission(b: Backend, ident: Identity, full: str) -> str:

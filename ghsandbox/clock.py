@@ -26,6 +26,10 @@ class Clock:
     Token expiry and rate-limit windows use the real clock (clients compute waits from it);
     the secondary-limit and mergeability windows use :meth:`window_time`, real time plus every
     :meth:`advance` so far, so a test can move past them even with the clock frozen.
+
+    :meth:`wall` is the server's own wall clock: the machine's plus a settable ``skew``. It
+    dates every response (``Date``), judges an App JWT's ``iat``/``exp`` and sets installation
+    token expiry, as GitHub's clock does for a client whose clock has drifted.
     """
 
     def __init__(self) -> None:
@@ -33,6 +37,17 @@ class Clock:
         self._frozen: datetime | None = None
         self._offset = timedelta(0)
         self._advanced = 0.0
+        self._skew = 0.0
+
+    def wall(self) -> float:
+        """The server's wall clock in POSIX seconds: the machine's plus the skew."""
+        with self._lock:
+            return time.time() + self._skew
+
+    def set_skew(self, seconds: float) -> None:
+        """Run the server's wall clock ``seconds`` ahead of the machine's (negative: behind)."""
+        with self._lock:
+            self._skew = float(seconds)
 
     def window_time(self) -> float:
         """Monotonic seconds for sliding windows: real time plus all :meth:`advance` calls."""
@@ -73,9 +88,10 @@ class Clock:
     def describe(self) -> dict[str, object]:
         """A JSON-friendly description for the admin endpoint."""
         with self._lock:
-            frozen, offset = self._frozen, self._offset.total_seconds()
+            frozen, offset, skew = self._frozen, self._offset.total_seconds(), self._skew
         return {
             "now": iso(self.now()),
             "frozen": frozen is not None,
             "offset_seconds": offset,
+            "skew_seconds": skew,
         }

@@ -70,6 +70,14 @@ class _Handler(WSGIRequestHandler):
 
     protocol_version = "HTTP/1.1"
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The ``Date`` header, from the server's wall clock (the skew a test set)."""
+        if timestamp is None:
+            backend = getattr(getattr(self.server, "app", None), "b", None)
+            clock = getattr(backend, "clock", None)
+            timestamp = clock.wall() if clock is not None else None
+        return super().date_time_string(timestamp)
+
     def _connections(self) -> _Connections | None:
         return getattr(self.server, "sandbox_connections", None)
 
@@ -386,6 +394,11 @@ class Sandbox:
     def set_clock(self, when: datetime | None) -> None:
         """Freeze the sandbox clock at ``when`` (aware); ``None`` returns to real time."""
         self.backend.clock.set(when)
+
+    def set_clock_skew(self, seconds: float) -> None:
+        """Run the server's wall clock (``Date``, App JWT window, token expiry) ``seconds``
+        ahead of this machine's (negative: behind), as a GitHub whose clock differs."""
+        self.backend.clock.set_skew(seconds)
 
     def advance_clock(self, seconds: float) -> datetime:
         """Move the sandbox clock forward."""

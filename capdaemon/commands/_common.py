@@ -49,8 +49,8 @@ def add_config_arg(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="DIR",
         default=None,
-        help=f"config directory (default ${CONFIG_ENV} or ./{DEFAULT_CONFIG_DIR}; "
-        "built-in defaults when it does not exist)",
+        help=f"config directory (default ${CONFIG_ENV} or ./{DEFAULT_CONFIG_DIR}; commands "
+        "that act on GitHub need one: `capdaemon init` makes it)",
     )
 
 
@@ -94,13 +94,24 @@ def config_dir(args: argparse.Namespace) -> tuple[Path, bool]:
     return Path(explicit or DEFAULT_CONFIG_DIR), bool(explicit)
 
 
-def load_config_from_args(args: argparse.Namespace) -> Config:
-    """Load and validate the config; CLIError on a bad config or an explicit dir that is missing."""
+def no_config_message(path: Path) -> str:
+    """The one line of a command that acts on GitHub when there is no config directory."""
+    return (
+        f"no config directory: {path} does not exist; name one with --config DIR or "
+        f"${CONFIG_ENV}, or create one with `capdaemon init`"
+    )
+
+
+def load_config_from_args(args: argparse.Namespace, *, required: bool = False) -> Config:
+    """Load and validate the config; CLIError on a bad config or an explicit dir that is missing
+    (`required`: also when the default ./config is missing — commands that act on GitHub)."""
     from capdaemon.config import ConfigError, load_config
 
     path, explicit = config_dir(args)
     if explicit and not path.is_dir():
         raise CLIError(f"config directory {path} does not exist")
+    if required and not path.is_dir():
+        raise CLIError(no_config_message(path))
     try:
         return load_config(path)
     except ConfigError as exc:
@@ -125,9 +136,11 @@ def load_user_rules_for(config: Config) -> tuple[Any, ...]:
         raise CLIError(f"user rule error: {msg}") from None
 
 
-def load_config_and_rules(args: argparse.Namespace) -> tuple[Config, tuple[Any, ...]]:
-    """Config plus its user rules, or CLIError."""
-    config = load_config_from_args(args)
+def load_config_and_rules(
+    args: argparse.Namespace, *, required: bool = False
+) -> tuple[Config, tuple[Any, ...]]:
+    """Config plus its user rules, or CLIError (`required`: see load_config_from_args)."""
+    config = load_config_from_args(args, required=required)
     return config, load_user_rules_for(config)
 
 

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from capdaemon.commands import ticksummary
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
     add_state_arg,
+    config_dir,
     load_config_and_rules,
     state_dir,
 )
+from capdaemon.config import Config
 from capdaemon.daemon.notify import Notifier
-from capdaemon.daemon.preflight import CredentialsError, UnreachableError
+from capdaemon.daemon.preflight import CredentialsError, UnreachableError, repo_problems
+from capdaemon.daemon.reload import ConfigRefused, Reloader
 from capdaemon.daemon.runner import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -25,7 +29,9 @@ from capdaemon.daemon.runner import (
     serve,
     with_base_url,
 )
+from capdaemon.daemon.tick import Ticker
 from capdaemon.logging import get_logger
+from capdaemon.state import LockedError, StateError
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +44,25 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
 
+def _reloader(ticker: Ticker, args: argparse.Namespace) -> Reloader:
+    """The config directory's watcher for `capdaemon run` (same loading as at start)."""
+
+    def load(directory: Path) -> tuple[Config, tuple[Any, ...]]:
+        ns = argparse.Namespace(config=str(directory))
+        try:
+            config, rules = load_config_and_rules(ns, required=True)
+        except CLIError as exc:
+            raise ConfigRefused(str(exc)) from None
+        return with_base_url(config, args.base_url), rules
+
+    return Reloader(
+        ticker,
+        config_dir(args)[0],
+        load=load,
+        check_repos=lambda config, known: repo_problems(ticker.forge, config, known),
+    )
+
+
 def start(args: argparse.Namespace, *, daemon: bool) -> int:
     """The body of `capdaemon run` (daemon=True) and `capdaemon tick --once` (daemon=False).
 
@@ -48,7 +73,6 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     import sys
 
     from capdaemon.logging import configure_logging
-    from capdaemon.state import LockedError, StateError
 
     fmt = configure_logging(args.log_format, args.log_level)
     log = get_logger("capdaemon.daemon")
@@ -64,7 +88,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
         return code
 
     try:
-        config, rules = load_config_and_rules(args)
+        config, rules = load_config_and_rules(args, required=True)
         config = with_base_url(config, args.base_url)
         with open_ticker(
             config,
@@ -78,7 +102,13 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
                 print(ticksummary.render(run_once(ticker), json_asked=args.json))
                 return EXIT_OK
             seconds = args.tick_seconds or config.schedule.tick_seconds
-            return serve(ticker, tick_seconds=seconds, notifier=notifier)
+            return serve(
+                ticker,
+                tick_seconds=seconds,
+                notifier=notifier,
+                reloader=_reloader(ticker, args),
+                fixed_interval=bool(args.tick_seconds),
+            )
     except LockedError as exc:
         return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)
     except StateError as exc:

@@ -1,8 +1,9 @@
 """`capdaemon doctor`: check a deployment without running it; one line per check, writes nothing.
 
-Exit 0 when nothing failed (warnings allowed), 2 when the config or the credentials fail,
-1 when anything else fails (GitHub unreachable, a repo missing or unprotected, an agent that
-can write to the decision repo, an unusable state directory).
+Exit 0 when nothing failed (warnings allowed), 2 when the config or the credentials fail (a
+repo GitHub does not show, the App not installed or missing a permission: as `run` refuses to
+start), 1 when anything else fails (GitHub unreachable, a repo unprotected, an agent that can
+write to the decision repo, an unusable state directory, the clock).
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ def run(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     config_failed = False
     with logging_for_command("console", "warning"):  # the findings are the output
-        for finding, is_config in _findings(args):
+        for finding, is_config in _guarded(_findings(args)):
             print(finding.line(), flush=True)
             findings.append(finding)
-            config_failed = config_failed or (is_config and finding.status == FAIL)
+            config_failed = config_failed or (
+                (is_config or finding.config) and finding.status == FAIL
+            )
     failed = sum(1 for f in findings if f.status == FAIL)
     warned = sum(1 for f in findings if f.status == "warn")
     summary = f"doctor: {failed} failed, {warned} warnings, {len(findings)} checks"
@@ -62,6 +65,18 @@ def run(args: argparse.Namespace) -> int:
 Checked = Iterator[tuple["Finding", bool]]  # (finding, whether it is a config/credentials check)
 
 
+def _guarded(checks: Checked) -> Checked:
+    """The findings; a check that breaks unexpectedly is one more failed line (the summary
+    still comes), never a traceback."""
+    from capdaemon.daemon.checkup import FAIL, Finding
+
+    try:
+        yield from checks
+    except Exception as exc:
+        text = " ".join(str(exc).split())[:200]
+        yield Finding(FAIL, "doctor", f"a check broke: {type(exc).__name__}: {text}"), False
+
+
 def _findings(args: argparse.Namespace) -> Checked:
     """(Finding, whether it is a config/credentials check) in the order they are made."""
     from capdaemon.commands._common import CLIError, load_config_and_rules, state_dir
@@ -70,7 +85,7 @@ def _findings(args: argparse.Namespace) -> Checked:
 
     state = state_dir(args)
     try:
-        config, rules = load_config_and_rules(args)
+        config, rules = load_config_and_rules(args, required=True)
     except CLIError as exc:
         yield Finding(FAIL, "config", str(exc)), True
         yield from ((f, False) for f in check_state_dir(state))
@@ -134,7 +149,7 @@ def _online(
     args: argparse.Namespace, config: Config, state: Path, token: str | None, key: bytes | None
 ) -> Checked:
     """Reach GitHub with the credentials, then the installation, repos and decision repo."""
-    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_github
+    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_clock, check_github
     from capdaemon.daemon.preflight import (
         CredentialsError,
         UnreachableError,
@@ -162,6 +177,7 @@ def _online(
         Finding(OK, "github", f"reached {host_port(config.github.base_url)}, acting as {login}"),
         False,
     )
+    yield check_clock(forge), False
     try:
         forge.transport.attempts = 1  # a check reports, it does not wait out an outage
         candidates = _candidates(forge, config, state, args.agent)

@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
         error("protect", f"{args.repo!r} is not OWNER/REPO")
         return 2
     try:
-        config = with_base_url(load_config_from_args(args), args.base_url)
+        config = with_base_url(load_config_from_args(args, required=True), args.base_url)
         rc = config.repo(args.repo)
         branch = args.branch or (rc.base if rc else "main")
         from pathlib import Path

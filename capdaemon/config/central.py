@@ -20,6 +20,7 @@ from capdaemon.config.sections import (
     _union,
 )
 from capdaemon.config.types import (
+    DEFAULT_MODE,
     BreakerConfig,
     Config,
     GitHubConfig,
@@ -112,7 +113,7 @@ def load_capdaemon(file: str, data: Any) -> dict[str, Any]:
     out.update(_bot(sec))
     out["owners"] = sec.strs("owners", pattern=_LOGIN_RE, what="a GitHub login") or ()
     out["owners_include_admins"] = sec.bool("owners_include_admins", False)
-    out["mode"] = sec.str("mode", "enforce", choices=("enforce", "shadow"))
+    out["mode"] = sec.str("mode", DEFAULT_MODE, choices=("enforce", "shadow"))
     out["repos"] = _repos(sec, file)
     out["schedule"] = _schedule(sec)
     out["tiers"] = _tiers(sec)

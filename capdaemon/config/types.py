@@ -105,6 +105,11 @@ DEFAULT_SECRET_CONTENT_PATTERNS: tuple[str, ...] = (
 )
 
 
+# Without `mode:` a deployment only watches (classifies and reports, never merges or closes)
+# until an owner writes `mode: enforce`.
+DEFAULT_MODE = "shadow"
+
+
 @dataclass(frozen=True)
 class ClassifierConfig:
     """Glob lists and content patterns of SPEC section 2 (config/classifier.yml)."""
@@ -284,7 +289,7 @@ class Config:
     canonical_app_id: int | None = None
     owners: tuple[str, ...] = ()
     owners_include_admins: bool = False
-    mode: str = "enforce"  # enforce | shadow
+    mode: str = DEFAULT_MODE  # enforce | shadow
     repos: tuple[RepoConfig, ...] = ()
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     tiers: TierConfig = field(default_factory=TierConfig)

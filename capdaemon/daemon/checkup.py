@@ -31,6 +31,15 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 
+def missing_permissions(granted: dict[str, str]) -> list[str]:
+    """`name: level` of each APP_PERMISSIONS entry the granted permissions fall short of."""
+    return [
+        f"{name}: {need}"
+        for name, need in APP_PERMISSIONS.items()
+        if _LEVEL.get(granted.get(name, ""), 0) < _LEVEL[need]
+    ]
+
+
 @dataclass(frozen=True)
 class Finding:
     """One line of the report: status, what was checked, and what was found or what to do."""
@@ -38,6 +47,7 @@ class Finding:
     status: str
     check: str
     detail: str
+    config: bool = False  # a failure the config must fix (doctor exits 2, as `run` would)
 
     def line(self, width: int = 22) -> str:
         """`ok    config               /etc/capdaemon: 2 repos, mode enforce`."""
@@ -167,6 +177,32 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
             yield Finding(FAIL, "github", " ".join(str(exc).split())[:200])
 
 
+def check_clock(forge: Forge) -> Finding:
+    """This machine's clock against GitHub's `Date`: App JWTs are judged on GitHub's clock, and
+    ballot deadlines and audit times follow this one."""
+    from capdaemon.forge.appclock import (
+        AHEAD_TOLERANCE,
+        BEHIND_TOLERANCE,
+        DRIFT_REPORT_SECONDS,
+        describe_offset,
+        within_jwt_window,
+    )
+
+    offset = forge.transport.clock_offset
+    if offset is None:
+        return Finding(WARN, "clock", "GitHub's answers carried no Date header: not measured")
+    text = (
+        f"{describe_offset(offset)} (App JWTs allow {AHEAD_TOLERANCE} s ahead to "
+        f"{BEHIND_TOLERANCE} s behind)"
+    )
+    fix = "; enable time sync: timedatectl set-ntp true"
+    if not within_jwt_window(offset):
+        return Finding(FAIL, "clock", text + fix)
+    if abs(offset) >= DRIFT_REPORT_SECONDS:
+        return Finding(WARN, "clock", text + fix)
+    return Finding(OK, "clock", text)
+
+
 def _accounts(config: Config) -> list[str]:
     """The accounts (organisations or users) whose repos the config names, decision repo too."""
     names = [rc.name for rc in config.repos] + [config.ballot_repo or ""]
@@ -188,7 +224,7 @@ def _installation(forge: Forge, config: Config) -> Iterator[Finding]:
         try:
             info = forge.installation_info(account)
         except NotInstalled as exc:
-            yield Finding(FAIL, "app installation", " ".join(str(exc).split())[:200])
+            yield Finding(FAIL, "app installation", " ".join(str(exc).split())[:200], True)
             continue
         if info is not None:
             yield from _one_installation(forge, account, *info)
@@ -203,20 +239,18 @@ def _one_installation(
             "app installation",
             f"github.installation_id {inst_id} is on {on}, but repos of {account} are "
             "configured: leave installation_id unset so each account uses its own installation",
+            True,
         )
         return
     yield Finding(OK, "app installation", f"{forge.login}, installation {inst_id} on {on}")
-    missing = [
-        f"{name}: {need}"
-        for name, need in APP_PERMISSIONS.items()
-        if _LEVEL.get(granted.get(name, ""), 0) < _LEVEL[need]
-    ]
+    missing = missing_permissions(granted)
     if missing:
         yield Finding(
             FAIL,
             "app permissions",
             f"missing {', '.join(missing)}; grant them in the App's settings, then accept "
             "the new permissions on the installation",
+            True,
         )
     else:
         yield Finding(
@@ -234,6 +268,7 @@ def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
             FAIL,
             f"repo {rc.name}",
             "not found or not visible: check the name and that the App is installed on it",
+            True,
         )
         return
     push = perms.get("push", True)

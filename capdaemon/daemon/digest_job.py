@@ -39,6 +39,7 @@ from capdaemon.filenames import (
     PRS_FILE,
     SAFETY_FILE,
 )
+from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
@@ -150,6 +151,18 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         shadow=config.mode == "shadow",
         audit_anchors=anchors,
         audit_notes=notes,
+        clock_drift=_clock_drift(metrics),
+    )
+
+
+def _clock_drift(metrics: Mapping[str, Any]) -> str | None:
+    """The last tick's clock offset against GitHub, when it is worth an owner's attention."""
+    offset = metrics.get("clock_offset_seconds")
+    if not isinstance(offset, int) or abs(offset) < DRIFT_REPORT_SECONDS:
+        return None
+    return (
+        f"At the last tick {describe_offset(offset)}: enable time sync on the host "
+        "(timedatectl set-ntp true); ballot deadlines and audit times follow this clock"
     )
 
 

@@ -1,9 +1,11 @@
-"""A tiny sd_notify: READY/WATCHDOG/STOPPING/STATUS over $NOTIFY_SOCKET, a no-op outside systemd."""
+"""A tiny sd_notify: READY/RELOADING/WATCHDOG/STOPPING/STATUS over $NOTIFY_SOCKET, a no-op
+outside systemd."""
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Mapping
 
 
@@ -60,6 +62,14 @@ class Notifier:
     def ready(self, status: str = "") -> bool:
         """READY=1 (and an optional STATUS line)."""
         return self._send("READY=1" + (f"\nSTATUS={status}" if status else ""))
+
+    def reloading(self, status: str = "") -> bool:
+        """RELOADING=1 with MONOTONIC_USEC (the reload's start, as Type=notify-reload needs it);
+        READY=1 follows when the new config has been read and checked."""
+        usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        return self._send(
+            f"RELOADING=1\nMONOTONIC_USEC={usec}" + (f"\nSTATUS={status}" if status else "")
+        )
 
     def watchdog(self) -> bool:
         """WATCHDOG=1: the tick loop is alive."""

@@ -13,9 +13,9 @@ from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.policystate import save_policies
 from capdaemon.daemon.publish import prepare_new, process_pr
-from capdaemon.daemon.tickdata import BALLOT, GATHER_CHUNK, _digest, _iso, _Seen
+from capdaemon.daemon.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso, _Seen
 from capdaemon.filenames import REPO_POLICY_FILE
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError, NotFound, RateLimited
 from capdaemon.forge.types import PRSummary
 from capdaemon.state import StateError
 
@@ -40,6 +40,9 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
                 policy = deps.forge.policy_text(rc.name, rc.base)
             except RateLimited:
                 raise
+            except NotFound as exc:  # a typo, a deleted repo, an App no longer installed
+                _unknown_repo(deps, report, rc.name, exc)
+                continue
             except ForgeError as exc:
                 deps.error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
                 continue
@@ -54,6 +57,18 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
     report.prs_seen = len(seen)
     _save_policies(deps, ctx)
     return seen
+
+
+def _unknown_repo(deps: TickDeps, report: TickReport, repo: str, exc: NotFound) -> None:
+    """A configured repo GitHub does not show us: a config error of this tick, named; the repo
+    is left out of the tick (no protection issue, not an API failure for the breaker)."""
+    message = (
+        f"repos: {repo}: GitHub does not show this repository ({exc}); fix the name in "
+        "capdaemon.yml or the App's installation — its pull requests are not handled"
+    )
+    report.config_errors.append(message)
+    report.unknown_repos.append(repo)
+    deps.log.error("repo.unknown", repo=repo, error=message)
 
 
 def _poll_repo(

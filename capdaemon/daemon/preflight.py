@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from capdaemon.config import GitHubConfig
-from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, Transient
+from capdaemon.config import Config, GitHubConfig
+from capdaemon.daemon.checkup import APP_PERMISSIONS, missing_permissions
+from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, NotInstalled, Transient
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -110,6 +111,78 @@ def recheck(forge: ForgePort, gh: GitHubConfig) -> None:
             forge.renew_token()
         else:
             forge.rate_limit_core()
+
+
+def repo_problems(
+    forge: ForgePort, config: Config, known: frozenset[str] = frozenset()
+) -> list[str]:
+    """One line per repo the config names (supervised, and the decision repo) that GitHub does
+    not show us (a typo, a repo outside the App's installation, an account without the App),
+    and per installation lacking a permission the daemon needs. Repos in `known` (lower case:
+    the running config's, at a reload) are not asked about again."""
+    where = host_port(config.github.base_url)
+    source = f"{config.config_dir}/capdaemon.yml: " if config.config_dir else ""
+    named = [
+        (f"repos[{i}]", rc.name)
+        for i, rc in enumerate(config.repos)
+        if rc.name.lower() not in known
+    ]
+    problems = permission_problems(forge, config)
+    if config.ballot_repo and config.ballot_repo.lower() not in known:
+        named.append(("decision repo (bot.own_repo / decision_repo)", config.ballot_repo))
+    with _one_attempt(forge):
+        for field, name in named:
+            try:
+                forge.repo_permissions(name)
+            except NotInstalled as exc:
+                problems.append(f"{source}{field} {name}: {_short(exc)}")
+            except NotFound:
+                who = "the App's installation" if forge.as_app else "this token"
+                problems.append(
+                    f"{source}{field} {name}: GitHub at {where} has no such repository, or "
+                    f"{who} cannot see it (check the name; add the repo to the installation)"
+                )
+    return problems
+
+
+def permission_problems(forge: ForgePort, config: Config) -> list[str]:
+    """One line per App installation serving the config's repos whose token, minted in this
+    process, lacks a permission the daemon needs (the list `doctor` checks); none with a
+    token."""
+    insts = forge.installations
+    if insts is None:
+        return []
+    accounts = {n.split("/")[0].lower(): n.split("/")[0] for n in _named_repos(config)}
+    problems: list[str] = []
+    with _one_attempt(forge):
+        for account in accounts.values() or [None]:
+            try:
+                inst = insts.for_account(account) if account else insts.home()
+            except NotInstalled:
+                continue  # said per repo
+            # what the token minted here was granted (a token adopted from an earlier process
+            # was checked when it was minted): no request of its own
+            granted = insts.token(inst).permissions
+            if granted is None:
+                continue
+            on = insts.account_of(inst) or account or "its account"
+            missing = missing_permissions(granted)
+            if missing:
+                problems.append(
+                    f"the App's installation {inst} on {on} lacks permissions "
+                    f"{', '.join(missing)} (needs {_needs(APP_PERMISSIONS)}): grant them in the "
+                    "App's settings, then accept them on the installation"
+                )
+    return problems
+
+
+def _needs(perms: dict[str, str]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in perms.items())
+
+
+def _named_repos(config: Config) -> list[str]:
+    names = [rc.name for rc in config.repos] + [config.ballot_repo or ""]
+    return [n for n in names if "/" in n]
 
 
 def build_forge(

@@ -282,6 +282,8 @@ def audit_classification(
         "capability": capv.to_dict(),
         "blocking": rec.blocking,
         "fingerprint": fp,
+        # the central config and user rules decided with (`config.changed` names each hash)
+        "config_hash": deps.policy_hash,
     }
     if rec.auto_revert_floor:
         entry["auto_revert_floor"] = rec.auto_revert_floor

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,13 +14,22 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.notify import Notifier
-from capdaemon.daemon.preflight import CredentialsError, UnreachableError
+from capdaemon.daemon.preflight import (
+    CredentialsError,
+    UnreachableError,
+    authenticate,
+    build_forge,
+    check_key_pem,
+    forge_errors,
+    repo_problems,
+)
 from capdaemon.filenames import key_file_path
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.reload import Reloader
     from capdaemon.daemon.tick import Ticker
     from capdaemon.forge import tokencache
     from capdaemon.forge.client import Forge
@@ -104,7 +114,6 @@ def open_ticker(
     Raises CredentialsError, UnreachableError, LockedError (another daemon holds the dir),
     StateError (a corrupt state file, named). The lock is held until the context exits.
     """
-    from capdaemon.daemon.preflight import authenticate, build_forge, check_key_pem
     from capdaemon.daemon.tick import Ticker
     from capdaemon.forge import tokencache
 
@@ -126,12 +135,17 @@ def open_ticker(
         if verify:
             try:
                 authenticate(built, config.github)
+                with forge_errors(config.github):
+                    unknown = repo_problems(built, config)
             except UnreachableError as exc:
                 if not wait_for_github:
                     raise
                 get_logger("capdaemon.daemon").warning(
                     "daemon.unreachable", error=str(exc), then="ticks wait until GitHub answers"
                 )
+            else:
+                if unknown:
+                    raise CredentialsError("; ".join(unknown))
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
@@ -162,17 +176,27 @@ def _keep_cache(forge: Forge, state_dir: Path, base_url: str, cache: tokencache.
         forge.close()
 
 
-def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = None) -> int:
+def serve(
+    ticker: Ticker,
+    *,
+    tick_seconds: float,
+    notifier: Notifier | None = None,
+    reloader: Reloader | None = None,
+    fixed_interval: bool = False,
+) -> int:
     """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0).
 
     The signal handler asks the tick to stop after its current step and stops the scheduler;
     the main thread then waits for the running tick to return. A fatal tick error (corrupt
     state) stops the daemon with exit 1; other tick errors are logged and retried next tick.
+    With a `reloader`, each tick starts by applying a changed config directory, and SIGHUP
+    reads and checks it at once (RELOADING=1 … READY=1 to systemd); a new `schedule:` moves
+    the digest and, unless `fixed_interval` (--tick-seconds), the tick interval.
     """
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    from capdaemon.daemon.digest_job import add_digest_job
+    from capdaemon.daemon.digest_job import add_digest_job, cron_trigger
 
     log = get_logger("capdaemon.daemon")
     notifier = notifier or Notifier()
@@ -196,6 +220,29 @@ def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = No
         notifier.stopping()
         stop(EXIT_OK)
 
+    def reload_now() -> None:
+        status = reloader.request() if reloader is not None else "no config directory to read"
+        notifier.ready(status=status)
+
+    def on_hangup(_signum: int, _frame: object) -> None:
+        log.info("daemon.signal", signal="SIGHUP", then="reading the config directory")
+        notifier.reloading("reading the config directory")
+        threading.Thread(target=reload_now, name="config-reload", daemon=True).start()
+
+    def reschedule(old: Config, new: Config) -> None:
+        """A reloaded `schedule:`: the digest's time and zone, the tick interval (unless
+        --tick-seconds fixed it)."""
+        if new.schedule == old.schedule:
+            return
+        sched.reschedule_job("digest", trigger=cron_trigger(new))
+        if not fixed_interval and new.schedule.tick_seconds != old.schedule.tick_seconds:
+            sched.reschedule_job("tick", trigger="interval", seconds=new.schedule.tick_seconds)
+            log.info("daemon.rescheduled", tick_seconds=new.schedule.tick_seconds)
+
+    if reloader is not None:
+        ticker.before_tick = reloader.before_tick
+        reloader.on_applied = reschedule
+
     sched.add_job(
         job,
         "interval",
@@ -212,6 +259,7 @@ def serve(ticker: Ticker, *, tick_seconds: float, notifier: Notifier | None = No
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
     watch_overruns(sched, tick_seconds)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
         notifier.ready(status=f"ticking every {tick_seconds:g} s")
         log.info("daemon.start", tick_seconds=tick_seconds, pid=os.getpid())

@@ -16,6 +16,7 @@ and pure helpers are in tickdata and prstate.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -56,6 +57,7 @@ from capdaemon.daemon.tickdata import (
     without_stale_auto_revert,
 )
 from capdaemon.decide.merge import RequiredCheck
+from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
@@ -117,7 +119,6 @@ class Ticker:
         self.prs = PRStore(self.state_dir)
         self.metrics = Metrics(self.state_dir)
         list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
-        cc = config.classifier
         self.deps = TickDeps(
             config=config,
             state_dir=self.state_dir,
@@ -129,20 +130,37 @@ class Ticker:
             prs=self.prs,
             metrics=self.metrics,
             work_budget=TickBudget(self.state_dir, config.github),
-            policy_hash=_digest(_config_json(config), [_rule_identity(r) for r in self.rules]),
-            # full texts for config files (schema vs values) and the bot's source (enclosing
-            # functions)
-            contents_for=GlobSet.of(
-                (*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")
-            ).match,
+            policy_hash=config_hash(config, self.rules),
+            contents_for=_contents_for(config),
             heartbeat=heartbeat or (lambda: None),
             crash_after=(os.environ if env is None else env).get(CRASH_ENV, ""),
         )
+        self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
         self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
         self._ctx = self._new_context(datetime.now(UTC))
         # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
         self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
+
+    def apply_config(self, config: Config, rules: Iterable[UserRule]) -> None:
+        """Run the next ticks on `config` (between two ticks: the caller holds no tick). The
+        state, the logs and the Telegram desk carry over; the parts reading the config are
+        built again for it. Its `github:` must be the running one (a restart changes that)."""
+        desk = self.safety.channels.desk
+        self.config = config
+        self.rules = tuple(rules)
+        deps = dataclasses.replace(
+            self.deps,
+            config=config,
+            rules=self.rules,
+            policy_hash=config_hash(config, self.rules),
+            contents_for=_contents_for(config),
+        )
+        self.deps = deps
+        self._access_checked = False
+        self._ctx = self._new_context(datetime.now(UTC))
+        self.safety = deps.safety = build_safety(deps, lambda: self._ctx)
+        self.safety.channels.desk = desk
 
     def _new_context(self, now: datetime) -> TickContext:
         progress = Progress(self.log, every=self.progress_every)
@@ -171,6 +189,11 @@ class Ticker:
         return self.deps.decision_repo
 
     @property
+    def config_hash(self) -> str:
+        """The hash of the running config and user rules (every classification records it)."""
+        return self.deps.policy_hash
+
+    @property
     def shadow(self) -> bool:
         """Shadow mode: decide and record, never merge or close."""
         return self.deps.shadow
@@ -182,11 +205,13 @@ class Ticker:
             now = now or self.clock()
             if now.tzinfo is None:
                 raise ValueError("tick(now=...) needs an aware datetime")
+            config_errors = self.before_tick(now) if self.before_tick is not None else []
             started = time.monotonic()
             self.forge.new_tick()
             before = self._budget()
             ctx = self._ctx = self._new_context(now)
             report = ctx.report
+            report.config_errors.extend(config_errors)
             self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
             try:
@@ -202,6 +227,7 @@ class Ticker:
                 self.safety.save()
                 self.prs.compact()
                 report.seconds = round(time.monotonic() - started, 3)
+                self._note_clock(report)
                 self._step_metrics(report, before, now)  # step 8
                 self.safety.channels.notify(now, report)  # owners' channels, after GitHub
             self.log.info(
@@ -278,6 +304,22 @@ class Ticker:
         return found
 
     # ------------------------------------------------------------------ step 8
+    def _note_clock(self, report: TickReport) -> None:
+        """GitHub's clock against ours (from the last answer's `Date`): in the summary, and a
+        warning when it is off by DRIFT_REPORT_SECONDS or more."""
+        report.config_hash = self.deps.policy_hash
+        offset = getattr(getattr(self.forge, "transport", None), "clock_offset", None)
+        if not isinstance(offset, (int, float)):
+            return
+        report.clock_offset_seconds = round(offset)
+        if abs(offset) >= DRIFT_REPORT_SECONDS:
+            self.log.warning(
+                "tick.clock_drift",
+                offset_seconds=round(offset),
+                detail=describe_offset(offset),
+                fix="enable time sync (timedatectl set-ntp true)",
+            )
+
     def _budget(self) -> dict[str, Any]:
         try:
             return dict(self.forge.rate_budget())
@@ -320,8 +362,21 @@ class Ticker:
             **backlog,
             budget=dict(self.deps.work_budget.figures),
             mode=self.config.mode,
+            clock_offset_seconds=report.clock_offset_seconds,
         )
         self.metrics.save()
+
+
+def config_hash(config: Config, rules: Iterable[UserRule]) -> str:
+    """The hash of a config and its user rules that every classification records."""
+    return _digest(_config_json(config), [_rule_identity(r) for r in rules])
+
+
+def _contents_for(config: Config) -> Callable[[str], bool]:
+    """Paths whose full text the classifier reads: config files (schema vs values) and the
+    bot's source (enclosing functions)."""
+    cc = config.classifier
+    return GlobSet.of((*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")).match
 
 
 def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNet:

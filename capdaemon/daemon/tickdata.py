@@ -72,6 +72,13 @@ class TickReport:
     backlog_left: int = 0
     backlog_unread: int = 0
     backlog_waiting: dict[str, int] = field(default_factory=dict)
+    # GitHub's clock minus this machine's, from the last answer's `Date` (None: no answer)
+    clock_offset_seconds: int | None = None
+    # config problems (a refused reload, a repo GitHub does not know): named here and in the
+    # log, never counted as API failures by the breaker
+    config_errors: list[str] = field(default_factory=list)
+    unknown_repos: list[str] = field(default_factory=list)  # left out of this tick
+    config_hash: str = ""  # the config (and user rules) this tick decided with
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

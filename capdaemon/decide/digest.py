@@ -141,6 +141,7 @@ class DigestFacts:
     shadow: bool = False
     audit_anchors: tuple[Anchor, ...] = ()  # each log's newest entry at render time
     audit_notes: tuple[str, ...] = ()  # logs not anchored, and why ("actions.jsonl: no entries")
+    clock_drift: str | None = None  # how far this machine's clock is off GitHub's, when it is
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -219,6 +220,11 @@ def _period_lines(facts: DigestFacts, now: datetime) -> list[str]:
     if now < facts.period[1]:
         line += f"; in progress: so far, as of {_local_time(now, facts.timezone)}"
     return [line + "._", ""]
+
+
+def _clock_lines(facts: DigestFacts) -> list[str]:
+    """The clock section, only when the host's clock is off GitHub's."""
+    return ["## Clock", "", f"{md(facts.clock_drift)}.", ""] if facts.clock_drift else []
 
 
 def render_digest(facts: DigestFacts, now: datetime) -> str:
@@ -301,5 +307,6 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         share = f" ({100 * used / rl.limit:.0f} %)" if rl.limit else ""
         out.append(f"{used} of {rl.limit} requests used{share}, {rl.remaining} remaining.")
     out.append("")
+    out += _clock_lines(facts)
     out += _anchor_lines(facts)
     return "\n".join(out)

@@ -6,9 +6,11 @@ import threading
 from datetime import datetime, timedelta
 
 import structlog
+from github import GithubException
 from github.Auth import Auth
 from github.GithubIntegration import GithubIntegration
 
+from capdaemon.forge.errors import ForgeError, NotInstalled, kind_for_status
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.transport import Clock
 
@@ -65,6 +67,8 @@ class InstallationToken:
         self._expires_at: datetime | None = None
         self._lock = threading.Lock()
         self.rotations = 0
+        # what GitHub granted the token minted in this process (None: none minted here yet)
+        self.permissions: dict[str, str] | None = None
 
     @property
     def value(self) -> str:
@@ -103,11 +107,31 @@ class InstallationToken:
         with self._lock:
             self._token = None
 
+    def _refused(self, exc: GithubException) -> ForgeError:
+        """GitHub refused to mint this installation's token: one line saying which setting."""
+        inst = self.installation_id
+        if exc.status == 404:
+            return NotInstalled(
+                f"github.installation_id {inst}: the App has no installation {inst} (copy the "
+                "id from the installation's settings page, or leave installation_id unset to "
+                "find each account's installation)",
+                status=404,
+            )
+        message = exc.data.get("message", "") if isinstance(exc.data, dict) else ""
+        text = self._scrubber.scrub(f"minting a token for installation {inst}: {message}")
+        return kind_for_status(exc.status)(text.strip(), status=exc.status)
+
     def _refresh(self) -> None:
-        grant = self._integration.get_access_token(self.installation_id)
+        try:
+            grant = self._integration.get_access_token(self.installation_id)
+        except GithubException as exc:
+            raise self._refused(exc) from None
         self._scrubber.add(grant.token)
         self._token = grant.token
         self._expires_at = grant.expires_at
+        granted = grant.raw_data.get("permissions")
+        if isinstance(granted, dict):
+            self.permissions = {str(k): str(v) for k, v in granted.items()}
         self.rotations += 1
         log.info(
             "forge.token_refreshed",

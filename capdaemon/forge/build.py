@@ -11,6 +11,7 @@ from typing import Any
 from github import Auth, Github, GithubIntegration
 
 from capdaemon.config import GitHubConfig
+from capdaemon.forge.appclock import AppClock, SkewedAppAuth
 from capdaemon.forge.auth import RoutedAuth
 from capdaemon.forge.convert import USER_AGENT
 from capdaemon.forge.errors import ForgeError
@@ -88,11 +89,14 @@ def _as_app(
         key_pem = Path(gh.private_key_file).read_bytes()
     key_text = key_pem.decode("utf-8") if isinstance(key_pem, bytes) else str(key_pem)
     scrubber.add(key_text)
-    integration = GithubIntegration(auth=Auth.AppAuth(app_id, key_text), **options)
+    app_clock = AppClock(utc_now)  # JWTs: GitHub judges them on its real clock
+    app_auth = SkewedAppAuth(app_id, key_text, app_clock)
+    integration = GithubIntegration(auth=app_auth, **options)
     mount(integration.requester, transport)
+    transport.jwt_minter = app_auth
     installations = Installations(
         integration,
-        clock=clock,
+        clock=app_clock.shifted(clock),  # token expiry is GitHub's time
         scrubber=scrubber,
         api_url=gh.base_url,
         pinned=gh.installation_id,

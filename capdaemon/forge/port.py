@@ -209,6 +209,10 @@ class ForgePort(Protocol):
         """Close an issue, with an optional closing comment."""
         ...
 
+    def find_issue(self, repo: str, marker: Marker) -> MarkedIssue | None:
+        """The issue carrying `marker` (kind and key), open or closed; None when there is none."""
+        ...
+
     def comment_once(self, repo: str, number: int, marker: Marker, body: str) -> bool:
         """Comment unless a comment with this marker is already there."""
         ...

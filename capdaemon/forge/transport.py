@@ -20,6 +20,7 @@ import tenacity
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from capdaemon.forge.appclock import JwtMinter, observed_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
@@ -163,6 +164,8 @@ class Transport(HTTPAdapter):
         self.write_interval = write_interval
         self.cache = cache if cache is not None else EtagCache()
         self.router: Router | None = None
+        self.jwt_minter: JwtMinter | None = None  # an App's JWT auth (forge.appclock)
+        self.clock_offset: float | None = None  # GitHub's `Date` minus our clock, last answer
         self.book = RateBook()  # each budget's last rate-limit headers
         self.stats = TransportStats()
         self._last_write = 0.0
@@ -192,6 +195,7 @@ class Transport(HTTPAdapter):
                     self.stats.writes += 1
 
         resp = self._send_retrying(method, request, kwargs, budget)
+        resp = self._retry_skewed_jwt(method, request, kwargs, resp)
         if budget is not None and self.router is not None:
             if resp.status_code == 401:
                 self.router.rejected(budget)
@@ -208,6 +212,17 @@ class Transport(HTTPAdapter):
                 with self._lock:
                     self.stats.stored += 1
         return resp
+
+    def _retry_skewed_jwt(
+        self, method: str, request: requests.PreparedRequest, kwargs: Any, resp: requests.Response
+    ) -> requests.Response:
+        """A 401 to the App's JWT naming its times: once more with a JWT on GitHub's clock."""
+        retry_auth = skew_retry_auth(self.jwt_minter, request.headers, resp)
+        if retry_auth is None:
+            return resp
+        resp.close()
+        request.headers["Authorization"] = retry_auth
+        return self._send_retrying(method, request, kwargs, None)
 
     def _from_cache(
         self, entry: CacheEntry, fresh: requests.Response, request: requests.PreparedRequest
@@ -301,6 +316,8 @@ class Transport(HTTPAdapter):
             raise Transient(
                 f"GitHub {method} {path}: {reason} (not retried: unsafe to repeat)"
             ) from None
+        offset = observed_offset(resp.headers.get("Date"), self.clock())
+        self.clock_offset = self.clock_offset if offset is None else offset
         if budget is not None:  # the App's JWT requests (None) have a budget of their own
             self.book.note(resp.headers, budget)
         status = resp.status_code

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-import time
 from typing import Any
 
 from ..seed import PERMISSIONS
@@ -90,13 +89,13 @@ class Accounts(BackendState):
         return f"{self.data['apps'][str(app_id)]['slug']}[bot]"
 
     def issue_installation_token(self, installation_id: int) -> tuple[str, float]:
-        """A fresh ``ghs_`` token valid for one hour (real time)."""
+        """A fresh ``ghs_`` token valid for one hour (the server's wall clock)."""
         with self.lock:
             token = "ghs_" + secrets.token_urlsafe(27)[:36]
-            expires = time.time() + TOKEN_TTL
+            now = self.clock.wall()
+            expires = now + TOKEN_TTL
             self.data["tokens"][token] = {"installation": installation_id, "expires_at": expires}
             # Drop expired installation tokens so the store does not grow without bound.
-            now = time.time()
             for t in [
                 t for t, v in self.data["tokens"].items() if v.get("expires_at", now + 1) < now
             ]:

@@ -158,10 +158,11 @@ def test_doctor_unreachable_host_names_host_and_port(
 def test_doctor_missing_repo(
     clean_sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A supervised repo that does not exist: one FAIL naming it, exit 1."""
+    """A supervised repo that does not exist: one FAIL naming it, exit 2 (a config mistake:
+    `run` refuses to start on it too)."""
     write_config(tmp_path / "config", clean_sandbox, repo={"name": "acme/nope"})
     code, lines = _doctor(tmp_path, capsys)
-    assert code == 1
+    assert code == 2
     [fail] = _fails(lines)
     assert "acme/nope" in fail and "not found" in fail
 

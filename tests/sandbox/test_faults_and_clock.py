@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import github
@@ -97,11 +98,23 @@ def test_admin_endpoints_over_http(sandbox: Any) -> None:
         == 503
     )
     clock = requests.post(f"{base}/clock", json={"now": "2026-01-01T00:00:00Z"}, timeout=5).json()
-    assert clock == {"now": "2026-01-01T00:00:00Z", "frozen": True, "offset_seconds": 0.0}
+    assert clock == {
+        "now": "2026-01-01T00:00:00Z",
+        "frozen": True,
+        "offset_seconds": 0.0,
+        "skew_seconds": 0.0,
+    }
     assert (
         requests.post(f"{base}/clock", json={"advance": 90}, timeout=5).json()["now"]
         == "2026-01-01T00:01:30Z"
     )
+    # the server's wall clock (Date, App JWT window, token expiry) skews apart from object times
+    skewed = requests.post(f"{base}/clock", json={"skew": -3600}, timeout=5)
+    assert skewed.json()["skew_seconds"] == -3600.0
+    assert skewed.json()["now"] == "2026-01-01T00:01:30Z"
+    served = parsedate_to_datetime(skewed.headers["Date"])
+    assert abs((datetime.now(UTC) - served).total_seconds() - 3600) <= 2
+    requests.post(f"{base}/clock", json={"skew": 0}, timeout=5)
     counters = requests.get(f"{base}/counters", timeout=5).json()
     assert counters["total"]["requests"] == 1
     requests.post(f"{base}/counters/reset", timeout=5)

@@ -56,7 +56,10 @@ class Protection:
         """Drift from the SPEC 6.5 protection is an incident, once per drift (not every tick)."""
         s = self.store
         app_id = self.config.github.app_id
+        unknown = set(getattr(report, "unknown_repos", ()))  # named by the poll step already
         for rc in self.config.repos:
+            if rc.name in unknown:
+                continue
             try:
                 prot = self.forge.effective_protection(rc.name, rc.base)
             except RateLimited:
