@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from capdaemon.quoting import printable as printable  # the one home; re-exported for commands
+
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings anyway
 if TYPE_CHECKING:
     from datetime import datetime
@@ -137,6 +139,3 @@ def command_inputs(args: argparse.Namespace) -> tuple[Config, datetime, Path]:
     return load_config_from_args(args), parse_now(args.now), state_dir(args)
 
 
-def printable(text: str) -> str:
-    """Control characters (a newline in a path) shown escaped, so one item stays on one line."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from capdaemon.daemon.policystate import PolicySummary
-from capdaemon.dashboard.html import esc, table
+from capdaemon.dashboard.html import esc, table, when
 from capdaemon.dashboard.readmodel import ReadModel
 from capdaemon.decide.burnin import BurnInStatus
 from capdaemon.timefmt import utc_iso
@@ -28,8 +28,8 @@ def render_agents(model: ReadModel) -> str:
                 esc(a.agent_id),
                 "yes" if model.config.registry.knows(*a.agent_id.split("/", 1)) else "no",
                 "hard-block (promoted)" if a.status is BurnInStatus.HARD_BLOCK else "burn-in",
-                esc(utc_iso(a.first_seen)),
-                esc(utc_iso(a.clock_start)),
+                when(utc_iso(a.first_seen)),
+                when(utc_iso(a.clock_start)),
                 f"{a.days_left(model.now, days):.1f}",
                 str(a.rejections),
             ]
@@ -64,7 +64,7 @@ def render_agents(model: ReadModel) -> str:
                 "" if c.legacy else _list(c.forbidden_paths),
                 "" if c.legacy else _list(c.commands),
                 esc(f"{c.merge_policy} (level {c.level})"),
-                esc(f"{c.ttl_hours} h, expires {utc_iso(s.expires_at)}"),
+                esc(f"{c.ttl_hours} h, expires ") + when(utc_iso(s.expires_at)),
                 binding,
                 f"<code>{esc(s.sha256[:16])}…</code>",
                 str(t.violations),
@@ -87,12 +87,13 @@ def render_agents(model: ReadModel) -> str:
         ),
         rows,
         id_="tasks",
+        scroll=True,
     )
     escalations = table(
         ("when", "task", "layer", "what was out of scope", "why", "state"),
         (
             [
-                esc(e.when),
+                when(e.when),
                 esc(e.task),
                 esc(e.layer),
                 _list(e.what),
@@ -103,6 +104,7 @@ def render_agents(model: ReadModel) -> str:
             for e in t.escalations
         ),
         id_="escalations",
+        scroll=True,
     )
     registry = table(
         ("tool", "models", "trust"),
