@@ -46,7 +46,7 @@ padding:.6em 1em;min-width:10em}.card b{display:block;font-size:22px}
 pre{background:#fff;border:1px solid #dde;padding:.8em;white-space:pre-wrap;word-break:break-word}
 code{font-size:12px}.muted{color:#667}form{margin:.6em 0}input[type=search]{width:24em}
 .scroll{overflow-x:auto;max-width:100%}.scroll td{overflow-wrap:anywhere;min-width:6em}
-.wait{display:block;white-space:nowrap}.wait b{font-weight:600;color:#7b4a00}
+.wait{display:block;min-width:16em}.wait b{font-weight:600;color:#7b4a00}
 ol.timeline{list-style:none;padding-left:0;border-left:3px solid #cdd;margin-left:.6em}
 ol.timeline li{margin:0 0 .7em;padding-left:1em}ol.timeline .when{color:#667;font-size:12px}
 .kind-verdict{border-left:3px solid #2b6cb0;margin-left:-1.2em;padding-left:1em}

@@ -2,10 +2,12 @@
 
 `waiting_on` is the one home of the dashboard's answer to "why has this PR not merged yet?".
 It reads only state the daemon wrote (the PR record, the breaker, the tick budget's waiting
-list, the base branch's protection as last checked) and reuses the daemon's own decisions
-where they exist: `allows_merge` for the breaker, `BallotStatus.mergeable` for a ballot. What
-the state cannot say (required checks of other apps, GitHub's mergeability not yet computed)
-is never guessed as "ready": an unknown is shown as something to wait on.
+list, the tiers and one-tap requests of safety.json) and reuses the daemon's own decisions
+where they exist: `allows_merge` for the breaker, `effective_requirement` of the quadrant and
+tier for what owners must say, `BallotStatus.mergeable` for a ballot. Base branch protection
+is not a wait: the daemon merges on an unprotected base too (drift is an incident, counted by
+the breaker), so the merge queue page lists it per repo instead. What the state cannot say
+(checks of other apps, GitHub's mergeability now) is asked of GitHub at merge time.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any
 
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.breaker import BreakerState, allows_merge
+from capdaemon.decide.rounds import after_rejection_tier
+from capdaemon.decide.tiers import Requirement, TierDecision, effective_requirement
 from capdaemon.model import Quadrant
 
 # the kinds of thing a PR can wait on, in the order the table lists them
 WAIT_KINDS = (
     "budget",
-    "base protection",
     "breaker",
+    "owner",
     "ballot",
     "check",
     "label",
@@ -54,6 +58,8 @@ class PRFacts:
     merge_blocked_head: str = ""
     would_merge_head: str = ""
     pending: bool = False
+    merge_policy: str = "auto"
+    after_rejection: bool = False
 
     @classmethod
     def of(cls, rec: Mapping[str, Any]) -> PRFacts:
@@ -82,25 +88,43 @@ class PRFacts:
             merge_blocked_head=str(rec.get("merge_blocked_head") or ""),
             would_merge_head=str(rec.get("would_merge_head") or ""),
             pending=bool(rec.get("pending")),
+            merge_policy=str(rec.get("merge_policy") or "auto"),
+            after_rejection=bool((rec.get("ballot_round") or {}).get("after_rejection")),
         )
 
 
 @dataclass(frozen=True)
 class World:
     """The state every PR's wait depends on: the breaker (None: unreadable), the PRs the tick
-    budget holds back, the base protection per repo as last checked (None: unreadable)."""
+    budget holds back, safety.json's tiers and one-tap requests (None: unreadable)."""
 
     breaker: BreakerState | None
     budget_waiting: frozenset[str] = frozenset()
-    protection: Mapping[str, Any] | None = None
+    tiers: Mapping[str, Any] | None = None
+    one_tap: Mapping[str, Any] | None = None
     shadow: bool = False
 
 
-def _ballot_wait(f: PRFacts, quadrant: Quadrant | None) -> str:
-    """Why an owner's decision is still needed ("" when it is not, or it is given)."""
-    needs = quadrant is Quadrant.D or f.ballot_open or bool(f.ballot_status)
-    if not needs:
-        return ""
+def _tier(ref: str, f: PRFacts, world: World) -> TierDecision:
+    """The PR's tier as the daemon decides it from safety.json (`safety.tiers`): unknown
+    under `tiered` is tier 3 (fail closed); after a rejection, at least a full ballot."""
+    entry = (world.tiers or {}).get(ref)
+    policy = f.merge_policy
+    if (
+        isinstance(entry, dict)
+        and entry.get("head_sha") == f.head_sha
+        and (entry.get("merge_policy") == policy)
+    ):
+        td = TierDecision(int(entry.get("tier") or 3), (), policy)
+    elif policy == "tiered" or world.tiers is None:
+        td = TierDecision(3, ("tier not known for this head",), policy)
+    else:
+        td = TierDecision(1, (), policy)
+    return after_rejection_tier(td, f.after_rejection)
+
+
+def _ballot_wait(f: PRFacts) -> str:
+    """Why the owners' ballot does not let the PR merge yet ("" when it does)."""
     try:
         status = BallotStatus(f.ballot_status or "pending")
     except ValueError:
@@ -116,14 +140,21 @@ def _ballot_wait(f: PRFacts, quadrant: Quadrant | None) -> str:
     }.get(status, f"ballot {status.value}")
 
 
-def _protection_wait(repo: str, world: World) -> str:
-    if world.protection is None:
-        return "protection state unreadable (see banner)"
-    entry = world.protection.get(repo)
-    if not isinstance(entry, dict):
-        return ""
-    problem = entry.get("drift") or entry.get("missing")
-    return f"base branch protection: {problem}" if problem else ""
+def _owner_wait(ref: str, f: PRFacts, quadrant: Quadrant, world: World) -> tuple[str, str] | None:
+    """What owners must still say (the quadrant's and the tier's requirement, the higher)."""
+    req = effective_requirement(quadrant, _tier(ref, f, world))
+    if req is Requirement.NEVER:
+        return ("owner", "merge_policy manual: the daemon never merges this PR (a human does)")
+    if req is Requirement.NONE or not _ballot_wait(f):
+        return None
+    tap = (world.one_tap or {}).get(ref)
+    tap_state = tap.get("state") if isinstance(tap, dict) else None
+    if req is Requirement.ONE_TAP and tap_state == "approved":
+        return None
+    if req is Requirement.ONE_TAP and tap_state == "pending":
+        return ("ballot", "an owner's one-tap 👍")
+    why = _ballot_wait(f)
+    return ("ballot", why) if why else None
 
 
 def waiting_on(ref: str, f: PRFacts, world: World) -> tuple[tuple[str, str], ...]:
@@ -133,12 +164,8 @@ def waiting_on(ref: str, f: PRFacts, world: World) -> tuple[tuple[str, str], ...
     if f.state != "open":
         return ()
     out: list[tuple[str, str]] = []
-    repo = ref.rpartition("#")[0]
     if ref in world.budget_waiting:
         out.append(("budget", "classified; its writes wait for the tick's write budget"))
-    prot = _protection_wait(repo, world)
-    if prot:
-        out.append(("base protection", prot))
     try:
         quadrant: Quadrant | None = Quadrant(f.quadrant)
     except ValueError:
@@ -149,9 +176,9 @@ def waiting_on(ref: str, f: PRFacts, world: World) -> tuple[tuple[str, str], ...
         allowed, why = allows_merge(world.breaker, quadrant, f.auto_revert)
         if not allowed:
             out.append(("breaker", why))
-    ballot = _ballot_wait(f, quadrant)
-    if ballot:
-        out.append(("ballot", ballot))
+    owner = _owner_wait(ref, f, quadrant, world) if quadrant is not None else None
+    if owner is not None:
+        out.append(owner)
     if quadrant is None:
         out.append(("check", "not classified at its current head yet"))
     elif not f.check_success:

@@ -213,8 +213,23 @@ def render_queue(model: ReadModel, root: str = "") -> str:
         [f'<a href="{root}prs.html?state=open&amp;waiting={esc(k)}">{esc(k)}</a>', str(n)]
         for k, n in sorted(waiting.items(), key=lambda kv: WAIT_KINDS.index(kv[0]))
     )
+    unprotected = [
+        f"<li><code>{esc(r.config.name)}</code> ({esc(r.config.base)}): "
+        f"{esc(r.protection.get('drift') or r.protection.get('missing'))}</li>"
+        for r in model.repos
+        if r.protection.get("drift") or r.protection.get("missing")
+    ]
+    note = (
+        '<div class="banner" id="protection-note">Base branch protection is not as required '
+        "(merges still go ahead; drift is an incident the breaker counts):<ul>"
+        + "".join(unprotected)
+        + "</ul></div>"
+        if unprotected
+        else ""
+    )
     return (
-        "<p>Open PRs the state shows nothing to wait on, by repo (as configured) and number: "
+        note
+        + "<p>Open PRs the state shows nothing to wait on, by repo (as configured) and number: "
         "the next tick merges them once GitHub confirms the checks and mergeability.</p>"
         + table(("#", "PR", "title", "author", "quadrant", "classified"), cells, id_="queue")
         + "<h2>Open PRs that wait, by what they wait on</h2>"

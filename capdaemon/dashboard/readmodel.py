@@ -337,10 +337,13 @@ def build(
     _tasks(model, model.violations)
     raw_protection = safety.get("protection")
     protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
+    known = not _unknown(model, SAFETY_FILE)
+    tiers, one_tap = safety.get("tiers"), safety.get("one_tap")
     model.world = World(
         model.breaker.state if model.breaker is not None else None,
         _budget_waiting(state_dir),
-        None if _unknown(model, SAFETY_FILE) else protection,
+        tiers if known and isinstance(tiers, dict) else None,
+        one_tap if known and isinstance(one_tap, dict) else None,
         config.mode == "shadow",
     )
     errors = fold.policy_errors

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from capdaemon.config import Config
 from capdaemon.dashboard.prfacts import PRFacts
 from capdaemon.dashboard.readmodel import PRRow, ReadModel
-from capdaemon.quoting import printable
 from capdaemon.dashboard.site import render, story_href
+from capdaemon.quoting import printable
 
 NOW = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
 
