@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# `--code DIR` (the rebuild phase of the old tree): that package, not this tree's
+CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(ROOT)
+sys.path.insert(0, CODE)
 
 from capdaemon.audit import GENESIS  # noqa: E402
 from capdaemon.canon import canonical_json, entry_hash  # noqa: E402
@@ -252,16 +254,16 @@ def phase_model(state: str, runs: int, conn: Any) -> None:
     )
 
 
-def phase_rebuild(code: str, state: str, conn: Any) -> None:
-    """Start-up build, one appended entry, a rebuild beside the served model, page renders:
-    with the package at `code` (the old tree or this one)."""
-    sys.path.insert(0, code)
+def phase_rebuild(state: str) -> dict[str, Any]:
+    """Start-up build, one appended entry, a rebuild beside the served model, page renders
+    (run in a process of its own, with the package `--code` names)."""
     import capdaemon
     from capdaemon.audit import AuditLog
     from capdaemon.dashboard import readmodel
     from capdaemon.dashboard.site import render, story_href, story_index
 
-    assert Path(capdaemon.__file__).resolve().is_relative_to(Path(code).resolve())
+    where = Path(capdaemon.__file__).resolve()
+    assert where.is_relative_to(Path(CODE).resolve()), (where, CODE)
     model = readmodel.build(Path(state), _config(), END)
     rss_built = _rss_mb()
     AuditLog(Path(state) / ACTIONS_LOG).append(
@@ -277,9 +279,18 @@ def phase_rebuild(code: str, state: str, conn: Any) -> None:
     story = story_href(new.prs[len(new.prs) // 2].ref)
     for path in ("index.html", "prs.html", story):
         assert render(new, path, slugs=slugs).status == 200
-    conn.send(
-        {"rebuild": rebuilt, "rss_built": rss_built, "rss": _rss_mb(), "incremental": incremental}
-    )
+    return {"rebuild": rebuilt, "rss_built": rss_built, "rss": _rss_mb()}
+
+
+def _rebuild_with(code: Path, state: Path) -> dict[str, Any]:
+    """phase_rebuild in a fresh interpreter whose `capdaemon` is the one under `code`."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--code", str(code), "--rebuild-only", str(state)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return dict(json.loads(out.splitlines()[-1]))
 
 
 def _old_tree(rev: str, into: Path) -> Path:
@@ -310,7 +321,12 @@ def main() -> int:
     ap.add_argument("--per-pr", type=int, default=10, help="audit entries per PR (about)")
     ap.add_argument("--runs", type=int, default=5, help="renders per page (median)")
     ap.add_argument("--before", default="main", help="git revision to compare the rebuild with")
+    ap.add_argument("--code", help=argparse.SUPPRESS)
+    ap.add_argument("--rebuild-only", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rebuild_only:
+        print(json.dumps(phase_rebuild(args.rebuild_only)))
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
         state = Path(tmp) / "bot-state"
         t0 = time.perf_counter()
@@ -324,8 +340,8 @@ def main() -> int:
         )
         base = _child(phase_baseline, str(state))
         res = _child(phase_model, str(state), args.runs)
-        old = _child(phase_rebuild, str(_old_tree(args.before, Path(tmp) / "old")), str(state))
-        new = _child(phase_rebuild, str(ROOT), str(state))
+        old = _rebuild_with(_old_tree(args.before, Path(tmp) / "old"), state)
+        new = _rebuild_with(ROOT, state)
     bw, bc = base["seconds"]
     print()
     print(

@@ -81,7 +81,11 @@ class ModelCache:
 
     Requests never wait for a rebuild after start-up: they get the model built last (the page
     header says when it was built) while a new one is built from the changed files, at most
-    once per `min_interval` seconds.
+    once per `min_interval` seconds. A rebuild continues the last model (only new log entries
+    are verified, from where the last check ended, after checking that the file is the same
+    one and still holds the entry verified last); once per `full_every` seconds it verifies
+    both logs from the start instead, so an edit in the middle of a log that keeps its length
+    and last entry is still found.
     """
 
     def __init__(
@@ -91,13 +95,14 @@ class ModelCache:
         clock: Callable[[], datetime],
         *,
         min_interval: float = 5.0,
+        full_every: float = 3600.0,
     ) -> None:
         self.state_dir, self.config, self.clock = Path(state_dir), config, clock
-        self.min_interval = min_interval
+        self.min_interval, self.full_every = min_interval, full_every
         self._lock = threading.Lock()
         self._building = False
         self._sig = self._signature()
-        self._built_at = time.monotonic()
+        self._built_at = self._full_at = time.monotonic()
         self.model = build(self.state_dir, config, clock())
         self.slugs = story_index(self.model)
 
@@ -113,7 +118,11 @@ class ModelCache:
 
     def _rebuild(self, sig: tuple[tuple[int, int, int], ...]) -> None:
         try:
-            model = build(self.state_dir, self.config, self.clock(), previous=self.model)
+            full = time.monotonic() - self._full_at >= self.full_every
+            previous = None if full else self.model
+            model = build(self.state_dir, self.config, self.clock(), previous=previous)
+            if full:
+                self._full_at = time.monotonic()
             slugs = story_index(model)
             with self._lock:
                 self.model, self.slugs, self._sig = model, slugs, sig
