@@ -76,7 +76,7 @@ def bars(
     width = left + len(points) * (bar + gap) + 10
     peak = max((v for _, v in points), default=0) or 1
     scale = (height - bottom - 10) / peak
-    every = max(1, len(points) // 8)
+    every = max(1, -(-34 // (bar + gap)))  # labels at least 34 px apart
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{esc(id_)}" role="img" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="system-ui,sans-serif" '

@@ -33,7 +33,12 @@ def _range_links(chosen: str, root: str) -> str:
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h"
+    """A duration as minutes, hours or days, whichever reads best."""
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def render(model: ReadModel, choice: str = "", root: str = "") -> str:
@@ -66,7 +71,7 @@ def render(model: ReadModel, choice: str = "", root: str = "") -> str:
             decisions.append(((at - opened).total_seconds(), b.ref, b.status, b.at))
     secs = [d[0] for d in decisions]
     summary = (
-        f"<p id='decision-summary'>{len(secs)} ballots decided; median "
+        f"<p id='decision-summary'>ballots decided: {len(secs)}; median "
         f"{_hours(statistics.median(secs))}, longest {_hours(max(secs))}</p>"
         if secs
         else "<p id='decision-summary' class='muted'>no ballot decided in this range</p>"
