@@ -338,8 +338,7 @@ def verify_from(
     if head_problem is not None:
         return VerifyReport(path, False, 0, 0, head_problem), None
     head_seq = head.get("seq") if isinstance(head, dict) else None
-    seen = {cur.seq: cur.last_hash, cur.seq - 1: cur.before_hash}
-    head_seen = seen.get(head_seq) if isinstance(head_seq, int) and head_seq > 0 else None
+    head_seen = _hash_at(cur, head_seq)
     offset, prev, start, before, count = (
         cur.offset,
         cur.last_hash,
@@ -359,16 +358,8 @@ def verify_from(
             return VerifyReport(path, False, count, count, "the log was replaced"), None
         fh.seek(offset)
         for n, raw in enumerate(fh, count + 1):
-            if not raw.endswith(b"\n"):
-                return VerifyReport(
-                    path, False, count, n, "torn final line (crash mid-write)"
-                ), None
-            try:
-                rec = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                return VerifyReport(path, False, count, n, f"not JSON: {exc}"), None
-            reason = entry_problem(rec, count + 1, prev)
-            if reason:
+            rec, reason = _next_link(raw, count + 1, prev)
+            if rec is None:
                 return VerifyReport(path, False, count, n, reason), None
             if visit is not None:
                 visit(offset, rec)
@@ -382,6 +373,25 @@ def verify_from(
         return VerifyReport(path, False, count, problem[0], problem[1]), None
     after = ChainCursor(st.st_dev, st.st_ino, offset, count, prev, start, before)
     return VerifyReport(path, True, count, last_hash=prev if count else ""), after
+
+
+def _hash_at(cursor: ChainCursor, seq: Any) -> str | None:
+    """The hash of entry `seq` when the cursor knows it (its last entry or the one before)."""
+    if not isinstance(seq, int) or seq < 1:
+        return None
+    return {cursor.seq: cursor.last_hash, cursor.seq - 1: cursor.before_hash}.get(seq)
+
+
+def _next_link(raw: bytes, seq: int, prev: str) -> tuple[dict[str, Any] | None, str]:
+    """(the entry, "") when `raw` is the chain's next whole line, else (None, why not)."""
+    if not raw.endswith(b"\n"):
+        return None, "torn final line (crash mid-write)"
+    try:
+        rec = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"not JSON: {exc}"
+    reason = entry_problem(rec, seq, prev)
+    return (None, reason) if reason else (rec, "")
 
 
 def _head_problem(

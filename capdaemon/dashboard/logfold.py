@@ -205,25 +205,30 @@ class LogFold:
         action, ref = rec.get("action"), rec.get("pr")
         if not isinstance(action, str):
             return
-        ts, status, sref = str(rec.get("ts", "")), rec.get("status"), str(ref)
         if isinstance(ref, str) and ref in self.rows and action in PR_ACTIONS:
             self.row_for_write(ref).action = action_text(rec)
-        if action == "merge" and status == "attempted":
-            self.quadrant_of[sref] = str(rec.get("quadrant") or "")
-        elif action == "merge" and status in ("done", "would_merge"):
-            q = rec.get("quadrant") or self.quadrant_of.pop(sref, "")
-            self.merges.append((ts, sref, str(q)))
-        elif action == "issue_opened" and rec.get("kind") == "ballot":
-            self.ballot_opened[sref] = ts
-        elif action == "ballot" and status not in (None, "pending"):
-            by, issue = str(rec.get("decided_by") or ""), str(rec.get("issue", ""))
-            opened = self.ballot_opened.get(sref, "")
-            self.decided.append(Ballot(sref, issue, ts, status=str(status), by=by, opened=opened))
+        if action in ("merge", "ballot", "issue_opened"):
+            self._pr_event(action, str(ref), str(rec.get("ts", "")), rec)
         elif action.startswith("breaker."):
             self.breaker_history.append(rec)
         elif action == "repo_policy_error":
-            repo = str(rec.get("repo", ""))
+            repo, ts = str(rec.get("repo", "")), str(rec.get("ts", ""))
             self.policy_errors.setdefault(repo, []).append(f"{ts} {rec.get('error', '')}")
+
+    def _pr_event(self, action: str, ref: str, ts: str, rec: dict[str, Any]) -> None:
+        """A merge, a ballot decided, a ballot issue opened."""
+        status = rec.get("status")
+        if action == "merge" and status == "attempted":
+            self.quadrant_of[ref] = str(rec.get("quadrant") or "")
+        elif action == "merge" and status in ("done", "would_merge"):
+            q = rec.get("quadrant") or self.quadrant_of.pop(ref, "")
+            self.merges.append((ts, ref, str(q)))
+        elif action == "issue_opened" and rec.get("kind") == "ballot":
+            self.ballot_opened[ref] = ts
+        elif action == "ballot" and status not in (None, "pending"):
+            by, issue = str(rec.get("decided_by") or ""), str(rec.get("issue", ""))
+            opened = self.ballot_opened.get(ref, "")
+            self.decided.append(Ballot(ref, issue, ts, status=str(status), by=by, opened=opened))
 
 
 def resumable(fold: LogFold, paths: tuple[Path, Path]) -> bool:

@@ -64,33 +64,41 @@ class PRFacts:
     @classmethod
     def of(cls, rec: Mapping[str, Any]) -> PRFacts:
         """The facts of one prs.json record (a field of the wrong type reads as unknown)."""
-        issue = (rec.get("issues") or {}).get("ballot")
-        issue = issue if isinstance(issue, dict) else {}
-        ballot = rec.get("ballot")
-        ballot = ballot if isinstance(ballot, dict) else {}
+        issue = _obj(_obj(rec, "issues"), "ballot")
+        ballot = _obj(rec, "ballot")
         mergeable = rec.get("mergeable")
         return cls(
-            title=str(rec.get("title") or ""),
-            author=str(rec.get("author") or ""),
-            state=str(rec.get("state") or ""),
-            branch=str(rec.get("head_ref") or ""),
-            head_sha=str(rec.get("head_sha") or ""),
-            quadrant=str(rec.get("quadrant") or ""),
+            title=_text(rec, "title"),
+            author=_text(rec, "author"),
+            state=_text(rec, "state"),
+            branch=_text(rec, "head_ref"),
+            head_sha=_text(rec, "head_sha"),
+            quadrant=_text(rec, "quadrant"),
             check_success=rec.get("check_success") is True,
             mergeable=mergeable if isinstance(mergeable, bool) else None,
             blocking=tuple(str(b) for b in rec.get("blocking") or () if b),
             auto_revert=rec.get("auto_revert") is True,
-            ballot_status=str(ballot.get("status") or ""),
-            ballot_head=str(ballot.get("head_sha") or ""),
+            ballot_status=_text(ballot, "status"),
+            ballot_head=_text(ballot, "head_sha"),
             ballot_open=bool(issue.get("open")),
-            ballot_issue=str(issue.get("number") or ""),
-            ballot_opened_at=str(issue.get("opened_at") or ""),
-            merge_blocked_head=str(rec.get("merge_blocked_head") or ""),
-            would_merge_head=str(rec.get("would_merge_head") or ""),
+            ballot_issue=_text(issue, "number"),
+            ballot_opened_at=_text(issue, "opened_at"),
+            merge_blocked_head=_text(rec, "merge_blocked_head"),
+            would_merge_head=_text(rec, "would_merge_head"),
             pending=bool(rec.get("pending")),
-            merge_policy=str(rec.get("merge_policy") or "auto"),
-            after_rejection=bool((rec.get("ballot_round") or {}).get("after_rejection")),
+            merge_policy=_text(rec, "merge_policy") or "auto",
+            after_rejection=bool(_obj(rec, "ballot_round").get("after_rejection")),
         )
+
+
+def _obj(rec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = rec.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(rec: Mapping[str, Any], key: str) -> str:
+    value = rec.get(key)
+    return "" if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -163,13 +171,20 @@ def waiting_on(ref: str, f: PRFacts, world: World) -> tuple[tuple[str, str], ...
     its mergeability and checks, then merges). Closed and merged PRs wait on nothing."""
     if f.state != "open":
         return ()
-    out: list[tuple[str, str]] = []
-    if ref in world.budget_waiting:
-        out.append(("budget", "classified; its writes wait for the tick's write budget"))
     try:
         quadrant: Quadrant | None = Quadrant(f.quadrant)
     except ValueError:
         quadrant = None
+    return (*_gate_waits(ref, f, quadrant, world), *_pr_waits(f, quadrant, world))
+
+
+def _gate_waits(
+    ref: str, f: PRFacts, quadrant: Quadrant | None, world: World
+) -> list[tuple[str, str]]:
+    """The budget, the breaker and the owners."""
+    out: list[tuple[str, str]] = []
+    if ref in world.budget_waiting:
+        out.append(("budget", "classified; its writes wait for the tick's write budget"))
     if world.breaker is None:
         out.append(("breaker", "breaker state unreadable: treated as tripped"))
     elif quadrant is not None:
@@ -179,6 +194,12 @@ def waiting_on(ref: str, f: PRFacts, world: World) -> tuple[tuple[str, str], ...
     owner = _owner_wait(ref, f, quadrant, world) if quadrant is not None else None
     if owner is not None:
         out.append(owner)
+    return out
+
+
+def _pr_waits(f: PRFacts, quadrant: Quadrant | None, world: World) -> list[tuple[str, str]]:
+    """The PR itself: its check, labels, mergeability, an action in flight, shadow mode."""
+    out: list[tuple[str, str]] = []
     if quadrant is None:
         out.append(("check", "not classified at its current head yet"))
     elif not f.check_success:
@@ -192,4 +213,4 @@ def waiting_on(ref: str, f: PRFacts, world: World) -> tuple[tuple[str, str], ...
         out.append(("in progress", "an action's outcome is not recorded yet"))
     if world.shadow and f.would_merge_head and f.would_merge_head == f.head_sha:
         out.append(("shadow mode", "shadow mode: would merge, did not"))
-    return tuple(out)
+    return out

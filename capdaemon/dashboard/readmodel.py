@@ -177,24 +177,30 @@ def _pending(model: ReadModel, facts: Mapping[str, PRFacts], safety: Mapping[str
     model.pending.sort(key=lambda b: b.at)
 
 
+def _anchors(
+    model: ReadModel, prev: ReadModel | None
+) -> tuple[_Sig, str, list[Anchor], dict[str, tuple[str, ...]]]:
+    """The newest digest's anchors (signature, file name, anchors, problems per log already
+    checked: reused from `prev` when the digest is the same and the logs were continued)."""
+    digests = sorted((model.state_dir / DIGEST_DIR).glob("*.md"))
+    if not digests:
+        return (), "", [], {}
+    newest = digests[-1]
+    sig = _signature(newest)
+    old = prev.files.get("anchors") if prev is not None and model.fold.resumed else None
+    if old is not None and old[0] == sig:
+        anchors, checked = old[1]
+        return sig, newest.name, anchors, dict(checked)
+    found: list[Anchor] = _guard(
+        model, newest, lambda: find_anchors(newest.read_text(encoding="utf-8"), newest.name), []
+    )
+    return sig, newest.name, found, {}
+
+
 def _audit(model: ReadModel, reports: Iterable[VerifyReport], prev: ReadModel | None) -> None:
     """Each log's chain verdict, and whether the newest digest's anchors still hold (checked
     again only when the digest changed or a log had to be verified from the start)."""
-    digests = sorted((model.state_dir / DIGEST_DIR).glob("*.md"))
-    source = digests[-1].name if digests else ""
-    sig = _signature(digests[-1]) if digests else ()
-    old = prev.files.get("anchors") if prev is not None and model.fold.resumed else None
-    checked: dict[str, tuple[str, ...]] = {}
-    anchors: list[Anchor] = []
-    if old is not None and old[0] == sig:
-        anchors, checked = old[1]
-    elif digests:
-        anchors = _guard(
-            model,
-            digests[-1],
-            lambda: find_anchors(digests[-1].read_text(encoding="utf-8"), source),
-            [],
-        )
+    sig, source, anchors, checked = _anchors(model, prev)
     for report in reports:
         path = report.path
         mine = [a for a in anchors if a.log == path.name]
@@ -335,25 +341,8 @@ def build(
     burn_raw = burn_in_raw(safety, model.metrics)
     model.agents = _guard(model, state_dir / SAFETY_FILE, lambda: _burn_in(burn_raw), [])
     _tasks(model, model.violations)
-    raw_protection = safety.get("protection")
-    protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
-    known = not _unknown(model, SAFETY_FILE)
-    tiers, one_tap = safety.get("tiers"), safety.get("one_tap")
-    model.world = World(
-        model.breaker.state if model.breaker is not None else None,
-        _budget_waiting(state_dir),
-        tiers if known and isinstance(tiers, dict) else None,
-        one_tap if known and isinstance(one_tap, dict) else None,
-        config.mode == "shadow",
-    )
-    errors = fold.policy_errors
-    policies: dict[str, PolicySummary] = _guard(
-        model, state_dir / REPO_POLICIES_FILE, lambda: read_policies(state_dir), {}
-    )
-    for rc in config.repos:
-        seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
-        prot = seen if isinstance(seen, dict) else {}
-        model.repos.append(RepoRow(rc, prot, tuple(errors.get(rc.name, ())), policies.get(rc.name)))
+    model.world = _world(model, safety)
+    _repos(model, safety, fold.policy_errors)
     _audit(model, reports, previous)
     model.build_seconds = time.perf_counter() - started
     return model
@@ -379,6 +368,33 @@ def _from_fold(model: ReadModel, fold: LogFold) -> None:
 def _safety(model: ReadModel, state_dir: Path) -> dict[str, Any]:
     got = _guard(model, state_dir / SAFETY_FILE, lambda: _object(state_dir / SAFETY_FILE), None)
     return {"_unreadable": True} if got is None else got
+
+
+def _repos(model: ReadModel, safety: Mapping[str, Any], errors: Mapping[str, list[str]]) -> None:
+    """Each configured repo with its protection as last checked and its policy."""
+    sd = model.state_dir
+    raw_protection = safety.get("protection")
+    protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
+    policies: dict[str, PolicySummary] = _guard(
+        model, sd / REPO_POLICIES_FILE, lambda: read_policies(sd), {}
+    )
+    for rc in model.config.repos:
+        seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
+        prot = seen if isinstance(seen, dict) else {}
+        model.repos.append(RepoRow(rc, prot, tuple(errors.get(rc.name, ())), policies.get(rc.name)))
+
+
+def _world(model: ReadModel, safety: Mapping[str, Any]) -> World:
+    """What every PR's wait depends on (safety.json's parts None when it is unknown)."""
+    known = not _unknown(model, SAFETY_FILE)
+    tiers, one_tap = safety.get("tiers"), safety.get("one_tap")
+    return World(
+        model.breaker.state if model.breaker is not None else None,
+        _budget_waiting(model.state_dir),
+        tiers if known and isinstance(tiers, dict) else None,
+        one_tap if known and isinstance(one_tap, dict) else None,
+        model.config.mode == "shadow",
+    )
 
 
 def _unknown(model: ReadModel, name: str) -> bool:

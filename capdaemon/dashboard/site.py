@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from capdaemon.dashboard import overview, permissions, prs, trends
@@ -38,6 +38,29 @@ def _frame(model: ReadModel, active: str, title: str, body: str, root: str, stat
     )
 
 
+# path → (title, body of (model, options, page number, root, static))
+_Body = Callable[[ReadModel, Mapping[str, str], int, str, bool], str]
+PAGES: dict[str, tuple[str, _Body]] = {
+    "index.html": ("Overview", lambda m, o, n, root, static: overview.render(m, root)),
+    "prs.html": (
+        "Pull requests",
+        lambda m, o, n, root, static: prs.render_table(
+            m, o, n, None if static else prs.PAGE_SIZE, root=root
+        ),
+    ),
+    "queue.html": ("Merge queue", lambda m, o, n, root, static: prs.render_queue(m, root)),
+    "trends.html": (
+        "Trends",
+        lambda m, o, n, root, static: trends.render(m, o.get("range", ""), root),
+    ),
+    "agents.html": (
+        "Agents and permissions",
+        lambda m, o, n, root, static: permissions.render_agents(m),
+    ),
+    "repos.html": ("Repos", lambda m, o, n, root, static: permissions.render_repos(m)),
+}
+
+
 def render(
     model: ReadModel,
     path: str,
@@ -58,25 +81,10 @@ def render(
     opts = dict(params or {})
     if query:
         opts.setdefault("q", query)
-    if path == "index.html":
-        body = overview.render(model, root)
-        return Page(200, html, _frame(model, path, "Overview", body, root, static))
-    if path == "prs.html":
-        size = None if static else prs.PAGE_SIZE
-        body = prs.render_table(model, opts, page_no, size, root=root)
-        return Page(200, html, _frame(model, path, "Pull requests", body, root, static))
-    if path == "queue.html":
-        body = prs.render_queue(model, root)
-        return Page(200, html, _frame(model, path, "Merge queue", body, root, static))
-    if path == "trends.html":
-        body = trends.render(model, opts.get("range", ""), root)
-        return Page(200, html, _frame(model, path, "Trends", body, root, static))
-    if path == "agents.html":
-        body = permissions.render_agents(model)
-        return Page(200, html, _frame(model, path, "Agents and permissions", body, root, static))
-    if path == "repos.html":
-        body = permissions.render_repos(model)
-        return Page(200, html, _frame(model, path, "Repos", body, root, static))
+    if path in PAGES:
+        title, body_of = PAGES[path]
+        body = body_of(model, opts, page_no, root, static)
+        return Page(200, html, _frame(model, path, title, body, root, static))
     if path == "favicon.svg":
         return Page(200, "image/svg+xml", FAVICON)
     if path.startswith(f"{STORY_DIR}/") and path.endswith(".html"):
@@ -97,7 +105,6 @@ def story_index(model: ReadModel) -> dict[str, str]:
 
 def all_paths(model: ReadModel) -> Iterator[str]:
     """Every page of the site (for the static export)."""
-    yield from ("index.html", "prs.html", "queue.html", "trends.html", "agents.html")
-    yield from ("repos.html", "favicon.svg")
+    yield from (*PAGES, "favicon.svg")
     for r in model.prs:
         yield story_href(r.ref)

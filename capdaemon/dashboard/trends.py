@@ -41,6 +41,27 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
+def _decisions(
+    model: ReadModel, start: date
+) -> tuple[list[tuple[float, str, str, str]], dict[str, list[int]]]:
+    """Ballots decided since `start`: (seconds to decide, PR, outcome, when) for those whose
+    opening is known, and per agent (the PR's author) [decided, rejected]."""
+    decisions: list[tuple[float, str, str, str]] = []
+    per_agent: dict[str, list[int]] = {}
+    for b in model.decided:
+        at, opened = _parse(b.at), _parse(b.opened)
+        if at is None or at.date() < start:
+            continue
+        row = model.by_ref.get(b.ref)
+        agent = row.author if row is not None and row.author else "unknown"
+        tally = per_agent.setdefault(agent, [0, 0])
+        tally[0] += 1
+        tally[1] += b.status == "rejected"
+        if opened is not None:
+            decisions.append(((at - opened).total_seconds(), b.ref, b.status, b.at))
+    return decisions, per_agent
+
+
 def render(model: ReadModel, choice: str = "", root: str = "") -> str:
     """The Trends body for the chosen range (`7d`, `30d`, `90d`, `365d`)."""
     chosen = choice if choice in RANGES else DEFAULT_RANGE
@@ -56,19 +77,7 @@ def render(model: ReadModel, choice: str = "", root: str = "") -> str:
         id_="merges-chart",
         title=f"Merges per day (last {days} days, UTC)",
     )
-    decisions: list[tuple[float, str, str, str]] = []  # (seconds, ref, status, decided ts)
-    per_agent: dict[str, list[int]] = {}  # author → [decided, rejected]
-    for b in model.decided:
-        at, opened = _parse(b.at), _parse(b.opened)
-        if at is None or at.date() < start:
-            continue
-        row = model.by_ref.get(b.ref)
-        agent = row.author if row is not None and row.author else "unknown"
-        tally = per_agent.setdefault(agent, [0, 0])
-        tally[0] += 1
-        tally[1] += b.status == "rejected"
-        if opened is not None:
-            decisions.append(((at - opened).total_seconds(), b.ref, b.status, b.at))
+    decisions, per_agent = _decisions(model, start)
     secs = [d[0] for d in decisions]
     summary = (
         f"<p id='decision-summary'>ballots decided: {len(secs)}; median "
