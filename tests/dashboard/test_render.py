@@ -90,7 +90,7 @@ def test_hostile_strings_are_text_on_every_page(dash_state: DashState) -> None:
     allowed = {"html", "head", "meta", "link", "title", "style", "body", "header", "b", "a"}
     allowed |= {"span", "main", "h1", "h2", "p", "div", "table", "thead", "tbody", "tr", "th"}
     allowed |= {"td", "code", "br", "svg", "g", "rect", "line", "text", "form", "input"}
-    allowed |= {"button", "pre", "script", "select", "option", "time", "ol", "li"}
+    allowed |= {"button", "pre", "script", "select", "option", "time", "ol", "ul", "li"}
     for path, text in pages.items():
         tags = Tags(text)
         assert {t for t, _ in tags.tags} <= allowed, path
