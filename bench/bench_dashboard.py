@@ -279,7 +279,14 @@ def phase_rebuild(state: str) -> dict[str, Any]:
     story = story_href(new.prs[len(new.prs) // 2].ref)
     for path in ("index.html", "prs.html", story):
         assert render(new, path, slugs=slugs).status == 200
-    return {"rebuild": rebuilt, "rss_built": rss_built, "rss": _rss_mb()}
+    out = {"rebuild": rebuilt, "rss_built": rss_built, "rss": _rss_mb()}
+    if incremental:  # the server's periodic full check of both chains
+        t0, c0 = time.perf_counter(), time.process_time()
+        again = readmodel.build(Path(state), _config(), END, previous=new, recheck=True)
+        out["recheck"] = (time.perf_counter() - t0, time.process_time() - c0)
+        assert again.fold.resumed and not again.problems
+        out["rss_recheck"] = _rss_mb()
+    return out
 
 
 def _rebuild_with(code: Path, state: Path) -> dict[str, Any]:
@@ -380,7 +387,12 @@ def main() -> int:
             f"| {label:34} | {wall * 1000:>7.0f}ms | {cpu * 1000:>7.0f}ms | {ratio:>7.2f}× "
             f"| {r['rss_built']:>14.0f} MiB | {r['rss']:>5.0f} MiB |"
         )
-    goal = new["rebuild"][1] <= 0.2 and new["rss"] <= 150
+    wall, cpu = new["recheck"]
+    print(
+        f"| {'after, hourly full chain check':34} | {wall * 1000:>7.0f}ms | {cpu * 1000:>7.0f}ms "
+        f"| {cpu / old['rebuild'][1]:>7.2f}× | {'':>18} | {new['rss_recheck']:>5.0f} MiB |"
+    )
+    goal = new["rebuild"][1] <= 0.2 and new["rss_recheck"] <= 150
     print(f"goal rebuild ≤ 200 ms (CPU), peak RSS ≤ 150 MiB: {'met' if goal else 'NOT met'}")
     worst = max(res["times"][k][0][1] for k in ("overview", "PRs (first page)"))
     print(f"goal ≤ 300 ms (CPU) per page after start-up: {'met' if worst <= 0.3 else 'NOT met'}")

@@ -369,10 +369,43 @@ def verify_from(
             if count == head_seq:
                 head_seen = prev
     problem = _head_problem(head, count, prev, head_seen)
+    if problem is not None and _grew_meanwhile(path, head, count):
+        problem = None  # the writer appended while this was read: checked up to `count`
     if problem is not None:
         return VerifyReport(path, False, count, problem[0], problem[1]), None
     after = ChainCursor(st.st_dev, st.st_ino, offset, count, prev, start, before)
     return VerifyReport(path, True, count, last_hash=prev if count else ""), after
+
+
+def _grew_meanwhile(path: Path, head: dict[str, Any] | None, count: int) -> bool:
+    """True when the head pointer moved past the `count` entries read since it was read
+    first (a live log: the writer appended in between; the new entries are checked later)."""
+    again, problem = _read_head(path.with_name(path.name + ".head"))
+    return problem is None and again != head and again is not None and again["seq"] > count
+
+
+def verify_prefix(path: Path, cursor: ChainCursor) -> VerifyReport:
+    """Check the log again from its first line up to the cursor (every link and hash, and
+    that it ends in the very entry the cursor names): what a tail check takes on trust.
+    Lines appended after the cursor are left to the tail check (a live log grows)."""
+    path = Path(path)
+    prev, count = GENESIS, 0
+    try:
+        with open(path, "rb") as fh:
+            left = cursor.offset
+            for n, raw in enumerate(fh, 1):
+                if left <= 0:
+                    break
+                rec, reason = _next_link(raw, count + 1, prev)
+                if rec is None:
+                    return VerifyReport(path, False, count, n, reason)
+                prev, count, left = rec["hash"], count + 1, left - len(raw)
+    except OSError as exc:
+        return VerifyReport(path, False, count, count + 1, f"cannot be read: {exc}")
+    if left != 0 or count != cursor.seq or prev != cursor.last_hash:
+        why = "the log no longer holds the entries verified before (rewritten)"
+        return VerifyReport(path, False, count, count + 1, why)
+    return VerifyReport(path, True, count, last_hash=prev)
 
 
 def _hash_at(cursor: ChainCursor, seq: Any) -> str | None:

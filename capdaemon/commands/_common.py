@@ -137,5 +137,3 @@ def parse_now(text: str | None) -> datetime:
 def command_inputs(args: argparse.Namespace) -> tuple[Config, datetime, Path]:
     """(config, now, state dir) of a command with --config, --now and --state."""
     return load_config_from_args(args), parse_now(args.now), state_dir(args)
-
-

@@ -17,7 +17,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from capdaemon.audit import ChainCursor, VerifyReport, resume_cursor, verify_from
+from capdaemon.audit import (
+    ChainCursor,
+    VerifyReport,
+    resume_cursor,
+    verify_from,
+    verify_prefix,
+)
 from capdaemon.dashboard.prfacts import PRFacts
 from capdaemon.model import Quadrant
 from capdaemon.story import rules_that_voted
@@ -231,11 +237,14 @@ class LogFold:
             self.decided.append(Ballot(ref, issue, ts, status=str(status), by=by, opened=opened))
 
 
-def resumable(fold: LogFold, paths: tuple[Path, Path]) -> bool:
+def resumable(fold: LogFold, paths: tuple[Path, Path], recheck: bool = False) -> bool:
     """True when every log can be checked on from the fold's cursor (or was empty); False
-    after a broken chain (no cursor): that log is verified and folded from the start."""
+    after a broken chain (no cursor): that log is verified and folded from the start.
+    `recheck` also verifies each log in full up to its cursor (streaming, nothing kept)."""
     for cursor, path in zip(fold.cursors, paths, strict=True):
         if cursor is None or (cursor.seq and resume_cursor(path, cursor) is None):
+            return False
+        if recheck and cursor.seq and not verify_prefix(path, cursor).ok:
             return False
     return True
 

@@ -288,11 +288,14 @@ def _pr_facts(model: ReadModel, state_dir: Path) -> dict[str, PRFacts]:
     return facts
 
 
-def _fold(state_dir: Path, prev: ReadModel | None) -> tuple[LogFold, list[VerifyReport]]:
+def _fold(
+    state_dir: Path, prev: ReadModel | None, recheck: bool
+) -> tuple[LogFold, list[VerifyReport]]:
     """The previous model's fold continued with the new entries, or a new one from the start
-    when a log cannot be resumed (replaced, shortened, rewritten before the verified point)."""
+    when a log cannot be resumed (replaced, shortened, rewritten before the verified point,
+    or, with `recheck`, changed anywhere before it: verified again from the start first)."""
     paths = log_paths(state_dir)
-    resume = prev is not None and resumable(prev.fold, paths)
+    resume = prev is not None and resumable(prev.fold, paths, recheck)
     fold = prev.fold.fork() if prev is not None and resume else LogFold()
     reports = [fold.read(0, paths[0], fold.classification), fold.read(1, paths[1], fold.action)]
     return fold, reports
@@ -303,17 +306,21 @@ def build(
     config: Config,
     now: datetime | None = None,
     previous: ReadModel | None = None,
+    *,
+    recheck: bool = False,
 ) -> ReadModel:
     """Read bot-state/ into a ReadModel (never raises on bad state: see `problems`).
 
     With `previous` (a model of the same state dir), only the log entries appended since it
-    are verified and folded in, and the state files that did not change are not read again."""
+    are verified and folded in, and the state files that did not change are not read again;
+    `recheck` verifies both logs in full before continuing it (without holding a second
+    model: a break anywhere rebuilds from the start, which shows it)."""
     started = time.perf_counter()
     state_dir = Path(state_dir)
     model = ReadModel(state_dir, (now or datetime.now(UTC)).astimezone(UTC), config)
     if not state_dir.is_dir():
         model.problems.append(Problem(str(state_dir), "state directory does not exist"))
-    fold, reports = _fold(state_dir, previous)
+    fold, reports = _fold(state_dir, previous, recheck)
     for report in reports:
         if not report.ok:
             msg = f"line {report.line}: {report.reason} (entries from there on are not shown)"

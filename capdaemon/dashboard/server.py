@@ -83,9 +83,9 @@ class ModelCache:
     header says when it was built) while a new one is built from the changed files, at most
     once per `min_interval` seconds. A rebuild continues the last model (only new log entries
     are verified, from where the last check ended, after checking that the file is the same
-    one and still holds the entry verified last); once per `full_every` seconds it verifies
-    both logs from the start instead, so an edit in the middle of a log that keeps its length
-    and last entry is still found.
+    one and still holds the entry verified last); once per `full_every` seconds it first
+    verifies both logs from the start (streaming, no second model in memory), so an edit in
+    the middle of a log that keeps its length and last entry is still found.
     """
 
     def __init__(
@@ -119,8 +119,8 @@ class ModelCache:
     def _rebuild(self, sig: tuple[tuple[int, int, int], ...]) -> None:
         try:
             full = time.monotonic() - self._full_at >= self.full_every
-            previous = None if full else self.model
-            model = build(self.state_dir, self.config, self.clock(), previous=previous)
+            now = self.clock()
+            model = build(self.state_dir, self.config, now, previous=self.model, recheck=full)
             if full:
                 self._full_at = time.monotonic()
             slugs = story_index(model)
