@@ -9,7 +9,7 @@ from capdaemon.dashboard.charts import quadrant_bars
 from capdaemon.dashboard.html import esc, quadrant, table, when
 from capdaemon.dashboard.links import story_href, web_url
 from capdaemon.dashboard.readmodel import QUADRANTS, ReadModel
-from capdaemon.filenames import METRICS_FILE
+from capdaemon.filenames import METRICS_FILE, PRS_FILE
 from capdaemon.timefmt import parse_utc
 
 
@@ -53,14 +53,16 @@ def _cards(model: ReadModel) -> str:
     today = model.now.date().isoformat()
     merged_today = sum(1 for ts, _, _ in model.merges if ts.startswith(today))
     open_escalations = sum(1 for t in model.tasks for e in t.escalations if e.open)
-    open_prs = sum(1 for r in model.prs if r.state == "open")
+    # without prs.json the PR states and open ballots are unknown: "?", never a 0 as a fact
+    unknown = any(p.file.endswith(PRS_FILE) for p in model.problems)
+    open_prs = "?" if unknown else str(sum(1 for r in model.prs if r.state == "open"))
     cards = [
         ("classified PRs", str(len(model.prs)), "prs"),
-        ("open PRs", str(open_prs), "open"),
+        ("open PRs", open_prs, "open"),
         ("classified heads (pushes)", str(model.heads), "heads"),
         ("merges today (UTC)", str(merged_today), "merges-today"),
         ("merges in all", str(len(model.merges)), "merges"),
-        ("ballots pending", str(len(model.pending)), "pending"),
+        ("ballots pending", "?" if unknown else str(len(model.pending)), "pending"),
         ("ballots decided", str(len(model.decided)), "decided"),
         ("open escalations", str(open_escalations), "escalations"),
     ]

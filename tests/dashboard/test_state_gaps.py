@@ -83,6 +83,7 @@ def test_a_missing_state_file_the_logs_vouch_for_is_a_banner(
     assert "no tick has run yet" not in index
     if name == PRS_FILE:  # the open D PR's ballot is unknown, not "0 pending" as a fact
         assert 'data-state="open"' not in render(model, "prs.html").body
+        assert 'data-card="pending"><b>?</b>' in index
 
 
 def test_a_missing_breaker_file_after_a_trip_is_a_banner_and_treated_as_tripped(
