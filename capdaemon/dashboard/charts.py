@@ -71,8 +71,9 @@ def bars(
     colour: str = "#2b6cb0",
 ) -> str:
     """One bar per (label, value), a hover title per bar; labels under every few bars."""
-    bar = max(3, min(22, 840 // max(1, len(points)) - 2))
-    gap, left, bottom = 2, 40, 22
+    step = max(2, min(24, 840 // max(1, len(points))))  # a year of days fits in 840 px
+    gap, left, bottom = (2 if step > 6 else 1), 40, 22
+    bar = step - gap
     width = left + len(points) * (bar + gap) + 10
     peak = max((v for _, v in points), default=0) or 1
     scale = (height - bottom - 10) / peak
