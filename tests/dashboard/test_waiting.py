@@ -154,3 +154,24 @@ def test_each_pr_links_to_its_page_on_github(dash_state: DashState) -> None:
         assert f'href="https://github.com/acme/widgets/pull/{n}"' in page
     story = render(model, "pr/acme_widgets_2.html").body
     assert 'href="https://github.com/acme/widgets/pull/2"' in story
+
+
+def test_an_approved_green_pr_is_in_the_merge_queue(dash_state: DashState, tmp_path: Path) -> None:
+    """The D PR once its ballot approves its head and its check is green (as the daemon
+    records it): it waits on nothing and the merge queue lists it; approved for an older
+    head, it waits on the ballot again."""
+    state = dash_state.copy(tmp_path / "s")
+    sd, ref = state.state_dir, f"acme/widgets#{state.prs['script']}"
+    raw = json.loads((sd / PRS_FILE).read_text())
+    rec = raw["prs"][ref]
+    rec.update(check_success=True, mergeable=True)
+    rec["ballot"].update(status="approved", head_sha=rec["head_sha"])
+    atomic_write_json(sd / PRS_FILE, raw)
+    (sd / "prs.journal").unlink(missing_ok=True)
+    model = _model(state)
+    assert _waits(model, state.prs["script"]) == set()
+    assert [r.ref for r in model.queue()] == [ref]
+    assert f">{ref}</a>" in render(model, "queue.html").body
+    rec["ballot"]["head_sha"] = "f" * 40
+    atomic_write_json(sd / PRS_FILE, raw)
+    assert _waits(_model(state), state.prs["script"]) == {"ballot"}
