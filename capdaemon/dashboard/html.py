@@ -30,7 +30,8 @@ NAV = (
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 header{background:#1d2430;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:center}
-header a{color:#cfe0ff;text-decoration:none;white-space:nowrap}header a.on{color:#fff;font-weight:600}
+header a{color:#cfe0ff;text-decoration:none;white-space:nowrap}
+header a.on{color:#fff;font-weight:600}
 header .note{margin-left:auto;font-size:12px;color:#aab}
 main{padding:1em 1.4em;max-width:1400px}
 h1{font-size:20px}h2{font-size:16px;margin-top:1.6em}

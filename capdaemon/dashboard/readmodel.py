@@ -8,7 +8,6 @@ on every page), never an exception out of `build`.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -24,6 +23,7 @@ from capdaemon.daemon.policystate import PolicySummary, read_policies
 from capdaemon.daemon.safety_state import BreakerFile, read_breaker
 from capdaemon.dashboard.logfold import QUADRANTS, Ballot, LogFold, PRRow, resumable
 from capdaemon.dashboard.prfacts import PRFacts, World, waiting_on
+from capdaemon.dashboard.prstate import read_prs
 from capdaemon.decide.burnin import AgentClock, BurnInState, burn_in_raw
 from capdaemon.filenames import (
     BREAKER_FILE,
@@ -31,7 +31,6 @@ from capdaemon.filenames import (
     CAPABILITIES_DIR,
     DIGEST_DIR,
     ESCALATIONS_DIR,
-    JOURNAL_FILE,
     METRICS_FILE,
     PRS_FILE,
     REPO_POLICIES_FILE,
@@ -39,7 +38,6 @@ from capdaemon.filenames import (
 )
 from capdaemon.state import StateError, read_json
 from capdaemon.stores.escalations import EscalationRecord, list_escalations
-from capdaemon.stores.prfile import pr_records
 from capdaemon.stores.registry import TaskState, list_tasks
 
 __all__ = ["QUADRANTS", "Ballot", "PRRow", "Problem", "ReadModel", "build"]
@@ -276,16 +274,19 @@ def _cached(
     return value
 
 
-def _pr_facts(model: ReadModel, state_dir: Path) -> dict[str, PRFacts]:
-    """prs.json and its journal reduced to PRFacts (a malformed journal line is a banner:
-    `_journal`; the records themselves are not kept)."""
-    _journal(model, state_dir / JOURNAL_FILE)
-    prs: dict[str, Any] = _guard(
-        model, state_dir / PRS_FILE, lambda: pr_records(state_dir, _skip), {}
-    )
-    facts = {ref: PRFacts.of(p) for ref, p in prs.items() if isinstance(p, dict)}
-    prs.clear()
-    return facts
+def _pr_facts(
+    model: ReadModel, prev: ReadModel | None
+) -> dict[str, PRFacts] | Mapping[str, PRFacts]:
+    """prs.json and its journal as PRFacts (see `prstate`), each problem a banner."""
+    old = prev.files.get("prs") if prev is not None else None
+    state, problems = read_prs(model.state_dir, old[1] if old is not None else None)
+    for p in problems:
+        file, _, message = p.partition(": ")
+        model.problems.append(Problem(file, message))
+    if state is None:
+        return {}
+    model.files["prs"] = ((), state)
+    return state.facts
 
 
 def _fold(
@@ -325,8 +326,7 @@ def build(
         if not report.ok:
             msg = f"line {report.line}: {report.reason} (entries from there on are not shown)"
             model.problems.append(Problem(str(report.path), msg))
-    prs_paths = (state_dir / PRS_FILE, state_dir / JOURNAL_FILE)
-    facts = _cached(model, previous, "prs", prs_paths, lambda: _pr_facts(model, state_dir))
+    facts = _pr_facts(model, previous)
     for ref in fold.rows:
         fold.set_facts(ref, facts.get(ref))
     _from_fold(model, fold)
@@ -458,33 +458,6 @@ def _missing(model: ReadModel, fold: LogFold, reports: list[VerifyReport]) -> No
                 model.breaker = None
             if name == SAFETY_FILE:
                 model.files.pop("safety", None)
-
-
-def _skip(_where: str) -> None:
-    """A bad journal line, already a banner (`_journal`)."""
-
-
-def _journal(model: ReadModel, path: Path) -> None:
-    """A malformed complete line of prs.journal is a banner (the daemon refuses to start on
-    it; `pr_records` skips it here, so the pages would show that PR's older state)."""
-    try:
-        complete = path.read_bytes().rpartition(b"\n")[0]
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        model.problems.append(Problem(str(path), _one_line(exc)))
-        return
-    for n, line in enumerate(complete.split(b"\n") if complete else (), 1):
-        try:
-            entry = json.loads(line)
-            ok = isinstance(entry, dict) and isinstance(entry["ref"], str)
-            ok = ok and isinstance(entry["record"], dict)
-        except (ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            msg = f"line {n}: malformed journal line; pages show the PR's state before it"
-            model.problems.append(Problem(str(path), msg))
-            return
 
 
 def _object(path: Path) -> dict[str, Any]:
