@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import importlib.util
+import json
 import os
 import statistics
 import threading
@@ -20,7 +21,7 @@ from capdaemon.config import Config, RepoConfig
 from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.server import ModelCache, make_server
 from capdaemon.dashboard.site import all_paths, render
-from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG
+from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG, JOURNAL_FILE, PRS_FILE
 
 from .conftest import DashState
 
@@ -186,3 +187,25 @@ def test_pages_stay_fast_while_the_model_is_rebuilt(tmp_path: Path, full_every: 
     assert len(times) >= 50
     assert p99 <= 0.300
     assert cache.model.fold.resumed  # continued, not rebuilt from nothing
+
+
+def test_new_journal_lines_reach_a_continued_model(dash_state: DashState, tmp_path: Path) -> None:
+    """A tick journals a PR's new state (prs.json unchanged): the continued model shows it;
+    a malformed journal line after it is a banner, as in a model built from nothing."""
+    state = dash_state.copy(tmp_path / "s")
+    sd, config, now = state.state_dir, state.config(), state.now
+    old = build(sd, config, now)
+    ref = f"acme/widgets#{state.prs['typo']}"
+    record = json.loads((sd / PRS_FILE).read_text())["prs"][ref]
+    journal = sd / JOURNAL_FILE
+    with open(journal, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"ref": ref, "record": {**record, "title": "Renamed"}}) + "\n")
+    new = build(sd, config, now, previous=old)
+    assert new.by_ref[ref].title == "Renamed" and old.by_ref[ref].title != "Renamed"
+    with open(journal, "a", encoding="utf-8") as fh:
+        fh.write('{"ref": 1}\n')
+    newer = build(sd, config, now, previous=new)
+    assert [p.file for p in newer.problems] == [str(journal)]
+    assert [p.message for p in newer.problems] == [
+        p.message for p in build(sd, config, now).problems
+    ]
