@@ -369,9 +369,7 @@ def verify_from(
             if count == head_seq:
                 head_seen = prev
     problem = _head_problem(head, count, prev, head_seen)
-    if problem is not None and _grew_meanwhile(path, head, count):
-        problem = None  # the writer appended while this was read: checked up to `count`
-    if problem is not None:
+    if problem is not None and not _grew_meanwhile(path, head, count):
         return VerifyReport(path, False, count, problem[0], problem[1]), None
     after = ChainCursor(st.st_dev, st.st_ino, offset, count, prev, start, before)
     return VerifyReport(path, True, count, last_hash=prev if count else ""), after
@@ -379,7 +377,8 @@ def verify_from(
 
 def _grew_meanwhile(path: Path, head: dict[str, Any] | None, count: int) -> bool:
     """True when the head pointer moved past the `count` entries read since it was read
-    first (a live log: the writer appended in between; the new entries are checked later)."""
+    first (a live log: the writer appended in between; the entries read are checked, the
+    new ones are checked later): then a head problem is no problem."""
     again, problem = _read_head(path.with_name(path.name + ".head"))
     return problem is None and again != head and again is not None and again["seq"] > count
 
