@@ -13,10 +13,11 @@ import base64
 import hashlib
 import html
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC
 from functools import cache
 
 from capdaemon.quoting import printable
+from capdaemon.timefmt import parse_utc
 
 NAV = (
     ("index.html", "Overview"),
@@ -88,10 +89,8 @@ def when(ts: object) -> str:
     is not a timestamp is shown as it is."""
     text = "" if ts is None else str(ts)
     try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        dt = parse_utc(text, "ts")
     except ValueError:
-        return esc(text)
-    if dt.tzinfo is None:
         return esc(text)
     utc = dt.astimezone(UTC).replace(microsecond=0)
     iso = utc.isoformat().replace("+00:00", "Z")

@@ -134,7 +134,10 @@ def test_pages_stay_fast_while_the_model_is_rebuilt(tmp_path: Path, full_every: 
     """Pages requested over HTTP while a tick keeps appending to a large state (40,000
     entries) and the server rebuilds its model again and again (checking the new tails, or
     each time both whole chains as it does once an hour): the 99th percentile of the answers
-    stays within 300 ms, and the new entries do reach the pages."""
+    stays within 300 ms, and the new entries do reach the pages. On a machine so busy that
+    the same requests take longer than that with no rebuild at all (measured first, in the
+    same run), the bound is 1.5 times that idle p99 instead: a rebuild that stalls pages
+    (a second of verification, as a full rebuild of this state does) fails either way."""
     bench = _bench_state()
     sd = tmp_path / "bot-state"
     bench.build_state(sd, 4000, 10)
@@ -145,6 +148,10 @@ def test_pages_stay_fast_while_the_model_is_rebuilt(tmp_path: Path, full_every: 
     port = server.server_address[1]
     times: list[float] = []
     stop = threading.Event()
+
+    def p99() -> float:
+        ordered = sorted(times)
+        return ordered[int(len(ordered) * 0.99) - 1]
 
     def load() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -162,6 +169,9 @@ def test_pages_stay_fast_while_the_model_is_rebuilt(tmp_path: Path, full_every: 
 
     worker = threading.Thread(target=load)
     worker.start()
+    time.sleep(4)  # no state change: no rebuild
+    idle, idle_n = p99(), len(times)
+    times.clear()
     try:
         at = bench.END
         for n in range(20):  # a tick's worth of entries, then wait for a rebuild
@@ -180,12 +190,13 @@ def test_pages_stay_fast_while_the_model_is_rebuilt(tmp_path: Path, full_every: 
         worker.join()
         server.shutdown()
         server.server_close()
-    times.sort()
-    p99 = times[int(len(times) * 0.99) - 1]
-    median = statistics.median(times)
-    print(f"{len(times)} pages, median {median * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
-    assert len(times) >= 50
-    assert p99 <= 0.300
+    busy, median = p99(), statistics.median(times)
+    print(
+        f"idle: {idle_n} pages, p99 {idle * 1000:.0f} ms; while rebuilding: {len(times)} "
+        f"pages, median {median * 1000:.0f} ms, p99 {busy * 1000:.0f} ms"
+    )
+    assert len(times) >= 50 and idle_n >= 20
+    assert busy <= max(0.300, 1.5 * idle)
     assert cache.model.fold.resumed  # continued, not rebuilt from nothing
 
 
