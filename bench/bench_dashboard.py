@@ -1,6 +1,7 @@
 """Benchmark the dashboard on one year of synthetic state: read-model build and page renders.
 
 Run: .venv/bin/python bench/bench_dashboard.py [--prs 20000] [--per-pr 10] [--runs 5]
+     [--before REV]
 
 The state is written in the audit writer's exact format (canonical JSON, seq/prev/hash chain,
 `.head` pointer: `capdaemon audit verify` accepts it) without its per-entry fsync, so a year
@@ -13,6 +14,11 @@ Each phase runs in its own fresh process so its peak RSS is its own:
 - model:    build the read model (both logs read and their chains verified, all state files);
 - pages:    after start-up, median render time of the Overview, the first PRs page, a PRs
             search, the full (all-rows) PRs table the static export writes, and one story.
+- rebuild:  the server's life, before and after in one run: build the model, append one
+            audit entry, rebuild as the server does while the old model is still served (the
+            code of `--before`, default `main`, exported with `git archive`, rebuilds from
+            scratch; this tree continues the old model), then render the served pages; the
+            rebuild time and the process's peak RSS.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import multiprocessing as mp
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# `--code DIR` (the rebuild phase of the old tree): that package, not this tree's
+CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(ROOT)
+sys.path.insert(0, CODE)
 
 from capdaemon.audit import GENESIS  # noqa: E402
 from capdaemon.canon import canonical_json, entry_hash  # noqa: E402
@@ -162,6 +171,16 @@ def build_state(state: Path, prs: int, per_pr: int) -> dict[str, int]:
     cl.close()
     ac.close()
     atomic_write_json(state / "prs.json", {"version": PRS_VERSION, "prs": records})
+    atomic_write_json(  # as the safety steps leave it: every PR's tier, nothing pending
+        state / "safety.json",
+        {
+            "version": 1,
+            "cursor": {"seq": ac.seq, "offset": (state / ACTIONS_LOG).stat().st_size},
+            "tiers": {},
+            "one_tap": {},
+            "protection": {r: {"seen_ok": True, "drift": None} for r in REPOS},
+        },
+    )
     atomic_write_json(
         state / "tick_metrics.json",
         {"last_tick_at": utc_iso(END), "last_tick_seconds": 1.2, "ticks": 525600},
@@ -170,8 +189,8 @@ def build_state(state: Path, prs: int, per_pr: int) -> dict[str, int]:
 
 
 def _rss_mb() -> float:
-    """This process's peak RSS (VmHWM: unlike ru_maxrss it does not carry the parent's peak
-    across exec)."""
+    """This process's peak RSS in MiB (VmHWM: unlike ru_maxrss it does not carry the parent's
+    peak across exec)."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
@@ -235,11 +254,68 @@ def phase_model(state: str, runs: int, conn: Any) -> None:
     )
 
 
+def phase_rebuild(state: str) -> dict[str, Any]:
+    """Start-up build, one appended entry, a rebuild beside the served model, page renders
+    (run in a process of its own, with the package `--code` names)."""
+    import capdaemon
+    from capdaemon.audit import AuditLog
+    from capdaemon.dashboard import readmodel
+    from capdaemon.dashboard.site import render, story_href, story_index
+
+    where = Path(capdaemon.__file__).resolve()
+    assert where.is_relative_to(Path(CODE).resolve()), (where, CODE)
+    model = readmodel.build(Path(state), _config(), END)
+    rss_built = _rss_mb()
+    AuditLog(Path(state) / ACTIONS_LOG).append(
+        {"action": "probe.healthy", "pr": "acme/service-0#1", "merge_sha": "m" * 40}, now=END
+    )
+    incremental = "previous" in readmodel.build.__code__.co_varnames
+    kw = {"previous": model} if incremental else {}
+    t0, c0 = time.perf_counter(), time.process_time()
+    new = readmodel.build(Path(state), _config(), END, **kw)
+    rebuilt = (time.perf_counter() - t0, time.process_time() - c0)
+    assert not new.problems, new.problems
+    slugs = story_index(new)
+    story = story_href(new.prs[len(new.prs) // 2].ref)
+    for path in ("index.html", "prs.html", story):
+        assert render(new, path, slugs=slugs).status == 200
+    out = {"rebuild": rebuilt, "rss_built": rss_built, "rss": _rss_mb()}
+    if incremental:  # the server's periodic full check of both chains
+        t0, c0 = time.perf_counter(), time.process_time()
+        again = readmodel.build(Path(state), _config(), END, previous=new, recheck=True)
+        out["recheck"] = (time.perf_counter() - t0, time.process_time() - c0)
+        assert again.fold.resumed and not again.problems
+        out["rss_recheck"] = _rss_mb()
+    return out
+
+
+def _rebuild_with(code: Path, state: Path) -> dict[str, Any]:
+    """phase_rebuild in a fresh interpreter whose `capdaemon` is the one under `code`."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--code", str(code), "--rebuild-only", str(state)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return dict(json.loads(out.splitlines()[-1]))
+
+
+def _old_tree(rev: str, into: Path) -> Path:
+    """The capdaemon package at git revision `rev`, exported under `into`."""
+    into.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "capdaemon"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
 def _child(target: Any, *args: Any) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=target, args=(*args, child))
     proc.start()
+    child.close()  # a child that dies makes recv() raise instead of waiting forever
     out = parent.recv()
     proc.join()
     return out
@@ -251,7 +327,13 @@ def main() -> int:
     ap.add_argument("--prs", type=int, default=20000)
     ap.add_argument("--per-pr", type=int, default=10, help="audit entries per PR (about)")
     ap.add_argument("--runs", type=int, default=5, help="renders per page (median)")
+    ap.add_argument("--before", default="main", help="git revision to compare the rebuild with")
+    ap.add_argument("--code", help=argparse.SUPPRESS)
+    ap.add_argument("--rebuild-only", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rebuild_only:
+        print(json.dumps(phase_rebuild(args.rebuild_only)))
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
         state = Path(tmp) / "bot-state"
         t0 = time.perf_counter()
@@ -265,6 +347,8 @@ def main() -> int:
         )
         base = _child(phase_baseline, str(state))
         res = _child(phase_model, str(state), args.runs)
+        old = _rebuild_with(_old_tree(args.before, Path(tmp) / "old"), state)
+        new = _rebuild_with(ROOT, state)
     bw, bc = base["seconds"]
     print()
     print(
@@ -290,6 +374,26 @@ def main() -> int:
     for name, (secs, nbytes) in res["times"].items():
         row(f"render {name}", f"{nbytes / 1024:.0f} KB html", secs, "")
     print(f"\npeak RSS of the dashboard process after all renders: {res['rss']:.0f} MB")
+    print()
+    print(
+        f"| {'rebuild after one appended entry':34} | {'wall':>9} | {'CPU':>9} "
+        f"| {'× before':>8} | {'RSS after start-up':>18} | {'peak RSS':>9} |"
+    )
+    print(f"|{'-' * 36}|{'-' * 11}|{'-' * 11}|{'-' * 10}|{'-' * 20}|{'-' * 11}|")
+    for label, r in ((f"before ({args.before}, from scratch)", old), ("after (this tree)", new)):
+        wall, cpu = r["rebuild"]
+        ratio = cpu / old["rebuild"][1]
+        print(
+            f"| {label:34} | {wall * 1000:>7.0f}ms | {cpu * 1000:>7.0f}ms | {ratio:>7.2f}× "
+            f"| {r['rss_built']:>14.0f} MiB | {r['rss']:>5.0f} MiB |"
+        )
+    wall, cpu = new["recheck"]
+    print(
+        f"| {'after, hourly full chain check':34} | {wall * 1000:>7.0f}ms | {cpu * 1000:>7.0f}ms "
+        f"| {cpu / old['rebuild'][1]:>7.2f}× | {'':>18} | {new['rss_recheck']:>5.0f} MiB |"
+    )
+    goal = new["rebuild"][1] <= 0.2 and new["rss_recheck"] <= 150
+    print(f"goal rebuild ≤ 200 ms (CPU), peak RSS ≤ 150 MiB: {'met' if goal else 'NOT met'}")
     worst = max(res["times"][k][0][1] for k in ("overview", "PRs (first page)"))
     print(f"goal ≤ 300 ms (CPU) per page after start-up: {'met' if worst <= 0.3 else 'NOT met'}")
     print("(wall includes waiting for the CPU on a shared machine; CPU is the process's own)")

@@ -274,80 +274,181 @@ def story_order(rec: Mapping[str, Any]) -> tuple[str, int]:
     return (str(rec.get("ts", "")), seq if isinstance(seq, int) else 0)
 
 
+@dataclass(frozen=True)
+class ChainCursor:
+    """How far a log was verified: its file (device, inode), the byte just past the last
+    verified line, that entry's seq, hash and own offset, and the hash of the entry before it.
+    A later check resumes from here only while the file is the same one, is no shorter, and
+    still holds that very line at that offset (a rewritten middle changes one of them)."""
+
+    dev: int = 0
+    ino: int = 0
+    offset: int = 0
+    seq: int = 0
+    last_hash: str = GENESIS
+    last_start: int = 0
+    before_hash: str = GENESIS
+
+
+def resume_cursor(path: Path, cursor: ChainCursor | None) -> ChainCursor | None:
+    """`cursor` when the log can be checked on from it (same file, no shorter, the last
+    verified line unchanged at its offset), else None: verify the whole log again."""
+    if cursor is None or cursor.seq == 0:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino) or st.st_size < cursor.offset:
+                return None
+            fh.seek(cursor.last_start)
+            raw = fh.read(cursor.offset - cursor.last_start)
+    except OSError:
+        return None
+    try:
+        rec = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not raw.endswith(b"\n") or not isinstance(rec, dict) or rec.get("seq") != cursor.seq:
+        return None
+    if rec.get("hash") != cursor.last_hash or entry_hash(rec) != cursor.last_hash:
+        return None
+    return cursor
+
+
 def verify(path: Path, visit: Callable[[int, dict[str, Any]], None] | None = None) -> VerifyReport:
     """Check a log's chain: JSON, seq order, prev links, hashes, and the head pointer (tail).
 
     `visit(offset, record)` is called with each entry that checked out, in order (readers that
     need every record and the verdict read the file once).
     """
+    return verify_from(path, None, visit)[0]
+
+
+def verify_from(
+    path: Path,
+    cursor: ChainCursor | None,
+    visit: Callable[[int, dict[str, Any]], None] | None = None,
+) -> tuple[VerifyReport, ChainCursor | None]:
+    """`verify`, checking only the lines after `cursor` (one `resume_cursor` accepted; None:
+    the whole log), and the cursor to resume from next time (None when the chain is broken).
+    The head pointer is checked in full either way."""
     path = Path(path)
-    offset = 0
-    prev = GENESIS
-    count = 0
-    expected_seq = 1
-    head_path = path.with_name(path.name + ".head")
-    head, head_problem = _read_head(head_path)
+    cur = cursor or ChainCursor()
+    head, head_problem = _read_head(path.with_name(path.name + ".head"))
     if head_problem is not None:
-        return VerifyReport(path, False, 0, 0, head_problem)
+        return VerifyReport(path, False, 0, 0, head_problem), None
     head_seq = head.get("seq") if isinstance(head, dict) else None
-    head_seen = None  # the hash of the entry the head pointer names, once reached
+    head_seen = _hash_at(cur, head_seq)
+    offset, prev, start, before, count = (
+        cur.offset,
+        cur.last_hash,
+        cur.last_start,
+        cur.before_hash,
+        cur.seq,
+    )
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
-        return VerifyReport(path, True, 0, reason="no log yet")
+        if count:
+            return VerifyReport(path, False, 0, 0, "the log is gone after it was verified"), None
+        return VerifyReport(path, True, 0, reason="no log yet"), ChainCursor()
     with fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.endswith(b"\n"):
-                return VerifyReport(path, False, count, n, "torn final line (crash mid-write)")
-            try:
-                rec = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                return VerifyReport(path, False, count, n, f"not JSON: {exc}")
-            reason = entry_problem(rec, expected_seq, prev)
-            if reason:
-                return VerifyReport(path, False, count, n, reason)
+        st = os.fstat(fh.fileno())
+        if count and (st.st_dev, st.st_ino) != (cur.dev, cur.ino):
+            return VerifyReport(path, False, count, count, "the log was replaced"), None
+        fh.seek(offset)
+        for n, raw in enumerate(fh, count + 1):
+            rec, reason = _next_link(raw, count + 1, prev)
+            if rec is None:
+                return VerifyReport(path, False, count, n, reason), None
             if visit is not None:
                 visit(offset, rec)
+            before, prev, start = prev, rec["hash"], offset
             offset += len(raw)
-            prev = rec["hash"]
-            if rec["seq"] == head_seq:
-                head_seen = rec["hash"]
-            expected_seq += 1
             count += 1
+            if count == head_seq:
+                head_seen = prev
+    problem = _head_problem(head, count, prev, head_seen)
+    if problem is not None and not _grew_meanwhile(path, head, count):
+        return VerifyReport(path, False, count, problem[0], problem[1]), None
+    after = ChainCursor(st.st_dev, st.st_ino, offset, count, prev, start, before)
+    return VerifyReport(path, True, count, last_hash=prev if count else ""), after
+
+
+def _grew_meanwhile(path: Path, head: dict[str, Any] | None, count: int) -> bool:
+    """True when the head pointer moved past the `count` entries read since it was read
+    first (a live log: the writer appended in between; the entries read are checked, the
+    new ones are checked later): then a head problem is no problem."""
+    again, problem = _read_head(path.with_name(path.name + ".head"))
+    return problem is None and again != head and again is not None and again["seq"] > count
+
+
+def verify_prefix(path: Path, cursor: ChainCursor) -> VerifyReport:
+    """Check the log again from its first line up to the cursor (every link and hash, and
+    that it ends in the very entry the cursor names): what a tail check takes on trust.
+    Lines appended after the cursor are left to the tail check (a live log grows)."""
+    path = Path(path)
+    prev, count = GENESIS, 0
+    try:
+        with open(path, "rb") as fh:
+            left = cursor.offset
+            for n, raw in enumerate(fh, 1):
+                if left <= 0:
+                    break
+                rec, reason = _next_link(raw, count + 1, prev)
+                if rec is None:
+                    return VerifyReport(path, False, count, n, reason)
+                prev, count, left = rec["hash"], count + 1, left - len(raw)
+    except OSError as exc:
+        return VerifyReport(path, False, count, count + 1, f"cannot be read: {exc}")
+    if left != 0 or count != cursor.seq or prev != cursor.last_hash:
+        why = "the log no longer holds the entries verified before (rewritten)"
+        return VerifyReport(path, False, count, count + 1, why)
+    return VerifyReport(path, True, count, last_hash=prev)
+
+
+def _hash_at(cursor: ChainCursor, seq: Any) -> str | None:
+    """The hash of entry `seq` when the cursor knows it (its last entry or the one before)."""
+    if not isinstance(seq, int) or seq < 1:
+        return None
+    return {cursor.seq: cursor.last_hash, cursor.seq - 1: cursor.before_hash}.get(seq)
+
+
+def _next_link(raw: bytes, seq: int, prev: str) -> tuple[dict[str, Any] | None, str]:
+    """(the entry, "") when `raw` is the chain's next whole line, else (None, why not)."""
+    if not raw.endswith(b"\n"):
+        return None, "torn final line (crash mid-write)"
+    try:
+        rec = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"not JSON: {exc}"
+    reason = entry_problem(rec, seq, prev)
+    return (None, reason) if reason else (rec, "")
+
+
+def _head_problem(
+    head: dict[str, Any] | None, count: int, prev: str, head_seen: str | None
+) -> tuple[int, str] | None:
+    """(line, why) when the head pointer disagrees with a chain of `count` entries."""
     if count and not isinstance(head, dict):
-        return VerifyReport(
-            path,
-            False,
-            count,
-            count,
-            "head pointer (.head) missing: the tail cannot be vouched for",
-        )
-    if isinstance(head, dict) and head.get("seq", 0) > count:
-        return VerifyReport(
-            path,
-            False,
-            count,
-            count + 1,
-            f"log ends at seq {count} but seq {head['seq']} was written (tail truncated)",
-        )
-    if isinstance(head, dict) and head.get("seq") == count and head.get("hash") != prev:
-        return VerifyReport(path, False, count, count, "last entry differs from the one written")
+        return count, "head pointer (.head) missing: the tail cannot be vouched for"
+    if not isinstance(head, dict):
+        return None
+    head_seq = head.get("seq")
+    if isinstance(head_seq, int) and head_seq > count:
+        return count + 1, f"log ends at seq {count} but seq {head_seq} was written (tail truncated)"
+    if head_seq == count and head.get("hash") != prev:
+        return count, "last entry differs from the one written"
     # the single writer moves the head after every append (a crash can leave it one behind):
     # entries further past it, or a head naming a different entry, were not written by it
-    if isinstance(head, dict) and isinstance(head_seq, int) and count - head_seq > 1:
-        return VerifyReport(
-            path,
-            False,
-            count,
-            head_seq + 2,
+    if isinstance(head_seq, int) and count - head_seq > 1:
+        return head_seq + 2, (
             f"entries after seq {head_seq + 1} were not written by the log's writer "
-            f"(head pointer at seq {head_seq})",
+            f"(head pointer at seq {head_seq})"
         )
-    if isinstance(head, dict) and head_seen is not None and head.get("hash") != head_seen:
-        return VerifyReport(
-            path, False, count, head_seq, "entry at the head pointer differs from the one written"
-        )
-    return VerifyReport(path, True, count, last_hash=prev if count else "")
+    if head_seen is not None and head.get("hash") != head_seen:
+        return int(head_seq or 0), "entry at the head pointer differs from the one written"
+    return None
 
 
 def log_paths(state_dir: Path) -> tuple[Path, Path]:

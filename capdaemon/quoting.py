@@ -5,6 +5,12 @@ from __future__ import annotations
 QUOTE_LIMIT = 80  # characters of untrusted text quoted in one message
 
 
+def printable(text: str) -> str:
+    """Control and format characters (a newline in a path, a U+202E bidi override in a PR
+    title) shown escaped (`\\u202e`), so one item stays on one line and reads as it is stored."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))
+
+
 def printable_short(text: str, limit: int = QUOTE_LIMIT) -> str:
     """One line of at most `limit` characters, for quoting bad input in a message."""
     text = str(text)

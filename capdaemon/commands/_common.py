@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from capdaemon.quoting import printable as printable  # the one home; re-exported for commands
+
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings anyway
 if TYPE_CHECKING:
     from datetime import datetime
@@ -167,8 +169,3 @@ def parse_now(text: str | None) -> datetime:
 def command_inputs(args: argparse.Namespace) -> tuple[Config, datetime, Path]:
     """(config, now, state dir) of a command with --config, --now and --state."""
     return load_config_from_args(args), parse_now(args.now), state_dir(args)
-
-
-def printable(text: str) -> str:
-    """Control characters (a newline in a path) shown escaped, so one item stays on one line."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))

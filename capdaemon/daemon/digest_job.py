@@ -34,15 +34,14 @@ from capdaemon.decide.labels import Label
 from capdaemon.filenames import (
     DIGEST_DIR,
     DIGEST_STATE_FILE,
-    JOURNAL_FILE,
     METRICS_FILE,
-    PRS_FILE,
     SAFETY_FILE,
 )
 from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+from capdaemon.stores.prfile import pr_records as pr_records  # its one home (read-only)
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
@@ -81,36 +80,6 @@ def _records(path: Path, start: datetime, end: datetime) -> Iterator[dict[str, A
     for rec in read_records(path):
         if _in(rec, start, end):
             yield rec
-
-
-def pr_records(
-    state_dir: Path, on_bad: Callable[[str], None] | None = None
-) -> dict[str, dict[str, Any]]:
-    """The daemon's PR records, read-only: prs.json plus its journal (newest wins).
-
-    A malformed complete journal line raises a StateError naming file and line (the digest
-    never reports a PR's older state as if current), or, with `on_bad`, is told and skipped;
-    a torn last line is a crash mid-append (its action had not started) and is not read."""
-    prs = dict((read_json(Path(state_dir) / PRS_FILE, None) or {}).get("prs") or {})
-    journal = Path(state_dir) / JOURNAL_FILE
-    n = 0
-
-    def told(where: str) -> None:
-        nonlocal n
-        n += 1
-        if on_bad is not None:
-            on_bad(where)
-
-    for entry in read_records(journal, told if on_bad is not None else None):
-        n += 1
-        if "ref" in entry and "record" in entry:
-            prs[entry["ref"]] = entry["record"]
-            continue
-        where = f"{journal}:{n}: malformed journal line (no ref or record)"
-        if on_bad is None:
-            raise StateError(where)
-        on_bad(where)
-    return prs
 
 
 def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestFacts:

@@ -1,7 +1,9 @@
 """HTML building blocks of the dashboard: escaping, the page frame, its style, script and CSP.
 
-Every string that reaches a page passes through `esc` (text and attribute values alike). The
-page carries one inline style and one inline script, allowed by their SHA-256 in the
+Every string that reaches a page passes through `esc` (text and attribute values alike): it
+shows control and format characters visibly (`\u202e`, the way `capdaemon why` prints them,
+so a bidi override in a PR title cannot reorder what is drawn) and then escapes the markup.
+The page carries one inline style and one inline script, allowed by their SHA-256 in the
 Content-Security-Policy; nothing else may run or load (no inline handlers, no remote hosts).
 """
 
@@ -11,11 +13,17 @@ import base64
 import hashlib
 import html
 from collections.abc import Iterable
+from datetime import UTC
 from functools import cache
+
+from capdaemon.quoting import printable
+from capdaemon.timefmt import parse_utc
 
 NAV = (
     ("index.html", "Overview"),
     ("prs.html", "PRs"),
+    ("queue.html", "Merge queue"),
+    ("trends.html", "Trends"),
     ("agents.html", "Agents and permissions"),
     ("repos.html", "Repos"),
 )
@@ -23,7 +31,8 @@ NAV = (
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
 header{background:#1d2430;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:center}
-header a{color:#cfe0ff;text-decoration:none}header a.on{color:#fff;font-weight:600}
+header a{color:#cfe0ff;text-decoration:none;white-space:nowrap}
+header a.on{color:#fff;font-weight:600}
 header .note{margin-left:auto;font-size:12px;color:#aab}
 main{padding:1em 1.4em;max-width:1400px}
 h1{font-size:20px}h2{font-size:16px;margin-top:1.6em}
@@ -38,6 +47,14 @@ th{background:#eef1f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
 padding:.6em 1em;min-width:10em}.card b{display:block;font-size:22px}
 pre{background:#fff;border:1px solid #dde;padding:.8em;white-space:pre-wrap;word-break:break-word}
 code{font-size:12px}.muted{color:#667}form{margin:.6em 0}input[type=search]{width:24em}
+.scroll{overflow-x:auto;max-width:100%}.scroll td{overflow-wrap:anywhere;min-width:6em}
+.wait{display:block;min-width:16em}.wait b{font-weight:600;color:#7b4a00}
+ol.timeline{list-style:none;padding-left:0;border-left:3px solid #cdd;margin-left:.6em}
+ol.timeline li{margin:0 0 .7em;padding-left:1em}ol.timeline .when{color:#667;font-size:12px}
+.kind-verdict{border-left:3px solid #2b6cb0;margin-left:-1.2em;padding-left:1em}
+.kind-vote{border-left:3px solid #b7791f;margin-left:-1.2em;padding-left:1em}
+.kind-action{border-left:3px solid #2f855a;margin-left:-1.2em;padding-left:1em}
+.ranges a{margin-right:.8em}.ranges a.on{font-weight:600}
 """
 
 # Live filter of the PRs table (also reads ?q= so the same page works from file://).
@@ -53,9 +70,34 @@ q.addEventListener('input',apply);apply();})();
 """
 
 
+def visible(value: object) -> str:
+    """The text with control and format characters (U+202E, U+2066, zero-width ones) shown
+    as escapes, line breaks kept (`printable` per line: the `why` text's helper)."""
+    text = "" if value is None else str(value)
+    if text.isprintable():
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def esc(value: object) -> str:
-    """Text or attribute value, escaped (`&<>"'` all replaced)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text or attribute value, shown visibly (`visible`) and escaped (`&<>"'` replaced)."""
+    return html.escape(visible(value), quote=True)
+
+
+def when(ts: object) -> str:
+    """An audit timestamp as local time to the second, UTC (to the second) on hover; text that
+    is not a timestamp is shown as it is."""
+    text = "" if ts is None else str(ts)
+    try:
+        dt = parse_utc(text, "ts")
+    except ValueError:
+        return esc(text)
+    utc = dt.astimezone(UTC).replace(microsecond=0)
+    iso = utc.isoformat().replace("+00:00", "Z")
+    local = utc.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")  # the server's zone
+    return (
+        f'<time datetime="{esc(iso)}" title="{esc(iso.replace("T", " "))} UTC">{esc(local)}</time>'
+    )
 
 
 def _sha(text: str) -> str:
@@ -93,12 +135,16 @@ def page(
     root: str = "",
     problems: Iterable[tuple[str, str]] = (),
     note: str = "",
+    note_html: str = "",
     static: bool = False,
+    refresh: int = 0,
 ) -> str:
     """A whole page: frame, navigation, error banners (one per unreadable file), body.
 
-    `root` prefixes links (e.g. "../" for pages one folder down); `static` adds the `<meta>`
-    CSP (a file opened from disk gets no headers).
+    `root` prefixes links ("/" when served, so every page's links work wherever it is, the
+    404 included; "" or "../" in the static export); `static` adds the `<meta>` CSP (a file
+    opened from disk gets no headers); `refresh` reloads the page every so many seconds
+    (a `<meta>` refresh: no script, so the CSP stays as strict).
     """
     nav = "".join(
         f'<a href="{esc(root + href)}"{" class=on" if href == active else ""}>{esc(label)}</a>'
@@ -113,22 +159,30 @@ def page(
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
         + (meta if static else "")
+        + (f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh > 0 else "")
         + '<meta name="referrer" content="no-referrer">'
         + '<meta name="viewport" content="width=device-width, initial-scale=1">'
         + f'<link rel="icon" type="image/svg+xml" href="{esc(root)}favicon.svg">'
         + f"<title>{esc(title)} · capdaemon</title><style>{CSS}</style></head><body>"
-        + f'<header><b>capdaemon</b>{nav}<span class="note">{esc(note)}</span></header>'
+        + f'<header><b>capdaemon</b>{nav}<span class="note">{esc(note)}{note_html}</span></header>'
         + f"<main>{banners}<h1>{esc(title)}</h1>{body}</main>"
         + f"<script>{JS}</script></body></html>\n"
     )
 
 
-def table(head: Iterable[str], rows: Iterable[Iterable[str]], *, id_: str = "") -> str:
-    """A table; `head` is plain text (escaped here), cells are HTML the caller escaped."""
-    ths = "".join(f"<th>{esc(h)}</th>" for h in head)
+def table(
+    head: Iterable[str], rows: Iterable[Iterable[str]], *, id_: str = "", scroll: bool = False
+) -> str:
+    """A table; `head` is plain text (escaped here), cells are HTML the caller escaped. An
+    empty table says "none"; `scroll` lets a wide one scroll inside the page."""
+    heads = list(head)
+    ths = "".join(f"<th>{esc(h)}</th>" for h in heads)
     trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    if not trs:
+        trs = f'<tr class="none"><td colspan="{len(heads)}" class="muted">none</td></tr>'
     ident = f' id="{esc(id_)}"' if id_ else ""
-    return f"<table{ident}><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>"
+    out = f"<table{ident}><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>"
+    return f'<div class="scroll">{out}</div>' if scroll else out
 
 
 def quadrant(q: str) -> str:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from capdaemon.config import Config
 from capdaemon.dashboard.charts import quadrant_bars
-from capdaemon.dashboard.html import esc, quadrant, table
+from capdaemon.dashboard.html import esc, quadrant, table, when
+from capdaemon.dashboard.links import story_href, web_url
 from capdaemon.dashboard.readmodel import QUADRANTS, ReadModel
+from capdaemon.filenames import METRICS_FILE, PRS_FILE
 from capdaemon.timefmt import parse_utc
-
-_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([0-9]+)$")
 
 
 def parse_ts(ts: str) -> datetime | None:
@@ -33,34 +31,19 @@ def age(ts: str, now: datetime) -> str:
     return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m"
 
 
-def web_base(config: Config) -> str:
-    """github.com (or a GitHub Enterprise host) for web links; "" when the API has no web UI."""
-    base = config.github.base_url.rstrip("/")
-    if base == "https://api.github.com":
-        return "https://github.com"
-    parts = urlsplit(base)
-    if parts.scheme == "https" and parts.path.rstrip("/") == "/api/v3":
-        return f"https://{parts.netloc}"
-    return ""
-
-
 def issue_link(config: Config, issue: str) -> str:
     """An issue (`owner/repo#N`, or a number in the decision repo) as a link when it has a web
     page, else as text."""
     repo = config.decision_repo or config.own_repo or ""
     ref = f"{repo}#{issue}" if issue.isdigit() and repo else issue
-    m = _REF.match(ref)
-    base = web_base(config)
-    if not m or not base:
+    url = web_url(config, ref, "issues")
+    if not url:
         return f"<code>{esc(ref or '?')}</code>"
-    url = f"{base}/{m.group(1)}/issues/{m.group(2)}"
     return f'<a href="{esc(url)}" rel="noopener noreferrer">{esc(ref)}</a>'
 
 
 def pr_link(model: ReadModel, ref: str, root: str = "") -> str:
     """A PR reference linking to its story page when the logs know it."""
-    from capdaemon.dashboard.site import story_href
-
     if ref in model.by_ref:
         return f'<a href="{esc(root + story_href(ref))}">{esc(ref)}</a>'
     return esc(ref)
@@ -70,16 +53,23 @@ def _cards(model: ReadModel) -> str:
     today = model.now.date().isoformat()
     merged_today = sum(1 for ts, _, _ in model.merges if ts.startswith(today))
     open_escalations = sum(1 for t in model.tasks for e in t.escalations if e.open)
+    # without prs.json the PR states and open ballots are unknown: "?", never a 0 as a fact
+    unknown = any(p.file.endswith(PRS_FILE) for p in model.problems)
+    open_prs = "?" if unknown else str(sum(1 for r in model.prs if r.state == "open"))
     cards = [
         ("classified PRs", str(len(model.prs)), "prs"),
+        ("open PRs", open_prs, "open"),
+        ("classified heads (pushes)", str(model.heads), "heads"),
         ("merges today (UTC)", str(merged_today), "merges-today"),
         ("merges in all", str(len(model.merges)), "merges"),
-        ("ballots pending", str(len(model.pending)), "pending"),
+        ("ballots pending", "?" if unknown else str(len(model.pending)), "pending"),
         ("ballots decided", str(len(model.decided)), "decided"),
         ("open escalations", str(open_escalations), "escalations"),
     ]
-    cards += [(f"quadrant {q}", str(model.totals.get(q, 0)), f"total-{q}") for q in QUADRANTS]
+    cards += [(f"PRs now {q}", str(model.totals.get(q, 0)), f"total-{q}") for q in QUADRANTS]
     return (
+        "<p class=muted>The quadrant cards count each classified PR once, by its latest "
+        "classification; they add up to the classified PRs.</p>"
         '<div class="cards">'
         + "".join(
             f'<div class="card" data-card="{esc(k)}"><b>{esc(v)}</b>{esc(label)}</div>'
@@ -89,7 +79,7 @@ def _cards(model: ReadModel) -> str:
     )
 
 
-def _breaker(model: ReadModel) -> str:
+def _breaker(model: ReadModel, root: str) -> str:
     bf = model.breaker
     if bf is None:
         return (
@@ -99,11 +89,13 @@ def _breaker(model: ReadModel) -> str:
     st = bf.state
     window = st.in_window(model.now, timedelta(hours=model.config.breaker.window_hours))
     if st.tripped:
-        head = f'<p class="bad" id="breaker">TRIPPED since {esc(st.tripped_at)}: no auto-merges</p>'
+        head = (
+            f'<p class="bad" id="breaker">TRIPPED since {when(st.tripped_at)}: no auto-merges</p>'
+        )
     else:
         head = '<p class="ok" id="breaker">closed (auto-merges allowed)</p>'
         if st.reset_by:
-            head += f"<p>last reset by {esc(st.reset_by)} at {esc(st.reset_at)}</p>"
+            head += f"<p>last reset by {esc(st.reset_by)} at {when(st.reset_at)}</p>"
     if bf.incident_issue:
         state = "open" if bf.incident_issue.get("open") else "closed"
         head += (
@@ -117,7 +109,10 @@ def _breaker(model: ReadModel) -> str:
     )
     head += table(
         ("at", "kind", "PR", "detail"),
-        ([esc(i.at), esc(i.kind.value), pr_link(model, i.ref), esc(i.detail)] for i in window),
+        (
+            [when(i.at), esc(i.kind.value), pr_link(model, i.ref, root), esc(i.detail)]
+            for i in window
+        ),
         id_="incidents",
     )
     history = model.breaker_history[-20:]
@@ -125,8 +120,8 @@ def _breaker(model: ReadModel) -> str:
         ("at", "event", "who / why"),
         (
             [
-                esc(r.get("ts")),
-                esc(r.get("action")),
+                when(r.get("ts")),
+                esc(str(r.get("action", "")).replace("breaker.", "breaker ").replace("_", " ")),
                 esc(r.get("actor") or r.get("by") or r.get("reason") or r.get("detail") or ""),
             ]
             for r in reversed(history)
@@ -161,13 +156,19 @@ def render(model: ReadModel, root: str = "") -> str:
     """The Overview body."""
     m = model.metrics
     tick = (
-        f'<p id="last-tick">last tick {esc(m.get("last_tick_at", "never"))} '
+        f'<p id="last-tick">last tick {when(m.get("last_tick_at", "never"))} '
         f"({esc(age(str(m.get('last_tick_at', '')), model.now))} ago), took "
         f"{esc(m.get('last_tick_seconds', '?'))} s; errors in it: "
         f"{esc(m.get('errors_last_tick', 0))}; mode {esc(m.get('mode', model.config.mode))}</p>"
         if m.get("last_tick_at")
         else '<p id="last-tick" class="muted">no tick has run yet</p>'
     )
+    if any(p.file.endswith(METRICS_FILE) for p in model.problems):
+        tick = (
+            '<p id="last-tick" class="bad">last tick unknown: tick metrics missing or '
+            "unreadable (see banner)</p>"
+        )
+
     pending = table(
         ("PR", "title", "kind", "issue", "opened", "age"),
         (
@@ -176,7 +177,7 @@ def render(model: ReadModel, root: str = "") -> str:
                 esc(b.title),
                 esc(b.kind),
                 issue_link(model.config, b.issue) if b.issue else "",
-                esc(b.at),
+                when(b.at),
                 esc(age(b.at, model.now)),
             ]
             for b in model.pending
@@ -187,9 +188,9 @@ def render(model: ReadModel, root: str = "") -> str:
         ("decided", "PR", "outcome", "by", "issue"),
         (
             [
-                esc(b.at),
+                when(b.at),
                 pr_link(model, b.ref, root),
-                esc(b.status),
+                esc(b.status.replace("_", " ")),
                 esc(b.by),
                 issue_link(model.config, b.issue) if b.issue else "",
             ]
@@ -200,7 +201,7 @@ def render(model: ReadModel, root: str = "") -> str:
     merges = table(
         ("merged", "PR", "quadrant"),
         (
-            [esc(ts), pr_link(model, ref, root), quadrant(q)]
+            [when(ts), pr_link(model, ref, root), quadrant(q)]
             for ts, ref, q in reversed(model.merges[-20:])
         ),
         id_="merges",
@@ -217,7 +218,7 @@ def render(model: ReadModel, root: str = "") -> str:
         + "<h2>Merges (newest 20)</h2>"
         + merges
         + "<h2>Circuit breaker</h2>"
-        + _breaker(model)
+        + _breaker(model, root)
         + "<h2>Audit chain</h2>"
         + _audit(model)
     )

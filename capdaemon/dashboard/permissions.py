@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from capdaemon.daemon.policystate import PolicySummary
-from capdaemon.dashboard.html import esc, table
-from capdaemon.dashboard.readmodel import ReadModel
+from capdaemon.dashboard.html import esc, table, when
+from capdaemon.dashboard.readmodel import ReadModel, TaskRow
 from capdaemon.decide.burnin import BurnInStatus
 from capdaemon.timefmt import utc_iso
 
@@ -16,6 +16,39 @@ def _list(items: Iterable[str]) -> str:
     if not items:
         return '<span class="muted">none</span>'
     return "<br>".join(f"<code>{esc(i)}</code>" for i in items)
+
+
+def _task_row(t: TaskRow) -> list[str]:
+    """One task's capability as table cells (a tampered or unreadable one: its reason)."""
+    s = t.task.snapshot
+    esc_open = sum(1 for e in t.escalations if e.open)
+    escal = f"{len(t.escalations)} ({esc_open} open)" if t.escalations else "0"
+    if s is None:
+        return (
+            [esc(t.task.task_id), f'<span class="bad">{esc(t.task.state)}</span>']
+            + [esc(t.task.reason)]
+            + [""] * 6
+            + [str(t.violations), escal]
+        )
+    c = s.capability
+    binding = (
+        f"agents: {_list(c.agents)}<br>branches: {_list(c.branches)}"
+        if c.bound
+        else '<span class="muted">unbound</span>'
+    )
+    return [
+        esc(t.task.task_id) + (f"<br>{esc(c.title)}" if c.title else ""),
+        esc(t.task.state),
+        "legacy (no scope)" if c.legacy else _list(c.paths),
+        "" if c.legacy else _list(c.forbidden_paths),
+        "" if c.legacy else _list(c.commands),
+        esc(f"{c.merge_policy} (level {c.level})"),
+        esc(f"{c.ttl_hours} h, expires ") + when(utc_iso(s.expires_at)),
+        binding,
+        f"<code>{esc(s.sha256[:16])}…</code>",
+        str(t.violations),
+        escal,
+    ]
 
 
 def render_agents(model: ReadModel) -> str:
@@ -28,8 +61,8 @@ def render_agents(model: ReadModel) -> str:
                 esc(a.agent_id),
                 "yes" if model.config.registry.knows(*a.agent_id.split("/", 1)) else "no",
                 "hard-block (promoted)" if a.status is BurnInStatus.HARD_BLOCK else "burn-in",
-                esc(utc_iso(a.first_seen)),
-                esc(utc_iso(a.clock_start)),
+                when(utc_iso(a.first_seen)),
+                when(utc_iso(a.clock_start)),
                 f"{a.days_left(model.now, days):.1f}",
                 str(a.rejections),
             ]
@@ -37,40 +70,7 @@ def render_agents(model: ReadModel) -> str:
         ),
         id_="agents",
     )
-    rows = []
-    for t in model.tasks:
-        s = t.task.snapshot
-        esc_open = sum(1 for e in t.escalations if e.open)
-        escal = f"{len(t.escalations)} ({esc_open} open)" if t.escalations else "0"
-        if s is None:
-            rows.append(
-                [esc(t.task.task_id), f'<span class="bad">{esc(t.task.state)}</span>']
-                + [esc(t.task.reason)]
-                + [""] * 6
-                + [str(t.violations), escal]
-            )
-            continue
-        c = s.capability
-        binding = (
-            f"agents: {_list(c.agents)}<br>branches: {_list(c.branches)}"
-            if c.bound
-            else '<span class="muted">unbound</span>'
-        )
-        rows.append(
-            [
-                esc(t.task.task_id) + (f"<br>{esc(c.title)}" if c.title else ""),
-                esc(t.task.state),
-                "legacy (no scope)" if c.legacy else _list(c.paths),
-                "" if c.legacy else _list(c.forbidden_paths),
-                "" if c.legacy else _list(c.commands),
-                esc(f"{c.merge_policy} (level {c.level})"),
-                esc(f"{c.ttl_hours} h, expires {utc_iso(s.expires_at)}"),
-                binding,
-                f"<code>{esc(s.sha256[:16])}…</code>",
-                str(t.violations),
-                escal,
-            ]
-        )
+    rows = [_task_row(t) for t in model.tasks]
     tasks = table(
         (
             "task",
@@ -87,12 +87,13 @@ def render_agents(model: ReadModel) -> str:
         ),
         rows,
         id_="tasks",
+        scroll=True,
     )
     escalations = table(
         ("when", "task", "layer", "what was out of scope", "why", "state"),
         (
             [
-                esc(e.when),
+                when(e.when),
                 esc(e.task),
                 esc(e.layer),
                 _list(e.what),
@@ -103,6 +104,7 @@ def render_agents(model: ReadModel) -> str:
             for e in t.escalations
         ),
         id_="escalations",
+        scroll=True,
     )
     registry = table(
         ("tool", "models", "trust"),

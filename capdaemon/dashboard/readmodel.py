@@ -8,48 +8,42 @@ on every page), never an exception out of `build`.
 
 from __future__ import annotations
 
-import json
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from capdaemon.anchors import Anchor, check_anchors, find_anchors
-from capdaemon.audit import (
-    VerifyReport,
-    log_paths,
-    read_record_at,
-    story_order,
-    verify,
-)
+from capdaemon.audit import VerifyReport, log_paths, read_record_at, story_order
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.digest_job import pr_records
 from capdaemon.daemon.policystate import PolicySummary, read_policies
 from capdaemon.daemon.safety_state import BreakerFile, read_breaker
+from capdaemon.dashboard.logfold import QUADRANTS, Ballot, LogFold, PRRow, resumable
+from capdaemon.dashboard.prfacts import PRFacts, World, waiting_on
+from capdaemon.dashboard.prstate import read_prs
 from capdaemon.decide.burnin import AgentClock, BurnInState, burn_in_raw
 from capdaemon.filenames import (
     BREAKER_FILE,
+    BUDGET_FILE,
     CAPABILITIES_DIR,
     DIGEST_DIR,
     ESCALATIONS_DIR,
-    JOURNAL_FILE,
     METRICS_FILE,
     PRS_FILE,
     REPO_POLICIES_FILE,
     SAFETY_FILE,
 )
-from capdaemon.model import Quadrant
 from capdaemon.state import StateError, read_json
 from capdaemon.stores.escalations import EscalationRecord, list_escalations
 from capdaemon.stores.registry import TaskState, list_tasks
-from capdaemon.story import rules_that_voted
 
+__all__ = ["QUADRANTS", "Ballot", "PRRow", "Problem", "ReadModel", "build"]
 CHART_DAYS = 30
-QUADRANTS = tuple(q.value for q in Quadrant)
 _T = TypeVar("_T")
+_Sig = tuple[tuple[int, int, int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -58,49 +52,6 @@ class Problem:
 
     file: str
     message: str
-
-
-@dataclass
-class PRRow:
-    """One classified PR as the PRs table shows it (its newest classification)."""
-
-    ref: str
-    repo: str
-    number: int
-    title: str = ""
-    author: str = ""
-    head: str = ""
-    quadrant: str = ""
-    rules: str = ""
-    action: str = ""
-    ts: str = ""
-    state: str = ""
-    # (log index, byte offset) of each record of the PR's story, in log order
-    spots: list[tuple[int, int]] = field(default_factory=list)
-    branch: str = ""  # the head branch name (prs.json; "" for records written before it)
-    _hay: str = field(default="", repr=False, compare=False)
-
-    def haystack(self) -> str:
-        """The lower-cased text a search looks in (made once; the row is final after build)."""
-        if not self._hay:
-            self._hay = (
-                f"{self.ref} {self.title} {self.author} {self.branch} {self.head} {self.quadrant} "
-                f"{self.rules} {self.action}"
-            ).lower()
-        return self._hay
-
-
-@dataclass(frozen=True)
-class Ballot:
-    """A ballot (or one-tap / deferred decision) waiting for an owner, or one decided."""
-
-    ref: str
-    issue: str
-    at: str
-    kind: str = "ballot"
-    status: str = "pending"
-    by: str = ""
-    title: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,7 +94,8 @@ class ReadModel:
     prs: list[PRRow] = field(default_factory=list)  # newest classification first
     by_ref: dict[str, PRRow] = field(default_factory=dict)
     days: list[tuple[date, dict[str, int]]] = field(default_factory=list)
-    totals: dict[str, int] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)  # PRs by latest classification
+    heads: int = 0  # distinct (PR, head) pairs classified
     merges: list[tuple[str, str, str]] = field(default_factory=list)  # (ts, ref, quadrant)
     pending: list[Ballot] = field(default_factory=list)
     decided: list[Ballot] = field(default_factory=list)
@@ -155,7 +107,11 @@ class ReadModel:
     tasks: list[TaskRow] = field(default_factory=list)
     repos: list[RepoRow] = field(default_factory=list)
     violations: dict[str, int] = field(default_factory=dict)  # task → PR heads out of scope
+    world: World = field(default_factory=lambda: World(None))
     build_seconds: float = 0.0
+    fold: LogFold = field(default_factory=LogFold, repr=False)
+    files: dict[str, tuple[_Sig, Any]] = field(default_factory=dict, repr=False)
+    _waits: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict, repr=False)
 
     def story(self, ref: str) -> list[dict[str, Any]]:
         """The PR's records from both logs, oldest first (re-read at their offsets)."""
@@ -163,9 +119,27 @@ class ReadModel:
         if row is None:
             return []
         logs = log_paths(self.state_dir)
-        out = [read_record_at(logs[i], off) for i, off in row.spots]
+        out = [read_record_at(logs[i], off) for i, off in row.spot_list()]
         out.sort(key=story_order)
         return out
+
+    def waiting(self, row: PRRow) -> tuple[tuple[str, str], ...]:
+        """What the PR waits on (see `prfacts.waiting_on`); unknown without its record."""
+        got = self._waits.get(row.ref)
+        if got is None:
+            if row.facts is None:
+                got = (("state", "no PR record in prs.json (see banner)"),)
+            else:
+                got = waiting_on(row.ref, row.facts, self.world)
+            self._waits[row.ref] = got
+        return got
+
+    def queue(self) -> list[PRRow]:
+        """Open PRs the state shows nothing to wait on: what the next tick tries to merge,
+        in the order it walks them (the config's repos, then PR number)."""
+        order = {rc.name: i for i, rc in enumerate(self.config.repos)}
+        ready = [r for r in self.prs if r.state == "open" and not self.waiting(r)]
+        return sorted(ready, key=lambda r: (order.get(r.repo, len(order)), r.repo, r.number))
 
 
 def _guard(model: ReadModel, file: Path, fn: Callable[[], _T], default: _T) -> _T:
@@ -182,187 +156,61 @@ def _one_line(exc: BaseException) -> str:
     return text[:400]
 
 
-def _action_text(rec: Mapping[str, Any]) -> str:
-    action = str(rec.get("action", "")).replace("_", " ")
-    detail = rec.get("status") or rec.get("kind") or ""
-    return f"{action} {detail}".strip()
-
-
-def _row(model: ReadModel, ref: str) -> PRRow:
-    row = model.by_ref.get(ref)
-    if row is None:
-        repo, _, num = ref.rpartition("#")
-        row = PRRow(ref, repo, int(num) if num.isdigit() else 0)
-        model.by_ref[ref] = row
-    return row
-
-
-def _read_log(
-    model: ReadModel, index: int, path: Path, visit: Callable[[dict[str, Any]], None]
-) -> VerifyReport:
-    """Verify one log's chain and visit each entry that checked out (one read of the file)."""
-
-    def each(offset: int, rec: dict[str, Any]) -> None:
-        ref = rec.get("pr")
-        if isinstance(ref, str) and "#" in ref:
-            _row(model, ref).spots.append((index, offset))
-        visit(rec)
-
-    report = _guard(model, path, partial(verify, path, each), None)
-    if report is None:
-        return VerifyReport(path, False, 0, reason="cannot be verified (see banner)")
-    if not report.ok:
-        model.problems.append(
-            Problem(
-                str(path),
-                f"line {report.line}: {report.reason} (entries from there on are not shown)",
-            )
-        )
-    return report
-
-
-def _classifications(model: ReadModel) -> Callable[[dict[str, Any]], None]:
-    start = model.now.date() - timedelta(days=CHART_DAYS - 1)
-    counts: dict[date, dict[str, int]] = {
-        start + timedelta(days=i): dict.fromkeys(QUADRANTS, 0) for i in range(CHART_DAYS)
-    }
-    model.days = sorted(counts.items())
-    totals = model.totals = dict.fromkeys(QUADRANTS, 0)
-    seen: set[tuple[str, str]] = set()
-
-    def visit(rec: dict[str, Any]) -> None:
-        ref, q, ts = rec.get("pr"), rec.get("quadrant"), rec.get("ts")
-        if not isinstance(ref, str) or q not in totals or not isinstance(ts, str):
-            return
-        row = _row(model, ref)
-        row.quadrant, row.ts = q, ts
-        row.head = str(rec.get("head_sha") or "")
-        row.rules = rules_that_voted(rec.get("rules_fired"))
-        key = (ref, row.head)
-        if key in seen:
-            return
-        seen.add(key)
-        totals[q] += 1
-        cap = rec.get("capability")
-        if isinstance(cap, dict) and cap.get("task_id") and cap.get("violations"):
-            task = str(cap["task_id"])
-            model.violations[task] = model.violations.get(task, 0) + 1
-        when = _day(ts)
-        day = counts.get(when) if when is not None else None
-        if day is not None:
-            day[q] += 1
-
-    return visit
-
-
-def _day(ts: str) -> date | None:
-    try:
-        return date.fromisoformat(ts[:10])
-    except ValueError:
-        return None
-
-
-# actions that say where a PR stands (the PRs table's "action" column shows the newest)
-_PR_ACTIONS = frozenset(
-    {
-        "merge",
-        "close",
-        "revert",
-        "ballot",
-        "ballot_round",
-        "issue_opened",
-        "scope_violation",
-        "one_tap_opened",
-        "one_tap",
-        "pr_left",
-        "rejection",
-        "approval_voided",
-        "finish_task",
-    }
-)
-
-
-class _Actions:
-    """Visits actions.jsonl once: merges, decided ballots, breaker history, per-repo/task facts."""
-
-    def __init__(self, model: ReadModel) -> None:
-        self.model = model
-        self.quadrant_of: dict[str, str] = {}
-        self.policy_errors: dict[str, list[str]] = {}
-
-    def __call__(self, rec: dict[str, Any]) -> None:
-        model, action, ref = self.model, rec.get("action"), rec.get("pr")
-        if not isinstance(action, str):
-            return
-        ts, status = str(rec.get("ts", "")), rec.get("status")
-        if isinstance(ref, str) and ref in model.by_ref and action in _PR_ACTIONS:
-            model.by_ref[ref].action = _action_text(rec)
-        if action == "merge" and status == "attempted":
-            self.quadrant_of[str(ref)] = str(rec.get("quadrant") or "")
-        elif action == "merge" and status in ("done", "would_merge"):
-            q = rec.get("quadrant") or self.quadrant_of.get(str(ref), "")
-            model.merges.append((ts, str(ref), str(q)))
-        elif action == "ballot" and status not in (None, "pending"):
-            by = str(rec.get("decided_by") or "")
-            model.decided.append(
-                Ballot(str(ref), str(rec.get("issue", "")), ts, status=str(status), by=by)
-            )
-        elif action.startswith("breaker."):
-            model.breaker_history.append(rec)
-        elif action == "repo_policy_error":
-            repo = str(rec.get("repo", ""))
-            self.policy_errors.setdefault(repo, []).append(f"{ts} {rec.get('error', '')}")
-
-
-def _pending(model: ReadModel, prs: Mapping[str, Any], safety: Mapping[str, Any]) -> None:
-    for ref, p in sorted(prs.items()):
-        if not isinstance(p, dict):
+def _pending(model: ReadModel, facts: Mapping[str, PRFacts], safety: Mapping[str, Any]) -> None:
+    for ref, f in sorted(facts.items()):
+        if f.state != "open" or not f.ballot_open:
             continue
-        ballot = (p.get("issues") or {}).get("ballot")
-        if p.get("state") != "open" or not isinstance(ballot, dict) or not ballot.get("open"):
-            continue
-        status = (p.get("ballot") or {}).get("status", "pending")
+        status = f.ballot_status or "pending"
         if status not in ("pending", "deferred"):
             continue
-        model.pending.append(
-            Ballot(
-                ref,
-                str(ballot.get("number", "")),
-                str(ballot.get("opened_at", "")),
-                kind="deferred" if status == "deferred" else "ballot",
-                title=str(p.get("title", "")),
-            )
-        )
+        kind = "deferred" if status == "deferred" else "ballot"
+        model.pending.append(Ballot(ref, f.ballot_issue, f.ballot_opened_at, kind, title=f.title))
     one_tap = safety.get("one_tap")
     for ref, ot in sorted(one_tap.items() if isinstance(one_tap, dict) else ()):
-        p = prs.get(ref) or {}
-        if isinstance(ot, dict) and ot.get("state") == "pending" and p.get("state") == "open":
+        state = facts[ref].state if ref in facts else ""
+        if isinstance(ot, dict) and ot.get("state") == "pending" and state == "open":
             model.pending.append(
                 Ballot(ref, str(ot.get("issue", "")), str(ot.get("opened_at", "")), "one-tap")
             )
+    model.pending.sort(key=lambda b: b.at)
 
 
-def _audit(model: ReadModel, reports: Iterable[VerifyReport]) -> None:
-    """Each log's chain verdict, and whether the newest digest's anchors still hold."""
-    anchors: list[Anchor] = []
-    source = ""
+def _anchors(
+    model: ReadModel, prev: ReadModel | None
+) -> tuple[_Sig, str, list[Anchor], dict[str, tuple[str, ...]]]:
+    """The newest digest's anchors (signature, file name, anchors, problems per log already
+    checked: reused from `prev` when the digest is the same and the logs were continued)."""
     digests = sorted((model.state_dir / DIGEST_DIR).glob("*.md"))
-    if digests:
-        source = digests[-1].name
-        anchors = _guard(
-            model,
-            digests[-1],
-            lambda: find_anchors(digests[-1].read_text(encoding="utf-8"), source),
-            [],
-        )
+    if not digests:
+        return (), "", [], {}
+    newest = digests[-1]
+    sig = _signature(newest)
+    old = prev.files.get("anchors") if prev is not None and model.fold.resumed else None
+    if old is not None and old[0] == sig:
+        anchors, checked = old[1]
+        return sig, newest.name, anchors, dict(checked)
+    found: list[Anchor] = _guard(
+        model, newest, lambda: find_anchors(newest.read_text(encoding="utf-8"), newest.name), []
+    )
+    return sig, newest.name, found, {}
+
+
+def _audit(model: ReadModel, reports: Iterable[VerifyReport], prev: ReadModel | None) -> None:
+    """Each log's chain verdict, and whether the newest digest's anchors still hold (checked
+    again only when the digest changed or a log had to be verified from the start)."""
+    sig, source, anchors, checked = _anchors(model, prev)
     for report in reports:
         path = report.path
         mine = [a for a in anchors if a.log == path.name]
-        problems = tuple(check_anchors(path, mine)) if mine else ()
+        if path.name not in checked:
+            checked[path.name] = tuple(check_anchors(path, mine)) if mine else ()
+        problems = checked[path.name]
         model.problems.extend(Problem(str(path), p) for p in problems)
         model.audit.append(
             AuditStatus(report, source if mine else "", mine[-1].seq if mine else None, problems)
         )
+    if all(r.ok for r in reports):
+        model.files["anchors"] = (sig, (anchors, checked))
 
 
 def _burn_in(raw: Any) -> list[AgentClock]:
@@ -394,83 +242,222 @@ def _tasks(model: ReadModel, violations: Mapping[str, int]) -> None:
         )
 
 
-def build(state_dir: Path, config: Config, now: datetime | None = None) -> ReadModel:
-    """Read bot-state/ once into a ReadModel (never raises on bad state: see `problems`)."""
+def _signature(*paths: Path) -> _Sig:
+    out = []
+    for p in paths:
+        try:
+            st = p.stat()
+            out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((0, 0, -1, -1))
+    return tuple(out)
+
+
+def _cached(
+    model: ReadModel,
+    prev: ReadModel | None,
+    key: str,
+    paths: tuple[Path, ...],
+    read: Callable[[], _T],
+) -> _T:
+    """read(), or the value the previous model read when `paths` did not change since. A
+    failed read is not cached (its banner must come back on the next build too)."""
+    sig = _signature(*paths)
+    old = prev.files.get(key) if prev is not None else None
+    if old is not None and old[0] == sig:
+        model.files[key] = old
+        return old[1]  # type: ignore[no-any-return]
+    before = len(model.problems)
+    value = read()
+    if len(model.problems) == before:
+        model.files[key] = (sig, value)
+    return value
+
+
+def _pr_facts(
+    model: ReadModel, prev: ReadModel | None
+) -> dict[str, PRFacts] | Mapping[str, PRFacts]:
+    """prs.json and its journal as PRFacts (see `prstate`), each problem a banner."""
+    old = prev.files.get("prs") if prev is not None else None
+    state, problems = read_prs(model.state_dir, old[1] if old is not None else None)
+    for p in problems:
+        file, _, message = p.partition(": ")
+        model.problems.append(Problem(file, message))
+    if state is None:
+        return {}
+    model.files["prs"] = ((), state)
+    return state.facts
+
+
+def _fold(
+    state_dir: Path, prev: ReadModel | None, recheck: bool
+) -> tuple[LogFold, list[VerifyReport]]:
+    """The previous model's fold continued with the new entries, or a new one from the start
+    when a log cannot be resumed (replaced, shortened, rewritten before the verified point,
+    or, with `recheck`, changed anywhere before it: verified again from the start first)."""
+    paths = log_paths(state_dir)
+    resume = prev is not None and resumable(prev.fold, paths, recheck)
+    fold = prev.fold.fork() if prev is not None and resume else LogFold()
+    reports = [fold.read(0, paths[0], fold.classification), fold.read(1, paths[1], fold.action)]
+    return fold, reports
+
+
+def build(
+    state_dir: Path,
+    config: Config,
+    now: datetime | None = None,
+    previous: ReadModel | None = None,
+    *,
+    recheck: bool = False,
+) -> ReadModel:
+    """Read bot-state/ into a ReadModel (never raises on bad state: see `problems`).
+
+    With `previous` (a model of the same state dir), only the log entries appended since it
+    are verified and folded in, and the state files that did not change are not read again;
+    `recheck` verifies both logs in full before continuing it (without holding a second
+    model: a break anywhere rebuilds from the start, which shows it)."""
     started = time.perf_counter()
     state_dir = Path(state_dir)
     model = ReadModel(state_dir, (now or datetime.now(UTC)).astimezone(UTC), config)
     if not state_dir.is_dir():
         model.problems.append(Problem(str(state_dir), "state directory does not exist"))
-    classifier, actions = log_paths(state_dir)
-    reports = [_read_log(model, 0, classifier, _classifications(model))]
-    visit = _Actions(model)
-    reports.append(_read_log(model, 1, actions, visit))
-
-    _journal(model, state_dir / JOURNAL_FILE)
-    # read-only pages: a malformed journal line is skipped here; `_journal` shows it as a banner
-    prs: dict[str, Any] = _guard(
-        model, state_dir / PRS_FILE, lambda: pr_records(state_dir, _skip), {}
+    fold, reports = _fold(state_dir, previous, recheck)
+    for report in reports:
+        if not report.ok:
+            msg = f"line {report.line}: {report.reason} (entries from there on are not shown)"
+            model.problems.append(Problem(str(report.path), msg))
+    facts = _pr_facts(model, previous)
+    for ref in fold.rows:
+        fold.set_facts(ref, facts.get(ref))
+    _from_fold(model, fold)
+    safety: dict[str, Any] = _cached(
+        model, previous, "safety", (state_dir / SAFETY_FILE,), lambda: _safety(model, state_dir)
     )
-    for ref, p in prs.items():
-        row = model.by_ref.get(ref)
-        if row is not None and isinstance(p, dict):
-            row.title, row.author = str(p.get("title", "")), str(p.get("author", ""))
-            row.state, row.branch = str(p.get("state", "")), str(p.get("head_ref") or "")
-    model.prs = sorted(
-        (r for r in model.by_ref.values() if r.quadrant), key=lambda r: r.ts, reverse=True
+    model.metrics = _cached(
+        model,
+        previous,
+        "metrics",
+        (state_dir / METRICS_FILE,),
+        lambda: _guard(
+            model, state_dir / METRICS_FILE, lambda: _object(state_dir / METRICS_FILE), {}
+        ),
     )
-    safety: dict[str, Any] = _guard(
-        model, state_dir / SAFETY_FILE, lambda: _object(state_dir / SAFETY_FILE), {}
-    )
-    model.metrics = _guard(
-        model, state_dir / METRICS_FILE, lambda: _object(state_dir / METRICS_FILE), {}
-    )
-    _pending(model, prs, safety)
-    model.pending.sort(key=lambda b: b.at)
+    _pending(model, facts, safety)
     model.breaker = _guard(model, state_dir / BREAKER_FILE, lambda: read_breaker(state_dir), None)
+    _missing(model, fold, reports)
     burn_raw = burn_in_raw(safety, model.metrics)
     model.agents = _guard(model, state_dir / SAFETY_FILE, lambda: _burn_in(burn_raw), [])
     _tasks(model, model.violations)
-    raw_protection = safety.get("protection")
-    protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
-    errors = visit.policy_errors
-    policies: dict[str, PolicySummary] = _guard(
-        model, state_dir / REPO_POLICIES_FILE, lambda: read_policies(state_dir), {}
-    )
-    for rc in config.repos:
-        seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
-        prot = seen if isinstance(seen, dict) else {}
-        model.repos.append(RepoRow(rc, prot, tuple(errors.get(rc.name, ())), policies.get(rc.name)))
-    _audit(model, reports)
+    model.world = _world(model, safety)
+    _repos(model, safety, fold.policy_errors)
+    _audit(model, reports, previous)
     model.build_seconds = time.perf_counter() - started
     return model
 
 
-def _skip(_where: str) -> None:
-    """A bad journal line, already a banner (`_journal`)."""
+def _from_fold(model: ReadModel, fold: LogFold) -> None:
+    """The log-derived parts of the model: rows, cards, chart days, merges, ballots."""
+    model.fold, model.by_ref = fold, fold.rows
+    model.prs = sorted(
+        (r for r in fold.rows.values() if r.quadrant), key=lambda r: r.ts, reverse=True
+    )
+    model.totals = dict.fromkeys(QUADRANTS, 0)
+    for r in model.prs:
+        model.totals[r.quadrant] += 1
+    model.heads = len(fold.heads)
+    start = model.now.date() - timedelta(days=CHART_DAYS - 1)
+    days = (start + timedelta(days=i) for i in range(CHART_DAYS))
+    model.days = [(d, dict(fold.per_day.get(d) or dict.fromkeys(QUADRANTS, 0))) for d in days]
+    model.merges, model.decided = fold.merges, fold.decided
+    model.breaker_history, model.violations = fold.breaker_history, fold.violations
 
 
-def _journal(model: ReadModel, path: Path) -> None:
-    """A malformed complete line of prs.journal is a banner (the daemon refuses to start on
-    it; `pr_records` skips it here, so the pages would show that PR's older state)."""
+def _safety(model: ReadModel, state_dir: Path) -> dict[str, Any]:
+    got = _guard(model, state_dir / SAFETY_FILE, lambda: _object(state_dir / SAFETY_FILE), None)
+    return {"_unreadable": True} if got is None else got
+
+
+def _repos(model: ReadModel, safety: Mapping[str, Any], errors: Mapping[str, list[str]]) -> None:
+    """Each configured repo with its protection as last checked and its policy."""
+    sd = model.state_dir
+    raw_protection = safety.get("protection")
+    protection: dict[str, Any] = raw_protection if isinstance(raw_protection, dict) else {}
+    policies: dict[str, PolicySummary] = _guard(
+        model, sd / REPO_POLICIES_FILE, lambda: read_policies(sd), {}
+    )
+    for rc in model.config.repos:
+        seen = protection.get(rc.name) or protection.get(f"{rc.name}:{rc.base}") or {}
+        prot = seen if isinstance(seen, dict) else {}
+        model.repos.append(RepoRow(rc, prot, tuple(errors.get(rc.name, ())), policies.get(rc.name)))
+
+
+def _world(model: ReadModel, safety: Mapping[str, Any]) -> World:
+    """What every PR's wait depends on (safety.json's parts None when it is unknown)."""
+    known = not _unknown(model, SAFETY_FILE)
+    tiers, one_tap = safety.get("tiers"), safety.get("one_tap")
+    return World(
+        model.breaker.state if model.breaker is not None else None,
+        _budget_waiting(model.state_dir),
+        tiers if known and isinstance(tiers, dict) else None,
+        one_tap if known and isinstance(one_tap, dict) else None,
+        model.config.mode == "shadow",
+    )
+
+
+def _unknown(model: ReadModel, name: str) -> bool:
+    """True when a banner says state file `name` is unreadable or missing."""
+    return any(Path(p.file).name == name for p in model.problems)
+
+
+def _budget_waiting(state_dir: Path) -> frozenset[str]:
+    """The PRs the tick budget holds back (budget.json: the daemon renames a bad one aside)."""
     try:
-        complete = path.read_bytes().rpartition(b"\n")[0]
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        model.problems.append(Problem(str(path), _one_line(exc)))
-        return
-    for n, line in enumerate(complete.split(b"\n") if complete else (), 1):
-        try:
-            entry = json.loads(line)
-            ok = isinstance(entry, dict) and isinstance(entry["ref"], str)
-            ok = ok and isinstance(entry["record"], dict)
-        except (ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            msg = f"line {n}: malformed journal line; pages show the PR's state before it"
-            model.problems.append(Problem(str(path), msg))
-            return
+        raw = read_json(state_dir / BUDGET_FILE, None)
+    except StateError:
+        return frozenset()
+    waiting = raw.get("waiting") if isinstance(raw, dict) else None
+    return frozenset(str(k) for k in waiting) if isinstance(waiting, dict) else frozenset()
+
+
+# state files the daemon writes as soon as the logs hold something (what says so, and why
+# the page cannot do without the file)
+def _missing(model: ReadModel, fold: LogFold, reports: list[VerifyReport]) -> None:
+    """A state file that the logs say should exist and does not is a banner, like a corrupt
+    one (the pages would otherwise say "no tick has run", "closed", or show blank titles)."""
+    sd = model.state_dir
+    classified, acted = reports[0].count, reports[1].count
+    expected = (
+        (
+            PRS_FILE,
+            classified > 0,
+            f"the classifier log holds {classified} entries: titles, "
+            "authors, PR states and pending ballots cannot be shown",
+        ),
+        (
+            METRICS_FILE,
+            classified + acted > 0,
+            "the logs show ticks have run: the last tick is unknown",
+        ),
+        (
+            SAFETY_FILE,
+            acted > 0,
+            f"the actions log holds {acted} entries: burn-in clocks, "
+            "one-tap requests and base protection are unknown",
+        ),
+        (
+            BREAKER_FILE,
+            bool(fold.breaker_history),
+            f"the actions log records "
+            f"{len(fold.breaker_history)} breaker events: the breaker is treated as tripped",
+        ),
+    )
+    for name, should, why in expected:
+        if should and not os.path.lexists(sd / name):
+            model.problems.append(Problem(str(sd / name), f"missing, though {why}"))
+            if name == BREAKER_FILE:
+                model.breaker = None
+            if name == SAFETY_FILE:
+                model.files.pop("safety", None)
 
 
 def _object(path: Path) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """The read-only dashboard server: GET/HEAD only, strict CSP, loopback by default.
 
 The read model is built at start-up and rebuilt in the background when a state file changes
-(checked on each request with `stat` only). Any other method gets 405; when bound to loopback,
-a Host header that is not a loopback name gets 421 (a DNS-rebinding page cannot read it).
+(checked on each request with `stat` only): a rebuild verifies and folds in only the log
+entries appended since the model it continues, and requests are answered from the old model
+until the new one is ready. Any other method gets 405 (an unknown one 501); when bound to
+loopback, a Host header that is not a loopback name gets 421 (a DNS-rebinding page cannot
+read it). Every answer, errors included, carries the same security headers.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from capdaemon.dashboard.site import render, story_index
 from capdaemon.filenames import (
     ACTIONS_LOG,
     BREAKER_FILE,
+    BUDGET_FILE,
     CAPABILITIES_DIR,
     CLASSIFIER_LOG,
     DIGEST_DIR,
@@ -43,11 +47,16 @@ WATCHED = (
     SAFETY_FILE,
     BREAKER_FILE,
     METRICS_FILE,
+    BUDGET_FILE,
     CAPABILITIES_DIR,
     ESCALATIONS_DIR,
     DIGEST_DIR,
 )
 log = get_logger("capdaemon.dashboard")
+# the query parameters pages read (search, page, filters, sort, trends range)
+PARAMS = frozenset(
+    {"q", "page", "repo", "state", "quadrant", "author", "waiting", "sort", "order", "range"}
+)
 HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "no-referrer"),
@@ -72,7 +81,11 @@ class ModelCache:
 
     Requests never wait for a rebuild after start-up: they get the model built last (the page
     header says when it was built) while a new one is built from the changed files, at most
-    once per `min_interval` seconds.
+    once per `min_interval` seconds. A rebuild continues the last model (only new log entries
+    are verified, from where the last check ended, after checking that the file is the same
+    one and still holds the entry verified last); once per `full_every` seconds it first
+    verifies both logs from the start (streaming, no second model in memory), so an edit in
+    the middle of a log that keeps its length and last entry is still found.
     """
 
     def __init__(
@@ -82,29 +95,34 @@ class ModelCache:
         clock: Callable[[], datetime],
         *,
         min_interval: float = 5.0,
+        full_every: float = 3600.0,
     ) -> None:
         self.state_dir, self.config, self.clock = Path(state_dir), config, clock
-        self.min_interval = min_interval
+        self.min_interval, self.full_every = min_interval, full_every
         self._lock = threading.Lock()
         self._building = False
         self._sig = self._signature()
-        self._built_at = time.monotonic()
+        self._built_at = self._full_at = time.monotonic()
         self.model = build(self.state_dir, config, clock())
         self.slugs = story_index(self.model)
 
-    def _signature(self) -> tuple[tuple[int, int], ...]:
+    def _signature(self) -> tuple[tuple[int, int, int], ...]:
         out = []
         for name in WATCHED:
             try:
                 st = (self.state_dir / name).stat()
-                out.append((st.st_size, st.st_mtime_ns))
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
             except OSError:
-                out.append((-1, -1))
+                out.append((-1, -1, -1))
         return tuple(out)
 
-    def _rebuild(self, sig: tuple[tuple[int, int], ...]) -> None:
+    def _rebuild(self, sig: tuple[tuple[int, int, int], ...]) -> None:
         try:
-            model = build(self.state_dir, self.config, self.clock())
+            full = time.monotonic() - self._full_at >= self.full_every
+            now = self.clock()
+            model = build(self.state_dir, self.config, now, previous=self.model, recheck=full)
+            if full:
+                self._full_at = time.monotonic()
             slugs = story_index(model)
             with self._lock:
                 self.model, self.slugs, self._sig = model, slugs, sig
@@ -139,16 +157,33 @@ def make_server(
         def log_message(self, format: str, *args: object) -> None:
             return  # quiet: the page is the interface
 
-        def _send(self, status: int, ctype: str, body: bytes, head_only: bool = False) -> None:
+        def _send(
+            self,
+            status: int,
+            ctype: str,
+            body: bytes,
+            head_only: bool = False,
+            extra: tuple[tuple[str, str], ...] = (),
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Content-Security-Policy", csp())
-            for k, v in HEADERS:
+            for k, v in (*HEADERS, *extra):
                 self.send_header(k, v)
             self.end_headers()
             if not head_only:
                 self.wfile.write(body)
+
+        def send_error(
+            self, code: int, message: str | None = None, explain: str | None = None
+        ) -> None:
+            """Errors the base class answers itself (501 for an unknown method, 400 for a bad
+            request line, 414 ...) with the same headers as every other answer."""
+            text = f"{code} {message or self.responses.get(code, ('error',))[0]}\n"
+            self.close_connection = True
+            head_only = getattr(self, "command", "") == "HEAD"
+            self._send(code, "text/plain; charset=utf-8", text.encode(), head_only)
 
         def _host_ok(self) -> bool:
             if not loopback:
@@ -167,16 +202,15 @@ def make_server(
                 self._send(421, "text/plain; charset=utf-8", b"misdirected request\n", head_only)
                 return
             url = urlsplit(self.path)
-            qs = parse_qs(url.query)
-            query = (qs.get("q") or [""])[0][:200]
+            params = {k: v[0][:200] for k, v in parse_qs(url.query).items() if k in PARAMS}
             try:
-                page_no = int((qs.get("page") or ["1"])[0])
+                page_no = int(params.pop("page", "1"))
             except ValueError:
                 page_no = 1
             model, slugs = cache.current()
             path = url.path.lstrip("/") or "index.html"
             try:
-                result = render(model, path, query=query, page_no=page_no, slugs=slugs)
+                result = render(model, path, page_no=page_no, slugs=slugs, params=params)
             except Exception as exc:  # a bug must show as an error, never a dropped connection
                 log.exception("dashboard.render_failed", path=path)
                 text = f"capdaemon dashboard: cannot render {path}: {type(exc).__name__}: {exc}"
@@ -185,10 +219,9 @@ def make_server(
             self._send(result.status, result.content_type, result.body.encode(), head_only)
 
         def _refuse(self) -> None:
-            self.send_response(405)
-            self.send_header("Allow", "GET, HEAD")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.close_connection = True
+            allow = (("Allow", "GET, HEAD"),)
+            self._send(405, "text/plain; charset=utf-8", b"405 method not allowed\n", False, allow)
 
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse
 

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from capdaemon.dashboard import overview, permissions, prs
-from capdaemon.dashboard.html import FAVICON, page
+from capdaemon.dashboard import overview, permissions, prs, trends
+from capdaemon.dashboard.html import FAVICON, page, when
+from capdaemon.dashboard.links import STORY_DIR, story_href, story_slug
 from capdaemon.dashboard.readmodel import ReadModel
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-STORY_DIR = "pr"
-
-
-def story_slug(ref: str) -> str:
-    """`owner/repo#N` → a file-name-safe slug (`owner_repo_N`)."""
-    repo, _, number = ref.rpartition("#")
-    owner, _, name = repo.partition("/")
-    return _UNSAFE.sub("-", f"{owner}_{name}_{number}").lstrip(".") or "pr"
-
-
-def story_href(ref: str) -> str:
-    """The story page of a PR, relative to the dashboard's root."""
-    return f"{STORY_DIR}/{story_slug(ref)}.html"
+__all__ = ["STORY_DIR", "Page", "all_paths", "render", "story_href", "story_index", "story_slug"]
+REFRESH_SECONDS = 60  # served pages reload themselves (the model is rebuilt when state changes)
 
 
 @dataclass(frozen=True)
@@ -36,7 +24,7 @@ class Page:
 
 
 def _frame(model: ReadModel, active: str, title: str, body: str, root: str, static: bool) -> str:
-    note = f"read-only · state {model.state_dir} · built {model.now:%Y-%m-%d %H:%M:%S}Z"
+    note = f"read-only · state {model.state_dir} · built "
     return page(
         active=active,
         title=title,
@@ -44,8 +32,33 @@ def _frame(model: ReadModel, active: str, title: str, body: str, root: str, stat
         root=root,
         problems=[(p.file, p.message) for p in model.problems],
         note=note,
+        note_html=when(model.now.isoformat()),
         static=static,
+        refresh=0 if static else REFRESH_SECONDS,
     )
+
+
+# path → (title, body of (model, options, page number, root, static))
+_Body = Callable[[ReadModel, Mapping[str, str], int, str, bool], str]
+PAGES: dict[str, tuple[str, _Body]] = {
+    "index.html": ("Overview", lambda m, o, n, root, static: overview.render(m, root)),
+    "prs.html": (
+        "Pull requests",
+        lambda m, o, n, root, static: prs.render_table(
+            m, o, n, None if static else prs.PAGE_SIZE, root=root
+        ),
+    ),
+    "queue.html": ("Merge queue", lambda m, o, n, root, static: prs.render_queue(m, root)),
+    "trends.html": (
+        "Trends",
+        lambda m, o, n, root, static: trends.render(m, o.get("range", ""), root),
+    ),
+    "agents.html": (
+        "Agents and permissions",
+        lambda m, o, n, root, static: permissions.render_agents(m),
+    ),
+    "repos.html": ("Repos", lambda m, o, n, root, static: permissions.render_repos(m)),
+}
 
 
 def render(
@@ -56,32 +69,33 @@ def render(
     page_no: int = 1,
     static: bool = False,
     slugs: dict[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
 ) -> Page:
-    """The page at `path` (e.g. "index.html", "pr/acme_widgets_4.html"); 404 when unknown."""
+    """The page at `path` (e.g. "index.html", "pr/acme_widgets_4.html"); 404 when unknown.
+
+    Served pages link root-relative ("/prs.html"); the static export links relative to the
+    file ("prs.html", "../prs.html") so it opens from file://."""
     html = "text/html; charset=utf-8"
     path = path.lstrip("/") or "index.html"
-    if path == "index.html":
-        return Page(200, html, _frame(model, path, "Overview", overview.render(model), "", static))
-    if path == "prs.html":
-        size = None if static else prs.PAGE_SIZE
-        body = prs.render_table(model, query, page_no, size)
-        return Page(200, html, _frame(model, path, "Pull requests", body, "", static))
-    if path == "agents.html":
-        body = permissions.render_agents(model)
-        return Page(200, html, _frame(model, path, "Agents and permissions", body, "", static))
-    if path == "repos.html":
-        body = permissions.render_repos(model)
-        return Page(200, html, _frame(model, path, "Repos", body, "", static))
+    root = "" if static else "/"
+    opts = dict(params or {})
+    if query:
+        opts.setdefault("q", query)
+    if path in PAGES:
+        title, body_of = PAGES[path]
+        body = body_of(model, opts, page_no, root, static)
+        return Page(200, html, _frame(model, path, title, body, root, static))
     if path == "favicon.svg":
         return Page(200, "image/svg+xml", FAVICON)
     if path.startswith(f"{STORY_DIR}/") and path.endswith(".html"):
         slug = path[len(STORY_DIR) + 1 : -len(".html")]
         ref = (slugs if slugs is not None else story_index(model)).get(slug)
         if ref is not None:
-            body = prs.render_story(model, ref)
-            return Page(200, html, _frame(model, "prs.html", f"Why {ref}", body, "../", static))
-    body = "<p>No such page.</p>"
-    return Page(404, html, _frame(model, "", "Not found", body, "", static))
+            sroot = "../" if static else "/"
+            body = prs.render_story(model, ref, sroot)
+            return Page(200, html, _frame(model, "prs.html", f"Why {ref}", body, sroot, static))
+    body = f'<p>No such page. <a href="{root}index.html">Back to the overview</a>.</p>'
+    return Page(404, html, _frame(model, "", "Not found", body, root, static))
 
 
 def story_index(model: ReadModel) -> dict[str, str]:
@@ -91,6 +105,6 @@ def story_index(model: ReadModel) -> dict[str, str]:
 
 def all_paths(model: ReadModel) -> Iterator[str]:
     """Every page of the site (for the static export)."""
-    yield from ("index.html", "prs.html", "agents.html", "repos.html", "favicon.svg")
+    yield from (*PAGES, "favicon.svg")
     for r in model.prs:
         yield story_href(r.ref)

@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capdaemon.config import Config
+from capdaemon.dashboard.prfacts import PRFacts
 from capdaemon.dashboard.readmodel import PRRow, ReadModel
 from capdaemon.dashboard.site import render, story_href
+from capdaemon.quoting import printable
 
 NOW = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
 
@@ -53,15 +55,25 @@ hostile = st.text(
 def test_title_author_and_branch_render_as_the_same_text(
     title: str, author: str, branch: str
 ) -> None:
-    """The PRs table and the story page show the exact title, author and head branch name,
-    and no markup from them: the tags are the same as for plain ones."""
-    row = PRRow("acme/widgets#7", "acme/widgets", 7, title, author, "a" * 40, "D", "r=D", "", "")
-    row.branch = branch
+    """The PRs table and the story page show the exact title, author and head branch name
+    (control and format characters as their escapes, as `capdaemon why` prints them), and no
+    markup from them: the tags are the same as for plain ones."""
+    row = _row(title, author, branch)
     model = ReadModel(Path("/nonexistent"), NOW, Config(), prs=[row], by_ref={row.ref: row})
-    plain = PRRow("acme/widgets#7", "acme/widgets", 7, "x", "y", "a" * 40, "D", "r=D", "", "")
-    plain.branch = "z"
+    plain = _row("x", "y", "z")
     base = ReadModel(Path("/nonexistent"), NOW, Config(), prs=[plain], by_ref={plain.ref: plain})
     for path in ("prs.html", story_href(row.ref)):
         got, want = Cells(render(model, path).body), Cells(render(base, path).body)
         assert got.tags == want.tags
-        assert title in got.cells and author in got.cells and branch in got.cells
+        shown = [printable_lines(t) for t in (title, author, branch)]
+        assert all(s in got.cells for s in shown), (shown, got.cells)
+
+
+def printable_lines(text: str) -> str:
+    """What the page shows for `text` (the `why` helper per line)."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def _row(title: str, author: str, branch: str) -> PRRow:
+    facts = PRFacts(title=title, author=author, branch=branch, state="open", head_sha="a" * 40)
+    return PRRow("acme/widgets#7", "acme/widgets", 7, "a" * 40, "D", "r=D", facts=facts)

@@ -63,15 +63,21 @@ def test_audit_chain_and_digest_anchor_are_shown_verified(dash_state: DashState)
 def test_why_page_tells_the_same_story_as_the_why_command(
     dash_state: DashState, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The story page of a PR holds exactly the lines `capdaemon why` prints."""
+    """The story page of a PR is a timeline holding exactly the lines `capdaemon why` prints,
+    in order, each entry marked verdict, vote or action."""
     ref = f"acme/widgets#{dash_state.prs['img']}"
     assert main(["why", ref, "--state", str(dash_state.state_dir)]) == 0
     printed = capsys.readouterr().out.splitlines()[1:]
     page = render(_model(dash_state), story_href(ref)).body
-    story = re.search(r'<pre id="story">(.*?)</pre>', page, re.S)
-    assert story is not None
-    assert html.unescape(story.group(1)).splitlines() == printed
-    assert "ballot — reason: /approve A by alice" in html.unescape(story.group(1))
+    items = re.findall(
+        r'<li class="kind-(\w+)" data-kind="\w+"><span class="when">.*?</span><br>(.*?)</li>',
+        page,
+        re.S,
+    )
+    lines = [html.unescape(line) for _, text in items for line in text.split("<br>")]
+    assert lines == printed
+    assert any("ballot — reason: /approve A by alice" in line for line in lines)
+    assert {k for k, _ in items} == {"verdict", "vote", "action"}
 
 
 def test_hostile_strings_are_text_on_every_page(dash_state: DashState) -> None:
@@ -84,7 +90,7 @@ def test_hostile_strings_are_text_on_every_page(dash_state: DashState) -> None:
     allowed = {"html", "head", "meta", "link", "title", "style", "body", "header", "b", "a"}
     allowed |= {"span", "main", "h1", "h2", "p", "div", "table", "thead", "tbody", "tr", "th"}
     allowed |= {"td", "code", "br", "svg", "g", "rect", "line", "text", "form", "input"}
-    allowed |= {"button", "pre", "script"}
+    allowed |= {"button", "pre", "script", "select", "option", "time", "ol", "ul", "li"}
     for path, text in pages.items():
         tags = Tags(text)
         assert {t for t, _ in tags.tags} <= allowed, path
@@ -192,7 +198,7 @@ def test_a_missing_state_dir_is_a_banner_not_a_crash(dash_state: DashState, tmp_
 
 
 def test_export_writes_every_page_with_a_meta_csp(dash_state: DashState, tmp_path: Path) -> None:
-    """`capdaemon dashboard --out DIR` writes the four pages, a story per PR and the icon."""
+    """`capdaemon dashboard --out DIR` writes the six pages, a story per PR and the icon."""
     out = tmp_path / "site"
     args = ["dashboard", "--config", str(dash_state.config_dir), "--state"]
     assert main([*args, str(dash_state.state_dir), "--out", str(out)]) == 0
@@ -203,7 +209,9 @@ def test_export_writes_every_page_with_a_meta_csp(dash_state: DashState, tmp_pat
         "index.html",
         *(f"pr/acme_widgets_{n}.html" for n in range(1, 5)),
         "prs.html",
+        "queue.html",
         "repos.html",
+        "trends.html",
     ]
     for name in names:
         if name.endswith(".html"):

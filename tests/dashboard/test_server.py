@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import http.client
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 
@@ -123,3 +126,75 @@ def test_the_command_says_it_serves_read_only_on_loopback(dash_state: DashState)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+SECURITY_HEADERS = (
+    "Content-Security-Policy",
+    "X-Content-Type-Options",
+    "Referrer-Policy",
+    "X-Frame-Options",
+    "Cross-Origin-Opener-Policy",
+    "Cache-Control",
+)
+
+
+def _raw(port: int, request: bytes) -> tuple[int, dict[str, str]]:
+    """Send bytes as they are (a method or request line http.client would not send)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in head[1:])
+    return int(head[0].split()[1]), headers
+
+
+def test_every_answer_carries_the_same_security_headers(served: tuple[DashState, int]) -> None:
+    """200, 404, 405, 501 (an unknown method) and 414 (an overlong request line) all carry
+    the CSP and the other security headers, with the same values."""
+    _, port = served
+    _, ok, _ = _request(port, "GET", "/index.html")
+    answers = {
+        404: _request(port, "GET", "/pr/nope.html")[:2],
+        405: _request(port, "POST", "/index.html")[:2],
+        501: _raw(port, b"BREW /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+        414: _raw(port, b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n"),
+    }
+    for status, (got, headers) in answers.items():
+        assert got == status
+        assert {h: headers.get(h) for h in SECURITY_HEADERS} == {
+            h: ok[h] for h in SECURITY_HEADERS
+        }, status
+
+
+class _Links(HTMLParser):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.hrefs += [v for k, v in attrs if k in ("href", "action") and v]
+
+
+def test_every_link_resolves_from_every_page_the_404_included(
+    served: tuple[DashState, int],
+) -> None:
+    """Each local link or form target on each page, a 404 one folder down included, resolved
+    against that page's URL as a browser does, answers 200."""
+    _, port = served
+    base = f"http://127.0.0.1:{port}"
+    pages = ["/index.html", "/prs.html", "/queue.html", "/trends.html", "/agents.html"]
+    pages += ["/repos.html", "/pr/acme_widgets_3.html", "/pr/nope.html", "/no/such/dir/x.html"]
+    checked = set()
+    for page in pages:
+        status, _, body = _request(port, "GET", page)
+        assert status in (200, 404), page
+        for href in _Links(body).hrefs:
+            url = urljoin(base + page, href)
+            if not url.startswith(base) or url in checked:
+                continue
+            checked.add(url)
+            assert _request(port, "GET", url[len(base) :])[0] == 200, (page, href)
+    assert f"{base}/index.html" in checked and f"{base}/prs.html" in checked

@@ -1,0 +1,41 @@
+"""The daemon's PR records read-only (prs.json plus its journal), for the digest and dashboard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from capdaemon.filenames import JOURNAL_FILE, PRS_FILE
+from capdaemon.jsonl import read_records
+from capdaemon.state import StateError, read_json
+
+
+def pr_records(
+    state_dir: Path, on_bad: Callable[[str], None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The daemon's PR records, read-only: prs.json plus its journal (newest wins).
+
+    A malformed complete journal line raises a StateError naming file and line (the digest
+    never reports a PR's older state as if current), or, with `on_bad`, is told and skipped;
+    a torn last line is a crash mid-append (its action had not started) and is not read."""
+    prs = dict((read_json(Path(state_dir) / PRS_FILE, None) or {}).get("prs") or {})
+    journal = Path(state_dir) / JOURNAL_FILE
+    n = 0
+
+    def told(where: str) -> None:
+        nonlocal n
+        n += 1
+        if on_bad is not None:
+            on_bad(where)
+
+    for entry in read_records(journal, told if on_bad is not None else None):
+        n += 1
+        if "ref" in entry and "record" in entry:
+            prs[entry["ref"]] = entry["record"]
+            continue
+        where = f"{journal}:{n}: malformed journal line (no ref or record)"
+        if on_bad is None:
+            raise StateError(where)
+        on_bad(where)
+    return prs
