@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, GitHubConfig
-from capdaemon.daemon.checkup import APP_PERMISSIONS, missing_permissions
+from capdaemon.daemon.checkup import missing_permissions
 from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, NotInstalled, Transient
 
 if TYPE_CHECKING:
