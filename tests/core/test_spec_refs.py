@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_DOC = "docs/spec.md"
-SCAN_DIRS = ("capdaemon", "ghsandbox", "tests", "bench", "docs", "config", "schemas", "scripts")
+SCAN_DIRS = (
+    "capdaemon", "ghsandbox", "tests", "bench", "docs", "config", "schemas", "scripts", "systemd",
+)  # fmt: skip
 SCAN_TOP = ("README.md",)
 SUFFIXES = frozenset({".py", ".md", ".yml", ".yaml", ".json", ".sh", ".toml", ".service"})
 THIS_FILE = "tests/core/test_spec_refs.py"  # the scanner's own samples are not references
@@ -183,6 +185,19 @@ def test_every_reference_is_defined(repo_refs: list[Ref]) -> None:
     """Each SPEC section and code cited anywhere is defined, and each section is cited."""
     spec = (ROOT / SPEC_DOC).read_text(encoding="utf-8")
     assert problems(spec, repo_refs) == []
+
+
+def test_every_threat_model_code_is_in_the_glossary() -> None:
+    """Each row code of the threat model (`**XY1**`), even of a new family, is in the glossary."""
+    doc = parse_spec((ROOT / SPEC_DOC).read_text(encoding="utf-8"))
+    text = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    missing = [
+        f"docs/threat-model.md:{i}: {m[1]} is not in {SPEC_DOC}'s glossary (section 1)"
+        for i, line in enumerate(text.splitlines(), 1)
+        for m in re.finditer(r"\*\*([A-Z]{1,4}\d{1,3})\*\*", line)
+        if m[1] not in doc.codes
+    ]
+    assert missing == []
 
 
 def test_the_repository_cites_sections_and_codes(repo_refs: list[Ref]) -> None:
