@@ -58,8 +58,8 @@ def check_path(cap: Capability, path: str) -> Violation | None:
         norm = normalize_path(path)
     except PathError as exc:
         return Violation(ViolationKind.INVALID_PATH, path, str(exc))
-    if fold_path(norm.split("/", 1)[0]) == ".git":
-        return Violation(ViolationKind.FORBIDDEN, norm, "inside the repository's .git folder")
+    if any(fold_path(c) == ".git" for c in norm.split("/")):
+        return Violation(ViolationKind.FORBIDDEN, norm, "inside a .git folder")
     if cap.legacy:
         return None
     if cap.forbidden.match(norm):

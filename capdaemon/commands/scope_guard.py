@@ -25,7 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
     add_state_arg(parser)
     parser.add_argument(
-        "--repo", metavar="DIR", help="repository root that paths are relative to (default: cwd)"
+        "--repo",
+        metavar="DIR",
+        help="a folder of the task's git checkout (default: cwd); paths are read from the "
+        "checkout's root",
     )
     parser.add_argument(
         "--command",
@@ -59,9 +62,12 @@ def run(args: argparse.Namespace) -> int:
     except BadTaskIdError as exc:
         error(PROG, str(exc))
         return 2
-    repo = Path(args.repo) if args.repo else Path.cwd()
-    if not repo.is_dir():
-        error(PROG, f"--repo {repo} is not a directory")
+    from capdaemon.capability.fspaths import NotACheckoutError, repo_root
+
+    try:  # every path is read from the repository root, never from the current directory
+        repo = repo_root(Path(args.repo) if args.repo else Path.cwd())
+    except NotACheckoutError as exc:
+        error(PROG, f"refused: {'--repo ' if args.repo else ''}{exc}")
         return 2
     now = datetime.now(UTC)
     state = state_dir(args)
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
         )
 
-    from capdaemon.capability.fspaths import check_disk_path
+    from capdaemon.capability.fspaths import check_disk_path, word_checker
     from capdaemon.capability.scope import check_command, expiry_violation
 
     violations: list[Violation] = []
@@ -92,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
     cap = guard_capability(snap)  # stored glob regexes: no pathspec import on this path
     for p in args.paths:
         violations.extend(check_disk_path(cap, repo, p))
+    words = word_checker(cap, repo)
     for line in args.commands:
-        violations.extend(check_command(snap, line, now))
+        violations.extend(check_command(snap, line, now, paths=words))
     unique: dict[tuple[str, str, str], Violation] = {}
     for v in violations:
         unique.setdefault((v.kind.value, v.subject, v.reason), v)

@@ -197,6 +197,7 @@ def test_guard_symlink_in_scope(repo, cli, state: Path, docs: str) -> None:
 
 def test_guard_commands(repo, cli, state: Path, docs: str) -> None:
     """Allowed plain-word commands pass; pytestx, smuggling, expansions and redirects fail."""
+    repo.write({"tests/test_a.py": "def test_a():\n    pass\n"})  # an existing input
     ok = guard(cli, state, repo, docs, "--command", "pytest -q tests/", "--command", "pytest -x")
     assert ok.code == 0, ok.err
     for line in (
