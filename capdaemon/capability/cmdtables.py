@@ -190,8 +190,10 @@ _NPM_REFUSED = {
     _CHDIR: "-C --dir --cwd",
     "runs scripts with another program": "--script-shell --node-options --shell-emulator",
 }
-_NPM_FLAGS = ("-s --silent -q --quiet --if-present --ignore-scripts --no-audit --no-fund "
-              "--frozen-lockfile --offline --prefer-offline --immutable -r --recursive")  # fmt: skip
+_NPM_FLAGS = (
+    "-s --silent -q --quiet --if-present --ignore-scripts --no-audit --no-fund "
+    "--frozen-lockfile --offline --prefer-offline --immutable -r --recursive"
+)
 NPM_RUN = Spec("npm run", flags=_NPM_FLAGS, values="--loglevel --filter",
                reads="-w --workspace", refused=_NPM_REFUSED, positional=WORD)  # fmt: skip
 NPM_TEST = Spec("npm test", flags=_NPM_FLAGS, values="--loglevel --filter",

@@ -10,13 +10,13 @@ import functools
 import os
 from pathlib import Path
 
-TYPE_CHECKING = False  # typing costs ~2 ms to import: scope-guard imports this module
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 from capdaemon.capability.model import Capability, Violation, ViolationKind
 from capdaemon.capability.scope import check_path
 from capdaemon.globs import PathError, normalize_path
+
+TYPE_CHECKING = False  # typing costs ~2 ms to import: scope-guard imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def _relative_to(root: str, path: str) -> str | None:

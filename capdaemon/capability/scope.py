@@ -329,9 +329,7 @@ def _check_argv(cap: Capability, argv: tuple[str, ...], paths: PathCheck) -> lis
     ]
 
 
-def _judge(
-    shown: str, found: list[tuple[int, str, str, str]], paths: PathCheck
-) -> list[Violation]:
+def _judge(shown: str, found: list[tuple[int, str, str, str]], paths: PathCheck) -> list[Violation]:
     out: list[Violation] = []
     for _i, kind, word, why in found:
         if kind == "refuse":

@@ -28,7 +28,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
     parser.add_argument("--repo", metavar="DIR", help="the task's git work tree (default: cwd)")
-    parser.add_argument("--base", default="main", help="base branch (default: main)")
+    parser.add_argument(
+        "--base",
+        help="base branch, for a task dispatched without --repo only when it is legacy "
+        "(otherwise the base commit recorded at dispatch is used, never a local branch)",
+    )
     parser.add_argument("--head", default="HEAD", help="task branch head (default: HEAD)")
     parser.add_argument(
         "--qc",
@@ -70,11 +74,17 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo) if args.repo else Path.cwd()
     state = state_dir(args)
     now = datetime.now(UTC)
-    entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": args.base}
-
     snap, violations = _snapshot(state, task_id)
     try:
-        changes = _changes(repo, args.base, args.head, snap, entry)
+        base_name, base = _base(state, task_id, snap, args.base)
+    except CLIError as exc:
+        error(PROG, str(exc))
+        return 2
+    entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": base_name}
+    if base != base_name:
+        entry["base_sha"] = base
+    try:
+        changes = _changes(repo, base, args.head, snap, entry)
     except GitError as exc:
         error(PROG, f"cannot read the task branch: {exc}")
         return 2
@@ -82,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if snap is not None and "head_sha" in entry:
         qc_results = _qc(args, snap, repo, now, entry, violations)
     if snap is not None:
-        violations.extend(_scope(snap, changes, now, task_id, args.base, entry))
+        violations.extend(_scope(snap, changes, now, task_id, base_name, entry))
     entry["files"] = len(changes)
     log = AuditLog(state / ACTIONS_LOG)
     if violations:
@@ -90,9 +100,35 @@ def run(args: argparse.Namespace) -> int:
     log.append({**entry, "action": "finish_task", "result": "pass"}, now=now)
     print(
         f"task {task_id}: {len(qc_results)} QC command(s) passed, {len(changes)} changed "
-        f"path(s) in scope ({args.base}...{entry['head_sha'][:12]})"
+        f"path(s) in scope ({base_name}...{entry['head_sha'][:12]})"
     )
     return 0
+
+
+def _base(
+    state: Path, task_id: str, snap: CapabilitySnapshot | None, asked: str | None
+) -> tuple[str, str]:
+    """(what to call the base, the revision to diff against): the commit recorded at
+    dispatch; a legacy or unknown task's --base (default main); else CLIError."""
+    from capdaemon.commands._common import CLIError
+    from capdaemon.stores.registry import recorded_base
+
+    found = recorded_base(state, task_id) if snap is not None else None
+    if found is not None:
+        name, sha = found
+        if asked is not None and asked not in (name, sha):
+            print(
+                f"capdaemon finish-task: note: --base {asked} ignored; the task's base is "
+                f"{name} at {sha[:12]}, recorded at dispatch",
+                file=sys.stderr,
+            )
+        return f"{name}@{sha[:12]}", sha
+    if snap is None or snap.legacy:
+        return asked or "main", asked or "main"
+    raise CLIError(
+        f"refused: task {task_id} has no base recorded at dispatch, and a local branch "
+        "can be moved by the agent; dispatch the task with --repo DIR [--base BRANCH]"
+    )
 
 
 def _snapshot(state: Path, task_id: str) -> tuple[CapabilitySnapshot | None, list[Violation]]:
