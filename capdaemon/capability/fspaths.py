@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from capdaemon.capability.model import Capability, Violation, ViolationKind
-from capdaemon.capability.scope import check_path
+from capdaemon.capability.scope import check_path, looks_like_path
 from capdaemon.globs import PathError, normalize_path
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import: scope-guard imports this module
@@ -88,7 +88,7 @@ def word_checker(cap: Capability, root: Path) -> Callable[[str, str], list[Viola
 
     def check(word: str, kind: str) -> list[Violation]:
         if kind == "rev-or-read":
-            if not word.startswith("/") and not os.path.lexists(os.path.join(root, word)):
+            if not looks_like_path(word) and not os.path.lexists(os.path.join(root, word)):
                 return []  # a revision, not a file
             kind = "read"
         if kind == "read" and word.rstrip("/") in (".", ""):

@@ -341,12 +341,18 @@ def _judge(shown: str, found: list[tuple[int, str, str, str]], paths: PathCheck)
     return out
 
 
+def looks_like_path(word: str) -> bool:
+    """True when a git word cannot be a revision, so it is a path: absolute, or a component
+    that starts with `.` (`../x`, `.github/x`; no ref name has one)."""
+    return word.startswith("/") or any(c.startswith(".") for c in word.split("/"))
+
+
 def lexical_word_check(cap: Capability, word: str, kind: str) -> list[Violation]:
     """A path word of a command checked without the disk: relative, normalised, in scope
-    to be written, not forbidden to be read; a git word without `/` or a leading `.` is a
-    revision."""
+    to be written, not forbidden to be read; a git word without `/` that does not look like
+    a path is a revision."""
     if kind == "rev-or-read":
-        if "/" not in word and not word.startswith("."):
+        if "/" not in word and not looks_like_path(word):
             return []
         kind = "read"
     if word.startswith("/"):

@@ -74,7 +74,9 @@ HOSTILE = [
     "python3 -m py_compile /tmp/x.py",
 ]
 
-GIT_TASK = INCIDENT_TASK.replace('    - "pytest"\n', '    - "pytest"\n    - "git diff"\n    - "git"\n')
+GIT_TASK = INCIDENT_TASK.replace(
+    '    - "pytest"\n', '    - "pytest"\n    - "git diff"\n    - "git"\n'
+)
 GIT_HOSTILE = [
     "git diff --output=.github/workflows/ci.yml",
     "git diff --output .github/workflows/ci.yml",
