@@ -114,52 +114,60 @@ def _value(spec: Spec, walk: _Walk, i: int, opt: str, kind: str, value: str) -> 
         walk.path(i, READ, value.split("::", 1)[0])  # a pytest node id names its file
 
 
+_NOT_IN_TABLE = (
+    "is not in capdaemon's table; list the exact line, or a pattern, in the task's commands"
+)
+
+
+def _known(spec: Spec, walk: _Walk, i: int, name: str) -> str:
+    """The option's kind; a refusal (ending the walk) when unknown or refused."""
+    kind = spec.kinds.get(name)
+    if kind is None:
+        walk.refuse(i, f"option {name} of {spec.name} {_NOT_IN_TABLE}")
+    elif kind == REFUSE:
+        walk.refuse(i, f"{spec.name} {name} {spec.refused[name]}")
+    return kind or REFUSE
+
+
+def _next_value(spec: Spec, walk: _Walk, i: int, name: str) -> int:
+    """The index of the word that is option `name`'s value (refused when there is none)."""
+    if i + 1 >= len(walk.argv):
+        walk.refuse(i, f"{spec.name} {name} needs a value")
+    return i + 1
+
+
 def read_option(spec: Spec, walk: _Walk, i: int) -> int:
     """Read the option word at `i` (and its value word); the index of the next word."""
-    word, argv = walk.argv[i], walk.argv
-    if word.startswith("--") or spec.go_style:
-        name, eq, value = word.partition("=")
-        if spec.go_style:
-            name = "-" + name.lstrip("-")  # go reads -flag and --flag alike
-        kind = spec.kinds.get(name)
-        if kind is None:
-            walk.refuse(i, f"option {name} of {spec.name} is not in capdaemon's table; "
-                        "list the exact line, or a pattern, in the task's commands")  # fmt: skip
-            return i + 1
-        if kind == REFUSE:
-            walk.refuse(i, f"{spec.name} {name} {spec.refused[name]}")
-            return i + 1
-        if kind == FLAG:
-            if eq and not spec.go_style:
-                walk.refuse(i, f"{spec.name} {name} takes no value")
-            return i + 1
-        if not eq:
-            if i + 1 >= len(argv):
-                walk.refuse(i, f"{spec.name} {name} needs a value")
-                return i + 1
-            i += 1
-            value = argv[i]
-        _value(spec, walk, i, name, kind, value)
+    word = walk.argv[i]
+    if not (word.startswith("--") or spec.go_style):
+        return _short_cluster(spec, walk, i)
+    name, eq, value = word.partition("=")
+    if spec.go_style:
+        name = "-" + name.lstrip("-")  # go reads -flag and --flag alike
+    kind = _known(spec, walk, i, name)
+    if kind in (FLAG, REFUSE):
+        if eq and not spec.go_style:
+            walk.refuse(i, f"{spec.name} {name} takes no value")
         return i + 1
-    for j in range(1, len(word)):  # a cluster of short options: -qx, -kEXPR, -k EXPR
+    if not eq:
+        i = _next_value(spec, walk, i, name)
+        value = walk.argv[i]
+    _value(spec, walk, i, name, kind, value)
+    return i + 1
+
+
+def _short_cluster(spec: Spec, walk: _Walk, i: int) -> int:
+    """A cluster of short options: -qx, -kEXPR, -k EXPR."""
+    word = walk.argv[i]
+    for j in range(1, len(word)):
         opt = "-" + word[j]
-        kind = spec.kinds.get(opt)
-        if kind is None:
-            walk.refuse(i, f"option {opt} of {spec.name} is not in capdaemon's table; "
-                        "list the exact line, or a pattern, in the task's commands")  # fmt: skip
-            return i + 1
-        if kind == REFUSE:
-            walk.refuse(i, f"{spec.name} {opt} {spec.refused[opt]}")
-            return i + 1
-        if kind == FLAG:
+        kind = _known(spec, walk, i, opt)
+        if kind in (FLAG, REFUSE):
             continue
         value = word[j + 1 :]
         if not value:
-            if i + 1 >= len(argv):
-                walk.refuse(i, f"{spec.name} {opt} needs a value")
-                return i + 1
-            i += 1
-            value = argv[i]
+            i = _next_value(spec, walk, i, opt)
+            value = walk.argv[i]
         _value(spec, walk, i, opt, kind, value)
         return i + 1
     return i + 1
@@ -203,8 +211,11 @@ def walk_spec(spec: Spec, walk: _Walk, start: int) -> None:
 def _unknown_word(walk: _Walk, i: int, prog: str) -> None:
     word = walk.argv[i]
     if word.startswith("-"):
-        walk.refuse(i, f"{prog} has no table in capdaemon, so its options are refused; "
-                    "list the exact line, or a pattern, in the task's commands")  # fmt: skip
+        walk.refuse(
+            i,
+            f"{prog} has no table in capdaemon, so its options are refused; "
+            "list the exact line, or a pattern, in the task's commands",
+        )
     else:
         walk.path(i, WRITE, word)
 
@@ -232,8 +243,7 @@ def walk_subcommands(
         return
     spec = table.get(argv[i])
     if spec is None:
-        walk.refuse(i, f"{prog} {argv[i]} is not in capdaemon's table; list the exact line, "
-                    "or a pattern, in the task's commands")  # fmt: skip
+        walk.refuse(i, f"{prog} {argv[i]} {_NOT_IN_TABLE}")
         walk_unknown(walk, i + 1, f"{prog} {argv[i]}")  # an entry may list the subcommand
         return
     walk_spec(spec, walk, i + 1)

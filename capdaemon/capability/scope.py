@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import posixpath
 
+from capdaemon.capability.cmdline import CommandParseError, split_line, verbatim_allows
+from capdaemon.capability.cmdpattern import PatternError, is_pattern, match_pattern, parse_pattern
+from capdaemon.capability.cmdtables import findings
 from capdaemon.capability.model import (
     Capability,
     CapabilitySnapshot,
@@ -254,12 +257,6 @@ def check_command(
     quoting of anything but plain words, assignments and redirections are refused, whatever
     the capability, naming the character or word refused.
     """
-    from capdaemon.capability.cmdline import (  # only when a command is checked
-        CommandParseError,
-        split_line,
-        verbatim_allows,
-    )
-
     out: list[Violation] = []
     exp = expiry_violation(snapshot, now)
     if exp is not None:
@@ -284,15 +281,6 @@ def check_command(
 def _check_argv(cap: Capability, argv: tuple[str, ...], paths: PathCheck) -> list[Violation]:
     """No violation when some entry allows `argv`; else those of the longest entry that
     starts it, or "not allowed"."""
-    from capdaemon.capability.cmdline import CommandParseError, split_line
-    from capdaemon.capability.cmdpattern import (
-        PatternError,
-        is_pattern,
-        match_pattern,
-        parse_pattern,
-    )
-    from capdaemon.capability.cmdtables import findings
-
     shown = " ".join(argv)
     best: tuple[int, list[Violation]] | None = None
     for entry in cap.commands:

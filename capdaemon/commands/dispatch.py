@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.gitdiff import GitError, resolve
 
 PROG = "dispatch"
 
@@ -34,8 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _base(args: argparse.Namespace) -> tuple[str, str] | None:
     """(--base, its commit sha in --repo) or None without --repo; GitError when unreadable."""
-    from capdaemon.gitdiff import GitError, resolve
-
     if args.repo is None:
         if args.base is not None:
             raise GitError("--base needs --repo (the checkout to read the base commit from)")
@@ -75,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
             f"{bar}",
             file=sys.stderr,
         )
-    from capdaemon.gitdiff import GitError
-
     try:
         base = _base(args)
     except GitError as exc:

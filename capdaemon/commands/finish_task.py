@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.commands._common import CLIError, add_state_arg, error, state_dir
+from capdaemon.stores.registry import recorded_base
 
 if TYPE_CHECKING:
     from capdaemon.audit import AuditLog
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     """0 when every change is in scope; 1 on a violation (escalated, audited); 2 bad usage."""
     from capdaemon.audit import AuditLog
     from capdaemon.capability.model import BadTaskIdError, validate_task_id
-    from capdaemon.commands._common import CLIError, load_config_from_args
+    from capdaemon.commands._common import load_config_from_args
     from capdaemon.filenames import ACTIONS_LOG
     from capdaemon.gitdiff import GitError
 
@@ -110,9 +111,6 @@ def _base(
 ) -> tuple[str, str]:
     """(what to call the base, the revision to diff against): the commit recorded at
     dispatch; a legacy or unknown task's --base (default main); else CLIError."""
-    from capdaemon.commands._common import CLIError
-    from capdaemon.stores.registry import recorded_base
-
     found = recorded_base(state, task_id) if snap is not None else None
     if found is not None:
         name, sha = found

@@ -202,26 +202,26 @@ OPTIONS = {
             "--junitx",
         ],
         "qxvsl",
-    ),  # fmt: skip
+    ),
     "python3 -m py_compile": (["-q"], [], ["-X", "-W", "-c", "-d"], "q"),
     "git diff": (
         ["--stat", "--name-only", "-w"],
         ["-U3", "--diff-filter=M"],
         ["--output", "--ext-diff", "--textconv", "--no-index", "-O"],
         "wRM",
-    ),  # fmt: skip
+    ),
     "make": (
         ["-k", "-s", "-n"],
         ["-j2"],
         ["-f", "-C", "-I", "--eval", "--file", "-o", "-W", "--directory", "--fil"],
         "ksnB",
-    ),  # fmt: skip
+    ),
     "go test": (
         ["-v", "-race"],
         ["-run=TestA", "-count=1"],
         ["-o", "-modfile", "-toolexec", "--toolexec", "-exec", "-coverprofile", "-C", "-overlay"],
         "",
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -257,16 +257,17 @@ def option_lines(draw: st.DrawFn) -> str:
 def _danger_in(argv: tuple[str, ...], prog: str) -> str | None:
     """The hostile option or dangerous path a program would meet in `argv` (getopt reading:
     a cluster of short flags, then a short option with its value), or None."""
-    flags, _valued, hostile, shorts = OPTIONS[prog]
+    _flags, _valued, hostile, shorts = OPTIONS[prog]
     # to git, a missing path that could be a revision is one (reading it is harmless)
     danger = [d for d in DANGER_PATHS if not (prog == "git diff" and d == "tests/missing.py")]
     for w in argv[1:]:
         if any(d in w for d in danger):
             return w
         name = w.split("=", 1)[0]
-        if name in hostile or (prog == "go test" and "-" + name.lstrip("-") in hostile):
-            if not (prog == "pytest" and name == "-p" and "no:" in w):
-                return w
+        go_name = prog == "go test" and "-" + name.lstrip("-") in hostile
+        no_plugin = prog == "pytest" and name == "-p" and "no:" in w
+        if (name in hostile or go_name) and not no_plugin:
+            return w
         if w.startswith("-") and not w.startswith("--") and prog != "go test":
             letters = w[1:]
             while letters and letters[0] in shorts:
