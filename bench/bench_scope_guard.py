@@ -58,14 +58,21 @@ def measure(
 def round_robin(
     cases: list[tuple[str, list[str]]], runs: int, cwd: Path, env: dict[str, str]
 ) -> dict[str, tuple[list[float], int, int]]:
-    """Measure every case once per round, `runs` rounds, so load drift hits all cases alike."""
+    """Measure every case once per round, `runs` rounds, so load drift hits all cases alike.
+
+    A case named "… [before]" runs the `--before` tree's code (PYTHONPATH) in the same rounds.
+    """
     out: dict[str, tuple[list[float], int, int]] = {name: ([], 0, 0) for name, _ in cases}
+    before = {**env, "PYTHONPATH": BEFORE[0]} if BEFORE else env
     for _ in range(runs):
         for name, cmd in cases:
-            t, rss, code = measure(cmd, 1, cwd, env)
+            t, rss, code = measure(cmd, 1, cwd, before if name.endswith("[before]") else env)
             times, peak, _ = out[name]
             out[name] = (times + t, max(peak, rss), code)
     return out
+
+
+BEFORE: list[str] = []  # `--before DIR`: a checkout of the code to compare with
 
 
 def git(repo: Path, *args: str) -> str:
@@ -158,7 +165,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--files", type=int, default=3000)
     ap.add_argument("--pre-matchers-fixture", metavar="STATE", help=argparse.SUPPRESS)
+    ap.add_argument("--before", metavar="DIR", help="also run this checkout's scope-guard")
     args = ap.parse_args()
+    if args.before:
+        BEFORE.append(str(Path(args.before).resolve()))
     if args.pre_matchers_fixture:  # run in a child: the parent's RSS would inflate the children's
         dispatch_pre_matchers(Path(args.pre_matchers_fixture))
         return 0
@@ -169,8 +179,8 @@ def main() -> int:
         task.write_text(TASK)
         repo = make_repo(tmp, args.files)
         cap = _capdaemon()
-        subprocess.run([*cap, "dispatch", str(task), "--state", str(state)], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run([*cap, "dispatch", str(task), "--state", str(state), "--repo", str(repo)],
+                       check=True, capture_output=True)  # fmt: skip
         subprocess.run([sys.executable, __file__, "--pre-matchers-fixture", str(state)], check=True)
         grow_log(state, 20000)  # a log as after weeks of running: 20,000 other actions
         guard = [
@@ -184,16 +194,20 @@ def main() -> int:
             str(repo),
         ]
         paths100 = [f"src/pkg{i % 50:02d}/mod{i:05d}.py" for i in range(0, 300, 3)]
+        options = "pytest -q -x --maxfail=1 -k mod tests/pkg00 src/pkg00/mod00000.py"
         cases = [
             ("python3 -c pass (baseline)", [sys.executable, "-c", "pass"]),
             ("scope-guard, 1 path", [*guard, "src/pkg00/mod00000.py"]),
             ("scope-guard, 100 paths", [*guard, *paths100]),
             ("scope-guard, 1 command", [*guard, "--command", "pytest -q tests/ && pytest -x"]),
+            ("scope-guard, 1 command, options and 2 path words", [*guard, "--command", options]),
             (
                 "scope-guard, 1 path, pre-`matchers` snapshot",
                 [*guard[:3], "bench-old", *guard[4:], "src/pkg00/mod00000.py"],
             ),
         ]
+        if BEFORE:
+            cases += [(f"{name} [before]", cmd) for name, cmd in cases[1:5]]
         cold = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
         cold["PYTHONDONTWRITEBYTECODE"] = "1"
         warm = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

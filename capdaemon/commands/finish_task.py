@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.commands._common import CLIError, add_state_arg, error, state_dir
+from capdaemon.commands.finish_pr import add_args as add_pr_args
+from capdaemon.commands.finish_pr import open_pr
 from capdaemon.stores.registry import recorded_base
 
 if TYPE_CHECKING:
@@ -45,10 +47,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--qc-timeout", type=float, default=1800.0, metavar="S", help="per QC command (1800)"
     )
+    add_pr_args(parser)
     add_state_arg(parser)
     from capdaemon.commands._common import add_config_arg
 
-    add_config_arg(parser)  # for the notification channels
+    add_config_arg(parser)  # for the notification channels and --open-pr's forge
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,8 +84,12 @@ def run(args: argparse.Namespace) -> int:
     except CLIError as exc:
         error(PROG, str(exc))
         return 2
-    entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": base_name}
     if base != base_name:
+        base_name, branch = f"{base_name}@{base[:12]}", base_name
+    else:
+        branch = base_name
+    entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": base_name}
+    if base != branch:
         entry["base_sha"] = base
     try:
         changes = _changes(repo, base, args.head, snap, entry)
@@ -103,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         f"task {task_id}: {len(qc_results)} QC command(s) passed, {len(changes)} changed "
         f"path(s) in scope ({base_name}...{entry['head_sha'][:12]})"
     )
+    if args.open_pr:
+        return open_pr(args, config, repo, branch, entry, log, now)
     return 0
 
 
@@ -120,7 +129,7 @@ def _base(
                 f"{name} at {sha[:12]}, recorded at dispatch",
                 file=sys.stderr,
             )
-        return f"{name}@{sha[:12]}", sha
+        return name, sha
     if snap is None or snap.legacy:
         return asked or "main", asked or "main"
     raise CLIError(
