@@ -25,6 +25,7 @@ REFUSE = "refuse"  # the word is refused; the finding's text says why
 # What a table says of an option or a positional word
 FLAG = "flag"  # takes no value
 VALUE = "value"  # takes a value that is not a path (`-k EXPR`, `--maxfail=N`)
+OPTIONAL = "optional"  # may have a value that is not a path, attached only (`--stat=80`, `-M50%`)
 WORD = "word"  # positional: a plain word that is not a path (a make target, a script name)
 NODE = "node"  # positional: a pytest node id, `path::name`, whose path is read
 REV_OR_READ = "rev-or-read"  # positional: a git revision, or a path (read) when one exists
@@ -52,6 +53,7 @@ class Spec:
         *,
         flags: str = "",
         values: str = "",
+        optional: str = "",
         reads: str = "",
         refused: dict[str, str] | None = None,
         guarded: dict[str, tuple[tuple[str, ...], str]] | None = None,
@@ -61,7 +63,7 @@ class Spec:
     ) -> None:
         self.name = name
         self.kinds: dict[str, str] = {}
-        for kind, names in ((FLAG, flags), (VALUE, values), (READ, reads)):
+        for kind, names in ((FLAG, flags), (VALUE, values), (OPTIONAL, optional), (READ, reads)):
             for opt in names.split():
                 self.kinds[opt] = kind
         self.refused: dict[str, str] = {}
@@ -145,6 +147,8 @@ def read_option(spec: Spec, walk: _Walk, i: int) -> int:
     if spec.go_style:
         name = "-" + name.lstrip("-")  # go reads -flag and --flag alike
     kind = _known(spec, walk, i, name)
+    if kind == OPTIONAL:
+        return i + 1
     if kind in (FLAG, REFUSE):
         if eq and not spec.go_style:
             walk.refuse(i, f"{spec.name} {name} takes no value")
@@ -164,6 +168,8 @@ def _short_cluster(spec: Spec, walk: _Walk, i: int) -> int:
         kind = _known(spec, walk, i, opt)
         if kind in (FLAG, REFUSE):
             continue
+        if kind == OPTIONAL:
+            return i + 1  # the rest of the word is its value
         value = word[j + 1 :]
         if not value:
             i = _next_value(spec, walk, i, opt)

@@ -123,26 +123,30 @@ def _python(walk: _Walk, i: int) -> None:
 
 
 _GIT_READ_FLAGS = (
-    "--stat --shortstat --numstat --name-only --name-status --summary --cached --staged -p -u "
-    "--patch --no-patch -s --raw -z --color --no-color --word-diff --color-words -w -b "
-    "--ignore-space-change --ignore-all-space --ignore-blank-lines --check --exit-code --quiet "
-    "-M -C -R --no-renames --find-renames --find-copies --patience --histogram --minimal "
-    "--full-index --binary --relative --no-relative --abbrev --no-abbrev --oneline --graph "
-    "--all --decorate --no-decorate --reverse --first-parent --merges --no-merges --follow "
-    "--short --branch --porcelain --long --ignored --untracked-files --show-signature "
-    "--no-show-signature --source --parents --children --left-right --boundary --topo-order "
-    "--date-order --full-history --simplify-merges --dirstat --compact-summary -i -n -l -c -h -H "
-    "-E -F -G -e -t -o -m -d --others --exclude-standard --modified --deleted --ignore-case "
-    "--line-number --files-with-matches --count --fixed-strings --extended-regexp "
-    "--show-toplevel --show-prefix --abbrev-ref --verify --is-inside-work-tree --git-dir "
-    "--show-cdup --symbolic-full-name -v --verbose --list --no-ext-diff --no-textconv"
+    "--shortstat --numstat --name-only --name-status --summary --cached --staged -p -u "
+    "--patch --no-patch -s --raw -z --no-color -w -b --ignore-space-change "
+    "--ignore-all-space --ignore-blank-lines --check --exit-code --quiet -R --no-renames "
+    "--patience --histogram --minimal --full-index --binary --no-relative --no-abbrev "
+    "--oneline --graph --all --no-decorate --reverse --first-parent --merges --no-merges "
+    "--follow --short --branch --long --show-signature --no-show-signature --source "
+    "--parents --children --left-right --boundary --topo-order --date-order --full-history "
+    "--simplify-merges --compact-summary -i -n -l -c -h -H -E -F -t -o -m -d --others "
+    "--exclude-standard --modified --deleted --ignore-case --line-number "
+    "--files-with-matches --count --fixed-strings --extended-regexp --show-toplevel "
+    "--show-prefix --abbrev-ref --verify --is-inside-work-tree --git-dir --show-cdup "
+    "--symbolic-full-name -v --verbose --list --no-ext-diff --no-textconv"
+)
+_GIT_READ_OPTIONAL = (
+    "--stat --porcelain --untracked-files --ignored --abbrev --color --word-diff "
+    "--find-renames --find-copies --dirstat --decorate --relative --color-words -M -C -B"
 )
 GIT_READ = Spec(
     "git",
     flags=_GIT_READ_FLAGS,
+    optional=_GIT_READ_OPTIONAL,
     values="-U --unified --format --pretty --max-count --skip --since --until --after --before "
     "--author --committer --grep --diff-filter --date --stat-width --inter-hunk-context "
-    "--word-diff-regex --encoding -S -L --max-depth --format --sort",
+    "--word-diff-regex --encoding -S -G -e -L --max-depth --format --sort",
     refused={
         _WRITES: "--output --output-directory",
         "runs an external diff or text conversion program": "--ext-diff --textconv",
