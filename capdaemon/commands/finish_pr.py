@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.commands._common import CLIError, config_dir
+from capdaemon.daemon.preflight import CredentialsError, build_forge
+from capdaemon.daemon.runner import github_credentials, is_loopback
+from capdaemon.forge.errors import ForgeError
 from capdaemon.gitdiff import GitError, run_git
 
 if TYPE_CHECKING:
@@ -66,10 +69,6 @@ def open_pr(
 ) -> int:
     """Push entry["head_sha"] to the branch, open or find its PR, audit it; 0, else 1 with
     one line (the pass stands in the audit log)."""
-    from capdaemon.daemon.preflight import CredentialsError, build_forge
-    from capdaemon.daemon.runner import github_credentials, is_loopback
-    from capdaemon.forge.errors import ForgeError
-
     head = entry["head_sha"]
     record: dict[str, Any] = {"action": "finish_task_pr", "task_id": entry["task_id"],
                               "head_sha": head}  # fmt: skip

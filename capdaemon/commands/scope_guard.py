@@ -43,6 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 in scope; 1 out of scope (one line each, escalation record); 2 bad usage."""
+    from capdaemon.capability.fspaths import (
+        NotACheckoutError,
+        check_disk_path,
+        repo_root,
+        word_checker,
+    )
     from capdaemon.capability.model import (
         BadTaskIdError,
         SnapshotError,
@@ -62,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
     except BadTaskIdError as exc:
         error(PROG, str(exc))
         return 2
-    from capdaemon.capability.fspaths import NotACheckoutError, repo_root
-
     try:  # every path is read from the repository root, never from the current directory
         repo = repo_root(Path(args.repo) if args.repo else Path.cwd())
     except NotACheckoutError as exc:
@@ -82,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
             state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
         )
 
-    from capdaemon.capability.fspaths import check_disk_path, word_checker
     from capdaemon.capability.scope import check_command, expiry_violation
 
     violations: list[Violation] = []
