@@ -184,6 +184,8 @@ def _positional(walk: _Walk, i: int, kind: str) -> None:
     if kind in (READ, WRITE):
         walk.path(i, kind, word)
     elif kind == NODE:
+        if word.startswith("@"):  # pytest (argparse) reads more arguments from that file
+            walk.refuse(i, "@FILE reads further arguments from a file")
         walk.path(i, READ, word.split("::", 1)[0])
     elif kind == PKG:
         walk.path(i, READ, word.removesuffix("/...").removesuffix("...") or ".")

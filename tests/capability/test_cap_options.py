@@ -70,6 +70,7 @@ HOSTILE = [
     "pytest /etc/passwd",
     "pytest ../outside",
     "pytest --deselect=/etc/passwd::x",
+    "pytest @scripts/finish-task.sh",  # argparse reads more arguments from that file
     "python3 -m py_compile .github/workflows/x.py",  # writes __pycache__/ beside it
     "python3 -m py_compile /tmp/x.py",
 ]
