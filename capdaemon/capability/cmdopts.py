@@ -83,7 +83,7 @@ class _Stop(Exception):
     """The first refused word past the trusted words ends the walk (what follows is moot)."""
 
 
-class _Walk:
+class Walk:
     """The findings of one command, gathered as its words are read.
 
     The first `trusted` words are an allow-list entry's own words: findings there are the
@@ -107,7 +107,7 @@ class _Walk:
             self.out.append((i, kind, word, ""))
 
 
-def _value(spec: Spec, walk: _Walk, i: int, opt: str, kind: str, value: str) -> None:
+def _value(spec: Spec, walk: Walk, i: int, opt: str, kind: str, value: str) -> None:
     """A known option's value: guarded values checked, path values reported."""
     guard = spec.guarded.get(opt)
     if guard is not None and not value.startswith(guard[0]):  # a tuple: any of these
@@ -121,7 +121,7 @@ _NOT_IN_TABLE = (
 )
 
 
-def _known(spec: Spec, walk: _Walk, i: int, name: str) -> str:
+def _known(spec: Spec, walk: Walk, i: int, name: str) -> str:
     """The option's kind; a refusal (ending the walk) when unknown or refused."""
     kind = spec.kinds.get(name)
     if kind is None:
@@ -131,14 +131,14 @@ def _known(spec: Spec, walk: _Walk, i: int, name: str) -> str:
     return kind or REFUSE
 
 
-def _next_value(spec: Spec, walk: _Walk, i: int, name: str) -> int:
+def _next_value(spec: Spec, walk: Walk, i: int, name: str) -> int:
     """The index of the word that is option `name`'s value (refused when there is none)."""
     if i + 1 >= len(walk.argv):
         walk.refuse(i, f"{spec.name} {name} needs a value")
     return i + 1
 
 
-def read_option(spec: Spec, walk: _Walk, i: int) -> int:
+def read_option(spec: Spec, walk: Walk, i: int) -> int:
     """Read the option word at `i` (and its value word); the index of the next word."""
     word = walk.argv[i]
     if not (word.startswith("--") or spec.go_style):
@@ -160,7 +160,7 @@ def read_option(spec: Spec, walk: _Walk, i: int) -> int:
     return i + 1
 
 
-def _short_cluster(spec: Spec, walk: _Walk, i: int) -> int:
+def _short_cluster(spec: Spec, walk: Walk, i: int) -> int:
     """A cluster of short options: -qx, -kEXPR, -k EXPR."""
     word = walk.argv[i]
     for j in range(1, len(word)):
@@ -179,7 +179,7 @@ def _short_cluster(spec: Spec, walk: _Walk, i: int) -> int:
     return i + 1
 
 
-def _positional(walk: _Walk, i: int, kind: str) -> None:
+def _positional(walk: Walk, i: int, kind: str) -> None:
     word = walk.argv[i]
     if kind in (READ, WRITE):
         walk.path(i, kind, word)
@@ -196,7 +196,7 @@ def _positional(walk: _Walk, i: int, kind: str) -> None:
     # WORD (and a TARGET without `/`): a plain word, nothing to check
 
 
-def walk_spec(spec: Spec, walk: _Walk, start: int) -> None:
+def walk_spec(spec: Spec, walk: Walk, start: int) -> None:
     """Read argv[start:] with `spec`: options by the table, `--`, then positional words."""
     argv = walk.argv
     i = start
@@ -216,7 +216,7 @@ def walk_spec(spec: Spec, walk: _Walk, start: int) -> None:
             i += 1
 
 
-def _unknown_word(walk: _Walk, i: int, prog: str) -> None:
+def _unknown_word(walk: Walk, i: int, prog: str) -> None:
     word = walk.argv[i]
     if word.startswith("-"):
         walk.refuse(
@@ -228,14 +228,14 @@ def _unknown_word(walk: _Walk, i: int, prog: str) -> None:
         walk.path(i, WRITE, word)
 
 
-def walk_unknown(walk: _Walk, start: int, prog: str) -> None:
+def walk_unknown(walk: Walk, start: int, prog: str) -> None:
     """A program without a table: options refused, every other word a path it may write."""
     for i in range(start, len(walk.argv)):
         _unknown_word(walk, i, prog)
 
 
 def walk_subcommands(
-    walk: _Walk, start: int, prog: str, table: dict[str, Spec], first: Spec | None = None
+    walk: Walk, start: int, prog: str, table: dict[str, Spec], first: Spec | None = None
 ) -> None:
     """`prog [global options] SUBCOMMAND ...`: the global options by `first`, then the
     subcommand's spec; a subcommand not in `table` is refused."""
@@ -257,7 +257,7 @@ def walk_subcommands(
     walk_spec(spec, walk, i + 1)
 
 
-def run_walker(walk: _Walk, walker: Callable[[_Walk, int], None]) -> list[Finding]:
+def run_walker(walk: Walk, walker: Callable[[Walk, int], None]) -> list[Finding]:
     """Run `walker` over the walk's words after the program name; the findings."""
     try:
         walker(walk, 1)
@@ -267,16 +267,16 @@ def run_walker(walk: _Walk, walker: Callable[[_Walk, int], None]) -> list[Findin
 
 
 def analyse(
-    argv: tuple[str, ...], walkers: dict[str, Callable[[_Walk, int], None]], trusted: int = 1
+    argv: tuple[str, ...], walkers: dict[str, Callable[[Walk, int], None]], trusted: int = 1
 ) -> list[Finding]:
     """The findings for the words of `argv` after its first `trusted` words (at least the
     program name): paths read or written, and at most one refused word (the first)."""
-    walk = _Walk(argv, max(1, trusted))
+    walk = Walk(argv, max(1, trusted))
     walker = walkers.get(argv[0])
     if walker is None:
         prog = argv[0]
 
-        def walker(w: _Walk, i: int) -> None:
+        def walker(w: Walk, i: int) -> None:
             walk_unknown(w, i, prog)
 
     return run_walker(walk, walker)

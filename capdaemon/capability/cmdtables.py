@@ -20,7 +20,7 @@ from capdaemon.capability.cmdopts import (
     WRITE,
     Finding,
     Spec,
-    _Walk,
+    Walk,
     analyse,
     read_option,
     run_walker,
@@ -93,7 +93,7 @@ PYTHON_MODULES = {"pytest": PYTEST, "py_compile": PY_COMPILE, "compileall": COMP
                   "unittest": UNITTEST}  # fmt: skip
 
 
-def _python(walk: _Walk, i: int) -> None:
+def _python(walk: Walk, i: int) -> None:
     """`python [options] (-m MODULE | SCRIPT) args…`: a known module's table, else none."""
     argv = walk.argv
     while i < len(argv):
@@ -204,7 +204,7 @@ NPM_TEST = Spec("npm test", flags=_NPM_FLAGS, values="--loglevel --filter",
                 reads="-w --workspace", refused=_NPM_REFUSED, positional=WRITE)  # fmt: skip
 
 
-def _npm_run(walk: _Walk, i: int, prog: str) -> None:
+def _npm_run(walk: Walk, i: int, prog: str) -> None:
     """`npm run SCRIPT args…`: npm's options by the table; the script's arguments are its own."""
     argv = walk.argv
     while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
@@ -223,7 +223,7 @@ def _npm_family(prog: str, subs: str, runs: str) -> object:
     glob = Spec(prog, flags=_NPM_FLAGS, values="--loglevel --filter", reads="-w --workspace",
                 refused=_NPM_REFUSED)  # fmt: skip
 
-    def walker(walk: _Walk, i: int) -> None:
+    def walker(walk: Walk, i: int) -> None:
         argv = walk.argv
         while i < len(argv) and argv[i].startswith("-"):
             i = read_option(glob, walk, i)
@@ -295,23 +295,23 @@ GO = Spec(
 _GO_SUBS = "test build vet list"
 
 
-def _git(walk: _Walk, i: int) -> None:
+def _git(walk: Walk, i: int) -> None:
     walk_subcommands(walk, i, "git", GIT, GIT_GLOBAL)
 
 
-def _cargo(walk: _Walk, i: int) -> None:
+def _cargo(walk: Walk, i: int) -> None:
     walk_subcommands(walk, i, "cargo", {s: CARGO for s in _CARGO_SUBS.split()}, CARGO)
 
 
-def _go(walk: _Walk, i: int) -> None:
+def _go(walk: Walk, i: int) -> None:
     walk_subcommands(walk, i, "go", {s: GO for s in _GO_SUBS.split()})
 
 
-def _pytest(walk: _Walk, i: int) -> None:
+def _pytest(walk: Walk, i: int) -> None:
     walk_spec(PYTEST, walk, i)
 
 
-def _make(walk: _Walk, i: int) -> None:
+def _make(walk: Walk, i: int) -> None:
     walk_spec(MAKE, walk, i)
 
 
@@ -341,5 +341,5 @@ def findings(argv: tuple[str, ...], trusted: int = 1) -> list[Finding]:
     """The path words and the first refused word of one command after its `trusted` words
     (an allow-list entry's own words); see capdaemon.capability.cmdopts."""
     if _is_python(argv[0]):
-        return run_walker(_Walk(argv, max(1, trusted)), _python)
+        return run_walker(Walk(argv, max(1, trusted)), _python)
     return analyse(argv, WALKERS, trusted)  # type: ignore[arg-type]

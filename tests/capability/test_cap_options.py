@@ -10,7 +10,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from capdaemon.capability.cmdpattern import match_pattern, parse_pattern
 from capdaemon.capability.fspaths import NotACheckoutError, repo_root, word_checker
 from capdaemon.capability.model import Capability, CapabilitySnapshot
 from capdaemon.capability.scope import check_command
@@ -333,3 +336,45 @@ def test_not_a_checkout_static_api() -> None:
     assert check_command(snap, "pytest src/a.py", T0) == []
     assert check_command(snap, "pytest /etc/passwd", T0)
     assert check_command(snap, "pytest ../x", T0)
+
+
+# -- the pattern matcher, generated -----------------------------------------------------------
+_lit = st.sampled_from(["git", "checkout", "run", "-q", "--all", "x"])
+_slot = st.tuples(st.sampled_from(["path-in-scope", "path", "word", "int"]), st.booleans())
+
+
+@st.composite
+def _pattern_and_line(draw: st.DrawFn) -> tuple[str, list[str], list[int]]:
+    """A pattern entry, a line that matches it, and the indices of its path words."""
+    entry, argv, paths = ["prog"], ["prog"], []
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()) or "{" in entry[-1]:  # a literal between typed slots
+            w = draw(_lit)
+            entry.append(w)
+            argv.append(w)
+            continue
+        kind, repeat = draw(_slot)
+        entry.append("{" + kind + "}" + ("..." if repeat else ""))
+        for _ in range(draw(st.integers(1, 3)) if repeat else 1):
+            if kind.startswith("path"):
+                paths.append(len(argv))
+            argv.append(draw(st.sampled_from(["7", "42"]) if kind == "int" else
+                             st.sampled_from(["src/a.py", "b", "main"])))  # fmt: skip
+    return " ".join(f"'{w}'" if "{" in w else w for w in entry), argv, paths
+
+
+@given(case=_pattern_and_line(), extra=st.sampled_from(["-f", "--evil", "-9"]))
+def test_pattern_matches_its_instances_and_nothing_longer(case, extra: str) -> None:
+    """A line built from a pattern matches it, with exactly its path words found; an option
+    after it, or in place of a typed word, does not match."""
+    entry, argv, paths = case
+    pattern = parse_pattern(entry)
+    found = match_pattern(pattern, tuple(argv))
+    assert found is not None
+    assert sorted(i for i, _k, _w in found) == paths
+    assert match_pattern(pattern, (*argv, extra)) is None
+    typed = [i for i, (_t, kind, _r) in enumerate(pattern) if kind != "literal"]
+    if typed and len(argv) == len(pattern):
+        bad = list(argv)
+        bad[typed[0]] = extra
+        assert match_pattern(pattern, tuple(bad)) is None
