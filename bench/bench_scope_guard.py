@@ -38,7 +38,8 @@ def _capdaemon() -> list[str]:
 def measure(
     cmd: list[str], runs: int, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> tuple[list[float], int, int]:
-    """Wall times (s), peak RSS (KiB, max over runs) and the last exit code of `cmd`."""
+    """Wall times (s; with --cpu the child's user+system CPU time), peak RSS (KiB, max over
+    runs) and the last exit code of `cmd`."""
     times = []
     peak = 0
     code = 0
@@ -48,7 +49,8 @@ def measure(
             cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         _, status, usage = os.wait4(proc.pid, 0)
-        times.append(time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        times.append(usage.ru_utime + usage.ru_stime if CPU else wall)
         proc.returncode = os.waitstatus_to_exitcode(status)
         code = proc.returncode
         peak = max(peak, usage.ru_maxrss)
@@ -73,6 +75,7 @@ def round_robin(
 
 
 BEFORE: list[str] = []  # `--before DIR`: a checkout of the code to compare with
+CPU: list[bool] = []  # `--cpu`: CPU time instead of wall time (steadier on a loaded machine)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -166,7 +169,10 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=3000)
     ap.add_argument("--pre-matchers-fixture", metavar="STATE", help=argparse.SUPPRESS)
     ap.add_argument("--before", metavar="DIR", help="also run this checkout's scope-guard")
+    ap.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
     args = ap.parse_args()
+    if args.cpu:
+        CPU.append(True)
     if args.before:
         BEFORE.append(str(Path(args.before).resolve()))
     if args.pre_matchers_fixture:  # run in a child: the parent's RSS would inflate the children's
@@ -219,7 +225,9 @@ def main() -> int:
             ("without bytecode (PYTHONDONTWRITEBYTECODE=1: every module compiled)", cold),
         ):
             print(f"## scope-guard {label}\n")
-            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,002-entry audit log\n")
+            what = "CPU time (user+system)" if CPU else "wall time"
+            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,002-entry audit log, "
+                  f"{what}\n")  # fmt: skip
             print("| command | median ms | p90 ms | vs baseline | peak RSS MiB | exit |")
             print("|---|---|---|---|---|---|")
             res = round_robin(cases, args.runs, repo, env)
