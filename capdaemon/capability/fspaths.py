@@ -81,10 +81,32 @@ class NotACheckoutError(ValueError):
     """The folder scope-guard was given (or started in) is not inside a git checkout."""
 
 
-def word_checker(cap: Capability, root: Path) -> Callable[[str, str], list[Violation]]:
+def here_in(root: Path, cwd: Path) -> str | None:
+    """The current folder relative to the checkout's root, when it is a folder below it."""
+    rel = _relative_to(os.path.realpath(root), os.path.realpath(cwd))
+    return rel or None
+
+
+def check_named_path(
+    cap: Capability, root: Path, raw: str, here: str | None, *, reading: bool = False
+) -> list[Violation]:
+    """A path as named, from the checkout's root; when named from a folder `here` below the
+    root, the path as read from that folder must pass too (a program run there, or an
+    editor, reads it so): both readings are checked, never the current folder's alone."""
+    out = check_disk_path(cap, root, raw, reading=reading)
+    if here and not os.path.isabs(raw):
+        for v in check_disk_path(cap, root, f"{here}/{raw}", reading=reading):
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def word_checker(
+    cap: Capability, root: Path, here: str | None = None
+) -> Callable[[str, str], list[Violation]]:
     """The `paths` callback of check_command: a command's path word checked on disk against
     the repository root ("read", "write", or "rev-or-read": a git revision unless a file
-    of that name exists)."""
+    of that name exists), and from `here` too when given (see check_named_path)."""
 
     def check(word: str, kind: str) -> list[Violation]:
         if kind == "rev-or-read":
@@ -93,7 +115,7 @@ def word_checker(cap: Capability, root: Path) -> Callable[[str, str], list[Viola
             kind = "read"
         if kind == "read" and word.rstrip("/") in (".", ""):
             return []  # the repository root, read
-        return check_disk_path(cap, root, word, reading=kind == "read")
+        return check_named_path(cap, root, word, here, reading=kind == "read")
 
     return check
 

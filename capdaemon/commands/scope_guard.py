@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     """0 in scope; 1 out of scope (one line each, escalation record); 2 bad usage."""
     from capdaemon.capability.fspaths import (
         NotACheckoutError,
-        check_disk_path,
+        check_named_path,
+        here_in,
         repo_root,
         word_checker,
     )
@@ -99,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     cap = guard_capability(snap)  # stored glob regexes: no pathspec import on this path
+    here = here_in(repo, Path.cwd())  # a relative path must pass from here as well
     for p in args.paths:
-        violations.extend(check_disk_path(cap, repo, p))
-    words = word_checker(cap, repo)
+        violations.extend(check_named_path(cap, repo, p, here))
+    words = word_checker(cap, repo, here)
     for line in args.commands:
         violations.extend(check_command(snap, line, now, paths=words))
     unique: dict[tuple[str, str, str], Violation] = {}

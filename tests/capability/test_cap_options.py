@@ -233,10 +233,21 @@ def test_real_git_diff_output_overwrites_and_is_refused(cli, taskfile, state: Pa
 # -- paths from the repository root ---------------------------------------------------------
 
 
-def test_bare_name_inside_forbidden_folder_is_refused(sub, state: Path, task: str, work: Git):
-    """From inside .github/workflows, `ci.yml` is the root's ci.yml (not allowed), and
-    `--repo .github` still means the whole checkout."""
+def test_bare_name_inside_forbidden_folder_is_refused(
+    sub, cli, taskfile, state: Path, task: str, work: Git
+) -> None:
+    """From inside .github/workflows, `ci.yml` (allowed as the root's ci.yml by `**`) is also
+    checked as read from there: forbidden. `--repo .github` still means the whole checkout."""
     inner = work.root / ".github" / "workflows"
+    wide = INCIDENT_TASK.replace("task-2360", "wide-1").replace('"scripts/finish-task.sh"', '"**"')
+    assert cli("dispatch", taskfile(wide), "--state", state, "--repo", work.root).code == 0
+    res = sub("scope-guard", "--task", "wide-1", "--state", state, "ci.yml", cwd=inner)
+    assert res.code == 1 and ".github/workflows/ci.yml: forbidden" in res.err, res.err
+    res = sub("scope-guard", "--task", "wide-1", "--state", state, "--command",
+              "pytest --deselect ci.yml", cwd=inner)  # fmt: skip
+    assert res.code == 1, res.err
+    ok = sub("scope-guard", "--task", "wide-1", "--state", state, "notes.md", cwd=work.root)
+    assert ok.code == 0, ok.err
     res = sub("scope-guard", "--task", task, "--state", state, "ci.yml", cwd=inner)
     assert res.code == 1, res.err
     res = sub("scope-guard", "--task", task, "--state", state, "--repo", inner,
@@ -245,8 +256,15 @@ def test_bare_name_inside_forbidden_folder_is_refused(sub, state: Path, task: st
     res = sub("scope-guard", "--task", task, "--state", state, "--command", "pytest ci.yml",
               cwd=inner)  # fmt: skip
     assert res.code == 1
-    ok = sub("scope-guard", "--task", task, "--state", state, "scripts/finish-task.sh", cwd=inner)
-    assert ok.code == 0, ok.err
+    there = sub("scope-guard", "--task", task, "--state", state, "scripts/finish-task.sh",
+                cwd=inner)  # fmt: skip
+    assert there.code == 1  # read from .github/workflows, it is a forbidden file
+    ok = sub("scope-guard", "--task", task, "--state", state, "scripts/finish-task.sh",
+             cwd=work.root / "scripts")  # fmt: skip
+    assert ok.code == 1  # scripts/scripts/finish-task.sh is not allowed
+    ok = sub("scope-guard", "--task", task, "--state", state, str(work.root / "scripts" /
+             "finish-task.sh"), cwd=inner)  # fmt: skip
+    assert ok.code == 0, ok.err  # an absolute path has one reading
 
 
 def test_not_a_checkout_is_one_line_and_refused(cli, state: Path, task: str, tmp_path: Path):
