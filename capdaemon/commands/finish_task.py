@@ -169,6 +169,7 @@ def _changes(
         entry["head_sha"] = head_sha
         if snap is None:
             return []
+        _fetch_base(repo, base, entry)
         changes = diff_range(repo, base, head_sha, patches=False)
         links = {
             c.path
@@ -184,6 +185,19 @@ def _changes(
         if snap is not None:
             raise
         return []
+
+
+def _fetch_base(repo: Path, base: str, entry: dict[str, Any]) -> None:
+    """A recorded base commit missing from this clone is fetched from origin by its sha (its
+    content is proven by the sha, whatever the remote is)."""
+    from capdaemon.gitdiff import GitError, resolve, run_git
+
+    if "base_sha" not in entry:
+        return
+    try:
+        resolve(repo, base)
+    except GitError:
+        run_git(repo, ["fetch", "--quiet", "--no-tags", "--", "origin", base], ref=base)
 
 
 def _qc(

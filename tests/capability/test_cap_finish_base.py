@@ -110,3 +110,26 @@ def test_dispatch_base_needs_a_checkout(cli, taskfile, state: Path, tmp_path: Pa
     res = cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", tmp_path)
     assert res.code == 2 and "cannot record the base" in res.err
     assert not (state / "capabilities").exists()
+
+
+def test_recorded_base_missing_from_the_clone_is_fetched_by_sha(
+    repo: Git, cli, taskfile, state: Path, tmp_path: Path
+) -> None:
+    """The base recorded from the owner's checkout is not in the agent's clone yet: fetched
+    from origin by its sha, then the branch is judged against it."""
+    clone = tmp_path / "agent"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(repo.root), str(clone)], check=True)
+    repo("checkout", "-q", "main")
+    repo.write({"docs/new.md": "later\n"})
+    later = repo.commit("main moves on")
+    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root).code == 0
+    agent = Git.__new__(Git)
+    agent.root = clone
+    agent("config", "user.email", "a@example.invalid")
+    agent("config", "user.name", "a")
+    agent("checkout", "-q", "-b", "task")
+    agent.write({"scripts/finish-task.sh": "#!/bin/sh\necho v4\n"})
+    agent.commit("fix")
+    res = cli("finish-task", "--task", "task-2360", "--repo", clone, "--state", state)
+    assert res.code == 0, res.err
+    assert f"main@{later[:12]}" in res.out
