@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.commands._common import CLIError, add_state_arg, error, state_dir
 from capdaemon.commands.finish_pr import add_args as add_pr_args
 from capdaemon.commands.finish_pr import open_pr
+from capdaemon.gitdiff import GitError, diff_range, resolve, run_git
 from capdaemon.stores.registry import recorded_base
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ def run(args: argparse.Namespace) -> int:
     from capdaemon.capability.model import BadTaskIdError, validate_task_id
     from capdaemon.commands._common import load_config_from_args
     from capdaemon.filenames import ACTIONS_LOG
-    from capdaemon.gitdiff import GitError
 
     try:
         task_id = validate_task_id(args.task)
@@ -161,7 +161,6 @@ def _changes(
 ) -> list[FileChange]:
     """The branch's changed paths (symlink targets read when symlinks changed); sets
     entry["head_sha"]. GitError only with a capability: without one the refusal stands."""
-    from capdaemon.gitdiff import GitError, diff_range, resolve
     from capdaemon.model import MODE_SYMLINK, FileStatus
 
     try:
@@ -190,8 +189,6 @@ def _changes(
 def _fetch_base(repo: Path, base: str, entry: dict[str, Any]) -> None:
     """A recorded base commit missing from this clone is fetched from origin by its sha (its
     content is proven by the sha, whatever the remote is)."""
-    from capdaemon.gitdiff import GitError, resolve, run_git
-
     if "base_sha" not in entry:
         return
     try:
