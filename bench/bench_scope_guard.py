@@ -38,7 +38,8 @@ def _capdaemon() -> list[str]:
 def measure(
     cmd: list[str], runs: int, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> tuple[list[float], int, int]:
-    """Wall times (s), peak RSS (KiB, max over runs) and the last exit code of `cmd`."""
+    """Wall times (s; with --cpu the child's user+system CPU time), peak RSS (KiB, max over
+    runs) and the last exit code of `cmd`."""
     times = []
     peak = 0
     code = 0
@@ -48,7 +49,8 @@ def measure(
             cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         _, status, usage = os.wait4(proc.pid, 0)
-        times.append(time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        times.append(usage.ru_utime + usage.ru_stime if CPU else wall)
         proc.returncode = os.waitstatus_to_exitcode(status)
         code = proc.returncode
         peak = max(peak, usage.ru_maxrss)
@@ -58,14 +60,22 @@ def measure(
 def round_robin(
     cases: list[tuple[str, list[str]]], runs: int, cwd: Path, env: dict[str, str]
 ) -> dict[str, tuple[list[float], int, int]]:
-    """Measure every case once per round, `runs` rounds, so load drift hits all cases alike."""
+    """Measure every case once per round, `runs` rounds, so load drift hits all cases alike.
+
+    A case named "… [before]" runs the `--before` tree's code (PYTHONPATH) in the same rounds.
+    """
     out: dict[str, tuple[list[float], int, int]] = {name: ([], 0, 0) for name, _ in cases}
+    before = {**env, "PYTHONPATH": BEFORE[0]} if BEFORE else env
     for _ in range(runs):
         for name, cmd in cases:
-            t, rss, code = measure(cmd, 1, cwd, env)
+            t, rss, code = measure(cmd, 1, cwd, before if name.endswith("[before]") else env)
             times, peak, _ = out[name]
             out[name] = (times + t, max(peak, rss), code)
     return out
+
+
+BEFORE: list[str] = []  # `--before DIR`: a checkout of the code to compare with
+CPU: list[bool] = []  # `--cpu`: CPU time instead of wall time (steadier on a loaded machine)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -158,7 +168,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--files", type=int, default=3000)
     ap.add_argument("--pre-matchers-fixture", metavar="STATE", help=argparse.SUPPRESS)
+    ap.add_argument("--before", metavar="DIR", help="also run this checkout's scope-guard")
+    ap.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
     args = ap.parse_args()
+    if args.cpu:
+        CPU.append(True)
+    if args.before:
+        BEFORE.append(str(Path(args.before).resolve()))
     if args.pre_matchers_fixture:  # run in a child: the parent's RSS would inflate the children's
         dispatch_pre_matchers(Path(args.pre_matchers_fixture))
         return 0
@@ -169,8 +185,8 @@ def main() -> int:
         task.write_text(TASK)
         repo = make_repo(tmp, args.files)
         cap = _capdaemon()
-        subprocess.run([*cap, "dispatch", str(task), "--state", str(state)], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run([*cap, "dispatch", str(task), "--state", str(state), "--repo", str(repo)],
+                       check=True, capture_output=True)  # fmt: skip
         subprocess.run([sys.executable, __file__, "--pre-matchers-fixture", str(state)], check=True)
         grow_log(state, 20000)  # a log as after weeks of running: 20,000 other actions
         guard = [
@@ -184,16 +200,20 @@ def main() -> int:
             str(repo),
         ]
         paths100 = [f"src/pkg{i % 50:02d}/mod{i:05d}.py" for i in range(0, 300, 3)]
+        options = "pytest -q -x --maxfail=1 -k mod tests/pkg00 src/pkg00/mod00000.py"
         cases = [
             ("python3 -c pass (baseline)", [sys.executable, "-c", "pass"]),
             ("scope-guard, 1 path", [*guard, "src/pkg00/mod00000.py"]),
             ("scope-guard, 100 paths", [*guard, *paths100]),
             ("scope-guard, 1 command", [*guard, "--command", "pytest -q tests/ && pytest -x"]),
+            ("scope-guard, 1 command, options and 2 path words", [*guard, "--command", options]),
             (
                 "scope-guard, 1 path, pre-`matchers` snapshot",
                 [*guard[:3], "bench-old", *guard[4:], "src/pkg00/mod00000.py"],
             ),
         ]
+        if BEFORE:
+            cases += [(f"{name} [before]", cmd) for name, cmd in cases[1:5]]
         cold = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
         cold["PYTHONDONTWRITEBYTECODE"] = "1"
         warm = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -205,7 +225,9 @@ def main() -> int:
             ("without bytecode (PYTHONDONTWRITEBYTECODE=1: every module compiled)", cold),
         ):
             print(f"## scope-guard {label}\n")
-            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,002-entry audit log\n")
+            what = "CPU time (user+system)" if CPU else "wall time"
+            print(f"`{' '.join(cap)}`, {args.runs} interleaved runs, 20,002-entry audit log, "
+                  f"{what}\n")  # fmt: skip
             print("| command | median ms | p90 ms | vs baseline | peak RSS MiB | exit |")
             print("|---|---|---|---|---|---|")
             res = round_robin(cases, args.runs, repo, env)

@@ -15,6 +15,7 @@ __all__ = [
     "merge_base",
     "resolve",
     "resolve_many",
+    "run_git",
 ]
 
 ZERO_SHA = "0" * 40
@@ -31,6 +32,20 @@ _DIFF_FIXED = (
 )
 
 
+# Settings a work tree's own .git/config must not change for capdaemon's reads: the
+# commit-graph file is a cache of parents the agent could forge, replace refs are off.
+_FIXED_CONFIG = (
+    "-c", "core.quotepath=off", "-c", "diff.renameLimit=20000", "-c", "core.commitGraph=false",
+    "-c", "core.useReplaceRefs=false", "-c", "advice.graftFileDeprecated=false",
+    "-c", "core.fsmonitor=false",
+)  # fmt: skip
+
+
+def git_env() -> dict[str, str]:
+    """The environment of every git process capdaemon starts (see _env)."""
+    return _env()
+
+
 class GitError(RuntimeError):
     """A git command failed; the message names the repository and the ref concerned."""
 
@@ -44,10 +59,18 @@ def _env() -> dict[str, str]:
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_PAGER": "cat",
             "GIT_CONFIG_NOSYSTEM": "1",
+            # The history read is the objects' own: no `git replace` refs, no grafts file
+            # (a file that does not name the repository's info/grafts, read as empty).
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_GRAFT_FILE": os.devnull,
         }
     )
     # Never let an inherited environment point git at another repository.
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+    for key in (
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
+        "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    ):  # fmt: skip
         env.pop(key, None)
     return env
 
@@ -64,7 +87,7 @@ def _git(
     repo = Path(repo)
     if not repo.is_dir():
         raise GitError(f"not a git repository: {repo} (no such directory)")
-    cmd = ["git", "-c", "core.quotepath=off", "-c", "diff.renameLimit=20000", "-C", str(repo)]
+    cmd = ["git", *_FIXED_CONFIG, "-C", str(repo)]
     try:
         proc = subprocess.run(
             [*cmd, *args], input=input, capture_output=True, env=_env(), check=False
@@ -82,6 +105,19 @@ def _git(
         where = f" (ref {ref!r})" if ref else ""
         raise GitError(f"git {os.fsdecode(args[0])} failed in {repo}{where}: {first}")
     return proc
+
+
+def run_git(
+    repo: Path,
+    args: Sequence[str | bytes],
+    *,
+    ref: str | None = None,
+    input: bytes | None = None,
+    ok_codes: tuple[int, ...] = (0,),
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git -C repo args` with capdaemon's fixed settings (no replace refs, grafts or
+    commit-graph); GitError naming the repo (and ref) on failure."""
+    return _git(repo, args, ref=ref, input=input, ok_codes=ok_codes)
 
 
 def _check_ref(repo: Path, ref: str) -> None:

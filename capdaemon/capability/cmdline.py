@@ -172,5 +172,6 @@ def prefix_allows(allowed: tuple[str, ...], argv: tuple[str, ...]) -> str | None
 
 
 def verbatim_allows(allowed: tuple[str, ...], line: str) -> bool:
-    """True when `line`, without surrounding blanks, is exactly one allow-list entry."""
-    return line.strip(" \t") in allowed
+    """True when `line`, without surrounding blanks, is exactly one allow-list entry (not a
+    typed pattern: `{path}` typed out is no path)."""
+    return "{" not in line and line.strip(" \t") in allowed

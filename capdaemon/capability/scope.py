@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import posixpath
 
+from capdaemon.capability.cmdline import CommandParseError, split_line, verbatim_allows
+from capdaemon.capability.cmdpattern import PatternError, is_pattern, match_pattern, parse_pattern
+from capdaemon.capability.cmdtables import findings
 from capdaemon.capability.model import (
     Capability,
     CapabilitySnapshot,
@@ -18,10 +21,13 @@ from capdaemon.globs import GlobError, PathError, fold_path, normalize_path
 
 TYPE_CHECKING = False  # typing (~2 ms) and capdaemon.model (~10 ms) stay out of scope-guard
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from datetime import datetime
 
     from capdaemon.model import FileChange
+
+    # (word, kind) -> violations; kind is "read", "write" or "rev-or-read" (cmdopts)
+    PathCheck = Callable[[str, str], list[Violation]]
 
 _MODE_SYMLINK = "120000"  # capdaemon.model.MODE_SYMLINK
 _REMOVED = "removed"  # capdaemon.model.FileStatus.REMOVED (a StrEnum: compares equal)
@@ -55,8 +61,8 @@ def check_path(cap: Capability, path: str) -> Violation | None:
         norm = normalize_path(path)
     except PathError as exc:
         return Violation(ViolationKind.INVALID_PATH, path, str(exc))
-    if fold_path(norm.split("/", 1)[0]) == ".git":
-        return Violation(ViolationKind.FORBIDDEN, norm, "inside the repository's .git folder")
+    if any(fold_path(c) == ".git" for c in norm.split("/")):
+        return Violation(ViolationKind.FORBIDDEN, norm, "inside a .git folder")
     if cap.legacy:
         return None
     if cap.forbidden.match(norm):
@@ -230,22 +236,27 @@ def check_binding(cap: Capability, author: str | None, head_ref: str | None) -> 
     return out
 
 
-def check_command(snapshot: CapabilitySnapshot, line: str, now: datetime) -> list[Violation]:
+def check_command(
+    snapshot: CapabilitySnapshot,
+    line: str,
+    now: datetime,
+    *,
+    paths: PathCheck | None = None,
+) -> list[Violation]:
     """Check one command line; return its violations (none: the line may run).
 
     A line is accepted when it is exactly an allow-list entry, or when it is simple
-    commands of plain words (capdaemon.capability.cmdline) each starting with an allowed
-    program and leading arguments. Expansions, escapes, quoting of anything but plain
-    words, assignments and redirections are refused, whatever the capability, naming
-    the character or word refused.
+    commands of plain words (capdaemon.capability.cmdline) each matching an entry: a typed
+    pattern as a whole (capdaemon.capability.cmdpattern), or a program and leading arguments
+    whose further words pass the program's option table (capdaemon.capability.cmdtables):
+    no refused option, and every word that names a path in scope, or for a path the program
+    only reads, an existing non-forbidden file of the repository. `paths(word, kind)` checks
+    such a word on disk against the repository root (scope-guard passes
+    capdaemon.capability.fspaths.word_checker); without it the check is lexical: absolute
+    paths are refused and a read path need only not be forbidden. Expansions, escapes,
+    quoting of anything but plain words, assignments and redirections are refused, whatever
+    the capability, naming the character or word refused.
     """
-    from capdaemon.capability.cmdline import (  # only when a command is checked
-        CommandParseError,
-        prefix_allows,
-        split_line,
-        verbatim_allows,
-    )
-
     out: list[Violation] = []
     exp = expiry_violation(snapshot, now)
     if exp is not None:
@@ -261,14 +272,87 @@ def check_command(snapshot: CapabilitySnapshot, line: str, now: datetime) -> lis
         out.append(Violation(ViolationKind.UNPARSEABLE, quote_value(line), f"refused: {exc}"))
         return out
     if not cap.legacy and cap.commands:
+        check = paths if paths is not None else (lambda w, k: lexical_word_check(cap, w, k))
         for argv in commands:
-            if prefix_allows(cap.commands, argv) is None:
-                out.append(
-                    Violation(
-                        ViolationKind.COMMAND,
-                        " ".join(argv),
-                        f"command {argv[0]!r} with these arguments is not allowed "
-                        f"(allowed: {'; '.join(cap.commands)})",
-                    )
-                )
+            out.extend(_check_argv(cap, argv, check))
     return out
+
+
+def _check_argv(cap: Capability, argv: tuple[str, ...], paths: PathCheck) -> list[Violation]:
+    """No violation when some entry allows `argv`; else those of the longest entry that
+    starts it, or "not allowed"."""
+    shown = " ".join(argv)
+    best: tuple[int, list[Violation]] | None = None
+    for entry in cap.commands:
+        if is_pattern(entry):
+            try:
+                matched = match_pattern(parse_pattern(entry), argv)
+            except PatternError:
+                continue
+            if matched is None:
+                continue
+            found, size = [(i, k, w, "") for i, k, w in matched], len(argv)
+        else:
+            try:
+                (want,) = split_line(entry)
+            except (CommandParseError, ValueError):
+                continue
+            if argv[: len(want)] != want:
+                continue
+            found, size = findings(argv, len(want)), len(want)
+        vs = _judge(shown, found, paths)
+        if not vs:
+            return []
+        if best is None or size > best[0]:
+            best = (size, vs)
+    if best is not None:
+        return best[1]
+    return [
+        Violation(
+            ViolationKind.COMMAND,
+            shown,
+            f"command {argv[0]!r} with these arguments is not allowed "
+            f"(allowed: {'; '.join(cap.commands)})",
+        )
+    ]
+
+
+def _judge(shown: str, found: list[tuple[int, str, str, str]], paths: PathCheck) -> list[Violation]:
+    out: list[Violation] = []
+    for _i, kind, word, why in found:
+        if kind == "refuse":
+            out.append(Violation(ViolationKind.COMMAND, shown, f"{word!r}: {why}"))
+            continue
+        for v in paths(word, kind):
+            what = "writes" if kind == "write" else "reads"
+            out.append(Violation(v.kind, v.subject, f"{shown!r} {what} it: {v.reason}", v.pattern))
+    return out
+
+
+def looks_like_path(word: str) -> bool:
+    """True when a git word cannot be a revision, so it is a path: absolute, or a component
+    that starts with `.` (`../x`, `.github/x`; no ref name has one)."""
+    return word.startswith("/") or any(c.startswith(".") for c in word.split("/"))
+
+
+def lexical_word_check(cap: Capability, word: str, kind: str) -> list[Violation]:
+    """A path word of a command checked without the disk: relative, normalised, in scope
+    to be written, not forbidden to be read; a git word without `/` that does not look like
+    a path is a revision."""
+    if kind == "rev-or-read":
+        if "/" not in word and not looks_like_path(word):
+            return []
+        kind = "read"
+    if word.startswith("/"):
+        return [Violation(ViolationKind.OUTSIDE_REPO, word,
+                          "an absolute path cannot be placed in the repository here")]  # fmt: skip
+    try:
+        norm = normalize_path(word)
+    except PathError as exc:
+        if kind == "read" and word.rstrip("/") in (".", "./"):
+            return []  # the repository root, read (its forbidden parts are the program's)
+        return [Violation(ViolationKind.INVALID_PATH, word, str(exc))]
+    v = check_path(cap, norm)
+    if v is None or (kind == "read" and v.kind is ViolationKind.NOT_ALLOWED):
+        return []
+    return [v]

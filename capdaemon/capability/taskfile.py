@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from capdaemon.capability.cmdpattern import PatternError, is_pattern, parse_pattern
 from capdaemon.capability.model import (
     DEFAULT_ENFORCEMENT,
     DEFAULT_LEVEL,
@@ -285,5 +286,11 @@ def _commands(value: Any, field: str, *, ordered: bool = False) -> tuple[str, ..
             raise TaskFileError(
                 where, f"{quote_value(cmd)} starts with an assignment, not a program"
             )
-        out.append(shlex.join(tokens))
+        entry = shlex.join(tokens)
+        if is_pattern(entry):
+            try:
+                parse_pattern(entry)
+            except PatternError as exc:
+                raise TaskFileError(where, str(exc)) from None
+        out.append(entry)
     return tuple(out) if ordered else tuple(sorted(set(out)))

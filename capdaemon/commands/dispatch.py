@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.gitdiff import GitError, resolve
 
 PROG = "dispatch"
 
@@ -20,7 +21,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="admit a legacy task that declares no allowed_resources (loudly, and audited)",
     )
+    parser.add_argument(
+        "--repo",
+        metavar="DIR",
+        help="the task's git checkout: its --base commit is recorded now, and finish-task "
+        "later diffs the branch against that commit (not a branch the agent can move)",
+    )
+    parser.add_argument(
+        "--base", metavar="REF", help="the branch the task starts from (default: main)"
+    )
     add_state_arg(parser)
+
+
+def _base(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(--base, its commit sha in --repo) or None without --repo; GitError when unreadable."""
+    if args.repo is None:
+        if args.base is not None:
+            raise GitError("--base needs --repo (the checkout to read the base commit from)")
+        return None
+    name = args.base or "main"
+    return name, resolve(Path(args.repo), name)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,9 +74,14 @@ def run(args: argparse.Namespace) -> int:
             f"{bar}",
             file=sys.stderr,
         )
+    try:
+        base = _base(args)
+    except GitError as exc:
+        error(PROG, f"cannot record the base: {exc}")
+        return 2
     now = datetime.now(UTC)
     try:
-        result = dispatch(state_dir(args), cap, now, source=str(taskfile))
+        result = dispatch(state_dir(args), cap, now, source=str(taskfile), base=base)
     except DispatchConflictError as exc:
         error(PROG, f"REFUSED: {exc}")
         return 1
@@ -70,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"task {cap.task_id}: snapshot existed without its audit record; record written")
     else:
         kind = "legacy (no scope)" if cap.legacy else f"level {cap.level}, {cap.merge_policy}"
+        on = f"; base {base[0]} at {base[1][:12]}" if base else ""
         print(
             f"task {cap.task_id}: dispatched ({kind}); sha256 {snap.sha256}; "
-            f"expires {snap.raw['expires_at']}"
+            f"expires {snap.raw['expires_at']}{on}"
         )
     return 0

@@ -12,7 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.commands._common import CLIError, add_state_arg, error, state_dir
+from capdaemon.commands.finish_pr import add_args as add_pr_args
+from capdaemon.commands.finish_pr import open_pr
+from capdaemon.gitdiff import GitError, diff_range, resolve, run_git
+from capdaemon.stores.registry import recorded_base
 
 if TYPE_CHECKING:
     from capdaemon.audit import AuditLog
@@ -28,7 +32,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
     parser.add_argument("--repo", metavar="DIR", help="the task's git work tree (default: cwd)")
-    parser.add_argument("--base", default="main", help="base branch (default: main)")
+    parser.add_argument(
+        "--base",
+        help="base branch, for a task dispatched without --repo only when it is legacy "
+        "(otherwise the base commit recorded at dispatch is used, never a local branch)",
+    )
     parser.add_argument("--head", default="HEAD", help="task branch head (default: HEAD)")
     parser.add_argument(
         "--qc",
@@ -40,19 +48,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--qc-timeout", type=float, default=1800.0, metavar="S", help="per QC command (1800)"
     )
+    add_pr_args(parser)
     add_state_arg(parser)
     from capdaemon.commands._common import add_config_arg
 
-    add_config_arg(parser)  # for the notification channels
+    add_config_arg(parser)  # for the notification channels and --open-pr's forge
 
 
 def run(args: argparse.Namespace) -> int:
     """0 when every change is in scope; 1 on a violation (escalated, audited); 2 bad usage."""
     from capdaemon.audit import AuditLog
     from capdaemon.capability.model import BadTaskIdError, validate_task_id
-    from capdaemon.commands._common import CLIError, load_config_from_args
+    from capdaemon.commands._common import load_config_from_args
     from capdaemon.filenames import ACTIONS_LOG
-    from capdaemon.gitdiff import GitError
 
     try:
         task_id = validate_task_id(args.task)
@@ -70,11 +78,21 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo) if args.repo else Path.cwd()
     state = state_dir(args)
     now = datetime.now(UTC)
-    entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": args.base}
-
     snap, violations = _snapshot(state, task_id)
     try:
-        changes = _changes(repo, args.base, args.head, snap, entry)
+        base_name, base = _base(state, task_id, snap, args.base)
+    except CLIError as exc:
+        error(PROG, str(exc))
+        return 2
+    if base != base_name:
+        base_name, branch = f"{base_name}@{base[:12]}", base_name
+    else:
+        branch = base_name
+    entry: dict[str, Any] = {"task_id": task_id, "layer": PROG, "base": base_name}
+    if base != branch:
+        entry["base_sha"] = base
+    try:
+        changes = _changes(repo, base, args.head, snap, entry)
     except GitError as exc:
         error(PROG, f"cannot read the task branch: {exc}")
         return 2
@@ -82,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if snap is not None and "head_sha" in entry:
         qc_results = _qc(args, snap, repo, now, entry, violations)
     if snap is not None:
-        violations.extend(_scope(snap, changes, now, task_id, args.base, entry))
+        violations.extend(_scope(snap, changes, now, task_id, base_name, entry))
     entry["files"] = len(changes)
     log = AuditLog(state / ACTIONS_LOG)
     if violations:
@@ -90,9 +108,34 @@ def run(args: argparse.Namespace) -> int:
     log.append({**entry, "action": "finish_task", "result": "pass"}, now=now)
     print(
         f"task {task_id}: {len(qc_results)} QC command(s) passed, {len(changes)} changed "
-        f"path(s) in scope ({args.base}...{entry['head_sha'][:12]})"
+        f"path(s) in scope ({base_name}...{entry['head_sha'][:12]})"
     )
+    if args.open_pr:
+        return open_pr(args, config, repo, branch, entry, log, now)
     return 0
+
+
+def _base(
+    state: Path, task_id: str, snap: CapabilitySnapshot | None, asked: str | None
+) -> tuple[str, str]:
+    """(what to call the base, the revision to diff against): the commit recorded at
+    dispatch; a legacy or unknown task's --base (default main); else CLIError."""
+    found = recorded_base(state, task_id) if snap is not None else None
+    if found is not None:
+        name, sha = found
+        if asked is not None and asked not in (name, sha):
+            print(
+                f"capdaemon finish-task: note: --base {asked} ignored; the task's base is "
+                f"{name} at {sha[:12]}, recorded at dispatch",
+                file=sys.stderr,
+            )
+        return name, sha
+    if snap is None or snap.legacy:
+        return asked or "main", asked or "main"
+    raise CLIError(
+        f"refused: task {task_id} has no base recorded at dispatch, and a local branch "
+        "can be moved by the agent; dispatch the task with --repo DIR [--base BRANCH]"
+    )
 
 
 def _snapshot(state: Path, task_id: str) -> tuple[CapabilitySnapshot | None, list[Violation]]:
@@ -118,7 +161,6 @@ def _changes(
 ) -> list[FileChange]:
     """The branch's changed paths (symlink targets read when symlinks changed); sets
     entry["head_sha"]. GitError only with a capability: without one the refusal stands."""
-    from capdaemon.gitdiff import GitError, diff_range, resolve
     from capdaemon.model import MODE_SYMLINK, FileStatus
 
     try:
@@ -126,6 +168,7 @@ def _changes(
         entry["head_sha"] = head_sha
         if snap is None:
             return []
+        _fetch_base(repo, base, entry)
         changes = diff_range(repo, base, head_sha, patches=False)
         links = {
             c.path
@@ -141,6 +184,17 @@ def _changes(
         if snap is not None:
             raise
         return []
+
+
+def _fetch_base(repo: Path, base: str, entry: dict[str, Any]) -> None:
+    """A recorded base commit missing from this clone is fetched from origin by its sha (its
+    content is proven by the sha, whatever the remote is)."""
+    if "base_sha" not in entry:
+        return
+    try:
+        resolve(repo, base)
+    except GitError:
+        run_git(repo, ["fetch", "--quiet", "--no-tags", "--", "origin", base], ref=base)
 
 
 def _qc(

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from capdaemon.capability.fspaths import NotACheckoutError, repo_root, word_checker
 from capdaemon.capability.model import CapabilitySnapshot, Violation, ViolationKind
+from capdaemon.capability.scope import check_command
 
 OUTPUT_TAIL_LINES = 15
 
@@ -46,14 +48,16 @@ class QCResult:
         return f"QC {self.status.upper()}: {self.command} ({self.detail}{took})"
 
 
-def admit(snapshot: CapabilitySnapshot, line: str, now: datetime) -> str | None:
-    """Why a QC command may not run (None: it may)."""
-    from capdaemon.capability.scope import check_command
-
+def admit(
+    snapshot: CapabilitySnapshot, line: str, now: datetime, root: Path | None = None
+) -> str | None:
+    """Why a QC command may not run (None: it may); its path words are checked on disk from
+    the checkout's `root` when given."""
     cap = snapshot.capability
     if cap.legacy or not cap.commands:
         return "the capability lists no commands (allowed_resources.commands), so no QC may run"
-    violations = check_command(snapshot, line, now)
+    paths = word_checker(cap, root) if root is not None else None
+    violations = check_command(snapshot, line, now, paths=paths)
     if violations:
         return "; ".join(v.reason for v in violations)
     return None
@@ -67,14 +71,19 @@ def run_qc(
     *,
     timeout: float = 1800.0,
 ) -> list[QCResult]:
-    """Check then run each command in order; stop at the first that fails or is refused."""
+    """Check then run each command in order, from the checkout's root; stop at the first
+    that fails or is refused."""
     out: list[QCResult] = []
+    try:
+        root: Path | None = repo_root(repo)
+    except NotACheckoutError:
+        root = None  # lexical checks only; finish-task refuses such a folder anyway
     stopped = False
     for line in commands:
         if stopped:
             out.append(QCResult(line, "not run", "an earlier QC command did not pass"))
             continue
-        why = admit(snapshot, line, now)
+        why = admit(snapshot, line, now, root)
         if why is not None:
             out.append(QCResult(line, "refused", why))
             stopped = True
@@ -83,7 +92,7 @@ def run_qc(
         try:
             proc = subprocess.run(
                 ["bash", "-c", line],
-                cwd=repo,
+                cwd=root or repo,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,

@@ -29,7 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
     add_state_arg(parser)
     parser.add_argument(
-        "--repo", metavar="DIR", help="repository root that paths are relative to (default: cwd)"
+        "--repo",
+        metavar="DIR",
+        help="a folder of the task's git checkout (default: cwd); paths are read from the "
+        "checkout's root",
     )
     parser.add_argument(
         "--command",
@@ -44,6 +47,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 in scope; 1 out of scope (one line each, escalation record); 2 bad usage."""
+    from capdaemon.capability.fspaths import (
+        NotACheckoutError,
+        check_named_path,
+        here_in,
+        repo_root,
+        word_checker,
+    )
     from capdaemon.capability.model import (
         BadTaskIdError,
         SnapshotError,
@@ -63,9 +73,10 @@ def run(args: argparse.Namespace) -> int:
     except BadTaskIdError as exc:
         error(PROG, str(exc))
         return 2
-    repo = Path(args.repo) if args.repo else Path.cwd()
-    if not repo.is_dir():
-        error(PROG, f"--repo {repo} is not a directory")
+    try:  # every path is read from the repository root, never from the current directory
+        repo = repo_root(Path(args.repo) if args.repo else Path.cwd())
+    except NotACheckoutError as exc:
+        error(PROG, f"refused: {'--repo ' if args.repo else ''}{exc}")
         return 2
     now = datetime.now(UTC)
     state = state_dir(args)
@@ -80,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
             state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
         )
 
-    from capdaemon.capability.fspaths import check_disk_path
     from capdaemon.capability.scope import check_command, expiry_violation
 
     violations: list[Violation] = []
@@ -94,10 +104,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     cap = guard_capability(snap)  # stored glob regexes: no pathspec import on this path
+    here = here_in(repo, Path.cwd())  # a relative path must pass from here as well
     for p in args.paths:
-        violations.extend(check_disk_path(cap, repo, p))
+        violations.extend(check_named_path(cap, repo, p, here))
+    words = word_checker(cap, repo, here)
     for line in args.commands:
-        violations.extend(check_command(snap, line, now))
+        violations.extend(check_command(snap, line, now, paths=words))
     unique: dict[tuple[str, str, str], Violation] = {}
     for v in violations:
         unique.setdefault((v.kind.value, v.subject, v.reason), v)

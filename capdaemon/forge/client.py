@@ -44,6 +44,7 @@ from capdaemon.forge.reverts import Reverts
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.session import ForgeSession, Identity, OverflowDir, ShaCaches, TickMemo
 from capdaemon.forge.snapshot import Snapshots
+from capdaemon.forge.taskprs import TaskPulls
 from capdaemon.forge.transport import Clock, Sleeper, Transport
 from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
 from capdaemon.forge.writes import Writes
@@ -120,6 +121,7 @@ class Forge:
         self._issues = Issues(session)
         self._writes = Writes(session, self._issues, self._protection, self._batch)
         self._reverts = Reverts(session, self._files, self._issues)
+        self._task_pulls = TaskPulls(session)
 
     # ================================================================ construction
     @classmethod
@@ -422,3 +424,8 @@ class Forge:
         return self._reverts.open_revert_pr(
             repo, merge_sha, base, title=title, body=body, label=label
         )
+
+    def open_task_pr(
+        self, repo: str, head: str, base: str, *, title: str, body: str
+    ) -> tuple[int, str]:
+        return self._task_pulls.open_task_pr(repo, head, base, title=title, body=body)

@@ -37,9 +37,18 @@ class DispatchResult:
 
 
 def dispatch(
-    state_dir: Path, cap: Capability, now: datetime, *, source: str | None = None
+    state_dir: Path,
+    cap: Capability,
+    now: datetime,
+    *,
+    source: str | None = None,
+    base: tuple[str, str] | None = None,
 ) -> DispatchResult:
     """Write the task's snapshot (create-only, read-only) and append the dispatch audit record.
+
+    `base` (branch name, commit sha), when given, is recorded with the first dispatch: the
+    commit finish-task diffs the branch against (a local branch the agent could move is
+    never trusted for it). A later dispatch of the same capability never changes it.
 
     Same content again → no-op ("unchanged"); a snapshot whose audit record is missing (a
     crash between the two writes) gets its record ("recorded"); different content →
@@ -62,6 +71,8 @@ def dispatch(
         }
         if source:
             entry["source"] = source
+        if base is not None:
+            entry["base"], entry["base_sha"] = base
         return log.append(entry, now=now)
 
     with file_lock(state_dir / CAPABILITIES_DIR / ".dispatch.lock"):
@@ -85,6 +96,16 @@ def dispatch(
             raise DispatchConflictError(f"{path} appeared while dispatching; try again")
         snap = snapshot_from_body(body, path, cap.task_id)
         return DispatchResult("dispatched", snap, record(body))
+
+
+def recorded_base(state_dir: Path, task_id: str) -> tuple[str, str] | None:
+    """(branch, sha) recorded at the task's first dispatch, or None (TamperedError when the
+    dispatch record was edited)."""
+    for rec in find_dispatch_records(state_dir, task_id):
+        sha, name = rec.get("base_sha"), rec.get("base")
+        if isinstance(sha, str) and isinstance(name, str):
+            return name, sha
+    return None
 
 
 @dataclass(frozen=True)

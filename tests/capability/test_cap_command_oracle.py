@@ -162,3 +162,154 @@ def test_accepted_lines_run_only_allowed_programs_with_the_words_seen(
         assert Counter(ran) == Counter(seen), (line, ran, seen)
     else:
         assert not Counter(ran) - Counter(seen)
+
+
+# -- generated option words for the common programs -------------------------------------
+# Every path word of an accepted line is checked on disk from the repository root; the
+# options come from the tables' harmless side and from the hostile side (write, delete, load
+# code, read configuration elsewhere). Harmless options that take a value are generated with
+# it attached, so a later path word is never the value of an unchecked option.
+OPT_CAP = Capability(
+    task_id="o",
+    paths=("src/**",),
+    forbidden_paths=(".github/**", "memory/events/*.cron-*"),
+    commands=("pytest", "python3 -m py_compile", "git diff", "make", "go test"),
+)
+OPT_SNAP = CapabilitySnapshot(OPT_CAP, T0, T0 + timedelta(hours=1), "0" * 64)
+SAFE_PATHS = ["src/a.py", "src/new.py", "tests/t.py", "src", "."]
+DANGER_PATHS = [".github/ci.yml", "memory/events/x.cron-daily", "/tmp/x", "../x", "/etc/passwd",
+                "tests/missing.py", ".git/config"]  # fmt: skip
+_path = st.sampled_from(SAFE_PATHS + DANGER_PATHS)
+# program → (harmless flags, harmless attached-value options, hostile options, short flags)
+OPTIONS = {
+    "pytest": (
+        ["-q", "-x", "-v", "--lf", "-pno:cacheprovider"],
+        ["-ktest_a", "--maxfail=2", "-rA", "--tb=short"],
+        [
+            "--debug",
+            "--junitxml",
+            "--junit-xml",
+            "--resultlog",
+            "--basetemp",
+            "-o",
+            "--override-ini",
+            "-p",
+            "-c",
+            "--rootdir",
+            "--confcutdir",
+            "--log-file",
+            "-W",
+            "--junitx",
+        ],
+        "qxvsl",
+    ),
+    "python3 -m py_compile": (["-q"], [], ["-X", "-W", "-c", "-d"], "q"),
+    "git diff": (
+        ["--stat", "--name-only", "-w"],
+        ["-U3", "--diff-filter=M"],
+        ["--output", "--ext-diff", "--textconv", "--no-index", "-O"],
+        "wRM",
+    ),
+    "make": (
+        ["-k", "-s", "-n"],
+        ["-j2"],
+        ["-f", "-C", "-I", "--eval", "--file", "-o", "-W", "--directory", "--fil"],
+        "ksnB",
+    ),
+    "go test": (
+        ["-v", "-race"],
+        ["-run=TestA", "-count=1"],
+        ["-o", "-modfile", "-toolexec", "--toolexec", "-exec", "-coverprofile", "-C", "-overlay"],
+        "",
+    ),
+}
+
+
+@st.composite
+def option_lines(draw: st.DrawFn) -> str:
+    """One allowed program with a mix of harmless and hostile option words and paths, in every
+    spelling (`--o=V`, `--o V`, `-oV`, `-o V`, clusters), some words quoted."""
+    prog = draw(st.sampled_from(sorted(OPTIONS)))
+    flags, valued, hostile, shorts = OPTIONS[prog]
+    words: list[str] = []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.integers(0, 4))
+        if kind == 0:
+            words.append(draw(st.sampled_from(flags)))
+        elif kind == 1 and valued:
+            words.append(draw(st.sampled_from(valued)))
+        elif kind == 2:
+            opt, value = draw(st.sampled_from(hostile)), draw(_path)
+            form = draw(st.integers(0, 2))
+            if form == 0:
+                words.append(f"{opt}={value}")
+            elif form == 1 or opt.startswith("--") or prog == "go test":
+                words += [opt, value]
+            else:
+                lead = draw(st.text(alphabet=shorts, max_size=2)) if shorts else ""
+                words.append(f"-{lead}{opt[1:]}{value}")
+        else:
+            words.append(draw(_path))
+    quoted = [f"'{w}'" if draw(st.booleans()) else w for w in words]
+    return " ".join([prog, *quoted])
+
+
+def _danger_in(argv: tuple[str, ...], prog: str) -> str | None:
+    """The hostile option or dangerous path a program would meet in `argv` (getopt reading:
+    a cluster of short flags, then a short option with its value), or None."""
+    _flags, _valued, hostile, shorts = OPTIONS[prog]
+    # to git, a missing path that could be a revision is one (reading it is harmless)
+    danger = [d for d in DANGER_PATHS if not (prog == "git diff" and d == "tests/missing.py")]
+    for w in argv[1:]:
+        if any(d in w for d in danger):
+            return w
+        name = w.split("=", 1)[0]
+        go_name = prog == "go test" and "-" + name.lstrip("-") in hostile
+        no_plugin = prog == "pytest" and name == "-p" and "no:" in w
+        if (name in hostile or go_name) and not no_plugin:
+            return w
+        if w.startswith("-") and not w.startswith("--") and prog != "go test":
+            letters = w[1:]
+            while letters and letters[0] in shorts:
+                letters = letters[1:]
+            if letters and f"-{letters[0]}" in hostile and not letters.startswith("pno:"):
+                return w
+    return None
+
+
+@pytest.fixture(scope="module")
+def opt_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkout with an allowed file, an existing input and the forbidden files."""
+    root = tmp_path_factory.mktemp("optrepo")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for rel in ("src/a.py", "tests/t.py", ".github/ci.yml", "memory/events/x.cron-daily"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x\n")
+    return root
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(line=option_lines())
+def test_accepted_option_lines_reach_no_hostile_option_or_path(
+    stubs: Path, opt_repo: Path, line: str
+) -> None:
+    """Whatever scope-guard accepts, the program bash starts gets exactly the words checked,
+    none a hostile option and none naming a forbidden, missing-outside-scope or outside path."""
+    from capdaemon.capability.fspaths import word_checker
+
+    prog = next(p for p in OPTIONS if line.startswith(p + " ") or line == p)
+    if check_command(OPT_SNAP, line, T0, paths=word_checker(OPT_CAP, opt_repo)):
+        event("refused")
+        return
+    event("accepted")
+    seen = split_line(line)
+    ran = run_bash(stubs, line.replace("go test", "x test").replace("git diff", "a diff")
+                   .replace("make", "cat", 1))  # fmt: skip
+    assert len(ran) == 1
+    argv = (seen[0][0], *ran[0][1:])
+    assert argv == seen[0], (line, ran)
+    assert _danger_in(argv, prog) is None, line

@@ -55,13 +55,14 @@ def _finish(cli, repo, state: Path, conf: Path, *extra: str):
     )  # fmt: skip
 
 
-def _dispatch(cli, taskfile, state: Path, text: str = QC_TASK) -> None:
-    assert cli("dispatch", taskfile(text), "--state", state).code == 0
+def _dispatch(cli, taskfile, state: Path, repo, text: str = QC_TASK) -> None:
+    """Dispatch the task, recording its base (main) in `repo`."""
+    assert cli("dispatch", taskfile(text), "--state", state, "--repo", repo.root).code == 0
 
 
 def test_qc_passes_then_scope_passes(repo, taskfile, cli, state: Path, conf: Path) -> None:
     """Both QC commands run in the work tree and pass; the scope check passes; exit 0."""
-    _dispatch(cli, taskfile, state)
+    _dispatch(cli, taskfile, state, repo)
     repo.write({"scripts/tool.py": "print('ok')\n"})
     repo.commit()
     res = _finish(cli, repo, state, conf)
@@ -79,7 +80,7 @@ def test_failing_qc_blocks_escalates_and_says_nobody_was_told(
 ) -> None:
     """A syntax error: py_compile exits 1 → BLOCKED, exit 1, an .escalate record naming the
     QC command, and the output says nobody was told yet (no channels)."""
-    _dispatch(cli, taskfile, state)
+    _dispatch(cli, taskfile, state, repo)
     repo.write({"scripts/tool.py": "def broken(:\n"})
     repo.commit()
     res = _finish(cli, repo, state, conf)
@@ -97,7 +98,7 @@ def test_qc_command_outside_the_allow_list_is_refused_not_run(
     repo, taskfile, cli, state: Path, conf: Path
 ) -> None:
     """`--qc` cannot smuggle a command past the capability: it is refused before it runs."""
-    _dispatch(cli, taskfile, state)
+    _dispatch(cli, taskfile, state, repo)
     repo.write({"scripts/tool.py": "print('ok')\n"})
     repo.commit()
     pwned = repo.root / "pwned"
@@ -113,7 +114,7 @@ def test_qc_command_outside_the_allow_list_is_refused_not_run(
 
 def test_no_command_allow_list_admits_no_qc(repo, taskfile, cli, state: Path, conf: Path) -> None:
     """A capability without `commands`: any QC command is refused (fail closed)."""
-    _dispatch(cli, taskfile, state, QC_TASK.replace(
+    _dispatch(cli, taskfile, state, repo, QC_TASK.replace(
         '  commands: ["python3 -m py_compile", "true"]\n  qc: ["true", "python3 -m py_compile '
         'scripts/tool.py"]\n', ""))  # fmt: skip
     repo.write({"scripts/tool.py": "print('ok')\n"})
@@ -128,7 +129,7 @@ def test_violation_alerts_owners_now_and_only_once(
     """With a channel configured the owners hear of the block at once; the daemon's later
     escalation notice has the same id and is not sent again."""
     (conf / "capdaemon.yml").write_text(yaml.safe_dump({"notifications": {"urls": [receiver.url]}}))
-    _dispatch(cli, taskfile, state)
+    _dispatch(cli, taskfile, state, repo)
     repo.write({"scripts/tool.py": "print('ok')\n", "cron_settings.json": "{}\n"})
     repo.commit()
     res = _finish(cli, repo, state, conf)

@@ -26,16 +26,17 @@ allowed_resources:
 
 
 @pytest.fixture
-def incident(taskfile, cli, state: Path) -> str:
-    """The task-2360 capability, dispatched."""
-    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state).code == 0
+def incident(taskfile, cli, state: Path, repo) -> str:
+    """The task-2360 capability, dispatched (its base, main, recorded)."""
+    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root).code == 0
     return "task-2360"
 
 
 @pytest.fixture
-def docs(taskfile, cli, state: Path) -> str:
-    """A task allowed docs/** (with docs/private forbidden), dispatched."""
-    assert cli("dispatch", taskfile(ALLOW_DOCS, "docs.yml"), "--state", state).code == 0
+def docs(taskfile, cli, state: Path, repo) -> str:
+    """A task allowed docs/** (with docs/private forbidden), dispatched (base recorded)."""
+    res = cli("dispatch", taskfile(ALLOW_DOCS, "docs.yml"), "--state", state, "--repo", repo.root)
+    assert res.code == 0
     return "docs-1"
 
 
@@ -113,7 +114,7 @@ def test_scenario4_new_task_without_capability_refused(taskfile, sub, state: Pat
 
 def test_scenario5_existing_flows_unaffected(repo, taskfile, cli, state: Path) -> None:
     """Scenario 5: other tasks, refusals and legacy tasks do not disturb a task's normal flow."""
-    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state).code == 0
+    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root).code == 0
     cli("dispatch", taskfile("task_id: old-2\n", "old.yml"), "--allow-no-scope", "--state", state)
     cli("dispatch", taskfile("task_id: new-2\n", "new.yml"), "--state", state)  # refused
     guard(cli, state, repo, "old-2", "anything")
@@ -197,6 +198,7 @@ def test_guard_symlink_in_scope(repo, cli, state: Path, docs: str) -> None:
 
 def test_guard_commands(repo, cli, state: Path, docs: str) -> None:
     """Allowed plain-word commands pass; pytestx, smuggling, expansions and redirects fail."""
+    repo.write({"tests/test_a.py": "def test_a():\n    pass\n"})  # an existing input
     ok = guard(cli, state, repo, docs, "--command", "pytest -q tests/", "--command", "pytest -x")
     assert ok.code == 0, ok.err
     for line in (
@@ -326,7 +328,7 @@ def test_finish_git_error(cli, state: Path, incident: str, tmp_path: Path) -> No
 def test_finish_expired(repo, cli, taskfile, state: Path) -> None:
     """finish-task after the TTL is a violation."""
     with freeze_time("2026-05-02 09:00:00"):
-        cli("dispatch", taskfile(INCIDENT_TASK), "--state", state)
+        cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root)
     with freeze_time("2026-05-10 09:00:00"):
         res = cli("finish-task", "--task", "task-2360", "--repo", repo.root, "--state", state)
     assert res.code == 1 and "expired" in res.err
