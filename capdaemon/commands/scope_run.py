@@ -20,6 +20,7 @@ from pathlib import Path
 
 from capdaemon import landlock
 from capdaemon.audit import AuditLog
+from capdaemon.capability.fspaths import NotACheckoutError, here_in, repo_root, word_checker
 from capdaemon.capability.model import (
     BadTaskIdError,
     SnapshotError,
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         error(PROG, str(exc))
         return 2
     try:
-        root = checkout_root(Path(args.repo) if args.repo else Path.cwd())
+        root = str(repo_root(Path(args.repo) if args.repo else Path.cwd()))
     except NotACheckoutError as exc:
         error(PROG, str(exc))
         return 2
@@ -82,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
         return snap
     import shlex
 
-    violations = check_command(snap, shlex.join(argv), now)  # expiry included
+    # paths judged on disk from the checkout's root (and from here), as `--command` judges them
+    words = word_checker(guard_capability(snap), Path(root), here_in(Path(root), Path.cwd()))
+    violations = check_command(snap, shlex.join(argv), now, paths=words)  # expiry included
     if violations:
         return _refuse(state, task_id, violations, now)
     program = which(argv[0])
@@ -90,25 +93,6 @@ def run(args: argparse.Namespace) -> int:
         error(PROG, f"{argv[0]}: command not found (PATH={os.environ.get('PATH', '')})")
         return 127
     return _confined(snap, state, root, program, argv)
-
-
-class NotACheckoutError(ValueError):
-    """--repo (or the current directory) is not a folder of a git checkout."""
-
-
-def checkout_root(folder: Path) -> str:
-    """The real path of the git checkout (the folder with `.git`) holding `folder`."""
-    if not folder.is_dir():
-        raise NotACheckoutError(f"--repo {folder} is not a directory")
-    here = os.path.realpath(folder)
-    probe = here
-    while True:
-        if os.path.lexists(os.path.join(probe, ".git")):
-            return probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            raise NotACheckoutError(f"{here} is not inside a git checkout (no .git above it)")
-        probe = parent
 
 
 def which(program: str) -> str | None:
