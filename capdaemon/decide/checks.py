@@ -52,8 +52,8 @@ class CheckOutput:
 def _owner_requirement(verdict: Verdict, facts: CheckFacts) -> Requirement:
     """What an owner must give before a human or the bot may merge (manual policy ignored)."""
     needs = [quadrant_requirement(verdict.quadrant)]
-    if facts.tier is not None and facts.tier.requirement is not Requirement.NEVER:
-        needs.append(facts.tier.requirement)
+    if facts.tier is not None:
+        needs.append(facts.tier.owner_requirement)
     return max(needs, key=lambda r: r.rank)
 
 
