@@ -109,10 +109,11 @@ def tier_for(
     """The tier of a PR from its task level and changed files (SPEC 4.1).
 
     Tier 3: level ≥ 3, a protected path, a production path, an external-key (secret)
-    path. Tier 2: level 2, more than `many_files` files (the seed's default: more than one), a dependency manifest or
-    lockfile, ≥ `large_diff_lines` changed lines. Else tier 1. `level` None (no task
-    linked) adds nothing. Rename sources count as paths too. Tier 3 binds under every
-    policy (see TierDecision.owner_requirement); tier 2 only under `tiered`.
+    path. Tier 2: level 2, more than `many_files` files (the seed's default: more than
+    one), a dependency manifest or lockfile, ≥ `large_diff_lines` changed lines. Else
+    tier 1. `level` None (no task linked) adds nothing. Rename sources count as paths
+    too. Tier 3 binds under every policy (see TierDecision.owner_requirement); tier 2
+    only under `tiered`.
     """
     if merge_policy not in MERGE_POLICIES:
         raise ValueError(
