@@ -1,4 +1,10 @@
-"""`capdaemon protect OWNER/REPO`: require L1.C3 pinned to the App, PRs, no force pushes."""
+"""`capdaemon protect OWNER/REPO`: require L1.C3 pinned to the App, PRs, no force pushes.
+
+No human approving review is required by default: the daemon is the reviewer of record (its
+L1.C3, pinned to the App, fails until the quadrant, tier and ballot allow the merge), and a
+required human review would block every merge the daemon makes by itself. `--reviewers N`
+requires N approving reviews as well, for teams that want both.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +32,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="LOGIN",
         help="also check this login's access to the decision repo (repeatable)",
     )
+    parser.add_argument(
+        "--reviewers",
+        type=_count,
+        metavar="N",
+        help="also require N approving reviews (default: keep the branch's; a new protection "
+        "requires none: capdaemon is the reviewer of record, and a required human review blocks "
+        "the merges it makes by itself)",
+    )
     add_config_arg(parser)
     add_state_arg(parser)
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number of reviews, 0 to 6 (GitHub's range)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= n <= 6:
+        raise argparse.ArgumentTypeError(f"{n} is out of range: GitHub allows 0 to 6 reviews")
+    return n
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     from capdaemon.commands._common import CLIError, error, load_config_from_args, state_dir
     from capdaemon.daemon.protection_issue import protect_command
     from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
-    from capdaemon.daemon.safety import protection_problems
+    from capdaemon.daemon.safety import protection_problems, review_count
     from capdaemon.decide.labels import L1C3_CHECK_NAME
     from capdaemon.forge.errors import ForgeError
 
@@ -66,7 +91,12 @@ def _run(args: argparse.Namespace) -> int:
         forge = Forge.from_config(config.github, token=token, key_pem=key)
         app_id = config.github.app_id
         _warn_decision_writers(forge, config, state_dir(args), args.agent)
-        before = protection_problems(forge.effective_protection(args.repo, branch), app_id)
+        current = forge.effective_protection(args.repo, branch)
+        before = protection_problems(current, app_id)
+        if args.reviewers is not None and review_count(current) != args.reviewers:
+            before.append(
+                f"{review_count(current)} approving review(s) required, not {args.reviewers}"
+            )
         if args.check:
             for p in before:
                 print(f"{args.repo}:{branch}: {p}")
@@ -79,8 +109,13 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{args.repo}:{branch}: protected as required")
             return 1 if before else 0
         # already as required (classic protection or rulesets): write nothing
-        changed = bool(before) and forge.set_protection(args.repo, branch, L1C3_CHECK_NAME, app_id)
-        after = protection_problems(forge.effective_protection(args.repo, branch), app_id)
+        changed = bool(before) and forge.set_protection(
+            args.repo, branch, L1C3_CHECK_NAME, app_id, reviewers=args.reviewers
+        )
+        final = forge.effective_protection(args.repo, branch)
+        after = protection_problems(final, app_id)
+        if args.reviewers is not None and review_count(final) != args.reviewers:
+            after.append(f"{review_count(final)} approving review(s) required")
     except (CLIError, CredentialsError) as exc:
         error("protect", str(exc))
         return getattr(exc, "code", 2)
@@ -100,12 +135,18 @@ def _run(args: argparse.Namespace) -> int:
                 "was": before,
                 "check": L1C3_CHECK_NAME,
                 "app_id": app_id,
+                "reviewers": review_count(final),
             },
             now=datetime.now(UTC),
         )
     pin = f" from App {app_id}" if app_id is not None else ""
     verb = "protected" if changed else "already protected"
-    print(f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs, no force pushes")
+    n = review_count(final)
+    reviews = f", {n} approving review(s)" if n else ""
+    print(
+        f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs{reviews}, "
+        "no force pushes"
+    )
     return 0
 
 

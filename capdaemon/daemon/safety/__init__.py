@@ -9,6 +9,13 @@ from __future__ import annotations
 from capdaemon.daemon.safety.breaker import owners_reset
 from capdaemon.daemon.safety.common import INCIDENT, ONE_TAP
 from capdaemon.daemon.safety.net import SafetyNet
-from capdaemon.daemon.safety.protection import protection_problems
+from capdaemon.daemon.safety.protection import protection_problems, review_count
 
-__all__ = ["INCIDENT", "ONE_TAP", "SafetyNet", "owners_reset", "protection_problems"]
+__all__ = [
+    "INCIDENT",
+    "ONE_TAP",
+    "SafetyNet",
+    "owners_reset",
+    "protection_problems",
+    "review_count",
+]
