@@ -9,8 +9,11 @@ requires N approving reviews as well, for teams that want both.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from capdaemon.forge.convert import review_count
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
@@ -71,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
     from capdaemon.commands._common import CLIError, error, load_config_from_args, state_dir
     from capdaemon.daemon.protection_issue import protect_command
     from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
-    from capdaemon.daemon.safety import protection_problems, review_count
+    from capdaemon.daemon.safety import protection_problems
     from capdaemon.decide.labels import L1C3_CHECK_NAME
     from capdaemon.forge.errors import ForgeError
 
@@ -92,11 +95,7 @@ def _run(args: argparse.Namespace) -> int:
         app_id = config.github.app_id
         _warn_decision_writers(forge, config, state_dir(args), args.agent)
         current = forge.effective_protection(args.repo, branch)
-        before = protection_problems(current, app_id)
-        if args.reviewers is not None and review_count(current) != args.reviewers:
-            before.append(
-                f"{review_count(current)} approving review(s) required, not {args.reviewers}"
-            )
+        before = protection_problems(current, app_id) + _review_problems(current, args.reviewers)
         if args.check:
             for p in before:
                 print(f"{args.repo}:{branch}: {p}")
@@ -113,9 +112,7 @@ def _run(args: argparse.Namespace) -> int:
             args.repo, branch, L1C3_CHECK_NAME, app_id, reviewers=args.reviewers
         )
         final = forge.effective_protection(args.repo, branch)
-        after = protection_problems(final, app_id)
-        if args.reviewers is not None and review_count(final) != args.reviewers:
-            after.append(f"{review_count(final)} approving review(s) required")
+        after = protection_problems(final, app_id) + _review_problems(final, args.reviewers)
     except (CLIError, CredentialsError) as exc:
         error("protect", str(exc))
         return getattr(exc, "code", 2)
@@ -148,6 +145,14 @@ def _run(args: argparse.Namespace) -> int:
         "no force pushes"
     )
     return 0
+
+
+def _review_problems(prot: Mapping[str, Any] | None, wanted: int | None) -> list[str]:
+    """`--reviewers N` not met by a protection document (nothing when N was not given)."""
+    if wanted is None or prot is None:
+        return []
+    have = review_count(prot)
+    return [] if have == wanted else [f"{have} approving review(s) required, not {wanted}"]
 
 
 def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list[str]) -> None:

@@ -203,16 +203,7 @@ class Writes:
         wanted = count if reviewers is None else reviewers
         if cur is not None and protection_ok(cur, check_name, app_id) and count == wanted:
             return False
-        checks: list[dict[str, Any]] = []
-        strict = False
-        if cur is not None:
-            rsc = cur.get("required_status_checks") or {}
-            strict = bool(rsc.get("strict"))
-            for c in rsc.get("checks") or [{"context": ctx} for ctx in rsc.get("contexts") or ()]:
-                if c.get("context") != check_name:
-                    checks.append(
-                        {k: v for k, v in c.items() if k in ("context", "app_id") and v is not None}
-                    )
+        strict, checks = _other_checks(cur, check_name)
         mine: dict[str, Any] = {"context": check_name}
         if app_id is not None:
             mine["app_id"] = app_id
@@ -231,6 +222,19 @@ class Writes:
         )
         log.info("forge.write", op="set_protection", repo=repo, branch=branch, check=check_name)
         return True
+
+
+def _other_checks(cur: dict[str, Any] | None, check_name: str) -> tuple[bool, list[dict[str, Any]]]:
+    """A protection's `strict` flag and its required checks other than `check_name` (kept)."""
+    if cur is None:
+        return False, []
+    rsc = cur.get("required_status_checks") or {}
+    checks = [
+        {k: v for k, v in c.items() if k in ("context", "app_id") and v is not None}
+        for c in rsc.get("checks") or [{"context": ctx} for ctx in rsc.get("contexts") or ()]
+        if c.get("context") != check_name
+    ]
+    return bool(rsc.get("strict")), checks
 
 
 def _same_run(cur: CheckRun, conclusion: str, out: dict[str, str]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from capdaemon.daemon.safety.breaker import owners_reset
 from capdaemon.daemon.safety.common import INCIDENT, ONE_TAP
 from capdaemon.daemon.safety.net import SafetyNet
-from capdaemon.daemon.safety.protection import protection_problems, review_count
+from capdaemon.daemon.safety.protection import protection_problems
 
 __all__ = [
     "INCIDENT",

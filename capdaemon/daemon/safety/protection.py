@@ -15,14 +15,10 @@ from capdaemon.daemon.safety.common import Report, log, report_error
 from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import L1C3_CHECK_NAME
-from capdaemon.forge.convert import review_count
 from capdaemon.forge.errors import ForgeError, RateLimited
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
-
-
-__all__ = ["Protection", "protection_problems", "review_count"]
 
 
 def protection_problems(prot: Mapping[str, Any] | None, app_id: int | None) -> list[str]:
