@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from capdaemon.config import TierConfig
@@ -132,3 +133,23 @@ def test_tier_table() -> None:
     assert tier_for(3, [], cfg, "auto").requirement is Requirement.BALLOT
     assert tier_for(2, [], cfg, "auto").requirement is Requirement.NONE
     assert timedelta(hours=cfg.one_tap_ttl_hours) == timedelta(hours=24)
+
+
+def test_a_tier_recorded_under_the_old_no_task_policy_is_computed_again(
+    safe: SafetyHarness,
+) -> None:
+    """safety.json written when a PR without a task was judged under `auto`: the next tick
+    computes its tier again under `tiered` (it is not left on the "not computed" fallback)."""
+    safe.configure()
+    number = safe.open_pr({"AGENTS.md": "# Agents\n"}, title="no task")
+    safe.tick()
+    safe.stop()
+    path = safe.state_dir / "safety.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    ref = f"{safe.sb.repo}#{number}"
+    data["tiers"][ref]["merge_policy"] = "auto"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    safe.tick()
+    entry = safe.safety()["tiers"][ref]
+    assert entry["merge_policy"] == "tiered" and entry["tier"] == 3
+    assert "protected path AGENTS.md" in entry["reasons"][0]

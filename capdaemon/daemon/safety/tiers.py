@@ -103,11 +103,14 @@ class Tiers:
         s["agents_by_pr"][rec.ref] = sorted(ids)
 
     def recorded(self, rec: PRRecord) -> bool:
-        """True when safety.json holds the tier of the PR's current head (see on_classified)."""
+        """True when safety.json holds the tier of the PR's current head under the policy it is
+        judged by now (see on_classified; a tier recorded under another policy, e.g. `auto`
+        for a PR without a task before such PRs were judged as `tiered`, is computed again)."""
         entry = self.store["tiers"].get(rec.ref)
         return (
             bool(entry)
             and entry.get("head_sha") == rec.head_sha
+            and entry.get("merge_policy") == policy_of(rec.merge_policy)
             and rec.ref in self.store["agents_by_pr"]
         )
 
