@@ -11,11 +11,4 @@ from capdaemon.daemon.safety.common import INCIDENT, ONE_TAP
 from capdaemon.daemon.safety.net import SafetyNet
 from capdaemon.daemon.safety.protection import protection_problems
 
-__all__ = [
-    "INCIDENT",
-    "ONE_TAP",
-    "SafetyNet",
-    "owners_reset",
-    "protection_problems",
-    "review_count",
-]
+__all__ = ["INCIDENT", "ONE_TAP", "SafetyNet", "owners_reset", "protection_problems"]
