@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _stdout_closed()
     except Exception as exc:  # a failure no command anticipated: one line, not a traceback
         if getattr(args, "debug", False) or os.environ.get(DEBUG_ENV):
             raise
@@ -113,6 +115,19 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _stdout_closed() -> int:
+    """The reader of our output went away (`capdaemon … | head -1`): say nothing, exit as a
+    process killed by SIGPIPE would (141). stdout is pointed at /dev/null first, so the
+    interpreter's final flush cannot fail again and print its own message."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (tests capture it): nothing to redirect
+        pass
+    return 141
 
 
 if __name__ == "__main__":

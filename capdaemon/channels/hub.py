@@ -22,6 +22,10 @@ class Channels:
         self.notify_step = NotifyStep(config)
         self.desk: TelegramDesk | None = None
 
+    def start_tick(self, now: datetime) -> None:
+        """The tick's first step: the notifier's cursor starts before anything is recorded."""
+        self.notify_step.start(self.state_dir, now)
+
     def notify(self, now: datetime, report: Report | None = None) -> None:
         """The tick's last step: notify owners of what this tick (or the CLI) recorded."""
         self.notify_step.run(self.state_dir, now, report)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.config.channels import NotificationsConfig
+from capdaemon.decide.labels import IssueKind
 from capdaemon.filenames import DIGEST_DIR, NOTIFICATIONS_FILE, NOTIFICATIONS_LOCK_FILE
 from capdaemon.jsonl import AuditCorruptError
 from capdaemon.logging import get_logger
@@ -78,9 +79,10 @@ def notice_for(
     seq = rec.get("seq")
     pr = rec.get("pr") or ""
     issue = issue_link(str(rec.get("issue") or ""), api_base)
-    if action == "issue_opened" and rec.get("kind") == "ballot":
+    kind = rec.get("kind")
+    if action == "issue_opened" and kind == IssueKind.BALLOT:
         return Notice(f"a{seq}", f"Owner ballot opened: {pr}", f"{pr} waits for an owner: {issue}")
-    if action == "issue_opened" and rec.get("kind") == "scope":
+    if action == "issue_opened" and kind == IssueKind.SCOPE_VIOLATION:
         return Notice(f"a{seq}", f"Scope violation: {pr}", f"{pr} changed paths outside its task's "
                       f"scope: {issue}")  # fmt: skip
     if action == "escalation_notified":
@@ -176,16 +178,26 @@ class Outbox:
         return added
 
     def pull_actions(
-        self, state_dir: Path, channels: Iterable[str], now: datetime, api_base: str = ""
+        self,
+        state_dir: Path,
+        channels: Iterable[str],
+        now: datetime,
+        api_base: str = "",
+        *,
+        start_only: bool = False,
     ) -> int:
         """Turn new actions.jsonl records into notices, and move the cursor past them, in one
         write (a crash loses nothing and repeats nothing). The first call only sets the
-        cursor, so turning notifications on does not replay history."""
+        cursor, so turning notifications on does not replay history. `start_only` sets the
+        cursor when there is none and does nothing else: the daemon calls it before a tick's
+        first write, so what the first tick records is notified at its end."""
         from capdaemon.daemon.safety_state import new_actions
 
         with file_lock(self.lock_path):
             data = self._read()
             cursor = data.get("cursor")
+            if start_only and cursor is not None:
+                return 0
             records, data["cursor"] = new_actions(state_dir, cursor or {"seq": 0, "offset": 0})
             added = 0
             if cursor is not None:
@@ -287,6 +299,11 @@ class Notifier:
                 done.append(nid)
         return done
 
+    def start(self, now: datetime) -> None:
+        """Before a tick's first write: start the actions cursor if notifications are new."""
+        if self.enabled:
+            self.outbox.pull_actions(self.state_dir, self._channels, now, start_only=True)
+
     def tick(self, now: datetime) -> list[str]:
         """The daemon's per-tick step: pull new events from the audit log, then flush."""
         if not self.enabled:
@@ -324,15 +341,34 @@ class NotifyStep:
         self.config = config
         self.notifier: Notifier | None = None
 
+    def _notifier(self, state_dir: Path) -> Notifier | None:
+        cfg = self.config.channels.notifications
+        if not cfg.urls:
+            return None
+        if self.notifier is None:
+            self.notifier = Notifier(cfg, state_dir, self.config.github.base_url)
+        return self.notifier
+
+    def start(self, state_dir: Path, now: datetime) -> None:
+        """At the start of a tick, before anything is recorded: the first tick with
+        notifications on starts its cursor here, so none of that tick's notices is lost.
+        Never raises but for a corrupt state file (the tick's own steps report the rest)."""
+        notifier = self._notifier(state_dir)
+        if notifier is None:
+            return
+        try:
+            notifier.start(now)
+        except StateError:
+            raise
+        except Exception as exc:  # a corrupt log is reported by the audit gate and run()
+            log.warning("notify.start_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
     def run(self, state_dir: Path, now: datetime, report: Report | None = None) -> None:
         """Notify owners of what this tick (or the CLI) recorded. Bounded in time; never
         raises (a dead channel never stops a tick)."""
-        cfg = self.config.channels.notifications
-        if not cfg.urls:
-            return
-        notifier = self.notifier
+        notifier = self._notifier(state_dir)
         if notifier is None:
-            notifier = self.notifier = Notifier(cfg, state_dir, self.config.github.base_url)
+            return
         before = notifier.failures
         try:
             notifier.tick(now)

@@ -124,13 +124,14 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
             ir.append(f"can send email, posts or webhooks ({pat})")
         for pat in cc.secrets.hits(p):
             ir.append(f"secrets or credentials path ({pat})")
+            cr.append(f"{p} is a secrets or credentials path ({pat}): never non-critical")
         for pat in cc.schemas.hits(p):
             ir.append(f"published JSON schema ({pat})")
         for pat in cc.self_paths.hits(p):
             ir.append(f"changes what the bot trusts or runs ({pat})")
 
     hunks = try_parse_patch(fc.patch) if status is not FileStatus.REMOVED else ()
-    ir.extend(_content_reasons(fc, hunks, cc, flagged, cr_paths))
+    ir.extend(_content_reasons(fc, hunks, cc, flagged, cr_paths, cr))
     noncritical_why = _criticality(
         fc, path, old, hunks, cc, cr_paths if flagged else (), always_d, cr
     )
@@ -159,9 +160,11 @@ def _content_reasons(
     cc: CompiledClassifier,
     flagged: bool,
     cr_paths: tuple[str, ...],
+    cr: list[str],
 ) -> list[str]:
     """Irreversibility from the added lines: external calls, secrets, the bot's own merge and
-    auth logic, and a patch that could not be read (a removed file has nothing to scan)."""
+    auth logic, and a patch that could not be read (a removed file has nothing to scan).
+    A secret in the added lines also makes the file critical (added to `cr`), in any path."""
     status = fc.status
     ir: list[str] = []
     if hunks is None:
@@ -178,6 +181,9 @@ def _content_reasons(
             for i, label in cc.secret_content.scan(added_lines)[:3] if scan_secrets else ():
                 n = added_line_no(hunks, i)
                 ir.append(f"added line {n} looks like {label} (value withheld)")
+                cr.append(
+                    f"added line {n} looks like {label}: a leaked secret is never non-critical"
+                )
         if cc.self_logic is not None and flagged and any(cc.source_root.match(p) for p in cr_paths):
             for why in self_logic_hits(hunks, cc.self_logic, fc.base_content, fc.head_content):
                 ir.append(f"bot merge/auth logic: {why}")

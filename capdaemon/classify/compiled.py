@@ -29,13 +29,19 @@ class PathMatcher:
 
     `restrictive` matchers compare case-insensitively and also try the look-alike-folded form
     (like GlobSet); carve-out matchers (`restrictive=False`) are exact and ASCII-only callers.
+    `files_only` matchers match a path only as a file: a glob never matches it through a
+    directory on its path (gitignore's `README*` matches `src/README.d/loader.py` because
+    it matches the folder `src/README.d`; a file-name carve-out must not).
     """
 
-    __slots__ = ("_each", "_union", "patterns", "restrictive")
+    __slots__ = ("_each", "_union", "files_only", "patterns", "restrictive")
 
-    def __init__(self, patterns: Iterable[str], *, restrictive: bool = True) -> None:
+    def __init__(
+        self, patterns: Iterable[str], *, restrictive: bool = True, files_only: bool = False
+    ) -> None:
         self.patterns = tuple(patterns)
         self.restrictive = restrictive
+        self.files_only = files_only
         each: list[tuple[str, re.Pattern[str]]] = []
         for pat in self.patterns:
             # One validated compile per glob, in the same dialect as capdaemon.globs.GlobSet.
@@ -54,6 +60,8 @@ class PathMatcher:
         union = self._union
         if union is None:
             return False
+        if self.files_only:  # the whole path, never a folder prefix of it
+            return any(union.fullmatch(f) is not None for f in self._forms(path))
         if not self.restrictive:
             return union.match(path) is not None
         forms = path_forms(path)
@@ -68,7 +76,8 @@ class PathMatcher:
         forms = self._forms(path)
         out: list[str] = []
         for pat, rx in self._each:
-            if pat not in out and any(rx.match(f) for f in forms):
+            found = (rx.fullmatch(f) if self.files_only else rx.match(f) for f in forms)
+            if pat not in out and any(m is not None for m in found):
                 out.append(pat)
         return out
 
@@ -180,7 +189,7 @@ def compile_classifier(cfg: ClassifierConfig) -> CompiledClassifier:
         critical=PathMatcher(cfg.critical_globs),
         config_files=PathMatcher(cfg.config_file_globs),
         source_root=PathMatcher(source_root),
-        noncritical_files=PathMatcher(cfg.noncritical_files, restrictive=False),
+        noncritical_files=PathMatcher(cfg.noncritical_files, restrictive=False, files_only=True),
         any_restrictive=PathMatcher(restrictive),
         external_content=ContentScanner(
             cfg.external_content_patterns, lambda i, p: "may send email, posts or webhooks"

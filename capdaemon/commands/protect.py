@@ -1,13 +1,21 @@
-"""`capdaemon protect OWNER/REPO`: require L1.C3 pinned to the App, PRs, no force pushes."""
+"""`capdaemon protect OWNER/REPO`: require L1.C3 pinned to the App, PRs, no force pushes.
+
+No human approving review is required by default: the daemon is the reviewer of record (its
+L1.C3, pinned to the App, fails until the quadrant, tier and ballot allow the merge), and a
+required human review would block every merge the daemon makes by itself. `--reviewers N`
+requires N approving reviews as well, for teams that want both.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.commands._common import CLIError, error, printable
+from capdaemon.forge.convert import review_count
 from capdaemon.forge.errors import NotFound
 
 if TYPE_CHECKING:
@@ -30,8 +38,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="LOGIN",
         help="also check this login's access to the decision repo (repeatable)",
     )
+    parser.add_argument(
+        "--reviewers",
+        type=_count,
+        metavar="N",
+        help="also require N approving reviews (default: keep the branch's; a new protection "
+        "requires none: capdaemon is the reviewer of record, and a required human review blocks "
+        "the merges it makes by itself)",
+    )
     add_config_arg(parser)
     add_state_arg(parser)
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number of reviews, 0 to 6 (GitHub's range)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= n <= 6:
+        raise argparse.ArgumentTypeError(f"{n} is out of range: GitHub allows 0 to 6 reviews")
+    return n
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,7 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         app_id = config.github.app_id
         _require_repo(forge, args.repo)
         _warn_decision_writers(forge, config, state_dir(args), args.agent)
-        before = protection_problems(forge.effective_protection(args.repo, branch), app_id)
+        current = forge.effective_protection(args.repo, branch)
+        before = protection_problems(current, app_id) + _review_problems(current, args.reviewers)
         if args.check:
             for p in before:
                 print(f"{args.repo}:{branch}: {p}")
@@ -86,8 +114,11 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{args.repo}:{branch}: protected as required")
             return 1 if before else 0
         # already as required (classic protection or rulesets): write nothing
-        changed = bool(before) and forge.set_protection(args.repo, branch, L1C3_CHECK_NAME, app_id)
-        after = protection_problems(forge.effective_protection(args.repo, branch), app_id)
+        changed = bool(before) and forge.set_protection(
+            args.repo, branch, L1C3_CHECK_NAME, app_id, reviewers=args.reviewers
+        )
+        final = forge.effective_protection(args.repo, branch)
+        after = protection_problems(final, app_id) + _review_problems(final, args.reviewers)
     except (CLIError, CredentialsError) as exc:
         error("protect", str(exc))
         return getattr(exc, "code", 2)
@@ -106,12 +137,18 @@ def _run(args: argparse.Namespace) -> int:
                 "was": before,
                 "check": L1C3_CHECK_NAME,
                 "app_id": app_id,
+                "reviewers": review_count(final),
             },
             now=datetime.now(UTC),
         )
     pin = f" from App {app_id}" if app_id is not None else ""
     verb = "protected" if changed else "already protected"
-    print(f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs, no force pushes")
+    n = review_count(final)
+    reviews = f", {n} approving review(s)" if n else ""
+    print(
+        f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs{reviews}, "
+        "no force pushes"
+    )
     return 0
 
 
@@ -134,6 +171,14 @@ def _require_repo(forge: Forge, repo: str) -> None:
             f"repository {repo} not found, or not visible to these credentials: check the "
             "name (and that the GitHub App is installed on it)"
         ) from None
+
+
+def _review_problems(prot: Mapping[str, Any] | None, wanted: int | None) -> list[str]:
+    """`--reviewers N` not met by a protection document (nothing when N was not given)."""
+    if wanted is None or prot is None:
+        return []
+    have = review_count(prot)
+    return [] if have == wanted else [f"{have} approving review(s) required, not {wanted}"]
 
 
 def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list[str]) -> None:

@@ -238,11 +238,34 @@ class ScheduleConfig:
     timezone: str = "Asia/Seoul"
 
 
+# SPEC 4.1 tier 3's protected families (seed 000), each a named list so tests and docs
+# derive from one home: a change to any of them needs a full ballot under every policy.
+PROTECTED_FAMILIES: dict[str, tuple[str, ...]] = {
+    "agent instructions": (
+        "**/CLAUDE.md", "**/CLAUDE.local.md", "**/AGENTS.md", "**/GEMINI.md",
+        "**/.cursorrules", "**/.windsurfrules", "**/.clinerules", "**/copilot-instructions.md",
+        "**/.claude/**", "**/.cursor/**", "**/.codex/**", "**/.gemini/**",
+    ),
+    # bot settings in any folder and format: bot_settings.json, cron_settings.yaml, settings.toml
+    "bot settings": (
+        "**/*settings", "**/*settings.*", "**/*settings/**", "**/*bot[-_.]config*",
+        "config/**",
+    ),
+    "memory": ("**/memory/**",),
+    "GitHub configuration": ("**/.github/**",),
+    "environment files": ("**/.env*",),
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class TierConfig:
-    """SPEC 4.1 tier overlay thresholds and globs."""
+    """SPEC 4.1 tier overlay thresholds and globs.
 
-    many_files: int = 20
+    The seed's words as defaults: a single file is tier 1, several files (more than
+    `many_files`, default 1) are tier 2; both thresholds are configurable.
+    """
+
+    many_files: int = 1
     large_diff_lines: int = 300
     one_tap_ttl_hours: float = 24.0
     dependency_globs: tuple[str, ...] = (
@@ -252,12 +275,12 @@ class TierConfig:
         "**/Cargo.toml", "**/Cargo.lock", "**/Gemfile", "**/Gemfile.lock", "**/composer.json",
         "**/composer.lock",
     )  # fmt: skip
-    protected_globs: tuple[str, ...] = (
-        "**/CLAUDE.md", "**/AGENTS.md", "**/.cursorrules", "**/GEMINI.md", ".github/**",
-        "**/copilot-instructions.md", "**/.claude/**", "**/.cursor/**", "**/.codex/**",
-        "**/.gemini/**", "config/**", "memory/**", "**/.env*",
+    protected_globs: tuple[str, ...] = tuple(
+        g for family in PROTECTED_FAMILIES.values() for g in family
+    )
+    production_globs: tuple[str, ...] = (
+        "deploy/**", "infra/**", "k8s/**", "**/production*", "**/prod/**",
     )  # fmt: skip
-    production_globs: tuple[str, ...] = ("deploy/**", "infra/**", "k8s/**", "**/production*")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from capdaemon.daemon.tickdata import (
     _Seen,
 )
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus, resolve_ballot
-from capdaemon.decide.checks import reject_comment
+from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
@@ -298,6 +298,8 @@ def apply_ballot(
             rec.ballot_round = {**rnd.rejected(now).to_json(), "issue": issue}
     record_ballot(deps, rec, rnd, outcome, now)  # record before act
     rejected = status is BallotStatus.REJECTED
+    if rejected:
+        publish_rejected_check(deps, rec, outcome)
     if rejected and close_pr(deps, rec, reject_comment(outcome), now, report):
         close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
     if rec.state == "open" and not (rec.ballot_round or {}).get("rejected_at"):
@@ -306,6 +308,27 @@ def apply_ballot(
             read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
         policy_hash = ctx.policies[rec.repo].policy_hash
         process_pr(deps, ctx, s.rc, s.pr, policy_hash, now, report)
+
+
+def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome) -> None:
+    """L1.C3 on the rejected head says who rejected it (the PR is closed next and never
+    republished, so the check must not keep saying it waits for an answer)."""
+    check = rejected_check(rec.quadrant or "D", outcome)
+    try:
+        deps.forge.publish_check(
+            rec.repo,
+            rec.head_sha,
+            success=False,
+            title=check.title,
+            summary=check.summary,
+            marker={"kind": "l1c3", "pr": rec.ref, "head": rec.head_sha},
+        )
+    except RateLimited:
+        raise
+    except ForgeError as exc:  # the close goes ahead: the check only reports it
+        deps.log.warning("check.publish_failed", pr=rec.ref, error=str(exc)[:200])
+        return
+    rec.check_success = False
 
 
 def record_ballot(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capdaemon.decide.labels import IssueKind
 from capdaemon.filenames import JOURNAL_FILE, METRICS_FILE, PRS_FILE
 from capdaemon.jsonl import read_after
 from capdaemon.state import StateError, atomic_write_json, fsync_dir, read_json
@@ -16,7 +17,8 @@ from capdaemon.state import StateError, atomic_write_json, fsync_dir, read_json
 PRS_VERSION = 1
 # The kind of a PR's decision issue: its marker's "kind", its audit entries' "kind" and its
 # key in PRRecord.issues are the same word. Records written before may say "scope".
-BALLOT_KIND, REVIEW_KIND, SCOPE_KIND = "ballot", "review", "scope-violation"
+BALLOT_KIND, REVIEW_KIND = IssueKind.BALLOT.value, IssueKind.REVIEW.value
+SCOPE_KIND = IssueKind.SCOPE_VIOLATION.value
 _LEGACY_ISSUE_KINDS = {"scope": SCOPE_KIND}
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, RepoConfig
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
+from capdaemon.forge.convert import review_count
 from capdaemon.landlock import LandlockError, abi_version
 
 if TYPE_CHECKING:
@@ -291,6 +292,16 @@ def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
         "; reviews required" if reviews else ""
     )
     yield Finding(OK if checks else WARN, f"protection {rc.name}", detail)
+    count = review_count(protection)
+    if count:
+        yield Finding(
+            WARN,
+            f"reviewers {rc.name}",
+            f"{rc.base} requires {count} approving review(s): capdaemon is the reviewer of record "
+            "(L1.C3 pinned to the App) and a required human review blocks every merge it makes "
+            f"by itself; keep it only if you want both, else `capdaemon protect {rc.name} "
+            "--reviewers 0`",
+        )
 
 
 def _decision_repo(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:

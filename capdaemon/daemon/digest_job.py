@@ -174,6 +174,18 @@ def _once_each_violation(records: Iterator[dict[str, Any]]) -> Iterator[dict[str
         yield rec
 
 
+def _scope_item(rec: Mapping[str, Any], ref: str) -> DigestItem:
+    """A scope violation's digest line: the PR when there is one, else where it was caught
+    (scope-guard, finish-task) and its escalation record."""
+    n = len(rec.get("violations") or ())
+    detail = f"task {rec.get('task_id')}: {n} violation(s)"
+    if ref:
+        return DigestItem(ref, detail)
+    where = f" caught by {rec['layer']}" if rec.get("layer") else ""
+    esc = f" (escalation {rec['escalation']})" if rec.get("escalation") else ""
+    return DigestItem("", f"{detail}{where}{esc}")
+
+
 @dataclasses.dataclass
 class _Actions:
     """What the period's actions-log records add to the digest, in log order."""
@@ -199,8 +211,7 @@ class _Actions:
                 DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", "")))
             )
         elif action == "scope_violation":
-            n = len(rec.get("violations") or ())
-            self.scope.append(DigestItem(ref, f"task {rec.get('task_id')}: {n} violation(s)"))
+            self.scope.append(_scope_item(rec, ref))
         elif action == "escalation_notified":
             self.escalations.append(
                 DigestItem(str(rec.get("issue", "")), f"task {rec.get('task_id')}")

@@ -22,7 +22,11 @@ def bot_revert_of(probes: Probes, bot_login: str, snap: PRSnapshot) -> str | Non
 
 
 def revert_capability(merge_sha: str) -> CapabilityVerdict:
-    """The capability verdict of the bot's verified revert PR: no agent task is needed."""
+    """The capability verdict of the bot's verified revert PR: no agent task is needed, and
+    it is not an agent PR judged as `tiered` (a revert of several files needs no one-tap);
+    tier 3 (a revert touching a protected path) still needs an owner's ballot."""
     return CapabilityVerdict(
-        None, notes=(f"the bot's own revert of merge {merge_sha}: no agent task needed",)
+        None,
+        merge_policy="auto",
+        notes=(f"the bot's own revert of merge {merge_sha}: no agent task needed",),
     )

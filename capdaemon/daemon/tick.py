@@ -214,6 +214,7 @@ class Ticker:
             report.config_errors.extend(config_errors)
             self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
             self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
+            self.safety.channels.start_tick(now)  # before the tick's first record
             try:
                 self._run_steps(ctx, now)
             except _Stopped:

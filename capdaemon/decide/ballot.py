@@ -222,55 +222,74 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
     """
     aware(now, "now")
     aware(facts.round_started_at, "round_started_at")
-    counted: list[Vote] = []
-    ignored: list[Vote] = []
+    votes: list[Vote] = []
     unknown: list[UnknownCommand] = []
-    owners = {o.lower() for o in facts.owners}
     for c in facts.comments:
-        command = parse_command(c.body or "")
-        if command is None:
-            continue
-        created = aware(c.created_at, f"comment {c.id} created_at")
-        key = vote_id("comment", c.id)
-        reason = _why_ignored(facts, c.user, created, "comment", key)
-        if not reason:
-            reason = edit_reason(c.edited)
-        choice = _COMMAND_CHOICE.get(command.kind)
-        if command.kind is CommandKind.UNKNOWN:
-            if (
-                c.user.lower() in owners
-                and c.user.lower() != facts.bot_login.lower()
-                and created >= facts.round_started_at
-                and key not in facts.stale_vote_ids
-                and c.id not in facts.answered_comment_ids
-            ):
-                unknown.append(UnknownCommand(c.id, c.user, command))
-            reason = reason or command.reason or "unknown command"
-        elif command.kind is CommandKind.BREAKER_RESET:
-            reason = reason or "not a ballot command (use it on the breaker's incident issue)"
-        vote = Vote(c.user, "comment", c.id, created, command.line, choice, not reason, reason)
-        (ignored if reason else counted).append(vote)
-    for r in facts.reactions:
-        choice = _REACTION_CHOICE.get(r.content)
-        if choice is None:
-            continue  # 😄, 🎉 … are not votes
-        created = aware(r.created_at, "reaction created_at")
-        ref = getattr(r, "id", None)
-        reason = _why_ignored(facts, r.user, created, "reaction", vote_id("reaction", ref))
-        vote = Vote(
-            r.user,
-            "reaction",
-            ref,
-            created,
-            r.content,
-            choice,
-            not reason,
-            reason,
-        )
-        (ignored if reason else counted).append(vote)
+        vote, asked = _comment_vote(facts, c)
+        if vote is not None:
+            votes.append(vote)
+        if asked is not None:
+            unknown.append(asked)
+    votes.extend(v for r in facts.reactions if (v := _reaction_vote(facts, r)) is not None)
+    counted = sorted(
+        (v for v in votes if v.counted), key=lambda v: (v.at, v.source != "comment", v.ref or 0)
+    )
+    ignored = sorted(
+        (v for v in votes if not v.counted), key=lambda v: (v.at, v.source, v.ref or 0)
+    )
+    status, reason, deciding = _newest_owner_action(counted)
+    return BallotOutcome(
+        status, facts.head_sha, reason, deciding, tuple(counted), tuple(ignored), tuple(unknown)
+    )
 
-    counted.sort(key=lambda v: (v.at, v.source != "comment", v.ref or 0))
-    ignored.sort(key=lambda v: (v.at, v.source, v.ref or 0))
+
+def _comment_vote(facts: BallotFacts, c: CommentLike) -> tuple[Vote | None, UnknownCommand | None]:
+    """A command comment as a vote (counted or ignored, None for plain text), and the
+    unknown command to answer when it is an owner's new unknown command."""
+    command = parse_command(c.body or "")
+    if command is None:
+        return None, None
+    created = aware(c.created_at, f"comment {c.id} created_at")
+    key = vote_id("comment", c.id)
+    reason = _why_ignored(facts, c.user, created, "comment", key) or edit_reason(c.edited)
+    asked: UnknownCommand | None = None
+    if command.kind is CommandKind.UNKNOWN:
+        if _answerable(facts, c, created, key):
+            asked = UnknownCommand(c.id, c.user, command)
+        reason = reason or command.reason or "unknown command"
+    elif command.kind is CommandKind.BREAKER_RESET:
+        reason = reason or "not a ballot command (use it on the breaker's incident issue)"
+    choice = _COMMAND_CHOICE.get(command.kind)
+    vote = Vote(c.user, "comment", c.id, created, command.line, choice, not reason, reason)
+    return vote, asked
+
+
+def _answerable(facts: BallotFacts, c: CommentLike, created: datetime, key: str | None) -> bool:
+    """True for an owner's (not the bot's) unknown command of this round not answered yet."""
+    login = c.user.lower()
+    return (
+        login in {o.lower() for o in facts.owners}
+        and login != facts.bot_login.lower()
+        and created >= facts.round_started_at
+        and key not in facts.stale_vote_ids
+        and c.id not in facts.answered_comment_ids
+    )
+
+
+def _reaction_vote(facts: BallotFacts, r: ReactionLike) -> Vote | None:
+    """A 👍/👎 as a vote (counted or ignored); None for reactions that are not votes."""
+    choice = _REACTION_CHOICE.get(r.content)
+    if choice is None:
+        return None  # 😄, 🎉 … are not votes
+    created = aware(r.created_at, "reaction created_at")
+    ref = getattr(r, "id", None)
+    reason = _why_ignored(facts, r.user, created, "reaction", vote_id("reaction", ref))
+    return Vote(r.user, "reaction", ref, created, r.content, choice, not reason, reason)
+
+
+def _newest_owner_action(counted: list[Vote]) -> tuple[BallotStatus, str, Vote | None]:
+    """(status, reason, deciding vote) from the counted votes, oldest first: the newest
+    command comment, unless owner reactions came after it (conflicting ones → pending)."""
     commands = [v for v in counted if v.source == "comment"]
     last_command = commands[-1] if commands else None
     later = [
@@ -278,20 +297,14 @@ def resolve_ballot(facts: BallotFacts, now: datetime) -> BallotOutcome:
         for v in counted
         if v.source == "reaction" and (last_command is None or v.at > last_command.at)
     ]
-
-    def outcome(status: BallotStatus, reason: str, deciding: Vote | None = None) -> BallotOutcome:
-        return BallotOutcome(
-            status, facts.head_sha, reason, deciding, tuple(counted), tuple(ignored), tuple(unknown)
-        )
-
     if later and len({v.choice for v in later}) > 1:
-        return outcome(
-            BallotStatus.PENDING, "conflicting 👍 and 👎 from owners and no later command comment"
+        return (
+            BallotStatus.PENDING,
+            "conflicting 👍 and 👎 from owners and no later command comment",
+            None,
         )
     deciding = later[-1] if later else last_command
     if deciding is None or deciding.choice is None:
-        return outcome(BallotStatus.PENDING, "no owner has answered yet")
+        return BallotStatus.PENDING, "no owner has answered yet", None
     how = "👍" if deciding.what == "+1" else "👎" if deciding.what == "-1" else deciding.what
-    return outcome(
-        deciding.choice, f"{how} by {deciding.user} at {dt_to_json(deciding.at)}", deciding
-    )
+    return deciding.choice, f"{how} by {deciding.user} at {dt_to_json(deciding.at)}", deciding

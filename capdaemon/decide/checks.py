@@ -52,8 +52,8 @@ class CheckOutput:
 def _owner_requirement(verdict: Verdict, facts: CheckFacts) -> Requirement:
     """What an owner must give before a human or the bot may merge (manual policy ignored)."""
     needs = [quadrant_requirement(verdict.quadrant)]
-    if facts.tier is not None and facts.tier.requirement is not Requirement.NEVER:
-        needs.append(facts.tier.requirement)
+    if facts.tier is not None:
+        needs.append(facts.tier.owner_requirement)
     return max(needs, key=lambda r: r.rank)
 
 
@@ -74,7 +74,7 @@ def _waiting(verdict: Verdict, facts: CheckFacts) -> str | None:
         return f"the ballot approved {short_sha(ballot.head_sha)}, not this head"
     if ballot.status is BallotStatus.DEFERRED:
         return "the owner deferred the decision (decision:deferred)"
-    return "the owner rejected this PR"
+    return f"rejected by {ballot.decided_by or 'an owner'}"
 
 
 def _files_table(files: tuple[FileVerdict, ...], cap: int = MAX_FILE_ROWS) -> list[str]:
@@ -269,6 +269,18 @@ def one_tap_issue_body(
         f"One owner 👍 on this issue within {format_age(ttl)} approves head "
         f"{short_sha(head_sha)}. A 👎, or no answer in time, turns it into a full owner ballot.\n"
     )
+
+
+def rejected_check(quadrant: str, outcome: BallotOutcome) -> CheckOutput:
+    """The L1.C3 left on a PR closed by an owner's `/reject` or 👎: a failure that says who
+    rejected it (not "waiting for an owner's ballot answer": nothing is awaited any more)."""
+    who = outcome.decided_by or "an owner"
+    title = f"Quadrant {quadrant}: rejected by {who}"[:MAX_TITLE_CHARS]
+    summary = (
+        f"**Rejected** by {md(who)} on the owner ballot for {short_sha(outcome.head_sha)}"
+        f" ({md(outcome.reason)}). The PR is closed; reopening it starts a new ballot round."
+    )
+    return CheckOutput("failure", title, summary)
 
 
 def reject_comment(outcome: BallotOutcome) -> str:

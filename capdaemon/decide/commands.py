@@ -1,9 +1,11 @@
 """Ballot commands (`/approve A|B|C`, `/reject`, `/breaker reset`) found in comment bodies.
 
 A command counts only on a line GitHub renders as plain text of a top-level paragraph:
-CommonMark (markdown-it-py, with GitHub's tables and strikethrough) decides, so a line in a
-quote (lazy continuation included), a list item, a code block or fence, a code span or
-inline HTML spanning lines, an HTML block such as `<pre>`, or a heading never counts.
+GitHub-flavoured Markdown decides (markdown-it-py's CommonMark with GitHub's tables and
+strikethrough, plus mdit-py-plugins' footnotes and `$$` math), so a line in a quote or
+alert (lazy continuation included), a list item, a footnote definition, a math block or
+inline math spanning lines, a code block or fence, a code span or inline HTML spanning
+lines, an HTML block such as `<pre>` or `<details>`, or a heading never counts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.footnote import footnote_plugin
 
 
 class CommandKind(enum.StrEnum):
@@ -48,8 +52,11 @@ _SEPARATOR_HINT = "only ASCII spaces may separate a command and its letter"
 
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
-    """CommonMark plus GitHub's tables and strikethrough (block structure is what matters)."""
-    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    """GitHub-flavoured Markdown as far as block structure goes: CommonMark, tables,
+    strikethrough, footnote definitions (rendered in the footnotes section, not in place)
+    and `$$` math blocks (rendered as math)."""
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    return md.use(footnote_plugin).use(dollarmath_plugin)
 
 
 def _segments(inline: Token) -> list[list[Token]]:

@@ -152,6 +152,9 @@ def _items(items: tuple[DigestItem, ...]) -> list[str]:
         return ["None."]
     out = []
     for i in items:
+        if not i.ref:  # nothing to link (an escalation without a PR): the detail alone
+            out.append(f"- {md(i.detail) or 'unnamed'}")
+            continue
         head = link(i.ref, i.url) if i.url else ref(i.ref)
         out.append(f"- {head}" + (f": {md(i.detail)}" if i.detail else ""))
     return out

@@ -20,4 +20,15 @@ class Label(enum.StrEnum):
     DIGEST = "digest"
 
 
+class IssueKind(enum.StrEnum):
+    """The kind of a decision issue: its marker's "kind", the "kind" of its actions.jsonl
+    records (`issue_opened` …), its key in a PR's record, and what the notifier matches."""
+
+    BALLOT = "ballot"
+    REVIEW = "review"
+    SCOPE_VIOLATION = "scope-violation"
+    ONE_TAP = "one-tap"
+    INCIDENT = "incident"
+
+
 L1C3_CHECK_NAME = "L1.C3"

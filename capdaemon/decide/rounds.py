@@ -221,6 +221,7 @@ REJECTED_BEFORE = "an owner rejected this PR before: only an owner's approval me
 def after_rejection_tier(tier: TierDecision, after_rejection: bool) -> TierDecision:
     """The tier of a PR an owner rejected once: at least a full ballot, whatever the quadrant
     of its head now (a `manual` policy stays manual)."""
-    if not after_rejection or tier.requirement in (Requirement.BALLOT, Requirement.NEVER):
+    if not after_rejection or tier.owner_requirement is Requirement.BALLOT:
         return tier
-    return TierDecision(3, (*tier.reasons, REJECTED_BEFORE), "tiered")
+    policy = "manual" if tier.merge_policy == "manual" else "tiered"
+    return TierDecision(3, (*tier.reasons, REJECTED_BEFORE), policy)

@@ -16,6 +16,13 @@ from capdaemon.globs import GlobSet, PathError, normalize_path
 from capdaemon.model import FileChange, Quadrant
 
 MERGE_POLICIES = ("auto", "tiered", "manual")
+NO_TASK_POLICY = "tiered"  # SPEC 4.1: a PR that names no task is treated as `tiered`
+
+
+def policy_of(task_policy: str | None) -> str:
+    """The merge policy a PR is judged under: its task's, or `tiered` when it links no task
+    (leaving the Task-Id trailer out must never loosen anything, `manual` included)."""
+    return task_policy or NO_TASK_POLICY
 
 
 class Requirement(enum.StrEnum):
@@ -41,13 +48,23 @@ class TierDecision:
     merge_policy: str = "tiered"
 
     @property
+    def owner_requirement(self) -> Requirement:
+        """What an owner must give, whatever the policy: tier 3 is a floor for every agent
+        PR (a full ballot, under `auto` and `manual` too); tier 2's one-tap only under
+        `tiered` (`auto` may skip it); tier 1 nothing."""
+        if self.tier >= 3:
+            return Requirement.BALLOT
+        if self.tier == 2 and self.merge_policy == "tiered":
+            return Requirement.ONE_TAP
+        return Requirement.NONE
+
+    @property
     def requirement(self) -> Requirement:
-        """The tier's own requirement: manual → NEVER; auto → NONE; tiered → by tier."""
+        """What the daemon needs before it merges: NEVER under `manual` (a human merges,
+        after the owner requirement is met), else the owner requirement."""
         if self.merge_policy == "manual":
             return Requirement.NEVER
-        if self.merge_policy == "auto" or self.tier == 1:
-            return Requirement.NONE
-        return Requirement.ONE_TAP if self.tier == 2 else Requirement.BALLOT
+        return self.owner_requirement
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for the audit log."""
@@ -92,10 +109,11 @@ def tier_for(
     """The tier of a PR from its task level and changed files (SPEC 4.1).
 
     Tier 3: level ≥ 3, a protected path, a production path, an external-key (secret)
-    path. Tier 2: level 2, more than `many_files` files, a dependency manifest or
-    lockfile, ≥ `large_diff_lines` changed lines. Else tier 1. `level` None (no task
-    linked) adds nothing. Rename sources count as paths too. The tier is computed under
-    every policy (for the record); only `tiered` makes it a requirement.
+    path. Tier 2: level 2, more than `many_files` files (the seed's default: more than
+    one), a dependency manifest or lockfile, ≥ `large_diff_lines` changed lines. Else
+    tier 1. `level` None (no task linked) adds nothing. Rename sources count as paths
+    too. Tier 3 binds under every policy (see TierDecision.owner_requirement); tier 2
+    only under `tiered`.
     """
     if merge_policy not in MERGE_POLICIES:
         raise ValueError(

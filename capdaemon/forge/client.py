@@ -406,9 +406,10 @@ class Forge:
         app_id: int | None = None,
         *,
         enforce_admins: bool = False,
+        reviewers: int | None = None,
     ) -> bool:
         return self._writes.set_protection(
-            repo, branch, check_name, app_id, enforce_admins=enforce_admins
+            repo, branch, check_name, app_id, enforce_admins=enforce_admins, reviewers=reviewers
         )
 
     def create_revert_pr(

@@ -7,7 +7,7 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -136,6 +136,15 @@ def protection_ok(prot: dict[str, Any], check_name: str, app_id: int | None) -> 
     force = prot.get("allow_force_pushes")
     force_on = bool(force.get("enabled")) if isinstance(force, dict) else bool(force)
     return has_check and not force_on and prot.get("required_pull_request_reviews") is not None
+
+
+def review_count(prot: Mapping[str, Any] | None) -> int:
+    """The approving reviews a protection document requires (0 when none or no document)."""
+    reviews = (prot or {}).get("required_pull_request_reviews") or {}
+    try:
+        return int(reviews.get("required_approving_review_count") or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def git_blob_sha(data: bytes) -> str:

@@ -241,6 +241,8 @@ class ForgePort(Protocol):
         app_id: int | None = None,
         *,
         enforce_admins: bool = False,
+        reviewers: int | None = None,
     ) -> bool:
-        """Require the capdaemon check on `branch`."""
+        """Require the capdaemon check on `branch` (and `reviewers` approving reviews when
+        given; None keeps what the branch requires)."""
         ...

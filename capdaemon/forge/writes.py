@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from capdaemon.forge.convert import CHECK_NAME, _check_run, _iso, _login, log, protection_ok
+from capdaemon.forge.convert import (
+    CHECK_NAME,
+    _check_run,
+    _iso,
+    _login,
+    log,
+    protection_ok,
+    review_count,
+)
 from capdaemon.forge.errors import BaseMoved, HeadMoved, NotMergeable
 from capdaemon.forge.overflow import CHECK_SUMMARY_LIMIT, fit_body
 from capdaemon.model import CheckRun
@@ -183,21 +191,19 @@ class Writes:
         app_id: int | None = None,
         *,
         enforce_admins: bool = False,
+        reviewers: int | None = None,
     ) -> bool:
-        """Require `check_name` (from `app_id`), PRs, no force pushes on `branch`; False if so."""
+        """Require `check_name` (from `app_id`), PRs, no force pushes on `branch`; False if so.
+
+        `reviewers`: the approving reviews PRs need (`protect --reviewers N`); None keeps the
+        branch's current number (0 on a new protection: capdaemon is the reviewer of record).
+        """
         cur = self._protection.get_protection(repo, branch)
-        if cur is not None and protection_ok(cur, check_name, app_id):
+        count = review_count(cur)
+        wanted = count if reviewers is None else reviewers
+        if cur is not None and protection_ok(cur, check_name, app_id) and count == wanted:
             return False
-        checks: list[dict[str, Any]] = []
-        strict = False
-        if cur is not None:
-            rsc = cur.get("required_status_checks") or {}
-            strict = bool(rsc.get("strict"))
-            for c in rsc.get("checks") or [{"context": ctx} for ctx in rsc.get("contexts") or ()]:
-                if c.get("context") != check_name:
-                    checks.append(
-                        {k: v for k, v in c.items() if k in ("context", "app_id") and v is not None}
-                    )
+        strict, checks = _other_checks(cur, check_name)
         mine: dict[str, Any] = {"context": check_name}
         if app_id is not None:
             mine["app_id"] = app_id
@@ -205,7 +211,7 @@ class Writes:
         body = {
             "required_status_checks": {"strict": strict, "checks": checks},
             "enforce_admins": enforce_admins,
-            "required_pull_request_reviews": {"required_approving_review_count": 0},
+            "required_pull_request_reviews": {"required_approving_review_count": wanted},
             "restrictions": None,
             "allow_force_pushes": False,
             "allow_deletions": False,
@@ -216,6 +222,19 @@ class Writes:
         )
         log.info("forge.write", op="set_protection", repo=repo, branch=branch, check=check_name)
         return True
+
+
+def _other_checks(cur: dict[str, Any] | None, check_name: str) -> tuple[bool, list[dict[str, Any]]]:
+    """A protection's `strict` flag and its required checks other than `check_name` (kept)."""
+    if cur is None:
+        return False, []
+    rsc = cur.get("required_status_checks") or {}
+    checks = [
+        {k: v for k, v in c.items() if k in ("context", "app_id") and v is not None}
+        for c in rsc.get("checks") or [{"context": ctx} for ctx in rsc.get("contexts") or ()]
+        if c.get("context") != check_name
+    ]
+    return bool(rsc.get("strict")), checks
 
 
 def _same_run(cur: CheckRun, conclusion: str, out: dict[str, str]) -> bool:

@@ -129,10 +129,15 @@ def test_tier3_paths_survive_case_and_rename_tricks(files: list[FileChange]) -> 
 
 
 def test_tier2_many_files_split_vs_lockfile_rename() -> None:
-    """Many files split over two PRs (≤20 each) is tier 1 (fine); a lockfile rename: tier 2."""
+    """With `many_files: 20`, many files split over two PRs (≤20 each) is tier 1 (fine); by
+    default (the seed's "several files") two files are already tier 2; a lockfile rename:
+    tier 2."""
     half = [_fc(f"examples/f{i}.py") for i in range(20)]
-    assert tier_for(1, half, TierConfig(), "tiered").tier == 1
-    assert tier_for(1, [*half, _fc("examples/g.py")], TierConfig(), "tiered").tier == 2
+    twenty = TierConfig(many_files=20)
+    assert tier_for(1, half, twenty, "tiered").tier == 1
+    assert tier_for(1, [*half, _fc("examples/g.py")], twenty, "tiered").tier == 2
+    assert tier_for(1, half[:2], TierConfig(), "tiered").tier == 2
+    assert tier_for(1, half[:1], TierConfig(), "tiered").tier == 1
     renamed = [_fc("old/locks.txt", FileStatus.RENAMED, "poetry.lock")]
     assert tier_for(1, renamed, TierConfig(), "tiered").tier == 2
     into = [_fc("sub/Package-Lock.JSON", FileStatus.RENAMED, "examples/x.json")]

@@ -44,6 +44,36 @@ def test_d_ballot_notifies_once(daemon: Harness, receiver: Receiver) -> None:
     assert len(receiver.got) == 1
 
 
+def test_scope_violation_issue_notifies_the_owners(daemon: Harness, receiver: Receiver) -> None:
+    """A PR outside any task on a hard-wall repo opens a scope-violation issue → a notice
+    (the daemon records the kind under its one name; the notifier matches that name)."""
+    daemon.configure(
+        repo={"require_capability": True},
+        notifications={"urls": [receiver.url], "timeout_seconds": 5},
+    )
+    daemon.tick()
+    n = daemon.open_pr({"examples/old.py": "print('no task')\n"}, title="no task")
+    daemon.advance(minutes=1)
+    daemon.tick()
+    issue = daemon.issue_for(n, "scope-violation")
+    assert receiver.titles() == [f"Scope violation: acme/widgets#{n}"]
+    assert f"#{issue.number}" in receiver.got[0]["message"]
+
+
+def test_the_first_ticks_notices_are_sent(daemon: Harness, receiver: Receiver) -> None:
+    """Notifications switched on with PRs already waiting: the very first tick's ballots are
+    notified at its end (its cursor starts before its own writes, not after them)."""
+    daemon.configure(notifications={"urls": [receiver.url], "timeout_seconds": 5})
+    a = daemon.open_pr(WORKFLOW, title="CI one")
+    b = daemon.open_pr({".github/workflows/lint.yml": "name: lint\n"}, title="CI two")
+    daemon.tick()
+    assert sorted(receiver.titles()) == sorted(
+        f"Owner ballot opened: acme/widgets#{n}" for n in (a, b)
+    )
+    daemon.tick()
+    assert len(receiver.got) == 2
+
+
 def test_failed_channel_is_retried_next_tick_and_never_stops_it(
     daemon: Harness, receiver: Receiver
 ) -> None:
@@ -94,7 +124,7 @@ def test_corrupt_outbox_is_never_overwritten(tmp_path) -> None:
     [
         ({"action": "issue_opened", "kind": "ballot", "pr": "o/r#1", "issue": "o/b#2"},
          "Owner ballot opened: o/r#1"),
-        ({"action": "issue_opened", "kind": "scope", "pr": "o/r#1", "issue": "o/b#3"},
+        ({"action": "issue_opened", "kind": "scope-violation", "pr": "o/r#1", "issue": "o/b#3"},
          "Scope violation: o/r#1"),
         ({"action": "escalation_notified", "escalation": "e1", "task_id": "t", "issue": "o/b#4"},
          "Escalation: task t"),

@@ -48,11 +48,11 @@ IRREVERSIBLE = [
     pytest.param(added("prisma/schema.prisma"), "ir/cr/D", "database", id="prisma"),
     pytest.param(added("infra/main.tf"), "ir/cr/D", "database", id="terraform"),
     pytest.param(added("infra/prod.tfvars"), "ir/cr/D", "database", id="tfvars"),
-    pytest.param(added("examples/.env"), "ir/nc/C", "secrets", id="dotenv"),
-    pytest.param(added("examples/.env.local"), "ir/nc/C", "secrets", id="dotenv-local"),
-    pytest.param(added("examples/server.pem"), "ir/nc/C", "secrets", id="pem"),
-    pytest.param(added("examples/my_secret_notes.txt"), "ir/nc/C", "secrets", id="secret-name"),
-    pytest.param(added("examples/id_rsa.pub"), "ir/nc/C", "secrets", id="id-rsa"),
+    pytest.param(added("examples/.env"), "ir/cr/D", "secrets", id="dotenv"),
+    pytest.param(added("examples/.env.local"), "ir/cr/D", "secrets", id="dotenv-local"),
+    pytest.param(added("examples/server.pem"), "ir/cr/D", "secrets", id="pem"),
+    pytest.param(added("examples/my_secret_notes.txt"), "ir/cr/D", "secrets", id="secret-name"),
+    pytest.param(added("examples/id_rsa.pub"), "ir/cr/D", "secrets", id="id-rsa"),
     pytest.param(
         added("examples/mail.py", ["import smtplib", "smtplib.SMTP('x')"]),
         "ir/nc/C",
@@ -67,13 +67,13 @@ IRREVERSIBLE = [
     ),
     pytest.param(
         added("examples/key.txt", ["hello", PRIVATE_KEY_HEADER, "MIIB..."]),
-        "ir/nc/C",
+        "ir/cr/D",
         "added line 2 looks like a private key (value withheld)",
         id="private-key-line",
     ),
     pytest.param(
         added("examples/conf.py", [f"TOKEN = '{GH_TOKEN}'"]),
-        "ir/nc/C",
+        "ir/cr/D",
         "added line 1 looks like a GitHub token",
         id="github-token-line",
     ),
@@ -146,6 +146,27 @@ def test_secret_value_never_in_reasons(fc: FileChange) -> None:
     assert GH_TOKEN not in text
     assert "MIIB" not in text
     assert "BEGIN" not in text
+
+
+@pytest.mark.parametrize(
+    "fc",
+    [
+        pytest.param(added("examples/certs/server.pem"), id="pem-under-examples"),
+        pytest.param(added("docs/guide/deploy.key"), id="key-under-docs-guide"),
+        pytest.param(added("README.credentials"), id="readme-named-credentials"),
+        pytest.param(
+            added("examples/key.txt", [PRIVATE_KEY_HEADER, "MIIBsecretmaterial"]), id="key-text"
+        ),
+        pytest.param(added("examples/conf.py", [f"TOKEN = '{GH_TOKEN}'"]), id="token-examples"),
+        pytest.param(modified("README.md", ["hi"], [f"token: {GH_TOKEN}"]), id="token-readme"),
+        pytest.param(added("tests/test_x.py", [f"T = '{GH_TOKEN}'"]), id="token-new-test"),
+    ],
+)
+def test_a_secret_in_any_path_is_critical_and_irreversible(fc: FileChange) -> None:
+    """A secrets path or a leaked secret is D even under a carve-out folder or file name."""
+    v = verdict(fc)
+    assert axes(fc) == "ir/cr/D", v.reasons
+    assert any(r.startswith("critical:") and "secret" in r for r in v.reasons), v.reasons
 
 
 def test_removing_a_secret_line_is_not_adding_one() -> None:
@@ -263,6 +284,20 @@ CRITICAL = [
     ),
     pytest.param(
         modified("docs/concepts/x.md", ["a"], ["b", "c"]), "rv/cr/B", id="doctrine-added-line"
+    ),
+    pytest.param(modified("pkg/README.md", ["a"], ["b"]), "rv/nc/A", id="nested-readme-file"),
+    # file-name globs match the file's own name, never a folder on its path
+    pytest.param(
+        modified("src/README.d/loader.py", ["a = 1"], ["a = 2"]), "rv/cr/B", id="readme-folder"
+    ),
+    pytest.param(
+        added("src/pkg/README_ext/conftest.py", ["import os"]), "rv/cr/B", id="readme-folder-new"
+    ),
+    pytest.param(
+        modified("CHANGELOG.md/run.py", ["a"], ["b"]), "rv/cr/B", id="changelog-named-folder"
+    ),
+    pytest.param(
+        renamed("src/README/x.py", "src/README/y.py"), "ir/cr/D", id="readme-folder-rename"
     ),
 ]
 

@@ -3,6 +3,9 @@ empty listing), help texts that say what a command takes, aligned tables."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,22 @@ def test_an_unanticipated_failure_is_one_line_unless_debugging(
     monkeypatch.setenv("CAPDAEMON_DEBUG", "1")
     with pytest.raises(IsADirectoryError):
         cli(argv)
+
+
+def test_output_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`capdaemon breaker status | head -1`: the reader is gone before the output is written
+    (here: a pipe whose read end is already closed, so every write fails). No
+    BrokenPipeError message on stderr, exit 141 as for SIGPIPE; a readable pipe still
+    gets the whole status."""
+    repo = Path(__file__).resolve().parents[2]
+    argv = [sys.executable, "-m", "capdaemon.cli", "breaker", "status"]
+    argv += ["--state", str(tmp_path / "state"), "--config", str(repo / "config")]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == "" and proc.returncode == 141, proc.stderr
+    ok = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and ok.stdout.startswith("breaker: closed"), ok.stderr

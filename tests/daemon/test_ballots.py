@@ -149,6 +149,26 @@ def test_reject_closes_the_pr_with_a_comment_and_records_it(daemon: Harness) -> 
     assert daemon.issue_for(n, "ballot").state == "closed"
 
 
+@pytest.mark.parametrize("how", ["/reject", "-1"])
+def test_a_rejected_pr_keeps_an_l1c3_that_says_who_rejected_it(daemon: Harness, how: str) -> None:
+    """After `/reject` or a 👎 the PR is closed and never republished: its L1.C3 says
+    "rejected by alice", not "waiting for an owner's ballot answer"."""
+    n = _d_pr(daemon)
+    assert "waiting for an owner" in daemon.check(n).output.title
+    ballot = daemon.ballot(n, "alice")
+    if how == "-1":
+        ballot.create_reaction("-1")
+    else:
+        ballot.create_comment(how)
+    daemon.tick()
+    daemon.tick()
+    assert daemon.pull(n).state == "closed"
+    check = daemon.check(n)
+    assert check.conclusion == "failure"
+    assert "rejected by alice" in check.output.title, check.output.title
+    assert "waiting" not in check.output.title and "waiting" not in check.output.summary
+
+
 def test_unknown_command_is_answered_once(daemon: Harness) -> None:
     """An owner's `/aprove A` is audited as ignored and answered once with the valid commands."""
     n = _d_pr(daemon)

@@ -8,14 +8,17 @@ from .conftest import Harness
 
 
 def test_korean_and_nfd_doc_names_merge_as_a_through_real_git(daemon: Harness) -> None:
-    """A docs change named in Korean, and one written NFD (as macOS does), is A and merges."""
+    """A docs change named in Korean, and one written NFD (as macOS does), is A and merges
+    (one file per PR: several files are tier 2, a one-tap)."""
     nfd = unicodedata.normalize("NFD", "docs/guide/café.md")
     assert nfd != unicodedata.normalize("NFC", nfd)
-    n = daemon.open_pr({"docs/guide/설치.md": "# 설치\n", nfd: "# café\n"})
+    prs = [daemon.open_pr({"docs/guide/설치.md": "# 설치\n"}), daemon.open_pr({nfd: "# café\n"})]
     daemon.tick()
-    rec = daemon.classifications(n)[-1]
-    assert rec["quadrant"] == "A", rec
-    assert daemon.pull(n).merged
+    daemon.tick()
+    for n in prs:
+        rec = daemon.classifications(n)[-1]
+        assert rec["quadrant"] == "A", rec
+        assert daemon.pull(n).merged
     assert not daemon.issues("review")  # no passive issue for an A change
 
 

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.footnote import footnote_plugin
 
 from capdaemon.decide.commands import CommandKind, command_lines, parse_command
 
@@ -37,6 +39,20 @@ ATTACKS = [
     ("strikethrough", "~~/approve A~~"),
     ("backslash-escape", "\\/approve A"),
     ("entity", "&#47;approve A"),
+    # GitHub-flavoured Markdown: rendered in the footnotes section, as math, in an alert or
+    # inside a collapsed <details>, never as a top-level paragraph.
+    ("footnote-definition-lazy-line", "See[^1].\n\n[^1]: agent text\n/approve A"),
+    ("footnote-definition-indented", "See[^n].\n\n[^n]:\n    /approve A\n"),
+    ("footnote-definition-second-paragraph", "See[^n].\n\n[^n]: text\n\n    /reject\n"),
+    ("math-block", "$$\n/approve A\n$$"),
+    ("math-block-after-text", "$$ x = 1\n/approve A\n$$"),
+    ("math-block-with-blank-line", "$$\nx\n\n/approve A\n$$"),
+    ("inline-math-across-lines", "so $x\n/approve A\n$ holds"),
+    ("math-fence", "```math\n/approve A\n```"),
+    ("alert-lazy-continuation", "> [!NOTE]\n/approve A"),
+    ("alert", "> [!WARNING]\n> /approve A"),
+    ("details-block", "<details>\n<summary>log</summary>\n\n/approve A\n\n</details>"),
+    ("details-inline", "<details><summary>log</summary>\n\n/reject\n</details>"),
 ]
 WHITESPACE = [
     ("nbsp", "/approve\xa0A"),
@@ -77,6 +93,8 @@ def test_only_ascii_space_separates_command_and_letter(body: str) -> None:
         ("Looks right.\n/approve A\nThanks", K.APPROVE_A),
         ("text `code` here\n/approve C", K.APPROVE_C),
         ("/breaker reset", K.BREAKER_RESET),
+        ("See[^1].\n\n[^1]: a note\n\n/approve A", K.APPROVE_A),  # after the footnote
+        ("$$\nx = 1\n$$\n\n/approve B", K.APPROVE_B),  # after the math block
     ],
 )
 def test_plain_paragraph_commands_still_count(body: str, kind: CommandKind) -> None:
@@ -86,7 +104,12 @@ def test_plain_paragraph_commands_still_count(body: str, kind: CommandKind) -> N
 
 
 # ----------------------------------------------------------------------------- property
-_md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+_md = (
+    MarkdownIt("commonmark")
+    .enable(["table", "strikethrough"])
+    .use(footnote_plugin)
+    .use(dollarmath_plugin)
+)
 _PIECES = st.sampled_from(
     [
         "/approve A",
@@ -110,6 +133,11 @@ _PIECES = st.sampled_from(
         "===",
         "# ",
         "|",
+        "[^1]",
+        "[^1]: ",
+        "$$",
+        "$",
+        "<details>",
         "text",
         "*",
         "\\",

@@ -115,6 +115,11 @@ BLOCK_CASES = [
     ),
     ("tier3-no-ballot", {"tier": TierDecision(3, ("CLAUDE.md",))}, "tier 3: waiting"),
     (
+        "tier3-floor-under-auto",
+        {"tier": TierDecision(3, ("CLAUDE.md",), "auto")},
+        "tier 3: waiting for an owner ballot",
+    ),
+    (
         "tripped-unverified-revert-c",
         {"breaker": TRIPPED, "quadrant": Quadrant.C, "verified_auto_revert": False},
         "breaker tripped",
@@ -160,7 +165,7 @@ OK_CASES = [
     ),
     ("b-quadrant", {"quadrant": Quadrant.B}),
     ("c-quadrant", {"quadrant": Quadrant.C}),
-    ("auto-policy-ignores-tier", {"tier": TierDecision(3, ("CLAUDE.md",), "auto")}),
+    ("auto-policy-skips-one-tap", {"tier": TierDecision(2, ("lockfile",), "auto")}),
     (
         "tier2-one-tap-approved",
         {

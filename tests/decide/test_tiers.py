@@ -7,13 +7,16 @@ from datetime import timedelta
 import pytest
 
 from capdaemon.config import TierConfig
+from capdaemon.config.types import PROTECTED_FAMILIES
 from capdaemon.decide.tiers import (
+    MERGE_POLICIES,
     OneTapRequest,
     OneTapState,
     Requirement,
     TierDecision,
     effective_requirement,
     one_tap_state,
+    policy_of,
     tier_for,
 )
 from capdaemon.model import FileChange, FileStatus, Quadrant
@@ -35,7 +38,8 @@ TIER_CASES = [
     ("no-task-level", None, [f("src/app.py")], 1, ""),
     ("level-2", 2, [f("src/app.py")], 2, "task level 2"),
     ("21-files", 1, [f(f"src/m{i}.py") for i in range(21)], 2, "21 files changed"),
-    ("20-files-is-fine", 1, [f(f"src/m{i}.py") for i in range(20)], 1, ""),
+    ("two-files-are-several", 1, [f("src/a.py"), f("src/b.py")], 2, "2 files changed"),
+    ("one-file-is-single", 1, [f("src/a.py")], 1, ""),
     ("lockfile", 1, [f("web/package-lock.json")], 2, "dependency manifest"),
     ("pyproject", 0, [f("pyproject.toml")], 2, "dependency manifest"),
     ("requirements", 0, [f("requirements-dev.txt")], 2, "dependency manifest"),
@@ -83,7 +87,8 @@ def test_secret_globs_parameter() -> None:
 
 
 REQ_CASES = [
-    ("auto-ignores-tier", "auto", 3, Quadrant.A, Requirement.NONE),
+    ("auto-tier3-is-a-floor", "auto", 3, Quadrant.A, Requirement.BALLOT),
+    ("auto-skips-one-tap", "auto", 2, Quadrant.A, Requirement.NONE),
     ("auto-d-ballot", "auto", 1, Quadrant.D, Requirement.BALLOT),
     ("tiered-1-a", "tiered", 1, Quadrant.A, Requirement.NONE),
     ("tiered-2-a", "tiered", 2, Quadrant.A, Requirement.ONE_TAP),
@@ -101,6 +106,61 @@ REQ_CASES = [
 def test_effective_requirement(policy, tier, quadrant, req) -> None:
     """The effective requirement is the higher of quadrant and tier; manual never merges."""
     assert effective_requirement(quadrant, TierDecision(tier, (), policy)) is req
+
+
+def test_tier3_floor_binds_every_policy_and_no_task_is_tiered() -> None:
+    """Tier 3 needs an owner's ballot under auto, tiered and manual (a human merges after
+    it); a PR without a task is judged as tiered, so leaving Task-Id out loosens nothing."""
+    for policy in MERGE_POLICIES:
+        assert TierDecision(3, (), policy).owner_requirement is Requirement.BALLOT
+    assert policy_of(None) == "tiered" and policy_of("manual") == "manual"
+    no_task = tier_for(None, [f("AGENTS.md")], CFG, policy_of(None))
+    assert effective_requirement(Quadrant.B, no_task) is Requirement.BALLOT
+    two = tier_for(None, [f("a.py"), f("b.py")], CFG, policy_of(None))
+    assert effective_requirement(Quadrant.A, two) is Requirement.ONE_TAP
+
+
+# One example per protected family of the seed (agent instructions, bot settings in any
+# folder and format, memory, .github, production, external keys), each tier 3.
+FAMILY_CASES = [
+    ("claude-md-nested", "svc/CLAUDE.md", "protected path"),
+    ("agents-md", "AGENTS.md", "protected path"),
+    ("claude-dir", "tools/.claude/settings.local.json", "protected path"),
+    ("cursor-rules", ".cursorrules", "protected path"),
+    ("bot-settings-root-json", "bot_settings.json", "protected path"),
+    ("bot-settings-nested-yaml", "services/bot/bot_settings.yaml", "protected path"),
+    ("bot-settings-toml", "bot-settings.toml", "protected path"),
+    ("cron-settings", "cron_settings.json", "protected path"),
+    ("settings-folder", "app/settings/prod.py", "protected path"),
+    ("bot-config", "bot.config.ini", "protected path"),
+    ("memory-root", "memory/events/x.cron-daily", "protected path"),
+    ("memory-nested", "agents/memory/notes.md", "protected path"),
+    ("github-root", ".github/CODEOWNERS", "protected path"),
+    ("github-nested", "pkg/.github/workflows/ci.yml", "protected path"),
+    ("env-file", "services/.env.local", "protected path"),
+    ("production-deploy", "deploy/app.yaml", "production path"),
+    ("production-prod-dir", "ops/prod/db.yaml", "production path"),
+    ("external-key-pem", "examples/certs/server.pem", "external key"),
+    ("external-key-secret", "examples/api_secret.txt", "external key"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"), [c[1:] for c in FAMILY_CASES], ids=[c[0] for c in FAMILY_CASES]
+)
+def test_protected_families_are_tier3(path: str, reason: str) -> None:
+    """Each protected family of the seed is tier 3 by default, at level 0, a single file."""
+    d = tier_for(0, [f(path)], CFG, "auto")
+    assert d.tier == 3 and reason in "; ".join(d.reasons), d
+    assert d.requirement is Requirement.BALLOT
+
+
+def test_every_protected_family_is_in_the_default_list() -> None:
+    """The default protected list is the union of the named families (one home)."""
+    assert set(CFG.protected_globs) == {g for fam in PROTECTED_FAMILIES.values() for g in fam}
+    assert {"agent instructions", "bot settings", "memory", "GitHub configuration"} <= set(
+        PROTECTED_FAMILIES
+    )
 
 
 @pytest.mark.parametrize("bad", ["sometimes", "", "AUTO"])

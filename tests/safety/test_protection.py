@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from capdaemon.cli import main as cli
 from capdaemon.daemon.safety import protection_problems
 
@@ -76,3 +78,38 @@ def test_protect_check_warns_about_agents_with_write_on_the_decision_repo(
     assert warned["agent-1"][:2] == ("write", "acme/capdaemon-bot")
     assert warned["agent-2"][0] == "write"
     assert "mallory" not in err and "alice" not in err and "bob" not in err
+
+
+def test_protect_reviewers_and_the_doctor_note(
+    safe: SafetyHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new protection requires no human review (capdaemon is the reviewer of record);
+    `--reviewers N` requires N, a plain `protect` keeps it, `--reviewers 0` removes it, and
+    `doctor` warns while a human review is required (it blocks the bot's own merges)."""
+    safe.configure()
+    args = ["--config", str(safe.config_dir), "--state", str(safe.state_dir)]
+    safe.state_dir.mkdir(parents=True, exist_ok=True)
+
+    def count() -> int:
+        branch = safe.gh(safe.sb.owner).get_repo(safe.sb.repo).get_branch("main")
+        reviews = branch.get_protection().required_pull_request_reviews
+        return int(reviews.required_approving_review_count or 0)
+
+    def doctor_lines() -> list[str]:
+        capsys.readouterr()
+        cli(["doctor", *args])
+        return [ln for ln in capsys.readouterr().out.splitlines() if "reviewers " in ln]
+
+    assert cli(["protect", safe.sb.repo, *args]) == 0 and count() == 0
+    assert doctor_lines() == []
+    assert cli(["protect", safe.sb.repo, *args, "--reviewers", "2", "--check"]) == 1
+    assert cli(["protect", safe.sb.repo, *args, "--reviewers", "2"]) == 0 and count() == 2
+    assert "2 approving review(s)" in capsys.readouterr().out
+    assert cli(["protect", safe.sb.repo, *args, "--reviewers", "2", "--check"]) == 0
+    assert cli(["protect", safe.sb.repo, *args]) == 0 and count() == 2  # kept, not lowered
+    [note] = doctor_lines()
+    assert note.startswith("warn") and "reviewer of record" in note and "--reviewers 0" in note
+    assert cli(["protect", safe.sb.repo, *args, "--reviewers", "0"]) == 0 and count() == 0
+    assert doctor_lines() == []
+    assert cli(["protect", safe.sb.repo, *args, "--reviewers", "9"]) == 2
+    assert "0 to 6" in capsys.readouterr().err

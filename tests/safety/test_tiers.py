@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from capdaemon.config import TierConfig
@@ -92,16 +93,25 @@ def test_tier3_protected_path_needs_a_ballot(safe: SafetyHarness) -> None:
     assert safe.pull(number).merged
 
 
-def test_auto_policy_ignores_tiers_and_manual_never_merges(safe: SafetyHarness) -> None:
-    """merge_policy auto merges a level-3 task's A change; manual never auto-merges."""
+def test_auto_skips_only_the_one_tap_and_manual_never_merges(safe: SafetyHarness) -> None:
+    """merge_policy auto merges a level-2 task's A change (tier 2's one-tap skipped) but a
+    level-3 task waits for a ballot (tier 3 is a floor); manual never auto-merges."""
     safe.configure()
-    safe.task("t-auto", level=3, policy="auto")
+    safe.task("t-auto2", level=2, policy="auto")
+    safe.task("t-auto3", level=3, policy="auto")
     safe.task("t-man", level=0, policy="manual")
-    auto = _task_pr(safe, "t-auto", EXAMPLE, title="auto")
+    auto2 = _task_pr(safe, "t-auto2", EXAMPLE, title="auto level 2")
+    auto3 = _task_pr(safe, "t-auto3", {"examples/a3.py": "print(3)\n"}, title="auto level 3")
     manual = _task_pr(safe, "t-man", {"examples/m.py": "print('m')\n"}, title="manual")
     safe.tick()
     safe.tick()
-    assert safe.pull(auto).merged and not safe.pull(manual).merged
+    assert safe.pull(auto2).merged and not safe.issues("one-tap")
+    assert not safe.pull(auto3).merged and not safe.pull(manual).merged
+    assert safe.check(auto3).conclusion == "failure"
+    safe.ballot(auto3, "alice").create_comment("/approve A")
+    safe.tick()
+    safe.tick()
+    assert safe.pull(auto3).merged
 
 
 def test_tier_table() -> None:
@@ -113,11 +123,33 @@ def test_tier_table() -> None:
         ([added("requirements.txt")], 1, 2),
         ([big], 1, 2),
         ([added(f"f{i}.txt") for i in range(21)], 0, 2),
+        ([added("a.txt"), added("b.txt")], 0, 2),
         ([added("deploy/app.yaml")], 0, 3),
         ([added("CLAUDE.md")], 0, 3),
         ([added("docs/guide/a.md")], 3, 3),
     ]
     for files, level, tier in cases:
         assert tier_for(level, files, cfg, "tiered").tier == tier, (files[0].path, level)
-    assert tier_for(3, [], cfg, "auto").requirement is Requirement.NONE
+    assert tier_for(3, [], cfg, "auto").requirement is Requirement.BALLOT
+    assert tier_for(2, [], cfg, "auto").requirement is Requirement.NONE
     assert timedelta(hours=cfg.one_tap_ttl_hours) == timedelta(hours=24)
+
+
+def test_a_tier_recorded_under_the_old_no_task_policy_is_computed_again(
+    safe: SafetyHarness,
+) -> None:
+    """safety.json written when a PR without a task was judged under `auto`: the next tick
+    computes its tier again under `tiered` (it is not left on the "not computed" fallback)."""
+    safe.configure()
+    number = safe.open_pr({"AGENTS.md": "# Agents\n"}, title="no task")
+    safe.tick()
+    safe.stop()
+    path = safe.state_dir / "safety.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    ref = f"{safe.sb.repo}#{number}"
+    data["tiers"][ref]["merge_policy"] = "auto"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    safe.tick()
+    entry = safe.safety()["tiers"][ref]
+    assert entry["merge_policy"] == "tiered" and entry["tier"] == 3
+    assert "protected path AGENTS.md" in entry["reasons"][0]

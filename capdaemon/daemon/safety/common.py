@@ -8,12 +8,13 @@ from typing import Any, Protocol
 
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.decide.ballot import BallotStatus
+from capdaemon.decide.labels import IssueKind
 from capdaemon.forge.types import IssueActivity
 from capdaemon.logging import get_logger
 
 API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
-ONE_TAP = "one-tap"
-INCIDENT = "incident"
+ONE_TAP = IssueKind.ONE_TAP.value
+INCIDENT = IssueKind.INCIDENT.value
 # A ballot or one-tap whose issue activity (issue list) did not change is still read in full
 # this often: the activity cannot show one reaction swapped for another of the same kind.
 QUIET_REREAD = timedelta(minutes=30)

@@ -34,6 +34,7 @@ from capdaemon.decide.tiers import (
     Requirement,
     TierDecision,
     one_tap_state,
+    policy_of,
     tier_for,
 )
 from capdaemon.forge.errors import ForgeError, RateLimited
@@ -79,7 +80,7 @@ class Tiers:
         next tick reclassifies it (without a second classification audit) and records it again.
         """
         s = self.store
-        policy = rec.merge_policy or "auto"
+        policy = policy_of(rec.merge_policy)
         level = self._level(rec.task_id)
         cfg = self.config
         td = tier_for(
@@ -102,11 +103,14 @@ class Tiers:
         s["agents_by_pr"][rec.ref] = sorted(ids)
 
     def recorded(self, rec: PRRecord) -> bool:
-        """True when safety.json holds the tier of the PR's current head (see on_classified)."""
+        """True when safety.json holds the tier of the PR's current head under the policy it is
+        judged by now (see on_classified; a tier recorded under another policy, e.g. `auto`
+        for a PR without a task before such PRs were judged as `tiered`, is computed again)."""
         entry = self.store["tiers"].get(rec.ref)
         return (
             bool(entry)
             and entry.get("head_sha") == rec.head_sha
+            and entry.get("merge_policy") == policy_of(rec.merge_policy)
             and rec.ref in self.store["agents_by_pr"]
         )
 
@@ -117,17 +121,17 @@ class Tiers:
         return after_rejection_tier(self._decision(rec), after_rejection)
 
     def _decision(self, rec: PRRecord) -> TierDecision:
-        policy = rec.merge_policy or "auto"
+        policy = policy_of(rec.merge_policy)
         entry = self.store["tiers"].get(rec.ref)
         if entry and entry.get("head_sha") == rec.head_sha and entry.get("merge_policy") == policy:
             return TierDecision(int(entry["tier"]), tuple(entry.get("reasons") or ()), policy)
-        if policy == "tiered":
-            return TierDecision(3, ("tier not computed for this head",), policy)
-        return TierDecision(1, (), policy)
+        # Unknown tier: tier 3 is a floor under every policy, so fail closed under all of them.
+        return TierDecision(3, ("tier not computed for this head",), policy)
 
     def needs_ballot(self, rec: PRRecord) -> bool:
-        """True when the tier asks for a full ballot: tier 3 (tiered), or an expired one-tap."""
-        req = self.decision(rec).requirement
+        """True when the tier asks for a full ballot: tier 3 (under every policy, `manual`
+        included: a human merges after it), or an expired one-tap."""
+        req = self.decision(rec).owner_requirement
         if req is Requirement.BALLOT:
             return True
         if req is Requirement.ONE_TAP:
