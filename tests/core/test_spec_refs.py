@@ -32,7 +32,7 @@ _NUM = r"\d+(?:\.\d+)?"
 SECTION_RE = re.compile(
     rf"(?<![\w.])SPEC(?:\s+section)?\s+(?P<list>{_NUM}(?:\s*(?:,|-|–|and)\s*{_NUM})*)"
 )
-_ONE = r"(?:L\d\.C\d+|L\d|(?:SG|TF|FC|BR|IN|PR|BM|BL|R|F|Y|P)\d{1,2})"
+_ONE = r"(?:L\d\.C\d+|L\d|(?:RUN|SG|TF|FC|BR|IN|PR|BM|BL|R|F|Y|P)\d{1,2})"
 # A code stands alone: not inside a word, a path, hex (0xF2, #F2F2F2, %F2, \xF2) or a
 # linter code (F401); "TF1-TF3" is a range.
 CODE_RE = re.compile(rf"(?<![\w#%\\/.:$&+-])(?P<code>{_ONE})(?:[-–](?P<end>{_ONE}))?(?![\w-]|\.\w)")

@@ -91,11 +91,12 @@ def _waits(model: ReadModel, n: int) -> set[str]:
 
 def test_the_scenario_prs_wait_on_what_the_state_says(dash_state: DashState) -> None:
     """The D PR waits on its ballot (and on its check, which a D fails until approved), the
-    task PR under `manual` on a human, the merged ones on nothing; the table says so."""
+    task PR under `manual` on a human (and on its check, which stays pending until the owner
+    answers), the merged ones on nothing; the table says so."""
     model = _model(dash_state)
     prs = dash_state.prs
     assert _waits(model, prs["script"]) == {"ballot", "check"}
-    assert _waits(model, prs["scope"]) == {"owner"}
+    assert _waits(model, prs["scope"]) == {"owner", "check"}
     assert _waits(model, prs["typo"]) == set() and _waits(model, prs["img"]) == set()
     page = render(model, "prs.html").body
     assert page.count('data-wait="ballot"') == 1 and page.count('data-wait="owner"') == 1
