@@ -1,4 +1,9 @@
-"""Conservative content carve-outs of SPEC 2.4: typo fix, comment-only, additions-only."""
+"""Conservative content carve-outs of SPEC 2.4: typo fix, additions-only, comment-only prefilter.
+
+A typo fix turns a misspelling (a word not in the dictionary) into a dictionary word; the
+comment-only carve-out itself is proven on whole files in `commentonly`, and this module only
+says which files are worth reading whole (`wants_whole_files`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from capdaemon.classify.hunks import Hunk
+from capdaemon.classify.hunks import Hunk, try_parse_patch
+from capdaemon.classify.languages import HTML, language_of
+from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_prefix
 
 MAX_LINE_EDITS = 3
 MAX_FILE_EDITS = 10
@@ -120,14 +127,34 @@ def _word_bound(a: str, b: str) -> int:
     return max(1, max(len(a), len(b)) // 4)
 
 
-def typo_pair(old: str, new: str, line_limit: int = MAX_LINE_EDITS) -> tuple[int, str]:
-    """Edits needed to turn `old` into `new` as a typo fix, or (-1, why-not)."""
+def _word_fix(wa: str, wb: str, words: Dictionary) -> str:
+    """Why replacing word `wa` by `wb` is not a spelling fix ("" when it is one)."""
+    if words.knows(wa):
+        return f"{wa!r} is already a dictionary word: swapping it for {wb!r} is not a typo fix"
+    if not words.knows(wb):
+        return (
+            f"{wb!r} is not in the {words.language} dictionary (a typo fix turns a misspelling "
+            "into a dictionary word; add project words to classifier.typo_words)"
+        )
+    if negation_prefix(wa) != negation_prefix(wb):
+        return f"{wa!r} -> {wb!r} adds, drops or swaps a negation prefix"
+    return ""
+
+
+def typo_pair(
+    old: str, new: str, line_limit: int = MAX_LINE_EDITS, *, words: Dictionary | None = None
+) -> tuple[int, str]:
+    """Edits needed to turn `old` into `new` as a typo fix, or (-1, why-not).
+
+    Every changed word must go from a non-word to a dictionary word (`words`, English by
+    default; DictionaryError when it cannot be loaded) within the edit-distance band.
+    """
     if old == new:
         return 0, ""
     if _skeleton(old) != _skeleton(new):
         return -1, "punctuation, spacing, heading, list or table structure changed"
     if _DIGIT.findall(old) != _DIGIT.findall(new):
-        return -1, "a digit changed"
+        return -1, "a digit changed (a number change is never a typo fix)"
     if _guard_words(old) != _guard_words(new):
         return -1, "a negation or modal word was added, removed or changed"
     total = 0
@@ -140,6 +167,9 @@ def typo_pair(old: str, new: str, line_limit: int = MAX_LINE_EDITS) -> tuple[int
         d = osa_distance(wa, wb, min(word_bound, line_limit - total))
         if d > word_bound:
             return -1, "a word was replaced, not corrected"
+        why = _word_fix(wa, wb, words if words is not None else load())
+        if why:
+            return -1, why
         total += d
         if total > line_limit:
             return -1, f"more than {line_limit} character edits on one line"
@@ -151,12 +181,18 @@ def typo_fix(
     *,
     line_limit: int = MAX_LINE_EDITS,
     file_limit: int = MAX_FILE_EDITS,
+    extra_words: Sequence[str] = (),
+    language: str = "en",
 ) -> Carve:
-    """True when every hunk only corrects spelling: k lines for k lines, tiny in-word edits."""
+    """True when every hunk only corrects spelling: k lines for k lines, misspelling → word."""
     if hunks is None:
         return Carve(False, "patch unavailable")
     if not hunks:
         return Carve(False, "no textual change to inspect")
+    try:
+        words = load(language).with_extra(extra_words)
+    except DictionaryError as exc:
+        return Carve(False, f"{exc}: typo fixes cannot be proven (fail closed)")
     total = 0
     for h in hunks:
         for removed, added in h.blocks():
@@ -165,7 +201,7 @@ def typo_fix(
                 n = where.new_no or where.old_no
                 return Carve(False, f"line {n}: lines added or removed, not a typo fix")
             for r, a in zip(removed, added, strict=True):
-                d, why = typo_pair(r.text, a.text, line_limit)
+                d, why = typo_pair(r.text, a.text, line_limit, words=words)
                 if d < 0:
                     return Carve(False, f"line {a.new_no}: {why}")
                 total += d
@@ -264,11 +300,12 @@ def is_comment_line(text: str, styles: tuple[str, ...]) -> bool:
 _YAML_BLOCK = re.compile(r"[:\-]\s*[|>][+-]?\d*\s*(?:#.*)?$")
 
 
-def comment_only(path: str, hunks: Sequence[Hunk] | None) -> Carve:
-    """True when every added or removed line is blank or a comment in the file's language.
+def looks_comment_only(path: str, hunks: Sequence[Hunk] | None) -> Carve:
+    """True when every added or removed line looks blank or a comment in the file's language.
 
-    Docstrings count as code. A hunk that shows a Python triple quote or a YAML block scalar
-    does not qualify (a `#` line there may be string content, not a comment).
+    Only a prefilter (which files to read whole): the carve-out itself is `commentonly`'s
+    whole-file token comparison. Docstrings count as code; a hunk that shows a Python triple
+    quote or a YAML block scalar does not qualify.
     """
     if hunks is None:
         return Carve(False, "patch unavailable")
@@ -297,6 +334,20 @@ def comment_only(path: str, hunks: Sequence[Hunk] | None) -> Carve:
     if not changed:
         return Carve(False, "no changed lines")
     return Carve(True, "comments only")
+
+
+def wants_whole_files(path: str, patch: str | None) -> bool:
+    """Whether a changed file is worth reading whole for the comment-only carve-out."""
+    language = language_of(path)
+    if language is None or patch is None:
+        return False
+    if language == HTML:
+        return True  # HTML comments span lines freely; only the parser can tell
+    hunks = try_parse_patch(patch)
+    styles = comment_style(path)
+    if not hunks or styles is None:
+        return False
+    return all(raw[0] == " " or is_comment_line(raw[1:], styles) for h in hunks for raw in h.raw)
 
 
 # ----------------------------------------------------------------------------- additions
