@@ -180,7 +180,9 @@ def _content_reasons(
                 n = added_line_no(hunks, i)
                 ir.append(f"added line {n} looks like {label} (value withheld)")
         if cc.self_logic is not None and flagged and any(cc.source_root.match(p) for p in cr_paths):
-            for why in self_logic_hits(hunks, cc.self_logic, fc.base_content, fc.head_content):
+            for why in self_logic_hits(
+                hunks, cc.self_logic, fc.base_content, fc.head_content, fc.path
+            ):
                 ir.append(f"bot merge/auth logic: {why}")
     if status is not FileStatus.REMOVED and hunks is not None and not hunks and fc.additions:
         ir.append("added content not shown in the patch")
@@ -330,9 +332,10 @@ def _what_passes(cc: CompiledClassifier) -> str:
     dirs = ", ".join(cc.config.noncritical_dirs) or "none"
     files = ", ".join(cc.config.noncritical_files) or "none"
     return (
-        f"non-critical are files under {dirs}, files named {files}, new files and added lines "
-        f"under {', '.join(TEST_DIRS)}, and {WHAT_PASSES} (prose in a document is not a comment)"
+        f"what passes: files under {dirs}; files named {files}; new files or added lines "
+        f"under {', '.join(TEST_DIRS)}; {WHAT_PASSES}; prose in a document is not a comment"
     )
+
 
 
 def _name_refusal(path: str, dirs: Iterable[str]) -> str:

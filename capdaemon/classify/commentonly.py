@@ -14,11 +14,11 @@ from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
 from capdaemon.classify.languages import HTML, PYTHON, language_of
-from capdaemon.classify.tokens import Comment, LexError, Lexed, lex
+from capdaemon.classify.tokens import Comment, Lexed, LexError, lex
 
 WHAT_PASSES = (
-    "a comment-only edit passes in Python, C, C++, Java, JavaScript, TypeScript, Go, Rust "
-    "and HTML files when the code tokens of the whole file stay identical"
+    "comment-only edits (code tokens of the whole file unchanged) in Python, C, C++, Java, "
+    "JavaScript, TypeScript, Go, Rust and HTML files"
 )
 
 # PEP 263: the coding declaration, in any spelling the interpreter accepts.
@@ -41,7 +41,7 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
     """Whether the change from `base` to `head` of one file touches comments only."""
     language = language_of(path)
     if language is None:
-        return Carve(False, f"no exact tokenizer for this file type ({WHAT_PASSES})")
+        return Carve(False, "no exact tokenizer for this file type: comments cannot be proven")
     if base is None or head is None:
         return Carve(False, "whole file unavailable, comments cannot be told from code")
     if base == head:
@@ -143,7 +143,7 @@ def _file_trap(language: str, base: str, head: str) -> str:
         if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
             return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
     if language == "go" and re.search(r'^\s*import\s+(?:\(\s*)?"C"', head, re.MULTILINE):
-        return "a Go file with a cgo preamble (import \"C\"): its comments are C code"
+        return 'a Go file with a cgo preamble (import "C"): its comments are C code'
     return ""
 
 

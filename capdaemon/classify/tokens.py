@@ -177,21 +177,21 @@ def _lex_tree_sitter(language: str, text: str) -> Lexed:
 
 
 # ----------------------------------------------------------------------------- html
-def _lex_html(text: str) -> Lexed:
+def _lex_html(source: str) -> Lexed:
     """The DOM html5lib builds (as browsers do), serialised as tokens, comments apart."""
     parser = html5lib.HTMLParser(tree=html5lib.getTreeBuilder("dom"))
     try:
-        doc = parser.parse(text)
+        doc = parser.parse(source)
     except Exception as exc:  # html5lib is lenient; anything raised is unexpected
         raise LexError(f"the HTML5 parser failed ({type(exc).__name__})") from None
     tokens: list[tuple[str, str]] = []
     comments: list[Comment] = []
     open_tags: list[str] = []
-    text: list[str] = []
+    pending: list[str] = []
 
     def flush() -> None:
-        run = "".join(text)
-        text.clear()
+        run = "".join(pending)
+        pending.clear()
         if run and (run.strip() or any(t in _HTML_VERBATIM for t in open_tags)):
             tokens.append(("Characters", run))
         elif run:
@@ -203,7 +203,7 @@ def _lex_html(text: str) -> Lexed:
             comments.append(Comment(str(tok["data"]), 0))
             continue
         if kind in ("Characters", "SpaceCharacters"):
-            text.append(str(tok["data"]))
+            pending.append(str(tok["data"]))
             continue
         flush()
         if kind == "StartTag":
