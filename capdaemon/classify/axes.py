@@ -337,7 +337,6 @@ def _what_passes(cc: CompiledClassifier) -> str:
     )
 
 
-
 def _name_refusal(path: str, dirs: Iterable[str]) -> str:
     """Why a non-ASCII path cannot use a carve-out ("" when it is judged like an ASCII one).
 

@@ -158,9 +158,12 @@ def _comment_trap(language: str, c: Comment) -> str:
         return f"{at}a comment holds the trigraph '??/' (a line continuation in C)"
     if language == "java" and _JAVA_UNICODE.search(text):
         return f"{at}a Java comment holds a \\u escape (Java translates it before lexing)"
-    if language == HTML:
-        if "--!" in text or "--" in text.strip("-") or text.startswith((">", "->")):
-            return "an HTML comment with '--!', '--' or a '>' opening (HTML5 ends comments there)"
-        if text.lstrip().startswith(("[if", "[endif", "<![endif")) or "<!" in text:
-            return "an HTML conditional or nested comment (browsers may read it as markup)"
+    return _html_trap(text) if language == HTML else ""
+
+
+def _html_trap(text: str) -> str:
+    if "--!" in text or "--" in text.strip("-") or text.startswith((">", "->")):
+        return "an HTML comment with '--!', '--' or a '>' opening (HTML5 ends comments there)"
+    if text.lstrip().startswith(("[if", "[endif", "<![endif")) or "<!" in text:
+        return "an HTML conditional or nested comment (browsers may read it as markup)"
     return ""

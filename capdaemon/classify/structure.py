@@ -102,12 +102,7 @@ def self_logic_hits(
 
 def _changed_lines(h: Hunk, rx: re.Pattern[str]) -> Iterator[tuple[int, str, str, list[str]]]:
     """(line number, kind, text, scopes guessed from the hunk header and hunk) per changed line."""
-    header = h.header.strip()
-    header_def = DEF_LINE.match(header) if header else None
-    stack: list[tuple[int | None, str]] = []
-    if header and (header_def is not None or rx.search(header)):
-        name = header_def.group("name") if header_def is not None else ""
-        stack.append((None, name or header))
+    stack = _header_scope(h.header.strip(), rx)
     min_indent: int | None = None
     for ln in h.lines:
         stripped = ln.text.strip()
@@ -124,6 +119,15 @@ def _changed_lines(h: Hunk, rx: re.Pattern[str]) -> Iterator[tuple[int, str, str
         if m is not None:
             stack.append((indent, m.group("name") or stripped))
         min_indent = indent if min_indent is None else min(min_indent, indent)
+
+
+def _header_scope(header: str, rx: re.Pattern[str]) -> list[tuple[int | None, str]]:
+    """git's guess at the enclosing function (the hunk header), when it names one."""
+    header_def = DEF_LINE.match(header) if header else None
+    if header and (header_def is not None or rx.search(header)):
+        name = header_def.group("name") if header_def is not None else ""
+        return [(None, name or header)]
+    return []
 
 
 def _closes(scope_indent: int | None, indent: int, min_indent: int | None) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from capdaemon.classify.carveouts import wants_whole_files
 from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import (
     COMMITS_CAP,
@@ -257,7 +258,7 @@ class Snapshots:
             base_text = head_text = None
             # A symlink's blob is its target: always read it, scope checks need it.
             link = n is not None and n[0] == MODE_SYMLINK
-            if pick(path) or pick(prev) or link:
+            if link or _wants_text(pick, f):
                 try:
                     patch = f.get("patch")
                     base_text = self._text(repo, o, patch, "-", status == "removed")
@@ -371,3 +372,12 @@ def _snapshot(
         state=pr.state,
         base_policy_text=policy,
     )
+
+
+def _wants_text(pick: Callable[[str], bool], f: dict[str, Any]) -> bool:
+    """Whether a listed file's base/head texts are read: `pick`'s paths, and modified files
+    where the comment-only carve-out may apply (their patch looks like comment edits)."""
+    path = f["filename"]
+    if pick(path) or pick(f.get("previous_filename") or path):
+        return True
+    return bool(f["status"] == "modified" and wants_whole_files(path, f.get("patch")))
