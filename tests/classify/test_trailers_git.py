@@ -224,5 +224,5 @@ def test_a_message_of_too_many_lines_is_refused_unread() -> None:
     assert len(msg) <= MAX_MESSAGE_CHARS
     session, why = commit_agent_session(msg)
     assert session is None and why is not None and f"{MAX_MESSAGE_LINES} lines" in why
-    prose = "subject\n\n" + "A line of prose.\n" * (MAX_MESSAGE_LINES - 10) + f"\n{SESSION}\n"
+    prose = "subject\n\n" + "Prose.\n" * (MAX_MESSAGE_LINES - 10) + f"\n{SESSION}\n"
     assert commit_agent_session(prose)[0] is not None
