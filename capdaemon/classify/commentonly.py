@@ -9,7 +9,9 @@ IE conditional comments, a Go cgo preamble. Anything the tokenizer cannot read f
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
@@ -34,6 +36,7 @@ _DIRECTIVE = re.compile(
 _JAVA_UNICODE = re.compile(r"\\+u", re.ASCII)
 _BACKSLASH_EOL = re.compile(r"\\[ \t\f\v]*(?:\r?\n|\r|$)")
 _C_SPLICE = re.compile(r"[/*]\\[ \t\f\v]*\r?\n|\\[ \t\f\v]*\r?\n[/*]")
+_NON_UTF8_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*(?!utf-?8\b)[\w-]", re.IGNORECASE)
 _C_FAMILY = frozenset({"c", "cpp", "java", "javascript", "typescript", "tsx", "go", "rust"})
 
 
@@ -142,9 +145,24 @@ def _file_trap(language: str, base: str, head: str) -> str:
             return "a Java file with \\u escapes (Java translates them before lexing)"
         if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
             return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
+    if language == PYTHON and not (_utf8_python(base) and _utf8_python(head)):
+        return (
+            "a Python file declaring an encoding other than UTF-8 (PEP 263): its comments "
+            "cannot be read as the interpreter decodes them"
+        )
+    if language == HTML and any(_NON_UTF8_CHARSET.search(t) for t in (base, head)):
+        return "an HTML file declaring a charset other than UTF-8: comments cannot be located"
     if language == "go" and re.search(r'^\s*import\s+(?:\(\s*)?"C"', head, re.MULTILINE):
         return 'a Go file with a cgo preamble (import "C"): its comments are C code'
     return ""
+
+
+def _utf8_python(text: str) -> bool:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8")).readline)
+    except SyntaxError:
+        return False
+    return encoding in ("utf-8", "utf-8-sig")
 
 
 def _comment_trap(language: str, c: Comment) -> str:
