@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from capdaemon.classify.hunks import Hunk, try_parse_patch
 from capdaemon.classify.languages import HTML, language_of
-from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_prefix
+from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_change
 
 MAX_LINE_EDITS = 3
 MAX_FILE_EDITS = 10
@@ -136,7 +136,7 @@ def _word_fix(wa: str, wb: str, words: Dictionary) -> str:
             f"{wb!r} is not in the {words.language} dictionary (a typo fix turns a misspelling "
             "into a dictionary word; add project words to classifier.typo_words)"
         )
-    if negation_prefix(wa) != negation_prefix(wb):
+    if negation_change(wa, wb, words):
         return f"{wa!r} -> {wb!r} adds, drops or swaps a negation prefix"
     return ""
 

@@ -21,6 +21,9 @@ NEGATION_PREFIXES: tuple[str, ...] = (
 )  # fmt: skip
 
 
+_ASSIMILATED = frozenset({"in", "im", "ir", "il"})
+
+
 class DictionaryError(RuntimeError):
     """The word list could not be loaded."""
 
@@ -59,7 +62,42 @@ def load(language: str = DEFAULT_LANGUAGE) -> Dictionary:
     return Dictionary(language, words)
 
 
-def negation_prefix(word: str) -> str:
-    """The negation prefix a word starts with ("" when none)."""
-    w = word.casefold()
-    return next((p for p in NEGATION_PREFIXES if w.startswith(p) and len(w) > len(p) + 2), "")
+def negation_change(a: str, b: str, words: Dictionary) -> bool:
+    """True when `a` → `b` adds, drops or swaps a negation prefix: one word is the other (give
+    or take one edit) with such a prefix, where the prefixed or unprefixed form is a real
+    word (`reversable` → `irreversible`, `unathorized` → `authorized`, `encrypted` →
+    `decrypted`; not `evironment` → `environment`, whose "en" is no prefix)."""
+    a, b = a.casefold(), b.casefold()
+    for x, y in ((a, b), (b, a)):
+        for p in NEGATION_PREFIXES:
+            if not x.startswith(p) or y.startswith(p) or len(x) <= len(p) + 2:
+                continue
+            rest = x[len(p) :]
+            stems = [y, *(y[len(q) :] for q in NEGATION_PREFIXES if _other(p, q, y))]
+            for stem in stems:
+                if words.knows(rest) and _within_one_edit(rest, stem):
+                    return True  # x is a real word's negation, y that word (or near it)
+                if words.knows(p + stem) and _within_one_edit(x, p + stem):
+                    return True  # x is near the negation of y, which is a real word
+    return False
+
+
+def _other(p: str, q: str, y: str) -> bool:
+    """Whether `y` starts with prefix `q`, a different negation from `p` (in-, im-, ir-, il-
+    are one prefix spelled to fit the next letter)."""
+    return y.startswith(q) and not (p in _ASSIMILATED and q in _ASSIMILATED)
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    """Optimal-string-alignment distance of at most one."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]
+        return a[i + 1 :] == b[i + 1 :] or (swapped and a[i + 2 :] == b[i + 2 :])
+    return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]

@@ -206,7 +206,7 @@ def test_trap_is_refused_and_the_tool_confirms_it_is_code(
     """Each trap changes what runs (the tool says so) and the carve-out refuses it."""
     ok, why = agrees(tmp_path, language, base, head)
     assert not ok and why
-    path, artifact = ORACLES[language]
+    _path, artifact = ORACLES[language]
     assert artifact(tmp_path, base) != artifact(tmp_path, head), "not a trap after all"
 
 
@@ -309,7 +309,7 @@ def test_generated_edits_agree_with_the_language(
     carve-out applies, the tool agrees; plain-word comment edits always get it; code edits
     never do."""
     base, head, comment_edit = data.draw(_edits(language, _TRICKY))
-    ok, why = agrees(tmp_path, language, base, head)
+    ok, _why = agrees(tmp_path, language, base, head)
     if not comment_edit and base != head:
         assert not ok
     plain_base, plain_head, plain_comment = data.draw(_edits(language, _WORDS))
