@@ -102,7 +102,7 @@ def self_logic_hits(
 
 def _changed_lines(h: Hunk, rx: re.Pattern[str]) -> Iterator[tuple[int, str, str, list[str]]]:
     """(line number, kind, text, scopes guessed from the hunk header and hunk) per changed line."""
-    stack = _header_scope(h.header.strip(), rx)
+    stack = _header_scope(h.header, rx)
     min_indent: int | None = None
     for ln in h.lines:
         stripped = ln.text.strip()
@@ -121,12 +121,13 @@ def _changed_lines(h: Hunk, rx: re.Pattern[str]) -> Iterator[tuple[int, str, str
         min_indent = indent if min_indent is None else min(min_indent, indent)
 
 
-def _header_scope(header: str, rx: re.Pattern[str]) -> list[tuple[int | None, str]]:
-    """git's guess at the enclosing function (the hunk header), when it names one."""
+def _header_scope(line: str, rx: re.Pattern[str]) -> list[tuple[int | None, str]]:
+    """git's guess at the enclosing function (the hunk header), when it names one. Used only
+    without the file itself, and kept open until the hunk shows it closed (fail closed)."""
+    header = line.strip()
     header_def = DEF_LINE.match(header) if header else None
     if header and (header_def is not None or rx.search(header)):
-        name = header_def.group("name") if header_def is not None else ""
-        return [(None, name or header)]
+        return [(None, (header_def.group("name") if header_def is not None else "") or header)]
     return []
 
 

@@ -238,7 +238,8 @@ def commit_agent_session(message: str) -> tuple[AgentSession | None, str | None]
     """(session, None) for an agent commit, (None, None) for a human one, (None, why) if malformed.
 
     Malformed (fail closed): an Agent-Session value that does not parse; more than one such
-    trailer; a message over MAX_MESSAGE_CHARS or MAX_MESSAGE_LINES or with a NUL byte; a message whose
+    trailer; a message over MAX_MESSAGE_CHARS or MAX_MESSAGE_LINES or with a NUL byte; a
+    message whose
     Agent-Session trailers `git interpret-trailers` and `git log` read differently (a `---`
     divider, leading blank lines), or git cannot read at all (a divider before a scissors
     line); or an `Agent-Session:`

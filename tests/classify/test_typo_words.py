@@ -15,12 +15,45 @@ from .classify_builders import make_patch
 
 WORDS = load()
 # Common words of a rules document, each checked to be in the word list below.
-COMMON = (
-    "classifier merge request owner review change policy decision approve reject branch "
-    "repository commit message secret token function critical reversible deleted protected "
-    "production automatic pending receive separate definitely necessary occurred which "
-    "their believe argument environment important maintenance permission"
-).split()
+COMMON = [
+    "classifier",
+    "merge",
+    "request",
+    "owner",
+    "review",
+    "change",
+    "policy",
+    "decision",
+    "approve",
+    "reject",
+    "branch",
+    "repository",
+    "commit",
+    "message",
+    "secret",
+    "token",
+    "function",
+    "critical",
+    "reversible",
+    "deleted",
+    "protected",
+    "production",
+    "automatic",
+    "pending",
+    "receive",
+    "separate",
+    "definitely",
+    "necessary",
+    "occurred",
+    "which",
+    "their",
+    "believe",
+    "argument",
+    "environment",
+    "important",
+    "maintenance",
+    "permission",
+]
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
