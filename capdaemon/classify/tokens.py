@@ -145,6 +145,12 @@ def _leaves(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
                 return
 
 
+@functools.lru_cache(maxsize=4096)
+def _literal_type(node_type: str) -> bool:
+    """Whether a leaf of this type can border literal text (quotes, string bodies)."""
+    return bool(_LITERAL_PARENT.search(node_type)) or not node_type.strip("\"'`")
+
+
 def _lex_tree_sitter(language: str, text: str) -> Lexed:
     data = text.encode("utf-8")
     tree = parse_tree(language, text)
@@ -152,24 +158,26 @@ def _lex_tree_sitter(language: str, text: str) -> Lexed:
     lines: list[int] = []
     comments: list[Comment] = []
     pos = 0
-    prev_parent: int | None = None
+    prev_literal = False
     for node in _leaves(tree.root_node):
-        gap = data[pos : node.start_byte]
-        parent = node.parent
-        pid = parent.id if parent is not None else None
-        literal = parent is not None and bool(_LITERAL_PARENT.search(parent.type))
-        # text between two leaves: whitespace is insignificant, except inside a literal body
-        if gap.strip() or (gap and literal and pid == prev_parent):
-            tokens.append(("gap", gap.decode("utf-8", "replace")))
-            lines.append(node.start_point[0] + 1)
-        body = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
-        if node.type in _COMMENT_TYPES:
+        start = node.start_byte
+        kind = node.type
+        literal = _literal_type(kind)
+        if start > pos:
+            gap = data[pos:start]
+            # text between two leaves: whitespace is insignificant, except where it may be
+            # part of a literal (next to a quote or a string body: kept exactly)
+            if gap.strip() or (prev_literal and literal):
+                tokens.append(("gap", gap.decode("utf-8", "replace")))
+                lines.append(node.start_point[0] + 1)
+        body = data[start : node.end_byte].decode("utf-8", "replace")
+        if kind in _COMMENT_TYPES:
             comments.append(Comment(body, node.start_point[0] + 1))
-            prev_parent = None
+            prev_literal = False
         else:
-            tokens.append((node.type, body))
+            tokens.append((kind, body))
             lines.append(node.start_point[0] + 1)
-            prev_parent = pid
+            prev_literal = literal
         pos = node.end_byte
     if data[pos:].strip():
         raise LexError("text after the end of the parsed file")
