@@ -17,26 +17,59 @@ from capdaemon.model import FileChange, FileStatus
 from .classify_builders import make_patch
 
 REFUSED = [
-    pytest.param("a.c", "int f(void) { return 1; }\n// a\n", "int f(void) { return ; }}\n// b\n",
-                 "grammar does not accept", id="c-syntax-error"),
-    pytest.param("a.py", "x = 1\n# a\n", "x = '''\n# b\n", "tokenizer", id="py-unterminated-string"),
-    pytest.param("a.py", "x = 1\n# a\n", "x = 1\n# b \ufffd\n", "not valid UTF-8", id="py-bad-utf8"),
-    pytest.param("a.py", "x = 1\n# a\n", "x = 1\n# type: ignore\n", "directive", id="py-type-comment"),
+    pytest.param(
+        "a.c",
+        "int f(void) { return 1; }\n// a\n",
+        "int f(void) { return ; }}\n// b\n",
+        "grammar does not accept",
+        id="c-syntax-error",
+    ),
+    pytest.param(
+        "a.py", "x = 1\n# a\n", "x = '''\n# b\n", "tokenizer", id="py-unterminated-string"
+    ),
+    pytest.param(
+        "a.py", "x = 1\n# a\n", "x = 1\n# b \ufffd\n", "not valid UTF-8", id="py-bad-utf8"
+    ),
+    pytest.param(
+        "a.py", "x = 1\n# a\n", "x = 1\n# type: ignore\n", "directive", id="py-type-comment"
+    ),
     pytest.param("a.py", "x = 1\n", "#!/usr/bin/env python2\nx = 1\n", "shebang", id="py-shebang"),
-    pytest.param("a.py", "# -*- coding: utf-8 -*-\nx = 1\n", "# -*- coding: latin-1 -*-\nx = 1\n",
-                 "coding declaration", id="py-emacs-cookie"),
-    pytest.param("a.go", "package p\n// a\nfunc f() {}\n", "package p\n//go:noinline\nfunc f() {}\n",
-                 "directive", id="go-directive"),
-    pytest.param("a.go", 'package p\n// #include <a.h>\nimport "C"\n',
-                 'package p\n// #include <b.h>\nimport "C"\n', "", id="go-cgo-preamble"),
-    pytest.param("a.ts", "let x = 1; // a\n", "let x = 1; // @ts-ignore\n", "directive", id="ts-pragma"),
+    pytest.param(
+        "a.py",
+        "# -*- coding: utf-8 -*-\nx = 1\n",
+        "# -*- coding: latin-1 -*-\nx = 1\n",
+        "coding declaration",
+        id="py-emacs-cookie",
+    ),
+    pytest.param(
+        "a.go",
+        "package p\n// a\nfunc f() {}\n",
+        "package p\n//go:noinline\nfunc f() {}\n",
+        "directive",
+        id="go-directive",
+    ),
+    pytest.param(
+        "a.go",
+        'package p\n// #include <a.h>\nimport "C"\n',
+        'package p\n// #include <b.h>\nimport "C"\n',
+        "",
+        id="go-cgo-preamble",
+    ),
+    pytest.param(
+        "a.ts", "let x = 1; // a\n", "let x = 1; // @ts-ignore\n", "directive", id="ts-pragma"
+    ),
     pytest.param("a.c", "int x; /* a */\n", "int x; /* a ??/\n*/\n", "trigraph", id="c-trigraph"),
-    pytest.param("a.html", "<p>a</p><!-- a -->", "<p>a</p><!--[if IE]><script>x()</script><![endif]-->",
-                 "conditional", id="html-conditional-comment"),
+    pytest.param(
+        "a.html",
+        "<p>a</p><!-- a -->",
+        "<p>a</p><!--[if IE]><script>x()</script><![endif]-->",
+        "conditional",
+        id="html-conditional-comment",
+    ),
     pytest.param("a.js", "f();\n", "f();  \n", "whitespace or layout", id="js-layout-only"),
     pytest.param("a.md", "# a\n<!-- a -->\n", "# a\n<!-- b -->\n", "no exact tokenizer", id="md"),
     pytest.param("a.yml", "# a\nk: v\n", "# b\nk: v\n", "no exact tokenizer", id="yaml"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("path", "base", "head", "why"), REFUSED)
