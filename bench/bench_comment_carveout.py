@@ -2,7 +2,7 @@
 hunk-text check of before, and adversarial files against benign ones of the same size.
 
 Every file of the PR is a modified source file (Python, C, JavaScript, Java, Go, HTML, in
-equal shares, about 200 lines each) whose change is comment-only, classified by the full
+equal shares, about 40 lines each) whose change is comment-only, classified by the full
 engine with base and head contents (as the gatherers now read them for such files). Rows:
 
 - benign: ordinary code with a comment reworded;
@@ -31,7 +31,7 @@ from pathlib import Path
 
 NOW = datetime(2026, 5, 25, 12, 0, tzinfo=UTC)
 FILES = 3000
-LINES = 200
+LINES = 40  # 3,000 such files stay inside the default 20 M-character PR budget
 LANGS = ("py", "c", "js", "java", "go", "html")
 
 
@@ -195,7 +195,7 @@ def measure(kind: str) -> dict[str, float]:
     from capdaemon.config import Config
 
     config = Config(owners=("alice",))
-    budget = Budget(file_seconds=1e9, pr_seconds=1e9)
+    budget = Budget(file_seconds=1e9, pr_seconds=1e9, pr_chars=10**9)
     if kind == "mix":
         snap = _mix_snapshot(FILES)
         chars = sum(len(f.patch or "") for f in snap.files)  # type: ignore[attr-defined]
@@ -211,10 +211,13 @@ def measure(kind: str) -> dict[str, float]:
         pass
     warm = make_pr("plain", 12)
     classify(_snapshot(warm, _patches(warm)), config, now=NOW, budget=budget)  # type: ignore[arg-type]
-    gc.collect()
-    t0 = time.perf_counter()
-    verdict = classify(snap, config, now=NOW, budget=budget)  # type: ignore[arg-type]
-    seconds = time.perf_counter() - t0
+    times = []
+    for _ in range(3 if kind == "mix" else 1):  # the mix is quick: median of three
+        gc.collect()
+        t0 = time.perf_counter()
+        verdict = classify(snap, config, now=NOW, budget=budget)  # type: ignore[arg-type]
+        times.append(time.perf_counter() - t0)
+    seconds = sorted(times)[len(times) // 2]
     carved = sum(
         1
         for f in verdict.files
