@@ -29,10 +29,15 @@ _PEP263 = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _DIRECTIVE = re.compile(
     r"^(?:#!|#\s*(?:type|mypy|pyright|pyre|cython)\s*:|#\s*(?:noqa|pragma|pylint|fmt|isort)\b|"
     r"//\s*go:|//\s*\+build|//\s*line\b|//export\b|//\s*@ts-|///\s*<reference|//\s*#|"
-    r"/\*\s*@(?:ts|jsx|flow|cc_on)|//\s*@(?:flow|jsx|cc_on|sourceMappingURL)|//#\s*source|"
-    r"/\*\s*eslint|//\s*eslint|//\s*NOLINT|/\*\s*webpack|/\*[#@]__PURE__)",
+    r"/\*+\s*@(?:ts|jsx|flow|cc_on|license|preserve)|//\s*@(?:flow|jsx|cc_on|sourceMappingURL)|"
+    r"//#\s*source|/\*+\s*eslint|//\s*eslint|//\s*NOLINT|/\*+\s*webpack|/\*+\s*[#@]__)",
     re.IGNORECASE,
 )
+# ... and per language: Rust doc comments (doc tests compile and run), Go example output
+_LANGUAGE_DIRECTIVE: dict[str, re.Pattern[str]] = {
+    "rust": re.compile(r"^(?:///|//!|/\*\*(?!/)|/\*!)"),
+    "go": re.compile(r"^//\s*(?:unordered )?output:", re.IGNORECASE),
+}
 _JAVA_UNICODE = re.compile(r"\\+u", re.ASCII)
 _BACKSLASH_EOL = re.compile(r"\\[ \t\f\v]*(?:\r?\n|\r|$)")
 _C_SPLICE = re.compile(r"[/*]\\[ \t\f\v]*\r?\n|\\[ \t\f\v]*\r?\n[/*]")
@@ -168,7 +173,12 @@ def _utf8_python(text: str) -> bool:
 def _comment_trap(language: str, c: Comment) -> str:
     at = f"line {c.line}: " if c.line else ""
     text = c.text
-    if _DIRECTIVE.match(text.lstrip()) or (language == PYTHON and _PEP263.match(text)):
+    rx = _LANGUAGE_DIRECTIVE.get(language)
+    if (
+        _DIRECTIVE.match(text.lstrip())
+        or (rx is not None and rx.match(text.lstrip()))
+        or (language == PYTHON and _PEP263.match(text))
+    ):
         return f"{at}comment {_short(text)} is a directive tools read: that is code"
     if language in _C_FAMILY and _BACKSLASH_EOL.search(text):
         return f"{at}a comment line ends in '\\' (a line continuation can swallow the next line)"

@@ -67,6 +67,21 @@ REFUSED = [
         id="html-conditional-comment",
     ),
     pytest.param("a.js", "f();\n", "f();  \n", "whitespace or layout", id="js-layout-only"),
+    pytest.param(
+        "a.rs",
+        "fn f() {}\n// a\n",
+        "fn f() {}\n/// ```\n/// panic!();\n/// ```\n",
+        "directive",
+        id="rust-doc-test",
+    ),
+    pytest.param(
+        "a.go",
+        "package p\n// a\nfunc f() {}\n",
+        "package p\n// Output: 3\nfunc f() {}\n",
+        "directive",
+        id="go-example-output",
+    ),
+    pytest.param("a.jsx", "f();\n// a\n", "f();\n/** @jsx h */\n", "directive", id="jsx-pragma"),
     pytest.param("a.md", "# a\n<!-- a -->\n", "# a\n<!-- b -->\n", "no exact tokenizer", id="md"),
     pytest.param("a.yml", "# a\nk: v\n", "# b\nk: v\n", "no exact tokenizer", id="yaml"),
 ]
