@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from capdaemon.classify.carveouts import wants_whole_files
+from capdaemon.languages import wants_whole_files
 from capdaemon.model import MODE_SUBMODULE, FileChange, FileStatus
 
 __all__ = [

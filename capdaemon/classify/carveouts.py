@@ -1,8 +1,7 @@
-"""Conservative content carve-outs of SPEC 2.4: typo fix, additions-only, comment-only prefilter.
+"""Conservative content carve-outs of SPEC 2.4: typo fix and additions-only.
 
 A typo fix turns a misspelling (a word not in the dictionary) into a dictionary word; the
-comment-only carve-out itself is proven on whole files in `commentonly`, and this module only
-says which files are worth reading whole (`wants_whole_files`).
+comment-only carve-out is proven on whole files in `commentonly`.
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from capdaemon.classify.hunks import Hunk, try_parse_patch
-from capdaemon.classify.languages import HTML, language_of
+from capdaemon.classify.hunks import Hunk
 from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_change
 
 MAX_LINE_EDITS = 3
@@ -208,146 +206,6 @@ def typo_fix(
                 if total > file_limit:
                     return Carve(False, f"more than {file_limit} character edits in the file")
     return Carve(True, "typo fix only")
-
-
-# ----------------------------------------------------------------------------- comments
-_HASH = "hash"
-_SLASH = "slash"
-_DASH = "dash"
-_HTML = "html"
-_SEMI = "semi"
-
-_EXT_STYLE: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("py", "pyi", "sh", "bash", "zsh", "yml", "yaml", "toml", "rb", "pl", "pm", "r", "mk",
-         "cmake", "conf", "cfg", "tf", "tfvars", "nix", "ps1", "jl", "ex", "exs", "gitignore",
-         "dockerignore", "editorconfig"),
-        (_HASH,),
-    ),
-    **dict.fromkeys(
-        ("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "java", "js", "mjs", "cjs", "jsx", "ts", "tsx",
-         "go", "rs", "kt", "kts", "swift", "cs", "scala", "dart", "groovy", "gradle", "proto",
-         "css", "scss", "less", "m", "mm", "zig", "v", "sol"),
-        (_SLASH,),
-    ),
-    **dict.fromkeys(("sql", "lua", "hs", "elm", "ada", "adb", "ads", "vhd", "vhdl"), (_DASH,)),
-    **dict.fromkeys(("html", "htm", "md", "markdown", "xml", "svg", "xhtml", "vue"), (_HTML,)),
-    **dict.fromkeys(("lisp", "el", "clj", "cljs", "scm", "asm", "s"), (_SEMI,)),
-    "ini": (_SEMI, _HASH),
-    "php": (_SLASH, _HASH),
-}  # fmt: skip
-_NAME_STYLE: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("makefile", "gnumakefile", "dockerfile", "containerfile", "rakefile", "gemfile",
-         "justfile", "procfile", "vagrantfile"),
-        (_HASH,),
-    ),
-    "jenkinsfile": (_SLASH,),
-}  # fmt: skip
-
-# Comments that change behaviour: shebangs, encodings, parser directives, build tags.
-_MAGIC = re.compile(
-    r"^(?:#!|#.*-\*-.*coding|#\s*(?:syntax|escape)\s*=|#\s*frozen_string_literal|"
-    r"#\s*(?:type|mypy|pyright)\s*:|//\s*go:|//\s*\+build|//\s*@ts-|///\s*<reference|"
-    r"#\s*cython\s*:)",
-    re.IGNORECASE,
-)
-_BLOCK_OPEN_ONLY = re.compile(r"^/\*+(?:[^*]|\*(?!/))*$")  # "/**" or "/* text" (opens a block)
-_BLOCK_CLOSED = re.compile(r"^/\*(?:(?!\*/).)*\*/$")
-_CONTINUATION = re.compile(r"^\*(?:[ \t]|$|/$)|^\*+/$")
-_HTML_CLOSED = re.compile(r"^<!--(?:(?!-->).)*-->$")
-
-
-def comment_style(path: str) -> tuple[str, ...] | None:
-    """The comment syntaxes of a file's language, or None when the language is unknown."""
-    name = path.rsplit("/", 1)[-1]
-    low = name.casefold()
-    if low in _NAME_STYLE:
-        return _NAME_STYLE[low]
-    if low.startswith("dockerfile.") or low.endswith(".dockerfile"):
-        return (_HASH,)
-    if "." not in name.lstrip("."):
-        return _EXT_STYLE.get(low.lstrip("."))
-    return _EXT_STYLE.get(low.rsplit(".", 1)[-1])
-
-
-def is_comment_line(text: str, styles: tuple[str, ...]) -> bool:
-    """True when a whole line is blank or a comment in one of the given syntaxes."""
-    s = text.strip()
-    if not s:
-        return True
-    if _MAGIC.match(s):
-        return False
-    for style in styles:
-        if style == _HASH and s.startswith("#"):
-            return True
-        if style == _SLASH and (
-            s.startswith("//")
-            or _BLOCK_CLOSED.match(s) is not None
-            or _BLOCK_OPEN_ONLY.match(s) is not None
-            or _CONTINUATION.match(s) is not None
-        ):
-            return True
-        if style == _DASH and s.startswith("--"):
-            return True
-        if style == _HTML and _HTML_CLOSED.match(s) is not None:
-            return True
-        if style == _SEMI and s.startswith(";"):
-            return True
-    return False
-
-
-_YAML_BLOCK = re.compile(r"[:\-]\s*[|>][+-]?\d*\s*(?:#.*)?$")
-
-
-def looks_comment_only(path: str, hunks: Sequence[Hunk] | None) -> Carve:
-    """True when every added or removed line looks blank or a comment in the file's language.
-
-    Only a prefilter (which files to read whole): the carve-out itself is `commentonly`'s
-    whole-file token comparison. Docstrings count as code; a hunk that shows a Python triple
-    quote or a YAML block scalar does not qualify.
-    """
-    if hunks is None:
-        return Carve(False, "patch unavailable")
-    styles = comment_style(path)
-    if styles is None:
-        return Carve(False, "unknown language")
-    if not hunks:
-        return Carve(False, "no textual change to inspect")
-    low = path.casefold()
-    is_py = low.endswith((".py", ".pyi"))
-    is_yaml = low.endswith((".yml", ".yaml"))
-    if is_py or is_yaml:
-        text = "\n".join("\n".join(h.raw) for h in hunks)
-        if is_py and ('"""' in text or "'''" in text):
-            return Carve(False, "a hunk touches a triple-quoted string")
-        if is_yaml and any(_YAML_BLOCK.search(raw) for h in hunks for raw in h.raw):
-            return Carve(False, "a hunk touches a YAML block scalar")
-    changed = 0
-    for h in hunks:
-        for i, raw in enumerate(h.raw):
-            if raw[0] == " ":
-                continue
-            changed += 1
-            if not is_comment_line(raw[1:], styles):
-                return Carve(False, f"line {h.line_no(i)} is code, not a comment")
-    if not changed:
-        return Carve(False, "no changed lines")
-    return Carve(True, "comments only")
-
-
-def wants_whole_files(path: str, patch: str | None) -> bool:
-    """Whether a changed file is worth reading whole for the comment-only carve-out."""
-    language = language_of(path)
-    if language is None or patch is None:
-        return False
-    if language == HTML:
-        return True  # HTML comments span lines freely; only the parser can tell
-    hunks = try_parse_patch(patch)
-    styles = comment_style(path)
-    if not hunks or styles is None:
-        return False
-    return all(raw[0] == " " or is_comment_line(raw[1:], styles) for h in hunks for raw in h.raw)
 
 
 # ----------------------------------------------------------------------------- additions

@@ -15,8 +15,8 @@ import tokenize
 from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
-from capdaemon.classify.languages import HTML, PYTHON, language_of
 from capdaemon.classify.tokens import Comment, Lexed, LexError, lex
+from capdaemon.languages import HTML, PYTHON, language_of
 
 WHAT_PASSES = (
     "comment-only edits (code tokens of the whole file unchanged) in Python, C, C++, Java, "

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from capdaemon.classify.languages import HTML, PYTHON, language_of
 from capdaemon.classify.tokens import MAX_LEX_CHARS, LexError, parse_tree
+from capdaemon.languages import HTML, PYTHON, language_of
 
 # A definition line in most languages: Python/Ruby def/class, JS function, Go func, Rust fn …
 DEF_LINE = re.compile(

@@ -27,7 +27,7 @@ import tree_sitter_javascript
 import tree_sitter_rust
 import tree_sitter_typescript
 
-from capdaemon.classify.languages import HTML, PYTHON
+from capdaemon.languages import HTML, PYTHON
 
 MAX_LEX_CHARS = 1_000_000  # per side; a larger file gets no comment carve-out
 

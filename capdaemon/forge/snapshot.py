@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.classify.carveouts import wants_whole_files
 from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import (
     COMMITS_CAP,
@@ -32,6 +31,7 @@ from capdaemon.forge.errors import (
     Transient,
 )
 from capdaemon.forge.pullfacts import PullFacts, facts_from_rest
+from capdaemon.languages import wants_whole_files
 from capdaemon.model import (
     MODE_SYMLINK,
     CheckRun,

@@ -6,13 +6,12 @@ import pytest
 
 from capdaemon.classify.carveouts import (
     additions_only,
-    comment_style,
     osa_distance,
     typo_fix,
-    wants_whole_files,
 )
 from capdaemon.classify.commentonly import comment_only_files
 from capdaemon.classify.hunks import parse_patch
+from capdaemon.languages import wants_whole_files
 
 from .classify_builders import make_patch
 
@@ -200,21 +199,6 @@ def test_whole_files_are_read_only_for_candidates(
 ) -> None:
     """Whole files are fetched only where the comment-only carve-out can apply."""
     assert wants_whole_files(path, make_patch(old, new)) is wanted
-
-
-@pytest.mark.parametrize(
-    ("path", "style"),
-    [
-        ("a/b.PY", ("hash",)),
-        ("Dockerfile.prod", ("hash",)),
-        ("x.unknown", None),
-        ("LICENSE", None),
-        (".gitignore", ("hash",)),
-    ],
-)
-def test_comment_style_by_language(path: str, style: tuple[str, ...] | None) -> None:
-    """Languages come from extension or well-known file names; unknown → None."""
-    assert comment_style(path) == style
 
 
 ADDITIONS = [
