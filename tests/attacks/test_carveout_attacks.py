@@ -110,3 +110,35 @@ def test_carve_out_attacks_end_critical_and_real_edits_still_pass(daemon: Harnes
     assert {name: quadrant(daemon, n) for name, n in good.items()} == dict.fromkeys(GOOD, "A")
     for name, n in good.items():
         assert daemon.pull(n).merged, name
+
+
+VALIDATOR = "src/multiagent_protocol/pr_validator.py"
+VALIDATOR_TEXT = '''"""Merge rules."""
+
+
+def can_merge(pr):
+    if not pr.ok:
+        return False
+    return all(c.passed for c in pr.checks)
+
+
+def describe(pr):
+    body = pr.body
+    owner = pr.owner
+    title = pr.title
+    return f"{title}: {body} by {owner}"
+'''
+
+
+def test_a_rename_in_the_function_after_can_merge_is_b_not_d(daemon: Harness) -> None:
+    """git's hunk header names can_merge (the hunk opens the next function); the head file
+    itself says line 13 is in describe: critical and reversible (B), not merge logic (D)."""
+    sb = daemon.sb
+    sb.commit_files(sb.repo, "main", {VALIDATOR: VALIDATOR_TEXT}, "validator", author=sb.owner)
+    rename = daemon.open_pr({VALIDATOR: VALIDATOR_TEXT.replace("title", "heading")})
+    inside = daemon.open_pr({VALIDATOR: VALIDATOR_TEXT.replace("pr.ok", "pr.ready")})
+    daemon.tick()
+    assert quadrant(daemon, rename) == "B"
+    assert quadrant(daemon, inside) == "D"
+    reasons = " ".join(r for f in daemon.classifications(inside)[-1]["files"] for r in f["reasons"])
+    assert "inside 'can_merge'" in reasons
