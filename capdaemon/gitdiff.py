@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from capdaemon.languages import wants_whole_files
 from capdaemon.model import MODE_SUBMODULE, FileChange, FileStatus
 
 __all__ = [
@@ -389,6 +390,35 @@ def _cat_blobs(repo: Path, shas: list[str]) -> dict[str, str | None]:
     return result
 
 
+def _wanted(
+    entries: Sequence[RawEntry],
+    patch_list: Sequence[str | None] | None,
+    contents_for: Callable[[str], bool] | None,
+) -> list[bool]:
+    """Which entries get base/head contents: `contents_for`'s paths, and modified files where
+    the comment-only carve-out may apply (their patch looks like comment edits)."""
+    want = [contents_for is not None and contents_for(e[5]) for e in entries]
+    if patch_list is not None:
+        for idx, e in enumerate(entries):
+            if not want[idx] and e[4] == "M" and wants_whole_files(e[5], patch_list[idx]):
+                want[idx] = True
+    return want
+
+
+def _contents(repo: Path, entries: Sequence[RawEntry], want: list[bool]) -> dict[str, str | None]:
+    """The texts of the wanted entries' old and new blobs, by sha."""
+    if not any(want):
+        return {}
+    wanted = []
+    for (old_mode, new_mode, old_sha, new_sha, *_rest), w in zip(entries, want, strict=True):
+        if w:
+            if old_mode != MODE_SUBMODULE:
+                wanted.append(old_sha)
+            if new_mode != MODE_SUBMODULE:
+                wanted.append(new_sha)
+    return _cat_blobs(repo, wanted)
+
+
 def diff_range(
     repo: Path,
     base: str,
@@ -430,17 +460,8 @@ def diff_range(
             by_path[p] = (a, d)
         counts = [by_path.get(e[5], (0, 0)) for e in entries]
 
-    want = [contents_for is not None and contents_for(e[5]) for e in entries]
-    contents: dict[str, str | None] = {}
-    if any(want):
-        wanted = []
-        for (old_mode, new_mode, old_sha, new_sha, *_rest), w in zip(entries, want, strict=True):
-            if w:
-                if old_mode != MODE_SUBMODULE:
-                    wanted.append(old_sha)
-                if new_mode != MODE_SUBMODULE:
-                    wanted.append(new_sha)
-        contents = _cat_blobs(repo, wanted)
+    want = _wanted(entries, patch_list, contents_for)
+    contents = _contents(repo, entries, want)
 
     files = []
     for idx, (old_mode, new_mode, old_sha, new_sha, letter, path, previous) in enumerate(entries):

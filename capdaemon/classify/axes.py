@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from capdaemon.classify import carveouts
+from capdaemon.classify.commentonly import WHAT_PASSES, comment_only_files
 from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.classify.hunks import ADDED, Hunk, try_parse_patch
 from capdaemon.classify.structure import added_line_no, config_change, self_logic_hits
@@ -185,7 +186,9 @@ def _content_reasons(
                     f"added line {n} looks like {label}: a leaked secret is never non-critical"
                 )
         if cc.self_logic is not None and flagged and any(cc.source_root.match(p) for p in cr_paths):
-            for why in self_logic_hits(hunks, cc.self_logic, fc.base_content, fc.head_content):
+            for why in self_logic_hits(
+                hunks, cc.self_logic, fc.base_content, fc.head_content, fc.path
+            ):
                 ir.append(f"bot merge/auth logic: {why}")
     if status is not FileStatus.REMOVED and hunks is not None and not hunks and fc.additions:
         ir.append("added content not shown in the patch")
@@ -233,7 +236,7 @@ def _criticality(
             # (SPEC 2.3: anything not proven non-critical is critical), so it stays critical.
             cr.append(f"{path}: {why}")
         else:
-            noncritical_why, why_not = _carve_out(path, old, status, hunks, cc)
+            noncritical_why, why_not = _carve_out(fc, path, old, hunks, cc)
             if noncritical_why is None:
                 cr.append(why_not)
     return noncritical_why
@@ -286,20 +289,21 @@ def _doctrine_typo(
     other = [pat for pat in cc.critical.hits(path) if not pat.casefold().startswith(folded_dirs)]
     if other or cc.schemas.match(path) or cc.self_paths.match(path) or cc.config_files.match(path):
         return None, "also on another critical list"
-    carve = carveouts.typo_fix(hunks)
+    carve = carveouts.typo_fix(hunks, extra_words=cc.config.typo_words)
     if carve:
         return f"{carve.why} in {_under(path, TYPO_FIX_DIRS)}", ""
     return None, carve.why
 
 
 def _carve_out(
+    fc: FileChange,
     path: str,
     old: str | None,
-    status: FileStatus,
     hunks: tuple[Hunk, ...] | None,
     cc: CompiledClassifier,
 ) -> tuple[str | None, str]:
     """(why non-critical, None) or (None, why critical) for a path on no critical list."""
+    status = fc.status
     paths = (path, old) if old is not None and status is FileStatus.RENAMED else (path,)
     for p in paths:
         refusal = _name_refusal(p, (*cc.config.noncritical_dirs, *TEST_DIRS))
@@ -322,11 +326,21 @@ def _carve_out(
                 return f"adds test lines only under {_under(path, TEST_DIRS)}", ""
             return None, f"{path}: changes existing test lines ({carve.why})"
     if old is None and status is FileStatus.MODIFIED:
-        carve = carveouts.comment_only(path, hunks)
+        carve = comment_only_files(path, fc.base_content, fc.head_content)
         if carve:
-            return "comment-only change", ""
-        return None, f"{path}: not proven non-critical ({carve.why})"
-    return None, f"{path}: not proven non-critical"
+            return f"comment-only change: {carve.why}", ""
+        return None, f"{path}: not proven non-critical ({carve.why}); {_what_passes(cc)}"
+    return None, f"{path}: not proven non-critical; {_what_passes(cc)}"
+
+
+def _what_passes(cc: CompiledClassifier) -> str:
+    """What would have been non-critical, for a refusal's reason text."""
+    dirs = ", ".join(cc.config.noncritical_dirs) or "none"
+    files = ", ".join(cc.config.noncritical_files) or "none"
+    return (
+        f"what passes: files under {dirs}; files named {files}; new files or added lines "
+        f"under {', '.join(TEST_DIRS)}; {WHAT_PASSES}; prose in a document is not a comment"
+    )
 
 
 def _name_refusal(path: str, dirs: Iterable[str]) -> str:

@@ -1,4 +1,8 @@
-"""Conservative content carve-outs of SPEC 2.4: typo fix, comment-only, additions-only."""
+"""Conservative content carve-outs of SPEC 2.4: typo fix and additions-only.
+
+A typo fix turns a misspelling (a word not in the dictionary) into a dictionary word; the
+comment-only carve-out is proven on whole files in `commentonly`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from capdaemon.classify.hunks import Hunk
+from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_change
 
 MAX_LINE_EDITS = 3
 MAX_FILE_EDITS = 10
@@ -120,14 +125,34 @@ def _word_bound(a: str, b: str) -> int:
     return max(1, max(len(a), len(b)) // 4)
 
 
-def typo_pair(old: str, new: str, line_limit: int = MAX_LINE_EDITS) -> tuple[int, str]:
-    """Edits needed to turn `old` into `new` as a typo fix, or (-1, why-not)."""
+def _word_fix(wa: str, wb: str, words: Dictionary) -> str:
+    """Why replacing word `wa` by `wb` is not a spelling fix ("" when it is one)."""
+    if words.knows(wa):
+        return f"{wa!r} is already a dictionary word: swapping it for {wb!r} is not a typo fix"
+    if not words.knows(wb):
+        return (
+            f"{wb!r} is not in the {words.language} dictionary (a typo fix turns a misspelling "
+            "into a dictionary word; add project words to classifier.typo_words)"
+        )
+    if negation_change(wa, wb, words):
+        return f"{wa!r} -> {wb!r} adds, drops or swaps a negation prefix"
+    return ""
+
+
+def typo_pair(
+    old: str, new: str, line_limit: int = MAX_LINE_EDITS, *, words: Dictionary | None = None
+) -> tuple[int, str]:
+    """Edits needed to turn `old` into `new` as a typo fix, or (-1, why-not).
+
+    Every changed word must go from a non-word to a dictionary word (`words`, English by
+    default; DictionaryError when it cannot be loaded) within the edit-distance band.
+    """
     if old == new:
         return 0, ""
     if _skeleton(old) != _skeleton(new):
         return -1, "punctuation, spacing, heading, list or table structure changed"
     if _DIGIT.findall(old) != _DIGIT.findall(new):
-        return -1, "a digit changed"
+        return -1, "a digit changed (a number change is never a typo fix)"
     if _guard_words(old) != _guard_words(new):
         return -1, "a negation or modal word was added, removed or changed"
     total = 0
@@ -140,6 +165,9 @@ def typo_pair(old: str, new: str, line_limit: int = MAX_LINE_EDITS) -> tuple[int
         d = osa_distance(wa, wb, min(word_bound, line_limit - total))
         if d > word_bound:
             return -1, "a word was replaced, not corrected"
+        why = _word_fix(wa, wb, words if words is not None else load())
+        if why:
+            return -1, why
         total += d
         if total > line_limit:
             return -1, f"more than {line_limit} character edits on one line"
@@ -151,12 +179,18 @@ def typo_fix(
     *,
     line_limit: int = MAX_LINE_EDITS,
     file_limit: int = MAX_FILE_EDITS,
+    extra_words: Sequence[str] = (),
+    language: str = "en",
 ) -> Carve:
-    """True when every hunk only corrects spelling: k lines for k lines, tiny in-word edits."""
+    """True when every hunk only corrects spelling: k lines for k lines, misspelling → word."""
     if hunks is None:
         return Carve(False, "patch unavailable")
     if not hunks:
         return Carve(False, "no textual change to inspect")
+    try:
+        words = load(language).with_extra(extra_words)
+    except DictionaryError as exc:
+        return Carve(False, f"{exc}: typo fixes cannot be proven (fail closed)")
     total = 0
     for h in hunks:
         for removed, added in h.blocks():
@@ -165,138 +199,13 @@ def typo_fix(
                 n = where.new_no or where.old_no
                 return Carve(False, f"line {n}: lines added or removed, not a typo fix")
             for r, a in zip(removed, added, strict=True):
-                d, why = typo_pair(r.text, a.text, line_limit)
+                d, why = typo_pair(r.text, a.text, line_limit, words=words)
                 if d < 0:
                     return Carve(False, f"line {a.new_no}: {why}")
                 total += d
                 if total > file_limit:
                     return Carve(False, f"more than {file_limit} character edits in the file")
     return Carve(True, "typo fix only")
-
-
-# ----------------------------------------------------------------------------- comments
-_HASH = "hash"
-_SLASH = "slash"
-_DASH = "dash"
-_HTML = "html"
-_SEMI = "semi"
-
-_EXT_STYLE: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("py", "pyi", "sh", "bash", "zsh", "yml", "yaml", "toml", "rb", "pl", "pm", "r", "mk",
-         "cmake", "conf", "cfg", "tf", "tfvars", "nix", "ps1", "jl", "ex", "exs", "gitignore",
-         "dockerignore", "editorconfig"),
-        (_HASH,),
-    ),
-    **dict.fromkeys(
-        ("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "java", "js", "mjs", "cjs", "jsx", "ts", "tsx",
-         "go", "rs", "kt", "kts", "swift", "cs", "scala", "dart", "groovy", "gradle", "proto",
-         "css", "scss", "less", "m", "mm", "zig", "v", "sol"),
-        (_SLASH,),
-    ),
-    **dict.fromkeys(("sql", "lua", "hs", "elm", "ada", "adb", "ads", "vhd", "vhdl"), (_DASH,)),
-    **dict.fromkeys(("html", "htm", "md", "markdown", "xml", "svg", "xhtml", "vue"), (_HTML,)),
-    **dict.fromkeys(("lisp", "el", "clj", "cljs", "scm", "asm", "s"), (_SEMI,)),
-    "ini": (_SEMI, _HASH),
-    "php": (_SLASH, _HASH),
-}  # fmt: skip
-_NAME_STYLE: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("makefile", "gnumakefile", "dockerfile", "containerfile", "rakefile", "gemfile",
-         "justfile", "procfile", "vagrantfile"),
-        (_HASH,),
-    ),
-    "jenkinsfile": (_SLASH,),
-}  # fmt: skip
-
-# Comments that change behaviour: shebangs, encodings, parser directives, build tags.
-_MAGIC = re.compile(
-    r"^(?:#!|#.*-\*-.*coding|#\s*(?:syntax|escape)\s*=|#\s*frozen_string_literal|"
-    r"#\s*(?:type|mypy|pyright)\s*:|//\s*go:|//\s*\+build|//\s*@ts-|///\s*<reference|"
-    r"#\s*cython\s*:)",
-    re.IGNORECASE,
-)
-_BLOCK_OPEN_ONLY = re.compile(r"^/\*+(?:[^*]|\*(?!/))*$")  # "/**" or "/* text" (opens a block)
-_BLOCK_CLOSED = re.compile(r"^/\*(?:(?!\*/).)*\*/$")
-_CONTINUATION = re.compile(r"^\*(?:[ \t]|$|/$)|^\*+/$")
-_HTML_CLOSED = re.compile(r"^<!--(?:(?!-->).)*-->$")
-
-
-def comment_style(path: str) -> tuple[str, ...] | None:
-    """The comment syntaxes of a file's language, or None when the language is unknown."""
-    name = path.rsplit("/", 1)[-1]
-    low = name.casefold()
-    if low in _NAME_STYLE:
-        return _NAME_STYLE[low]
-    if low.startswith("dockerfile.") or low.endswith(".dockerfile"):
-        return (_HASH,)
-    if "." not in name.lstrip("."):
-        return _EXT_STYLE.get(low.lstrip("."))
-    return _EXT_STYLE.get(low.rsplit(".", 1)[-1])
-
-
-def is_comment_line(text: str, styles: tuple[str, ...]) -> bool:
-    """True when a whole line is blank or a comment in one of the given syntaxes."""
-    s = text.strip()
-    if not s:
-        return True
-    if _MAGIC.match(s):
-        return False
-    for style in styles:
-        if style == _HASH and s.startswith("#"):
-            return True
-        if style == _SLASH and (
-            s.startswith("//")
-            or _BLOCK_CLOSED.match(s) is not None
-            or _BLOCK_OPEN_ONLY.match(s) is not None
-            or _CONTINUATION.match(s) is not None
-        ):
-            return True
-        if style == _DASH and s.startswith("--"):
-            return True
-        if style == _HTML and _HTML_CLOSED.match(s) is not None:
-            return True
-        if style == _SEMI and s.startswith(";"):
-            return True
-    return False
-
-
-_YAML_BLOCK = re.compile(r"[:\-]\s*[|>][+-]?\d*\s*(?:#.*)?$")
-
-
-def comment_only(path: str, hunks: Sequence[Hunk] | None) -> Carve:
-    """True when every added or removed line is blank or a comment in the file's language.
-
-    Docstrings count as code. A hunk that shows a Python triple quote or a YAML block scalar
-    does not qualify (a `#` line there may be string content, not a comment).
-    """
-    if hunks is None:
-        return Carve(False, "patch unavailable")
-    styles = comment_style(path)
-    if styles is None:
-        return Carve(False, "unknown language")
-    if not hunks:
-        return Carve(False, "no textual change to inspect")
-    low = path.casefold()
-    is_py = low.endswith((".py", ".pyi"))
-    is_yaml = low.endswith((".yml", ".yaml"))
-    if is_py or is_yaml:
-        text = "\n".join("\n".join(h.raw) for h in hunks)
-        if is_py and ('"""' in text or "'''" in text):
-            return Carve(False, "a hunk touches a triple-quoted string")
-        if is_yaml and any(_YAML_BLOCK.search(raw) for h in hunks for raw in h.raw):
-            return Carve(False, "a hunk touches a YAML block scalar")
-    changed = 0
-    for h in hunks:
-        for i, raw in enumerate(h.raw):
-            if raw[0] == " ":
-                continue
-            changed += 1
-            if not is_comment_line(raw[1:], styles):
-                return Carve(False, f"line {h.line_no(i)} is code, not a comment")
-    if not changed:
-        return Carve(False, "no changed lines")
-    return Carve(True, "comments only")
 
 
 # ----------------------------------------------------------------------------- additions

@@ -5,24 +5,17 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
 from capdaemon.classify.hunks import ADDED, REMOVED, Hunk
+from capdaemon.classify.scopes import DEF_LINE, scopes_of
 
 MAX_CONFIG_BYTES = 1_000_000
 _SHAPE_BUDGET = 200_000
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-# A definition line in most languages: Python/Ruby def/class, JS function, Go func, Rust fn …
-_DEF_LINE = re.compile(
-    r"^(?P<indent>[ \t]*)(?:@\S+[ \t]+)*"
-    r"(?:(?:export|public|private|protected|internal|static|async|override|final|abstract|"
-    r"default|pub(?:\([^)]*\))?|unsafe|extern|inline|virtual)[ \t]+)*"
-    r"(?:def|class|func|function|fn|sub|interface|struct|impl|trait|module|object)\b"
-    r"[ \t]*(?P<name>[\w$.:<>]*)"
-)
 
 
 def _shape(value: Any, budget: list[int]) -> Any:
@@ -71,78 +64,77 @@ def config_change(path: str, base: str | None, head: str | None) -> tuple[bool, 
     return False, "config values changed (schema unchanged)"
 
 
-def _scopes_by_line(content: str | None) -> list[tuple[str, ...]] | None:
-    """For each line (1-based index - 1) the names of the definitions enclosing it."""
-    if content is None:
-        return None
-    stack: list[tuple[int, str]] = []
-    out: list[tuple[str, ...]] = []
-    for line in content.splitlines():
-        stripped = line.strip()
-        if stripped:
-            indent = len(line) - len(line.lstrip(" \t"))
-            m = _DEF_LINE.match(line)
-            # a definition or any code line at or left of a scope's indentation closes it
-            while stack and indent <= stack[-1][0] and not stripped.startswith(("#", ")", "]")):
-                stack.pop()
-            if m is not None:
-                stack.append((indent, m.group("name") or stripped))
-        out.append(tuple(name for _, name in stack))
-    return out
-
-
 def self_logic_hits(
-    hunks: tuple[Hunk, ...], rx: re.Pattern[str], base: str | None, head: str | None
+    hunks: tuple[Hunk, ...],
+    rx: re.Pattern[str],
+    base: str | None,
+    head: str | None,
+    path: str = "",
 ) -> list[str]:
-    """Reasons why hunks of a bot-source file touch merge/auth logic (empty when they do not)."""
-    reasons: list[str] = []
+    """Reasons why hunks of a bot-source file touch merge/auth logic (empty when they do not).
+
+    The enclosing functions come from the base file (removed lines) and the head file (added
+    lines) as their language's parser reads them; git's hunk header and the hunk's own
+    definition lines are used only for a side whose file is unavailable or not parsed exactly.
+    """
     if (
         head is None
         and base is None
         and not any(rx.search(h.header) or rx.search("\n".join(h.raw)) for h in hunks)
     ):
-        return reasons  # nothing in the hunks mentions merge/auth, and no content to look up
-    head_scopes = _scopes_by_line(head)
-    base_scopes = _scopes_by_line(base)
+        return []  # nothing in the hunks mentions merge/auth, and no content to look up
+    sides = {ADDED: scopes_of(path, head), REMOVED: scopes_of(path, base)}
     for h in hunks:
-        header_def = _DEF_LINE.match(h.header.strip()) if h.header.strip() else None
-        stack: list[tuple[int | None, str]] = []
-        if h.header.strip() and (header_def is not None or rx.search(h.header)):
-            name = header_def.group("name") if header_def is not None else ""
-            stack.append((None, name or h.header.strip()))
-        min_indent: int | None = None
-        for ln in h.lines:
-            text = ln.text
-            stripped = text.strip()
-            if not stripped:
-                continue
-            indent = len(text) - len(text.lstrip(" \t"))
-            m = _DEF_LINE.match(text)
-            if m is not None:
-                while stack and (
-                    (stack[-1][0] is not None and indent <= stack[-1][0])
-                    or (stack[-1][0] is None and min_indent is not None and indent < min_indent)
-                ):
-                    stack.pop()
-            if ln.kind in (ADDED, REMOVED):
-                n = ln.new_no if ln.kind == ADDED else ln.old_no
-                scopes = [name for _, name in stack]
-                by_content = head_scopes if ln.kind == ADDED else base_scopes
-                if by_content is not None and 0 < n <= len(by_content):
-                    scopes.extend(by_content[n - 1])
-                hit = rx.search(stripped)
+        for n, kind, stripped, guessed in _changed_lines(h, rx):
+            hit = rx.search(stripped)
+            if hit is not None:
+                return [f"line {n} changes code mentioning {hit.group(0)!r}"]
+            scopes = sides[kind]
+            names = list(scopes.at(n)) if scopes is not None else []
+            if scopes is None or not scopes.exact:
+                names = guessed + names
+            for name in names:
+                hit = rx.search(name)
                 if hit is not None:
-                    reasons.append(f"line {n} changes code mentioning {hit.group(0)!r}")
-                    return reasons
-                for name in scopes:
-                    hit = rx.search(name)
-                    if hit is not None:
-                        reasons.append(f"line {n} is inside {name.split('(')[0]!r}")
-                        return reasons
-            if m is not None:
-                stack.append((indent, m.group("name") or stripped))
-            min_indent = indent if min_indent is None else min(min_indent, indent)
-    return reasons
+                    return [f"line {n} is inside {name.split('(')[0]!r}"]
+    return []
+
+
+def _changed_lines(h: Hunk, rx: re.Pattern[str]) -> Iterator[tuple[int, str, str, list[str]]]:
+    """(line number, kind, text, scopes guessed from the hunk header and hunk) per changed line."""
+    stack = _header_scope(h.header, rx)
+    min_indent: int | None = None
+    for ln in h.lines:
+        stripped = ln.text.strip()
+        if not stripped:
+            continue
+        indent = len(ln.text) - len(ln.text.lstrip(" \t"))
+        m = DEF_LINE.match(ln.text)
+        if m is not None:
+            while stack and _closes(stack[-1][0], indent, min_indent):
+                stack.pop()
+        if ln.kind in (ADDED, REMOVED):
+            n = ln.new_no if ln.kind == ADDED else ln.old_no
+            yield n, ln.kind, stripped, [name for _, name in stack]
+        if m is not None:
+            stack.append((indent, m.group("name") or stripped))
+        min_indent = indent if min_indent is None else min(min_indent, indent)
+
+
+def _header_scope(line: str, rx: re.Pattern[str]) -> list[tuple[int | None, str]]:
+    """git's guess at the enclosing function (the hunk header), when it names one. Used only
+    without the file itself, and kept open until the hunk shows it closed (fail closed)."""
+    header = line.strip()
+    header_def = DEF_LINE.match(header) if header else None
+    if header and (header_def is not None or rx.search(header)):
+        return [(None, (header_def.group("name") if header_def is not None else "") or header)]
+    return []
+
+
+def _closes(scope_indent: int | None, indent: int, min_indent: int | None) -> bool:
+    if scope_indent is not None:
+        return indent <= scope_indent
+    return min_indent is not None and indent < min_indent
 
 
 def added_line_no(hunks: tuple[Hunk, ...], index: int) -> int:

@@ -37,6 +37,10 @@ _FOLD = re.compile(r"\n[ \t\n\r]*")
 _DIVIDER = re.compile(r"^---[ \t\r\n]", re.MULTILINE)
 _LEADING_BLANKS = re.compile(r"(?:[ \t\r]*\n)*")
 MAX_MESSAGE_CHARS = 65_536  # larger messages are not read for an identity (fail closed)
+# ... nor are messages of more lines: git's reading is per line, so 65,536 characters of
+# one-character lines cost ten times prose of the same size (a squash of 250 commits with
+# long bodies stays well under this)
+MAX_MESSAGE_LINES = 4_096
 
 
 def _separator(line: str) -> int:
@@ -271,7 +275,8 @@ def commit_agent_session(message: str) -> tuple[AgentSession | None, str | None]
     """(session, None) for an agent commit, (None, None) for a human one, (None, why) if malformed.
 
     Malformed (fail closed): an Agent-Session value that does not parse; more than one such
-    trailer; a message over MAX_MESSAGE_CHARS or with a NUL byte; a message whose
+    trailer; a message over MAX_MESSAGE_CHARS or MAX_MESSAGE_LINES or with a NUL byte; a
+    message whose
     Agent-Session trailers `git interpret-trailers` and `git log` read differently (a `---`
     divider, leading blank lines), or git cannot read at all (a divider before a scissors
     line); or an `Agent-Session:`
@@ -280,6 +285,8 @@ def commit_agent_session(message: str) -> tuple[AgentSession | None, str | None]
     """
     if len(message) > MAX_MESSAGE_CHARS:
         return None, f"commit message over {MAX_MESSAGE_CHARS} characters is not read"
+    if message.count("\n") > MAX_MESSAGE_LINES:
+        return None, f"commit message over {MAX_MESSAGE_LINES} lines is not read"
     if "\0" in message:
         return None, "commit message contains a NUL byte (git and GitHub read it differently)"
     if divider_before_scissors(message):

@@ -55,8 +55,9 @@ CONFIG_FILES: tuple[str, ...] = (
 USER_RULES_SUBDIR = "skills/classifier"
 
 # ----------------------------------------------------------------------------- per file
+_TYPO_WORD_RE = r"\w+(?:['’]\w+)*\Z"
 CLASSIFIER_KEYS: frozenset[str] = frozenset(
-    {"source_root", "user_rule_timeout_seconds"}
+    {"source_root", "user_rule_timeout_seconds", "typo_words"}
     | set(RESTRICTIVE_CLASSIFIER_LISTS)
     | {f"extra_{n}" for n in RESTRICTIVE_CLASSIFIER_LISTS}
     | set(CARVE_OUT_CLASSIFIER_LISTS)
@@ -104,6 +105,7 @@ def _load_classifier(file: str, data: Any) -> ClassifierConfig:
         maximum=60,
         exclusive_min=True,
     )
+    values["typo_words"] = sec.strs("typo_words", pattern=_TYPO_WORD_RE, what="one word") or ()
     return ClassifierConfig(**values)
 
 

@@ -129,6 +129,7 @@ class ClassifierConfig:
     noncritical_dirs: tuple[str, ...] = DEFAULT_NONCRITICAL_DIRS
     noncritical_files: tuple[str, ...] = DEFAULT_NONCRITICAL_FILES
     user_rule_timeout_seconds: float = 2.0
+    typo_words: tuple[str, ...] = ()  # project words the typo carve-out accepts as spelled right
 
 
 # ----------------------------------------------------------------------------- skills

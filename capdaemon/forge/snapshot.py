@@ -31,6 +31,7 @@ from capdaemon.forge.errors import (
     Transient,
 )
 from capdaemon.forge.pullfacts import PullFacts, facts_from_rest
+from capdaemon.languages import wants_whole_files
 from capdaemon.model import (
     MODE_SYMLINK,
     CheckRun,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from capdaemon.forge.files import Files
     from capdaemon.forge.protection import Protection
     from capdaemon.forge.session import Compared, ForgeSession
+
+WHOLE_FILE_READS = 300  # comment-only candidates read whole per PR (two blob reads each)
 
 
 class Snapshots:
@@ -235,6 +238,7 @@ class Snapshots:
             f.get("previous_filename") or f["filename"] for f in raw if f["status"] != "added"
         }
         new_paths = {f["filename"] for f in raw if f["status"] != "removed"}
+        wants = _TextPicker(pick)
         try:
             old = self._files.entries(repo, old_sha, old_paths)
             new = self._files.entries(repo, new_sha, new_paths)
@@ -257,7 +261,7 @@ class Snapshots:
             base_text = head_text = None
             # A symlink's blob is its target: always read it, scope checks need it.
             link = n is not None and n[0] == MODE_SYMLINK
-            if pick(path) or pick(prev) or link:
+            if link or wants(f):
                 try:
                     patch = f.get("patch")
                     base_text = self._text(repo, o, patch, "-", status == "removed")
@@ -371,3 +375,24 @@ def _snapshot(
         state=pr.state,
         base_policy_text=policy,
     )
+
+
+class _TextPicker:
+    """Which listed files get their base/head texts read: `pick`'s paths always, and up to
+    WHOLE_FILE_READS modified files per PR where the comment-only carve-out may apply (their
+    patch looks like comment edits); past that the carve-out is refused, not paid for."""
+
+    def __init__(self, pick: Callable[[str], bool]) -> None:
+        self.pick = pick
+        self.left = WHOLE_FILE_READS
+
+    def __call__(self, f: dict[str, Any]) -> bool:
+        path = f["filename"]
+        if self.pick(path) or self.pick(f.get("previous_filename") or path):
+            return True
+        if self.left <= 0 or f["status"] != "modified":
+            return False
+        if wants_whole_files(path, f.get("patch")):
+            self.left -= 1
+            return True
+        return False

@@ -227,12 +227,64 @@ SELF_LOGIC = [
         id="ambiguous-header-scope-kept",
     ),
     pytest.param(_validator(RENAME_LOCAL, "class AuthGate:"), "D", id="header-class-auth"),
+    # git's header names the function above the hunk even when the hunk opens a new one:
+    # with the file itself the enclosing function is read exactly (B, not D) ...
+    pytest.param(
+        _validator(RENAME_LOCAL, "def merge_if_allowed(pr, verdict):", contents=True),
+        "B",
+        id="header-says-merge-but-the-file-says-format-reason",
+    ),
+    # ... and a plain line really inside the merge function stays D with the file too
+    pytest.param(
+        _validator(MERGE_BODY, "def _count_files(pr):", contents=True),
+        "D",
+        id="header-says-other-but-the-file-says-merge",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("fc", "expected"), SELF_LOGIC)
 def test_self_logic_hunks(fc: FileChange, expected: str) -> None:
     """Hunks in the bot's merge/auth logic are irreversible; other bot-source edits are not."""
+    v = verdict(fc)
+    assert v.quadrant.value == expected, v.reasons
+
+
+JS_BASE = [
+    "function canMerge(pr) {",
+    "  if (!pr.ok) { return false; }",
+    "  return pr.checks.every((c) => c.passed);",
+    "}",
+    "function describe(pr) {",
+    "  const body = pr.body;",
+    "  const owner = pr.owner;",
+    "  const title = pr.title;",
+    "  return `${title}: ${body} by ${owner}`;",
+    "}",
+]
+
+
+@pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        pytest.param(
+            [ln.replace("title", "heading") for ln in JS_BASE], "B", id="rename-in-next-function"
+        ),
+        pytest.param(
+            [ln.replace("pr.ok", "pr.ready") for ln in JS_BASE], "D", id="edit-inside-canMerge"
+        ),
+    ],
+)
+def test_enclosing_function_from_a_javascript_file(new: list[str], expected: str) -> None:
+    """The grammar of the file's language, not git's header, says which function a line is in."""
+    path = VALIDATOR.rsplit("/", 1)[0] + "/gate.js"
+    fc = FileChange(
+        path=path,
+        status=FileStatus.MODIFIED,
+        patch=with_header(make_patch(JS_BASE, new), "function canMerge(pr) {"),
+        base_content="\n".join(JS_BASE) + "\n",
+        head_content="\n".join(new) + "\n",
+    )
     v = verdict(fc)
     assert v.quadrant.value == expected, v.reasons
 

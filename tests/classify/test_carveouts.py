@@ -6,12 +6,12 @@ import pytest
 
 from capdaemon.classify.carveouts import (
     additions_only,
-    comment_only,
-    comment_style,
     osa_distance,
     typo_fix,
 )
+from capdaemon.classify.commentonly import comment_only_files
 from capdaemon.classify.hunks import parse_patch
+from capdaemon.languages import wants_whole_files
 
 from .classify_builders import make_patch
 
@@ -29,7 +29,8 @@ TYPO = [
     pytest.param(["# Heding"], ["# Heading"], True, id="typo-inside-heading-text"),
     pytest.param(["- an itme"], ["- an item"], True, id="typo-inside-list-item"),
     pytest.param(["| a | recieve |"], ["| a | receive |"], True, id="typo-inside-table-cell"),
-    pytest.param(["규칙을 따르세요"], ["규칙을 따르셰요"], True, id="korean-typo"),
+    # no Korean word list: a Korean spelling change cannot be proven a typo fix
+    pytest.param(["규칙을 따르세요"], ["규칙을 따르셰요"], False, id="korean-no-dictionary"),
     pytest.param(["Same.", "Recieve it."], ["Same.", "Receive it."], True, id="with-context"),
     pytest.param(["must be classified"], ["must not be classified"], False, id="adds-not"),
     pytest.param(["you must do it"], ["you may do it"], False, id="modal-changed"),
@@ -49,17 +50,22 @@ TYPO = [
     pytest.param(["반드시 실행"], ["가급적 실행"], False, id="korean-modal-removed"),
     pytest.param(["파일만 수정"], ["파일을 수정"], False, id="korean-only-removed"),
     pytest.param(
-        ["abcdefgh ijklmnop qrstuvwx"],
-        ["abcdefgx ijklmnox qrstuvwy"],
+        ["teh classifer would recieve it"],
+        ["the classifier would receive it"],
         True,
         id="three-edits-on-a-line",
     ),
     pytest.param(
-        ["abcdefgh ijklmnop qrstuvwx yzabcdef"],
-        ["abcdefgx ijklmnox qrstuvwy yzabcdex"],
+        ["teh classifer would recieve the documnet"],
+        ["the classifier would receive the document"],
         False,
         id="four-edits-on-a-line",
     ),
+    pytest.param(["abcdefgh"], ["abcdefgx"], False, id="nonsense-to-nonsense"),
+    pytest.param(["an irreversible step"], ["an reversible step"], False, id="drops-ir"),
+    pytest.param(["access is unauthorized"], ["access is authorized"], False, id="drops-un"),
+    pytest.param(["data is encrypted"], ["data is decrypted"], False, id="en-to-de"),
+    pytest.param(["increase the limit"], ["decrease the limit"], False, id="in-to-de"),
 ]
 
 
@@ -113,7 +119,7 @@ COMMENT = [
         "app/main.py", ["x = 1"], ["x = 1", "", "# note"], True, id="py-add-comment-blank"
     ),
     pytest.param("app/main.py", ["x = 1  # a"], ["x = 2  # a"], False, id="py-code"),
-    pytest.param("app/main.py", ["x = 1  # a"], ["x = 1  # b"], False, id="py-trailing-comment"),
+    pytest.param("app/main.py", ["x = 1  # a"], ["x = 1  # b"], True, id="py-trailing-comment"),
     pytest.param("app/main.py", ['"""Doc."""'], ['"""Docs."""'], False, id="py-docstring-is-code"),
     pytest.param(
         "app/main.py",
@@ -137,18 +143,18 @@ COMMENT = [
         "web/a.ts", ["/* a */"], ["/* a */ f(); /* b */"], False, id="code-between-blocks"
     ),
     pytest.param("cmd/m.go", ["//go:build linux"], ["//go:build darwin"], False, id="go-build-tag"),
-    pytest.param("c/x.c", ["int a;"], ["int a; // why"], False, id="c-trailing"),
+    pytest.param("c/x.c", ["int a;"], ["int a; // why"], True, id="c-trailing"),
     pytest.param(
-        "db/q.sql", ["-- old", "SELECT 1;"], ["-- new", "SELECT 1;"], True, id="sql-dashes"
+        "db/q.sql", ["-- old", "SELECT 1;"], ["-- new", "SELECT 1;"], False, id="sql-no-tokenizer"
     ),
-    pytest.param("x.lua", ["-- a"], ["-- b"], True, id="lua-dashes"),
+    pytest.param("x.lua", ["-- a"], ["-- b"], False, id="lua-no-tokenizer"),
     pytest.param("page.html", ["<!-- a -->"], ["<!-- b -->"], True, id="html-comment"),
     pytest.param("doc.md", ["Text."], ["Text!"], False, id="md-text-is-content"),
     pytest.param(
         "doc.md", ["<!-- a --> text"], ["<!-- b --> text"], False, id="md-comment-plus-text"
     ),
-    pytest.param("set.ini", ["; a", "k=v"], ["; b", "k=v"], True, id="ini-semicolon"),
-    pytest.param("Makefile", ["# a", "all:"], ["# b", "all:"], True, id="makefile"),
+    pytest.param("set.ini", ["; a", "k=v"], ["; b", "k=v"], False, id="ini-no-tokenizer"),
+    pytest.param("Makefile", ["# a", "all:"], ["# b", "all:"], False, id="makefile-no-tokenizer"),
     pytest.param(
         "Dockerfile",
         ["# syntax=docker/dockerfile:1"],
@@ -159,34 +165,40 @@ COMMENT = [
     pytest.param(
         "conf/a.yml", ["run: |", "  # a"], ["run: |", "  # b"], False, id="yaml-block-scalar"
     ),
-    pytest.param("conf/a.yml", ["# a", "k: v"], ["# b", "k: v"], True, id="yaml-comment"),
+    pytest.param("conf/a.yml", ["# a", "k: v"], ["# b", "k: v"], False, id="yaml-no-tokenizer"),
 ]
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
 
 
 @pytest.mark.parametrize(("path", "old", "new", "ok"), COMMENT)
 def test_comment_only(path: str, old: list[str], new: list[str], ok: bool) -> None:
-    """Only blank or comment lines in the file's own language qualify; docstrings are code."""
-    assert bool(comment_only(path, hunks(old, new))) is ok
+    """Only comment edits in a language with an exact tokenizer qualify; docstrings are code."""
+    assert bool(comment_only_files(path, _text(old), _text(new))) is ok
 
 
-def test_comment_only_needs_a_patch() -> None:
-    """Patch unavailable → the carve-out does not apply."""
-    assert not comment_only("app/main.py", None)
+def test_comment_only_needs_the_whole_files() -> None:
+    """Base or head content unavailable → the carve-out does not apply, and says why."""
+    carve = comment_only_files("app/main.py", None, "# a\n")
+    assert not carve and "whole file unavailable" in carve.why
 
 
 @pytest.mark.parametrize(
-    ("path", "style"),
+    ("path", "old", "new", "wanted"),
     [
-        ("a/b.PY", ("hash",)),
-        ("Dockerfile.prod", ("hash",)),
-        ("x.unknown", None),
-        ("LICENSE", None),
-        (".gitignore", ("hash",)),
+        ("app/main.py", ["# a", "x = 1"], ["# b", "x = 1"], True),
+        ("app/main.py", ["x = 1"], ["x = 2"], False),
+        ("conf/a.yml", ["# a"], ["# b"], False),  # no exact tokenizer: never read whole
+        ("site/a.html", ["<p>a</p>"], ["<p>b</p>"], True),  # only the parser can tell
     ],
 )
-def test_comment_style_by_language(path: str, style: tuple[str, ...] | None) -> None:
-    """Languages come from extension or well-known file names; unknown → None."""
-    assert comment_style(path) == style
+def test_whole_files_are_read_only_for_candidates(
+    path: str, old: list[str], new: list[str], wanted: bool
+) -> None:
+    """Whole files are fetched only where the comment-only carve-out can apply."""
+    assert wants_whole_files(path, make_patch(old, new)) is wanted
 
 
 ADDITIONS = [

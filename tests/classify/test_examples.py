@@ -84,7 +84,15 @@ EXAMPLES = [
         id="doctrine-rule-change",
     ),
     pytest.param(
-        [modified("app/main.py", ["# entry", "main()"], ["# entry point", "main()"])],
+        [
+            modified(
+                "app/main.py",
+                ["# entry", "main()"],
+                ["# entry point", "main()"],
+                base_content="# entry\nmain()\n",
+                head_content="# entry point\nmain()\n",
+            )
+        ],
         "A",
         id="comment-only",
     ),

@@ -216,3 +216,16 @@ def test_an_oversized_message_is_refused_unread() -> None:
     msg = f"subject\n\n{'x' * MAX_MESSAGE_CHARS}\n\n{SESSION}\n"
     session, why = commit_agent_session(msg)
     assert session is None and why is not None and str(MAX_MESSAGE_CHARS) in why
+
+
+def test_a_message_of_too_many_lines_is_refused_unread() -> None:
+    """21,800 one-character continuation lines (a trailer bomb under the size cap) are not
+    read: malformed, naming the line cap, so the bomb costs no more than prose."""
+    from capdaemon.classify.trailers import MAX_MESSAGE_CHARS, MAX_MESSAGE_LINES
+
+    msg = f"Fix\n\n{SESSION}\n" + " x\n" * 21_800
+    assert len(msg) <= MAX_MESSAGE_CHARS
+    session, why = commit_agent_session(msg)
+    assert session is None and why is not None and f"{MAX_MESSAGE_LINES} lines" in why
+    prose = "subject\n\n" + "Prose.\n" * (MAX_MESSAGE_LINES - 10) + f"\n{SESSION}\n"
+    assert commit_agent_session(prose)[0] is not None

@@ -167,13 +167,19 @@ def test_odd_path_rename(repo):
 
 
 def test_contents_only_where_asked(repo):
-    """base/head contents are read only for the paths contents_for accepts."""
+    """base/head contents are read only for the paths contents_for accepts, and for modified
+    files whose hunks look like comment edits (the comment-only carve-out reads them whole)."""
     repo.write("README.md", "new readme\n")
     repo.write("app/main.py", "# entry point\nprint('hi')\n")
     repo.commit("two")
     files = _by_path(diff_range(repo.path, "main", "feat", contents_for=lambda p: p == "README.md"))
     assert files["README.md"].base_content.startswith("# Widgets")
     assert files["README.md"].head_content == "new readme\n"
+    assert files["app/main.py"].base_content is not None  # comment-only candidate: read whole
+    assert files["app/main.py"].head_content == "# entry point\nprint('hi')\n"
+    repo.write("app/main.py", "# entry point\nprint('bye')\n")
+    repo.commit("code")
+    files = _by_path(diff_range(repo.path, "main", "feat", contents_for=lambda p: p == "README.md"))
     assert files["app/main.py"].base_content is None and files["app/main.py"].head_content is None
 
 

@@ -1,0 +1,287 @@
+"""Benchmark the comment-only carve-out on a 3,000-file PR: whole-file tokenizers against the
+hunk-text check of before, and adversarial files against benign ones of the same size.
+
+Every file of the PR is a modified source file (Python, C, JavaScript, Java, Go, HTML, in
+equal shares, about 40 lines each) whose change is comment-only, classified by the full
+engine with base and head contents (as the gatherers now read them for such files). Rows:
+
+- benign: ordinary code with a comment reworded;
+- adversarial inputs, 3,000 files each: deep nesting (`((((…))))`), one comment per line,
+  one very long line, many small strings (sizes differ; compare time per character too);
+- the realistic mix of bench_classify_core (few files qualify for whole-file reading);
+
+`--baseline DIR` also runs the benign PR against the classifier in DIR (a checkout of the
+code before the tokenizer carve-out) in a subprocess, and prints it as the first row.
+Each case runs once in its own process. Columns: input, files, characters, time before (the
+baseline, when given) and now, their ratio, the ratio to the benign run, files that got the
+comment-only carve-out, peak RSS of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+NOW = datetime(2026, 5, 25, 12, 0, tzinfo=UTC)
+FILES = 3000
+LINES = 40  # 3,000 such files stay inside the default 20 M-character PR budget
+LANGS = ("py", "c", "js", "java", "go", "html")
+
+
+def _comment(ext: str, text: str) -> str:
+    if ext == "py":
+        return f"# {text}"
+    if ext == "html":
+        return f"<!-- {text} -->"
+    return f"// {text}"
+
+
+def _code(ext: str, i: int, kind: str) -> str:
+    """One line of code of a kind: plain, nested, comment-heavy, long or string-heavy."""
+    if kind == "nested":
+        depth = 20
+        inner = "(" * depth + str(i) + ")" * depth
+        return {
+            "py": f"v{i} = {inner}",
+            "c": f"int v{i} = {inner};",
+            "js": f"let v{i} = {inner};",
+            "java": f"int v{i} = {inner};",
+            "go": f"var v{i} = {inner}",
+            "html": "<div>" * 8 + f"{i}" + "</div>" * 8,
+        }[ext]
+    if kind == "comments":
+        return _comment(ext, f"c{i}") if ext != "html" else f"<!--{i}-->"
+    if kind == "strings":
+        s = " ".join(f'"s{j}"' for j in range(6))
+        return {
+            "py": f"v{i} = [{s.replace(' ', ', ')}]",
+            "c": f"const char *v{i}[] = {{{s.replace(' ', ', ')}}};",
+            "js": f"let v{i} = [{s.replace(' ', ', ')}];",
+            "java": f"String[] v{i} = {{{s.replace(' ', ', ')}}};",
+            "go": f"var v{i} = []string{{{s.replace(' ', ', ')}}}",
+            "html": f"<p title='{i}'>{s}</p>",
+        }[ext]
+    return {
+        "py": f"value_{i} = compute(index_{i}, {i})",
+        "c": f"int value_{i} = compute(index, {i});",
+        "js": f"let value_{i} = compute(index, {i});",
+        "java": f"int value_{i} = compute(index, {i});",
+        "go": f"var value_{i} = compute(index, {i})",
+        "html": f"<p class='row'>Row {i} of the table</p>",
+    }[ext]
+
+
+def _wrap(ext: str, body: list[str]) -> list[str]:
+    if ext == "c":
+        return ["int compute(int a, int b);", "int index;", *body]
+    if ext == "java":
+        return ["class T {", "static int compute(int a, int b) { return a; }", *body, "}"]
+    if ext == "go":
+        return ["package p", "", "func compute(a, b int) int { return a }", "var index = 1", *body]
+    if ext == "html":
+        return ["<!doctype html>", "<title>t</title>", *body]
+    if ext == "js":
+        return ["function compute(a, b) { return a; }", "let index = 1;", *body]
+    return ["def compute(a, b):", "    return a", "index = 1", *body]
+
+
+def _file(i: int, kind: str) -> tuple[str, str, str]:
+    ext = LANGS[i % len(LANGS)]
+    if kind == "long":
+        body = [_code(ext, j, "plain") for j in range(LINES // 2)]
+        body[0] = "  ".join(_code(ext, j, "plain").rstrip(";") for j in range(300))
+        if ext in ("c", "js", "java"):
+            body[0] = "; ".join(_code(ext, j, "plain").rstrip(";") for j in range(300)) + ";"
+        elif ext == "py" or ext == "go":
+            body[0] = "; ".join(_code(ext, j, "plain") for j in range(300))
+    else:
+        body = [_code(ext, j, kind) for j in range(LINES)]
+    base_body = [_comment(ext, "first note"), *body]
+    head_body = [_comment(ext, "first note, reworded"), *body]
+    return (
+        f"src/m{i // 100}/f{i}.{ext}",
+        "\n".join(_wrap(ext, base_body)) + "\n",
+        "\n".join(_wrap(ext, head_body)) + "\n",
+    )
+
+
+def make_pr(kind: str, n: int = FILES) -> list[tuple[str, str, str]]:
+    """(path, base, head) of n files of one kind."""
+    return [_file(i, kind) for i in range(n)]
+
+
+def _snapshot(files: list[tuple[str, str, str]], patches: list[str]) -> object:
+    from capdaemon.model import Commit, FileChange, FileStatus, PRSnapshot
+
+    changes = tuple(
+        FileChange(
+            path=path,
+            status=FileStatus.MODIFIED,
+            additions=1,
+            deletions=1,
+            patch=patch,
+            base_content=base,
+            head_content=head,
+        )
+        for (path, base, head), patch in zip(files, patches, strict=True)
+    )
+    commit = Commit(
+        sha="h" * 40,
+        parents=("p" * 40,),
+        message="Reword\n\nAgent-Session: claude-code/claude-opus-4/sess-00000001\n",
+        committed_at=NOW,
+    )
+    return PRSnapshot(
+        repo="acme/widgets",
+        number=1,
+        base_ref="main",
+        base_sha="b" * 40,
+        head_sha="h" * 40,
+        author="coder-bot",
+        files=changes,
+        commits=(commit,),
+    )
+
+
+def _patches(files: list[tuple[str, str, str]]) -> list[str]:
+    import difflib
+
+    out = []
+    for _, base, head in files:
+        diff = difflib.unified_diff(base.splitlines(), head.splitlines(), lineterm="", n=3)
+        out.append("\n".join(list(diff)[2:]))
+    return out
+
+
+def _mix_snapshot(n: int) -> object:
+    """bench_classify_core's realistic 3,000-file mix (code, tests, docs, config, deletions)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_classify_core import make_files
+
+    from capdaemon.model import Commit, PRSnapshot
+
+    commit = Commit(
+        sha="h" * 40,
+        parents=("p" * 40,),
+        message="Work\n\nAgent-Session: claude-code/claude-opus-4/sess-00000001\n",
+        committed_at=NOW,
+    )
+    return PRSnapshot(
+        repo="acme/widgets",
+        number=1,
+        base_ref="main",
+        base_sha="b" * 40,
+        head_sha="h" * 40,
+        author="coder-bot",
+        files=make_files(n),
+        commits=(commit,),
+    )
+
+
+def measure(kind: str) -> dict[str, float]:
+    """Seconds, carve-outs applied, characters and peak RSS of classifying one PR of a kind
+    (no time budget: the true cost; the default budget would cut it at 30 s, failing closed)."""
+    import resource
+
+    from capdaemon.classify import classify
+    from capdaemon.classify.budget import Budget
+    from capdaemon.config import Config
+
+    config = Config(owners=("alice",))
+    budget = Budget(file_seconds=1e9, pr_seconds=1e9, pr_chars=10**9)
+    if kind == "mix":
+        snap = _mix_snapshot(FILES)
+        chars = sum(len(f.patch or "") for f in snap.files)  # type: ignore[attr-defined]
+    else:
+        files = make_pr(kind)
+        snap = _snapshot(files, _patches(files))
+        chars = sum(len(b) + len(h) for _, b, h in files)
+    try:  # the word list loads once per process: not part of one PR's time
+        from capdaemon.classify.wordlist import load
+
+        load()
+    except ImportError:  # the baseline has no word list
+        pass
+    warm = make_pr("plain", 12)
+    classify(_snapshot(warm, _patches(warm)), config, now=NOW, budget=budget)  # type: ignore[arg-type]
+    times = []
+    for _ in range(3 if kind == "mix" else 1):  # the mix is quick: median of three
+        gc.collect()
+        t0 = time.perf_counter()
+        verdict = classify(snap, config, now=NOW, budget=budget)  # type: ignore[arg-type]
+        times.append(time.perf_counter() - t0)
+    seconds = sorted(times)[len(times) // 2]
+    carved = sum(
+        1
+        for f in verdict.files
+        if any(r.startswith("non-critical: comment-only") for r in f.reasons)
+    )
+    return {
+        "seconds": seconds,
+        "carved": carved,
+        "chars": chars,
+        "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _child(kind: str, root: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", kind],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+    ).stdout
+    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    """Print the table."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", help="a checkout of the classifier before this change")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:  # a child run: measure one kind with whatever capdaemon is on sys.path
+        print(json.dumps(measure(args.one)))
+        return
+    here = Path(__file__).resolve().parents[1]
+    kinds = [
+        ("realistic mix", "mix"),
+        ("comment edits (benign)", "plain"),
+        ("adversarial: nested", "nested"),
+        ("adversarial: comments", "comments"),
+        ("adversarial: long line", "long"),
+        ("adversarial: strings", "strings"),
+    ]
+    before = Path(args.baseline).resolve() if args.baseline else None
+    print(
+        f"{'input':<24} {'files':>6} {'chars':>11} {'before':>8} {'now':>8} {'×before':>8} "
+        f"{'×benign':>8} {'carved':>7} {'peak MiB':>9}"
+    )
+    benign = 0.0
+    for label, kind in kinds:
+        now = _child(kind, here)
+        old = _child(kind, before) if before is not None and kind in ("mix", "plain") else None
+        if kind == "plain":
+            benign = now["seconds"]
+        old_s = f"{old['seconds']:>7.2f}s" if old else f"{'-':>8}"
+        vs_old = f"{now['seconds'] / old['seconds']:>7.1f}x" if old else f"{'-':>8}"
+        vs_benign = f"{now['seconds'] / benign:>7.2f}x" if benign and kind != "mix" else f"{'-':>8}"
+        print(
+            f"{label:<24} {FILES:>6,} {int(now['chars']):>11,} {old_s} {now['seconds']:>7.2f}s "
+            f"{vs_old} {vs_benign} {int(now['carved']):>7,} {now['peak']:>9.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""The comment-only carve-out, proven on whole files with the language's own tokenizer.
+
+The base and head files are tokenized whole; with comments removed their token streams must
+be identical, and no changed comment may be one its language (or its tools) reads as code:
+coding declarations, shebangs, directives, a `\\` line continuation inside a `//` comment,
+a `\\u` escape inside a Java comment, an HTML comment closed the way HTML5 allows (`--!>`),
+IE conditional comments, a Go cgo preamble. Anything the tokenizer cannot read fails closed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections import Counter
+
+from capdaemon.classify.carveouts import Carve
+from capdaemon.classify.tokens import Comment, Lexed, LexError, lex
+from capdaemon.languages import HTML, PYTHON, language_of
+
+WHAT_PASSES = (
+    "comment-only edits (code tokens of the whole file unchanged) in Python, C, C++, Java, "
+    "JavaScript, TypeScript, Go, Rust and HTML files"
+)
+
+# PEP 263: the coding declaration, in any spelling the interpreter accepts.
+_PEP263 = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+# Comments that tools read as instructions (compared on changed comments only).
+_DIRECTIVE = re.compile(
+    r"^(?:#!|#\s*(?:type|mypy|pyright|pyre|cython)\s*:|#\s*(?:noqa|pragma|pylint|fmt|isort)\b|"
+    r"//\s*go:|//\s*\+build|//\s*line\b|//export\b|//\s*@ts-|///\s*<reference|//\s*#|"
+    r"/\*+\s*@(?:ts|jsx|flow|cc_on|license|preserve)|//\s*@(?:flow|jsx|cc_on|sourceMappingURL)|"
+    r"//#\s*source|/\*+\s*eslint|//\s*eslint|//\s*NOLINT|/\*+\s*webpack|/\*+\s*[#@]__)",
+    re.IGNORECASE,
+)
+# ... and per language: Rust doc comments (doc tests compile and run), Go example output
+_LANGUAGE_DIRECTIVE: dict[str, re.Pattern[str]] = {
+    "rust": re.compile(r"^(?:///|//!|/\*\*(?!/)|/\*!)"),
+    "go": re.compile(r"^//\s*(?:unordered )?output:", re.IGNORECASE),
+}
+_JAVA_UNICODE = re.compile(r"\\+u", re.ASCII)
+_BACKSLASH_EOL = re.compile(r"\\[ \t\f\v]*(?:\r?\n|\r|$)")
+_C_SPLICE = re.compile(r"[/*]\\[ \t\f\v]*\r?\n|\\[ \t\f\v]*\r?\n[/*]")
+_NON_UTF8_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*(?!utf-?8\b)[\w-]", re.IGNORECASE)
+_C_FAMILY = frozenset({"c", "cpp", "java", "javascript", "typescript", "tsx", "go", "rust"})
+
+
+def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
+    """Whether the change from `base` to `head` of one file touches comments only."""
+    language = language_of(path)
+    if language is None:
+        return Carve(False, "no exact tokenizer for this file type: comments cannot be proven")
+    if base is None or head is None:
+        return Carve(False, "whole file unavailable, comments cannot be told from code")
+    if base == head:
+        return Carve(False, "no textual change to inspect")
+    try:
+        old = lex(language, base)
+        new = lex(language, head)
+    except LexError as exc:
+        return Carve(False, f"{language} tokenizer: {exc}")
+    why = _code_difference(old, new) or _trap(language, base, head, old, new)
+    if why:
+        return Carve(False, why)
+    return Carve(True, f"comments only ({language} tokens identical)")
+
+
+def _code_difference(old: Lexed, new: Lexed) -> str:
+    if old.tokens == new.tokens:
+        return ""
+    i = 0
+    while i < min(len(old.tokens), len(new.tokens)) and old.tokens[i] == new.tokens[i]:
+        i += 1
+    if len(new.tokens) < len(old.tokens) and _is_subsequence(new.tokens, old.tokens):
+        return (
+            f"{_at(old.lines, i)}code {_short(old.tokens[i][1])} of the base file is gone from "
+            "the token stream (a comment delimiter now encloses code that ran): not comment-only"
+        )
+    if i < len(new.tokens):
+        return f"{_at(new.lines, i)}code changed at {_short(new.tokens[i][1])}: not comment-only"
+    return f"{_at(old.lines, i)}code {_short(old.tokens[i][1])} removed: not comment-only"
+
+
+def _at(lines: tuple[int, ...], i: int) -> str:
+    return f"line {lines[i]}: " if i < len(lines) and lines[i] else ""
+
+
+def _is_subsequence(small: tuple[tuple[str, str], ...], big: tuple[tuple[str, str], ...]) -> bool:
+    it = iter(big)
+    return all(tok in it for tok in small)
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _changed(old: Lexed, new: Lexed) -> list[Comment]:
+    """Comments present on one side and not (as often) on the other."""
+    before = Counter(c.text for c in old.comments)
+    after = Counter(c.text for c in new.comments)
+    gone = before - after
+    came = after - before
+    out = [c for c in new.comments if came[c.text] > 0]
+    out += [c for c in old.comments if gone[c.text] > 0]
+    return out
+
+
+def _trap(language: str, base: str, head: str, old: Lexed, new: Lexed) -> str:
+    """Why a comment change is one the language or its tools read as code ("" when none)."""
+    if language == PYTHON:
+        why = _python_header(base, head)
+        if why:
+            return why
+    changed = _changed(old, new)
+    for c in changed:
+        why = _comment_trap(language, c)
+        if why:
+            return why
+    why = _file_trap(language, base, head)
+    if why:
+        return why
+    if not changed:
+        return "no comment changed (whitespace or layout only): not comment-only"
+    return ""
+
+
+def _python_header(base: str, head: str) -> str:
+    """PEP 263 and shebang: the first two lines' comments can be instructions."""
+    b = base.splitlines()[:2]
+    h = head.splitlines()[:2]
+    if b == h:
+        return ""
+    for side in (b, h):
+        for n, text in enumerate(side, 1):
+            if _PEP263.match(text) or "coding" in text.casefold():
+                return (
+                    f"line {n}: a coding declaration (PEP 263, any spelling) in the first two "
+                    "lines changed or moved: that is code"
+                )
+    if any(side[:1] and side[0].startswith("#!") for side in (b, h)):
+        return "line 1: the shebang changed: that is code"
+    return ""
+
+
+def _file_trap(language: str, base: str, head: str) -> str:
+    """Whole-file conditions under which comments cannot be told from code exactly."""
+    for text in (base, head):
+        if language == "java" and _JAVA_UNICODE.search(text):
+            return "a Java file with \\u escapes (Java translates them before lexing)"
+        if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
+            return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
+    if language == PYTHON and not (_utf8_python(base) and _utf8_python(head)):
+        return (
+            "a Python file declaring an encoding other than UTF-8 (PEP 263): its comments "
+            "cannot be read as the interpreter decodes them"
+        )
+    if language == HTML and any(_NON_UTF8_CHARSET.search(t) for t in (base, head)):
+        return "an HTML file declaring a charset other than UTF-8: comments cannot be located"
+    if language == "go" and re.search(r'^\s*import\s+(?:\(\s*)?"C"', head, re.MULTILINE):
+        return 'a Go file with a cgo preamble (import "C"): its comments are C code'
+    return ""
+
+
+def _utf8_python(text: str) -> bool:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8")).readline)
+    except SyntaxError:
+        return False
+    return encoding in ("utf-8", "utf-8-sig")
+
+
+def _comment_trap(language: str, c: Comment) -> str:
+    at = f"line {c.line}: " if c.line else ""
+    text = c.text
+    rx = _LANGUAGE_DIRECTIVE.get(language)
+    if (
+        _DIRECTIVE.match(text.lstrip())
+        or (rx is not None and rx.match(text.lstrip()))
+        or (language == PYTHON and _PEP263.match(text))
+    ):
+        return f"{at}comment {_short(text)} is a directive tools read: that is code"
+    if language in _C_FAMILY and _BACKSLASH_EOL.search(text):
+        return f"{at}a comment line ends in '\\' (a line continuation can swallow the next line)"
+    if language in ("c", "cpp") and "??/" in text:
+        return f"{at}a comment holds the trigraph '??/' (a line continuation in C)"
+    if language == "java" and _JAVA_UNICODE.search(text):
+        return f"{at}a Java comment holds a \\u escape (Java translates it before lexing)"
+    return _html_trap(text) if language == HTML else ""
+
+
+def _html_trap(text: str) -> str:
+    if "--!" in text or "--" in text.strip("-") or text.startswith((">", "->")):
+        return "an HTML comment with '--!', '--' or a '>' opening (HTML5 ends comments there)"
+    if text.lstrip().startswith(("[if", "[endif", "<![endif")) or "<!" in text:
+        return "an HTML conditional or nested comment (browsers may read it as markup)"
+    return ""

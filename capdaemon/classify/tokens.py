@@ -1,0 +1,236 @@
+"""Exact tokenizers per language: a file's code tokens with its comments set apart.
+
+Python goes through the standard library's `tokenize`; C, C++, Java, JavaScript, TypeScript,
+Go and Rust through the tree-sitter grammars their authors publish; HTML through html5lib's
+HTML5 parser (the DOM a browser builds, comments apart). Any other language has no exact
+tokenizer here, and `lex` says so. Every failure is a `LexError` naming the reason; callers
+fail closed on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+import tokenize
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import html5lib
+import tree_sitter
+import tree_sitter_c
+import tree_sitter_cpp
+import tree_sitter_go
+import tree_sitter_java
+import tree_sitter_javascript
+import tree_sitter_rust
+import tree_sitter_typescript
+
+from capdaemon.languages import HTML, PYTHON
+
+MAX_LEX_CHARS = 1_000_000  # per side; a larger file gets no comment carve-out
+
+_GRAMMARS: dict[str, Callable[[], object]] = {
+    "c": tree_sitter_c.language,
+    "cpp": tree_sitter_cpp.language,
+    "java": tree_sitter_java.language,
+    "javascript": tree_sitter_javascript.language,
+    "typescript": tree_sitter_typescript.language_typescript,
+    "tsx": tree_sitter_typescript.language_tsx,
+    "go": tree_sitter_go.language,
+    "rust": tree_sitter_rust.language,
+}
+# Node types that are comments in each grammar (anything else is code, `html_comment` too).
+_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+# Parents whose children's gaps are literal text (string bodies), not insignificant space.
+_HTML_VERBATIM = frozenset({"pre", "textarea", "listing", "script", "style", "plaintext", "xmp"})
+_LITERAL_PARENT = re.compile(r"string|char|template|raw|heredoc|literal|rune", re.IGNORECASE)
+
+
+class LexError(ValueError):
+    """A file the exact tokenizer could not read (the carve-out then does not apply)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """One comment: its text and the 1-based line it starts on."""
+
+    text: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lexed:
+    """A file as its language reads it: code tokens (with the line of each) and comments."""
+
+    language: str
+    tokens: tuple[tuple[str, str], ...]
+    lines: tuple[int, ...]
+    comments: tuple[Comment, ...]
+
+
+def lex(language: str, text: str) -> Lexed:
+    """Tokenize a whole file; raises LexError when it cannot be read exactly."""
+    if len(text) > MAX_LEX_CHARS:
+        raise LexError(f"{len(text)} characters, over the tokenizer budget of {MAX_LEX_CHARS}")
+    if "\ufffd" in text or "\x00" in text:
+        raise LexError("the file is not valid UTF-8 text")
+    if language == PYTHON:
+        return _lex_python(text)
+    if language == HTML:
+        return _lex_html(text)
+    if language in _GRAMMARS:
+        return _lex_tree_sitter(language, text)
+    raise LexError(f"no exact tokenizer for {language}")
+
+
+# ----------------------------------------------------------------------------- python
+_SKIP_PY = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING})
+
+
+def _lex_python(text: str) -> Lexed:
+    tokens: list[tuple[str, str]] = []
+    lines: list[int] = []
+    comments: list[Comment] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                comments.append(Comment(tok.string, tok.start[0]))
+            elif tok.type == tokenize.ERRORTOKEN and not tok.string.isspace():
+                raise LexError(f"line {tok.start[0]}: Python's tokenizer rejects {tok.string!r}")
+            elif tok.type not in _SKIP_PY:
+                tokens.append((tokenize.tok_name[tok.type], tok.string))
+                lines.append(tok.start[0])
+    except (tokenize.TokenError, IndentationError, SyntaxError) as exc:
+        raise LexError(f"Python's tokenizer failed: {exc}") from None
+    return Lexed(PYTHON, tuple(tokens), tuple(lines), tuple(comments))
+
+
+# ----------------------------------------------------------------------------- tree-sitter
+@functools.lru_cache(maxsize=16)
+def _parser(language: str) -> tree_sitter.Parser:
+    return tree_sitter.Parser(tree_sitter.Language(_GRAMMARS[language]()))
+
+
+def parse_tree(language: str, text: str) -> tree_sitter.Tree:
+    """The tree-sitter tree of a file; raises LexError when the grammar does not accept it."""
+    tree = _parser(language).parse(text.encode("utf-8"))
+    if tree.root_node.has_error:
+        node = _first_error(tree.root_node)
+        line = node.start_point[0] + 1 if node is not None else 0
+        raise LexError(f"line {line}: the {language} grammar does not accept the file")
+    return tree
+
+
+def _first_error(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    if node.is_error or node.is_missing:
+        return node
+    for child in node.children:
+        if child.has_error or child.is_missing:
+            return _first_error(child)
+    return None
+
+
+def _leaves(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    cursor = root.walk()
+    while True:
+        node = cursor.node
+        if node is not None and (node.type in _COMMENT_TYPES or node.child_count == 0):
+            yield node
+        elif cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_type(node_type: str) -> bool:
+    """Whether a leaf of this type can border literal text (quotes, string bodies)."""
+    return bool(_LITERAL_PARENT.search(node_type)) or not node_type.strip("\"'`")
+
+
+def _lex_tree_sitter(language: str, text: str) -> Lexed:
+    data = text.encode("utf-8")
+    tree = parse_tree(language, text)
+    tokens: list[tuple[str, str]] = []
+    lines: list[int] = []
+    comments: list[Comment] = []
+    pos = 0
+    prev_literal = False
+    for node in _leaves(tree.root_node):
+        start = node.start_byte
+        kind = node.type
+        literal = _literal_type(kind)
+        if start > pos:
+            gap = data[pos:start]
+            # text between two leaves: whitespace is insignificant, except where it may be
+            # part of a literal (next to a quote or a string body: kept exactly)
+            if gap.strip() or (prev_literal and literal):
+                tokens.append(("gap", gap.decode("utf-8", "replace")))
+                lines.append(node.start_point[0] + 1)
+        body = data[start : node.end_byte].decode("utf-8", "replace")
+        if kind in _COMMENT_TYPES:
+            comments.append(Comment(body, node.start_point[0] + 1))
+            prev_literal = False
+        else:
+            tokens.append((kind, body))
+            lines.append(node.start_point[0] + 1)
+            prev_literal = literal
+        pos = node.end_byte
+    if data[pos:].strip():
+        raise LexError("text after the end of the parsed file")
+    return Lexed(language, tuple(tokens), tuple(lines), tuple(comments))
+
+
+# ----------------------------------------------------------------------------- html
+def _lex_html(source: str) -> Lexed:
+    """The DOM html5lib builds (as browsers do), serialised as tokens, comments apart."""
+    parser = html5lib.HTMLParser(tree=html5lib.getTreeBuilder("dom"))
+    try:
+        doc = parser.parse(source)
+    except Exception as exc:  # html5lib is lenient; anything raised is unexpected
+        raise LexError(f"the HTML5 parser failed ({type(exc).__name__})") from None
+    tokens: list[tuple[str, str]] = []
+    comments: list[Comment] = []
+    open_tags: list[str] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        run = "".join(pending)
+        pending.clear()
+        if run and (run.strip() or any(t in _HTML_VERBATIM for t in open_tags)):
+            tokens.append(("Characters", run))
+        elif run:
+            tokens.append(("Space", ""))  # whitespace between elements: its amount is layout
+
+    for tok in html5lib.getTreeWalker("dom")(doc):
+        kind = tok["type"]
+        if kind == "Comment":
+            comments.append(Comment(str(tok["data"]), 0))
+            continue
+        if kind in ("Characters", "SpaceCharacters"):
+            pending.append(str(tok["data"]))
+            continue
+        flush()
+        if kind == "StartTag":
+            open_tags.append(str(tok["name"]))
+        elif kind == "EndTag" and open_tags:
+            open_tags.pop()
+        tokens.append((kind, _html_token_text(tok)))
+    flush()
+    errors = tuple(str(e[1]) for e in parser.errors)
+    tokens.append(("parse-errors", ",".join(sorted(set(errors)))))
+    return Lexed(HTML, tuple(tokens), tuple(0 for _ in tokens), tuple(comments))
+
+
+def _html_token_text(tok: dict[str, Any]) -> str:
+    if tok["type"] in ("StartTag", "EmptyTag"):
+        attrs = sorted((str(k), str(v)) for k, v in tok["data"].items())
+        return f"{tok.get('namespace')}|{tok['name']}|{attrs!r}"
+    if tok["type"] == "EndTag":
+        return f"{tok.get('namespace')}|{tok['name']}"
+    if tok["type"] == "Doctype":
+        return f"{tok.get('name')}|{tok.get('publicId')}|{tok.get('systemId')}"
+    return str(tok.get("data", ""))
