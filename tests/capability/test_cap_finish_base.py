@@ -57,7 +57,12 @@ def test_grafts_do_not_hide_a_deletion(attacked, cli, state: Path) -> None:
     repo, base, head = attacked
     (repo.root / ".git" / "info").mkdir(exist_ok=True)
     (repo.root / ".git" / "info" / "grafts").write_text(f"{base} {head}\n")
-    assert plain_git_sees(repo, f"{base}...{head}") == ""
+    # the graft makes a cycle (base <-> head): plain git lists nothing, or gives up on the
+    # merge base (exit 128) depending on its walk; either way it does not show the deletion
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    plain = subprocess.run(["git", "-C", str(repo.root), "diff", "--name-only", f"{base}...{head}"],
+                           capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert "cron_settings.json" not in plain.stdout
     assert blocked(finish(cli, state, repo))
 
 
