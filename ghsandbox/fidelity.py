@@ -172,13 +172,21 @@ class MergeabilityClock:
         shas: tuple[str, str],
         now: float,
         cfg: dict[str, float],
+        count: bool = True,
     ) -> bool:
-        """Count one read of PR ``number`` at (base sha, head sha); True while still computing."""
+        """Count one read of PR ``number`` at (base sha, head sha); True while still computing.
+
+        ``count=False`` looks without reading: a write's answer (the POST that opens a PR, the
+        PATCH that moves its base) shows the state but leaves the null reads to the next GETs.
+        """
         with self._lock:
             key = (full.lower(), number)
             seen = self._seen.get(key)
             if seen is None or seen[0] != shas:
                 seen = (shas, 0, now)
+            if not count:
+                self._seen[key] = seen
+                return seen[1] < cfg["mergeable_reads"] or now - seen[2] < cfg["mergeable_seconds"]
             reads = seen[1] + 1
             self._seen[key] = (shas, reads, seen[2])
             return reads <= cfg["mergeable_reads"] or now - seen[2] < cfg["mergeable_seconds"]
