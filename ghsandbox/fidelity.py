@@ -18,6 +18,8 @@ FIDELITY_DEFAULTS: dict[str, int | float] = {
     # 1: a conditional GET still answered 304 once the primary budget is spent (GitHub does not
     # document which it does; off, such a request is refused like any other)
     "exhausted_conditional_304": 0,
+    "events_lag_seconds": 0.0,  # the events feed shows an event only this long after it
+    "events_drop_every": 0,  # N > 0: the events feed silently loses every Nth event
 }
 
 # Content-creating operations (issues, comments, pull requests), as route templates.

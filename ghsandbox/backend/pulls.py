@@ -69,6 +69,7 @@ class Pulls(Checks):
             }
             g.update_ref(f"refs/pull/{rec['number']}/head", head_sha)
             self.store.save()
+            self.feed(full, "PullRequestEvent", user, {"action": "opened", "number": rec["number"]})
             return int(rec["number"])
 
     def bulk_open_prs(self, full: str, prs: list[dict[str, Any]]) -> list[int]:
@@ -224,7 +225,8 @@ class Pulls(Checks):
             rec["updated_at"] = now
             self.add_event(full, number, "merged", actor, commit_id=new)
             self.add_event(full, number, "closed", actor, commit_id=new)
-            self.after_push(full)
+            self.feed(full, "PullRequestEvent", actor, {"action": "closed", "number": number})
+            self.after_push(full, actor)
             self.store.save()
             return {"sha": new, "merged": True, "message": "Pull Request successfully merged"}
 
