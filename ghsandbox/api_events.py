@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import render, render_objects
-from .api_repos import full_name
 from .events import POLL_INTERVAL, FeedEvent
+from .render import issue as render_issue
+from .render import user as render_user
+from .render_objects import comment as render_comment
 from .routing import Ctx, Paged, RouteList
 
 ROUTES = RouteList()
@@ -16,7 +17,8 @@ route = ROUTES.route
 @route("GET", "/repos/<owner>/<repo>/events")
 def list_repo_events(ctx: Ctx, owner: str, repo: str) -> Paged:
     """GET /repos/{owner}/{repo}/events: newest first, at most 300, with X-Poll-Interval."""
-    full = full_name(ctx, owner, repo)
+    full: str = ctx.b.repo(f"{owner}/{repo}")["full_name"]  # 404 when unknown
+    ctx.require(full, "read")  # 404 when the caller may not see it
     events = ctx.b.events.visible(full, ctx.b.clock.window_time())
     return Paged(
         events,
@@ -26,7 +28,7 @@ def list_repo_events(ctx: Ctx, owner: str, repo: str) -> Paged:
 
 
 def _actor(ctx: Ctx, login: str) -> dict[str, Any]:
-    u = render.user(ctx.b, ctx.urls, login) or {}
+    u = render_user(ctx.b, ctx.urls, login) or {}
     return {
         "id": u.get("id", 0),
         "login": login,
@@ -67,10 +69,10 @@ def _payload(ctx: Ctx, e: FeedEvent, repo_id: int) -> dict[str, Any]:
     rec = ctx.b.issue(e.full, p["number"])
     if e.type == "PullRequestEvent":
         return {"action": p["action"], "number": p["number"], "pull_request": _pr_min(ctx, e, rec)}
-    issue = render.issue(ctx.b, ctx.urls, e.full, rec, ctx.cache)
+    issue = render_issue(ctx.b, ctx.urls, e.full, rec, ctx.cache)
     if e.type == "IssueCommentEvent":
         c = ctx.b.comment(e.full, p["comment_id"])
-        body = render_objects.comment(ctx.b, ctx.urls, e.full, c, ctx.cache)
+        body = render_comment(ctx.b, ctx.urls, e.full, c, ctx.cache)
         return {"action": p["action"], "issue": issue, "comment": body}
     return {"action": p["action"], "issue": issue}
 

@@ -95,3 +95,19 @@ def test_a_lossy_feed_drops_events_silently(sandbox: Any) -> None:
         if e["type"] == "IssueCommentEvent"
     ]
     assert len(bodies) == 2
+
+
+def test_a_private_repositorys_feed_is_hidden_from_outsiders(sandbox: Any) -> None:
+    """mallory asks for a private repo's events (its pushes name branches and shas): 404,
+    the same answer as for a repo that does not exist; its owner sees them."""
+    secret = sandbox.create_repo("acme", "secret", files={"README.md": "# s\n"}, private=True)
+    sandbox.commit_files(secret, "main", {"plan.md": "launch\n"}, "plan", "alice")
+    path = f"/repos/{secret}/events"
+    outsider = requests.get(
+        f"{sandbox.base_url}{path}",
+        headers={"Authorization": f"token {sandbox.tokens['mallory']}"},
+        timeout=10,
+    )
+    assert outsider.status_code == 404
+    assert "PushEvent" not in outsider.text
+    assert _get(sandbox, path).json()[0]["type"] == "PushEvent"
