@@ -5,8 +5,9 @@ capped at 300 events, without check runs or reactions. The sandbox records pushe
 moves seen by ``after_push``), PRs opened/closed/reopened, issues opened/closed/reopened and
 issue comments; fidelity ``events_lag_seconds`` holds each event back that long, and
 ``events_drop_every`` (N > 0) silently drops every Nth event (the feed is not guaranteed).
-Events live in memory only: a restarted sandbox starts with an empty feed, as a client must
-expect anyway.
+Events live in memory only: a restarted sandbox starts with an empty feed and misses the
+first push to each repository (it only learns the branch tips then), as a client of a feed
+that is not guaranteed must expect anyway.
 """
 
 from __future__ import annotations
