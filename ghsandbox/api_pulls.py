@@ -91,7 +91,8 @@ def create_pull(ctx: Ctx, owner: str, repo: str) -> Result:
     number = ctx.b.open_pr(
         full, head, base, title or "", text, ctx.actor, draft=draft, maintainer_can_modify=mcm
     )
-    return Result(201, render.pull(ctx.b, ctx.urls, full, _pr(ctx, full, number), ctx.cache))
+    rec = _pr(ctx, full, number)
+    return Result(201, render.pull(ctx.b, ctx.urls, full, rec, ctx.cache, read=False))
 
 
 @route("PATCH", "/repos/<owner>/<repo>/pulls/<int:number>")
@@ -131,7 +132,7 @@ def update_pull(ctx: Ctx, owner: str, repo: str, number: int) -> Result:
             ctx.b.set_state(full, number, state, ctx.actor)
         rec["updated_at"] = ctx.b.now()
         ctx.b.store.save()
-    return Result(200, render.pull(ctx.b, ctx.urls, full, rec, ctx.cache))
+    return Result(200, render.pull(ctx.b, ctx.urls, full, rec, ctx.cache, read=False))
 
 
 def _range(ctx: Ctx, full: str, rec: dict[str, Any]) -> tuple[str, str]:

@@ -302,7 +302,7 @@ class SandboxApp:
         if isinstance(result, Paged):
             chunk, link = paginate(req, root, result.items, result.max_per_page, path=link_path)
             rendered = [result.render(x) for x in chunk] if result.render else chunk
-            headers = {"Link": link} if link else {}
+            headers = {**result.headers, **({"Link": link} if link else {})}
             if result.wrap:
                 return (
                     200,

@@ -18,6 +18,8 @@ FIDELITY_DEFAULTS: dict[str, int | float] = {
     # 1: a conditional GET still answered 304 once the primary budget is spent (GitHub does not
     # document which it does; off, such a request is refused like any other)
     "exhausted_conditional_304": 0,
+    "events_lag_seconds": 0.0,  # the events feed shows an event only this long after it
+    "events_drop_every": 0,  # N > 0: the events feed silently loses every Nth event
 }
 
 # Content-creating operations (issues, comments, pull requests), as route templates.
@@ -172,13 +174,21 @@ class MergeabilityClock:
         shas: tuple[str, str],
         now: float,
         cfg: dict[str, float],
+        count: bool = True,
     ) -> bool:
-        """Count one read of PR ``number`` at (base sha, head sha); True while still computing."""
+        """Count one read of PR ``number`` at (base sha, head sha); True while still computing.
+
+        ``count=False`` looks without reading: a write's answer (the POST that opens a PR, the
+        PATCH that moves its base) shows the state but leaves the null reads to the next GETs.
+        """
         with self._lock:
             key = (full.lower(), number)
             seen = self._seen.get(key)
             if seen is None or seen[0] != shas:
                 seen = (shas, 0, now)
+            if not count:
+                self._seen[key] = seen
+                return seen[1] < cfg["mergeable_reads"] or now - seen[2] < cfg["mergeable_seconds"]
             reads = seen[1] + 1
             self._seen[key] = (shas, reads, seen[2])
             return reads <= cfg["mergeable_reads"] or now - seen[2] < cfg["mergeable_seconds"]

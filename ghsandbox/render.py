@@ -385,9 +385,16 @@ def _pr_part(
 
 
 def pull(
-    b: Backend, u: Urls, full: str, rec: dict[str, Any], cache: RepoCache, detail: bool = True
+    b: Backend,
+    u: Urls,
+    full: str,
+    rec: dict[str, Any],
+    cache: RepoCache,
+    detail: bool = True,
+    read: bool = True,
 ) -> dict[str, Any]:
-    """A pull-request object; ``detail`` adds mergeable and diff stats (GET, not list)."""
+    """A pull-request object; ``detail`` adds mergeable and diff stats (GET, not list);
+    ``read=False`` for a write's answer, which does not count as a read of the mergeability."""
     pr = rec["pull"]
     n = rec["number"]
     api = f"{u.api}/repos/{full}/pulls/{n}"
@@ -443,7 +450,7 @@ def pull(
         "draft": pr["draft"],
     }
     if detail:
-        mergeable, state = b.observed_mergeability(full, rec)
+        mergeable, state = b.observed_mergeability(full, rec, read)
         mb = g.merge_base(base_sha, pr["head_sha"]) or base_sha
         files = g.diff_files(mb, pr["head_sha"])
         out.update(

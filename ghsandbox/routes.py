@@ -10,6 +10,7 @@ from . import (
     api_access,
     api_checks,
     api_contents,
+    api_events,
     api_gitdata,
     api_issues,
     api_labels,
@@ -29,6 +30,7 @@ ROUTE_LISTS: tuple[RouteList, ...] = (
     api_issues.ROUTES,
     api_labels.ROUTES,
     api_pulls.ROUTES,
+    api_events.ROUTES,
 )
 
 

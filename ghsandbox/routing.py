@@ -83,6 +83,7 @@ class Paged:
     wrap: str | None = None
     max_per_page: int = 100
     extra: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class Ctx:

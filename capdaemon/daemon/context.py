@@ -17,6 +17,7 @@ from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
+from capdaemon.daemon.mergewait import MergeabilityWaits
 from capdaemon.daemon.progress import Progress
 from capdaemon.daemon.tickdata import TickReport, _Stopped
 from capdaemon.decide.merge import RequiredCheck
@@ -123,6 +124,7 @@ class TickContext:
     policies: dict[str, RepoPolicy] = field(default_factory=dict)  # repo → its policy
     tampered: dict[str, dict[str, str]] = field(default_factory=dict)  # ref → kind → what
     decision_writes: bool = False  # an issue was written: step 3 lists the issues again
+    merge_waits: MergeabilityWaits = field(default_factory=MergeabilityWaits)  # unknown → re-read
 
     def config_for(self, repo: str) -> Config:
         """The effective config of a supervised repo this tick (central config until polled)."""

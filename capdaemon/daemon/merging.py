@@ -217,13 +217,14 @@ def readiness_of(
     deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
 ) -> Readiness:
     """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
-    yet (None) reads the PR once for it in enforce mode; still unknown (or another head) it
-    waits: None is never mergeable. In shadow mode it waits for the next tick's page (a
-    `would_merge` record a tick later costs no read)."""
+    yet (None) reads the PR again for it in enforce mode, at once and after the waits of
+    capdaemon.daemon.mergewait, in this tick; still unknown (or another head) it waits: None
+    is never mergeable. In shadow mode it waits for the next tick's page (a `would_merge`
+    record a tick later costs no read)."""
     facts = merge_facts(deps, ctx, s, checks, now)
     ready = facts.mergeable is None and not deps.shadow
     if ready and merge_readiness(replace(facts, mergeable=True)).ok:
-        status = deps.forge.pull_status(s.pr.repo, s.pr.number)
+        status = ctx.merge_waits.settle(deps.forge, s.pr.repo, s.pr.number, s.pr.head_sha)
         if status.head_sha == s.pr.head_sha:
             s.rec.mergeable = status.mergeable
             facts = replace(facts, mergeable=status.mergeable)

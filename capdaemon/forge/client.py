@@ -225,6 +225,16 @@ class Forge:
         self.session.memo.clear()
         self._batch.forget()
 
+    def pause(self, seconds: float) -> bool:
+        """Wait `seconds`, spent from this tick's wait budget; False (no wait) when it does not
+        allow that much."""
+        budget = self.transport.budget
+        if not budget.allows(seconds):
+            return False
+        budget.spend(seconds)
+        self.transport.sleep(seconds)
+        return True
+
     def rate_budget(self) -> RateBudget:
         """The last primary rate-limit figures (the tightest installation's) plus this tick's
         wait budget, for tick metrics."""

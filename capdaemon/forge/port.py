@@ -86,6 +86,11 @@ class ForgePort(Protocol):
         """Rate-limit figures and this tick's wait budget."""
         ...
 
+    def pause(self, seconds: float) -> bool:
+        """Wait `seconds`, spent from this tick's wait budget; False (no wait) when it does not
+        allow that much."""
+        ...
+
     def rate_limit_core(self) -> JsonObject:
         """The core REST budget: `limit`, `remaining`, `reset`."""
         ...

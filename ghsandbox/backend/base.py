@@ -7,7 +7,8 @@ from typing import Any
 
 from ..clock import Clock, iso
 from ..errors import not_found
-from ..fidelity import MergeabilityClock, SecondaryLimits
+from ..events import EventFeed
+from ..fidelity import MergeabilityClock, SecondaryLimits, settings
 from ..git import GitRepo
 from ..gittypes import Person
 from ..http import RateLimiter
@@ -28,6 +29,7 @@ class BackendState:
         self.limiter = RateLimiter()
         self.secondary = SecondaryLimits()
         self.merge_clock = MergeabilityClock()
+        self.events = EventFeed()
 
     @property
     def data(self) -> dict[str, Any]:
@@ -37,6 +39,11 @@ class BackendState:
     def now(self) -> str:
         """The sandbox time as a GitHub timestamp."""
         return iso(self.clock.now())
+
+    def feed(self, full: str, kind: str, actor: str, payload: dict[str, Any]) -> None:
+        """Record one event in the repository's events feed."""
+        cfg = settings(self.data)
+        self.events.record(full, kind, actor, payload, self.now(), self.clock.window_time(), cfg)
 
     def git(self, full: str) -> GitRepo:
         """The bare repository of ``owner/name``."""

@@ -61,6 +61,7 @@ class Issues(Repos):
             rec["assignees"] = list(assignees or [])
             if labels:
                 self.add_labels(full, rec["number"], labels, user, save=False)
+            self.feed(full, "IssuesEvent", user, {"action": "opened", "number": rec["number"]})
             self.store.save()
             return rec
 
@@ -79,13 +80,19 @@ class Issues(Repos):
             rec["closed_by"] = actor
             rec["state_reason"] = reason or ("completed" if rec["pull"] is None else None)
             self.add_event(full, number, "closed", actor)
+            self._feed_state(full, rec, "closed", actor)
         else:
             rec["closed_at"] = None
             rec["closed_by"] = None
             rec["state_reason"] = "reopened" if rec["pull"] is None else None
             self.add_event(full, number, "reopened", actor)
+            self._feed_state(full, rec, "reopened", actor)
             if rec["pull"]:
                 self.after_push(full)
+
+    def _feed_state(self, full: str, rec: dict[str, Any], action: str, actor: str) -> None:
+        kind = "IssuesEvent" if rec["pull"] is None else "PullRequestEvent"
+        self.feed(full, kind, actor, {"action": action, "number": rec["number"]})
 
     def add_event(
         self, full: str, number: int, event: str, actor: str, **extra: Any
@@ -154,6 +161,8 @@ class Issues(Repos):
             self.repo(full)["comments"][str(c["id"])] = c
             rec["comment_ids"].append(c["id"])
             rec["updated_at"] = now
+            payload = {"action": "created", "number": rec["number"], "comment_id": c["id"]}
+            self.feed(full, "IssueCommentEvent", user, payload)
             self.store.save()
             return c
 

@@ -69,6 +69,7 @@ class Pulls(Checks):
             }
             g.update_ref(f"refs/pull/{rec['number']}/head", head_sha)
             self.store.save()
+            self.feed(full, "PullRequestEvent", user, {"action": "opened", "number": rec["number"]})
             return int(rec["number"])
 
     def bulk_open_prs(self, full: str, prs: list[dict[str, Any]]) -> list[int]:
@@ -156,15 +157,20 @@ class Pulls(Checks):
         )
         return True, "unstable" if bad else "clean"
 
-    def observed_mergeability(self, full: str, rec: dict[str, Any]) -> tuple[bool | None, str]:
+    def observed_mergeability(
+        self, full: str, rec: dict[str, Any], count: bool = True
+    ) -> tuple[bool | None, str]:
         """What a read of the PR shows: ``(None, "unknown")`` while GitHub would still be
-        computing (the first reads or seconds after it opened or its base or head moved)."""
+        computing (the first reads or seconds after it opened or its base or head moved);
+        ``count=False`` for a write's answer, which is not one of those reads."""
         pr = rec["pull"]
         if rec["state"] == "open":
             base = self.git(full).resolve(f"refs/heads/{pr['base_ref']}") or pr["base_sha"]
             now = self.clock.window_time()
             cfg = settings(self.data)
-            if self.merge_clock.pending(full, rec["number"], (base, pr["head_sha"]), now, cfg):
+            if self.merge_clock.pending(
+                full, rec["number"], (base, pr["head_sha"]), now, cfg, count
+            ):
                 return None, "unknown"
         return self.mergeability(full, rec)
 
@@ -219,7 +225,8 @@ class Pulls(Checks):
             rec["updated_at"] = now
             self.add_event(full, number, "merged", actor, commit_id=new)
             self.add_event(full, number, "closed", actor, commit_id=new)
-            self.after_push(full)
+            self.feed(full, "PullRequestEvent", actor, {"action": "closed", "number": number})
+            self.after_push(full, actor)
             self.store.save()
             return {"sha": new, "merged": True, "message": "Pull Request successfully merged"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SandboxApiError, validation
+from ..fidelity import settings
 from ..gittypes import CommitSpec, Person
 from .accounts import Accounts
 
@@ -105,7 +106,7 @@ class Repos(Accounts):
             self.after_push(full)
             return shas
 
-    def after_push(self, full: str) -> None:
+    def after_push(self, full: str, actor: str | None = None) -> None:
         """Refresh the store's view of git: PR heads follow their branches; refs/pull/N/head too.
 
         Refs moved outside the sandbox's own git helpers and git HTTP need
@@ -114,6 +115,14 @@ class Repos(Accounts):
         with self.lock:
             repo = self.repo(full)
             repo["pushed_at"] = self.now()
+            self.events.note_heads(
+                full,
+                self.git(full).refs("refs/heads/"),
+                actor or repo["owner"],
+                self.now(),
+                self.clock.window_time(),
+                settings(self.data),
+            )
             if not any(
                 i["pull"] is not None and i["state"] == "open" for i in repo["issues"].values()
             ):

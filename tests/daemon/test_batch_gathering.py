@@ -120,10 +120,11 @@ def test_a_conflicting_pr_is_not_merged(daemon: Harness) -> None:
 
 
 def test_unknown_mergeability_waits_and_merges_on_a_later_tick(daemon: Harness) -> None:
-    """GitHub has not computed mergeability for the first two reads of a new PR (the batch
-    query, then the merge gate's one re-read): UNKNOWN is never mergeable, so nothing merges
-    in that tick; the next tick's page says MERGEABLE and the PR merges."""
-    daemon.sb.set_fidelity(mergeable_reads=2)
+    """GitHub has not computed mergeability for the first four reads of a new PR (the batch
+    query, the merge gate's re-read and its two re-reads after waiting): UNKNOWN is never
+    mergeable, so nothing merges in that tick; the next tick's page says MERGEABLE and the
+    PR merges."""
+    daemon.sb.set_fidelity(mergeable_reads=4)
     n = daemon.open_pr({"docs/late.md": "# late\n"})
     first = daemon.tick()
     assert first.errors == [] and first.merged == []

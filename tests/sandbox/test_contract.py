@@ -176,6 +176,8 @@ def _access_and_errors(sb: Any) -> None:
         list(repo.get_labels())
     assert exc.value.status == 403
     sb.set_fidelity(points_per_minute=900)
+    kinds = {e.type for e in repo.get_events()}  # what the scenario did, in the events feed
+    assert {"PushEvent", "PullRequestEvent", "IssuesEvent", "IssueCommentEvent"} <= kinds
 
 
 def _error_schema(status: int) -> dict[str, Any]:

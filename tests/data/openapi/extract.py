@@ -74,6 +74,7 @@ OPS = [
     "repos/get-repo-rulesets",
     "repos/get-repo-ruleset",
     "repos/create-repo-ruleset",
+    "activity/list-repo-events",
 ]
 # Error documents (components/schemas) every 4xx body is checked against.
 ERRORS = ["basic-error", "validation-error"]
@@ -116,6 +117,12 @@ def convert(spec: dict, node: object, defs: dict) -> object:
         # Known quirk of the published description (inline copy in apps/list-installations): an
         # account is a user OR an enterprise; the components/schemas/installation copy says anyOf.
         out["anyOf"] = out.pop("allOf")
+    payload = out.get("properties", {}).get("payload") if node.get("title") == "Event" else None
+    if isinstance(payload, dict) and "oneOf" in payload:
+        # Known quirk: the Event payload is oneOf open object schemas whose required fields
+        # nest (an IssueCommentEvent payload also satisfies IssuesEvent's), so no real
+        # IssueCommentEvent can match exactly one; it is turned into anyOf.
+        payload["anyOf"] = payload.pop("oneOf")
     if out.pop("nullable", False):
         if "type" in out:
             t = out["type"]
