@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capdaemon.classify import carveouts
+from capdaemon.classify.carveouts import additions_only, typo_fix
 from capdaemon.classify.commentonly import WHAT_PASSES, comment_only_files
 from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.classify.hunks import ADDED, Hunk, try_parse_patch
@@ -91,34 +91,63 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
         path = _normalize(fc.path)
         old = _normalize(fc.previous_path) if moved and fc.previous_path else None
     except PathError as exc:
-        return FileVerdict(
-            path=fc.path,
-            status=status,
-            irreversible=True,
-            critical=True,
-            quadrant=Quadrant.D,
-            reasons=(f"critical: path rejected: {exc}", f"irreversible: path rejected: {exc}"),
-            previous_path=fc.previous_path,
-        )
-    ir: list[str] = []
-    cr: list[str] = []
+        return _path_rejected(fc, exc)
     # paths checked for irreversibility: a rename deletes its old path; a copy leaves it alone
     ir_paths = (path, old) if old is not None and status is FileStatus.RENAMED else (path,)
     cr_paths = (path, old) if old is not None else (path,)
+    ir = _status_reasons(fc, old)
+    cr: list[str] = []
+    flagged = bool(
+        cc.any_restrictive.match(path) or (old is not None and cc.any_restrictive.match(old))
+    )
+    always_d = _always_d_reasons(cc, cr_paths if flagged else (), cr)
+    ir.extend(_path_reasons(cc, ir_paths if flagged else (), cr))
+    hunks = try_parse_patch(fc.patch) if status is not FileStatus.REMOVED else ()
+    ir.extend(_content_reasons(fc, hunks, cc, flagged, cr_paths, cr))
+    noncritical_why = _criticality(
+        fc, path, old, hunks, cc, cr_paths if flagged else (), always_d, cr
+    )
+    return _verdict(fc, path, old, ir, cr, always_d, noncritical_why)
 
-    if status is FileStatus.REMOVED:
+
+def _path_rejected(fc: FileChange, exc: PathError) -> FileVerdict:
+    """The D verdict of a file whose path (or old path) normalize_path rejected."""
+    return FileVerdict(
+        path=fc.path,
+        status=fc.status,
+        irreversible=True,
+        critical=True,
+        quadrant=Quadrant.D,
+        reasons=(f"critical: path rejected: {exc}", f"irreversible: path rejected: {exc}"),
+        previous_path=fc.previous_path,
+    )
+
+
+def _status_reasons(fc: FileChange, old: str | None) -> list[str]:
+    """Irreversibility from the change itself: a deletion, a rename, a mode or type change."""
+    ir: list[str] = []
+    if fc.status is FileStatus.REMOVED:
         ir.append("file deleted")
-    elif status is FileStatus.RENAMED:
+    elif fc.status is FileStatus.RENAMED:
         ir.append(f"rename deletes {old or 'its old path'}")
     ir.extend(_mode_reasons(fc))
+    return ir
 
-    flagged = cc.any_restrictive.match(path) or (old is not None and cc.any_restrictive.match(old))
+
+def _always_d_reasons(cc: CompiledClassifier, paths: tuple[str, ...], cr: list[str]) -> bool:
+    """Add to `cr` each always-D pattern the paths match; True when any matched."""
     always_d = False
-    for p in cr_paths if flagged else ():
+    for p in paths:
         for pat in cc.always_d.hits(p):
             always_d = True
             cr.append(f"{p} matches {pat}: always D")
-    for p in ir_paths if flagged else ():
+    return always_d
+
+
+def _path_reasons(cc: CompiledClassifier, paths: tuple[str, ...], cr: list[str]) -> list[str]:
+    """Irreversibility from the restrictive path lists; a secrets path is also critical (`cr`)."""
+    ir: list[str] = []
+    for p in paths:
         for pat in cc.irreversible.hits(p):
             ir.append(f"database or external system ({pat})")
         for pat in cc.external.hits(p):
@@ -130,13 +159,19 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
             ir.append(f"published JSON schema ({pat})")
         for pat in cc.self_paths.hits(p):
             ir.append(f"changes what the bot trusts or runs ({pat})")
+    return ir
 
-    hunks = try_parse_patch(fc.patch) if status is not FileStatus.REMOVED else ()
-    ir.extend(_content_reasons(fc, hunks, cc, flagged, cr_paths, cr))
-    noncritical_why = _criticality(
-        fc, path, old, hunks, cc, cr_paths if flagged else (), always_d, cr
-    )
 
+def _verdict(
+    fc: FileChange,
+    path: str,
+    old: str | None,
+    ir: list[str],
+    cr: list[str],
+    always_d: bool,
+    noncritical_why: str | None,
+) -> FileVerdict:
+    """The file's verdict from its irreversible (`ir`) and critical (`cr`) reasons."""
     if always_d and not ir:
         ir.append("CI definition or policy file: irreversible by rule")
     irreversible = bool(ir)
@@ -146,7 +181,7 @@ def _classify_file(fc: FileChange, cc: CompiledClassifier) -> FileVerdict:
     reasons += [f"irreversible: {r}" for r in ir] or ["reversible: revertable file edit"]
     return FileVerdict(
         path=path,
-        status=status,
+        status=fc.status,
         irreversible=irreversible,
         critical=critical,
         quadrant=quadrant,
@@ -289,7 +324,7 @@ def _doctrine_typo(
     other = [pat for pat in cc.critical.hits(path) if not pat.casefold().startswith(folded_dirs)]
     if other or cc.schemas.match(path) or cc.self_paths.match(path) or cc.config_files.match(path):
         return None, "also on another critical list"
-    carve = carveouts.typo_fix(hunks, extra_words=cc.config.typo_words)
+    carve = typo_fix(hunks, extra_words=cc.config.typo_words)
     if carve:
         return f"{carve.why} in {_under(path, TYPO_FIX_DIRS)}", ""
     return None, carve.why
@@ -321,7 +356,7 @@ def _carve_out(
         if status in (FileStatus.ADDED, FileStatus.COPIED):
             return f"new file under {_under(path, TEST_DIRS)}", ""
         if status is FileStatus.MODIFIED:
-            carve = carveouts.additions_only(hunks)
+            carve = additions_only(hunks)
             if carve:
                 return f"adds test lines only under {_under(path, TEST_DIRS)}", ""
             return None, f"{path}: changes existing test lines ({carve.why})"

@@ -128,6 +128,65 @@ class Hunk:
         return out
 
 
+def _hunk_headers(patch: str) -> list[re.Match[str]]:
+    """The `@@` header matches in order; every line that starts with "@@" must be one."""
+    headers: list[re.Match[str]] = []
+    pos = 0 if patch.startswith("@@") else patch.find("\n@@") + 1 or -1
+    while pos >= 0:
+        m = _HUNK_HEADER.match(patch, pos)
+        if m is None:
+            raise PatchError("a line starting with @@ is not a hunk header")
+        headers.append(m)
+        pos = patch.find("\n@@", m.end()) + 1 or -1
+    return headers
+
+
+def _check_preamble(preamble: str) -> None:
+    """Raise PatchError unless every line before the first hunk is a file header line."""
+    if not preamble:
+        return
+    for i, line in enumerate(preamble.rstrip("\n").split("\n")):
+        if not _FILE_HEADER.match(line):
+            raise PatchError(f"line {i + 1} is outside any hunk")
+
+
+def _header_numbers(k: int, m: re.Match[str]) -> tuple[int, int, int, int]:
+    """Hunk k's (old_start, old_len, new_start, new_len); an omitted length is 1."""
+    g_old, g_old_len, g_new, g_new_len = numbers = m.groups()[:4]
+    if any(g is not None and len(g) > _MAX_NUMBER_DIGITS for g in numbers):
+        raise PatchError(f"hunk {k + 1}'s header has a number over {_MAX_NUMBER_DIGITS} digits")
+    old_len = int(g_old_len) if g_old_len is not None else 1
+    new_len = int(g_new_len) if g_new_len is not None else 1
+    return int(g_old), old_len, int(g_new), new_len
+
+
+def _outside_hunk(k: int, body: list[str]) -> PatchError:
+    """The error for hunk k's body holding a line that is no hunk line."""
+    bad = next(i for i, ln in enumerate(body) if ln[:1] not in ("-", "+", " ", "", "\\"))
+    if body[bad].startswith("diff --git "):
+        return PatchError("patch covers more than one file")
+    return PatchError(f"a line after hunk {k + 1}'s header is outside any hunk")
+
+
+def _parse_hunk(k: int, m: re.Match[str], text: str) -> Hunk:
+    """Hunk k from its header match and `text` ("" or "\n" + body lines joined by "\n")."""
+    body = text[1:].split("\n") if text else []
+    removed = text.count("\n-")
+    added = text.count("\n+")
+    context = text.count("\n ")
+    markers = text.count("\n\\") if "\\" in text else 0
+    empty = len(body) - removed - added - context - markers
+    if empty and empty != sum(1 for line in body if not line):
+        raise _outside_hunk(k, body)
+    context += empty
+    old_start, old_len, new_start, new_len = _header_numbers(k, m)
+    if removed + context != old_len or added + context != new_len:
+        raise PatchError(f"hunk at line {old_start} does not match its header's line counts")
+    if markers or empty:
+        body = [line or CONTEXT for line in body if line[:1] != "\\"]
+    return Hunk(old_start, old_len, new_start, new_len, m.group(5), tuple(body))
+
+
 def parse_patch(patch: str) -> tuple[Hunk, ...]:
     """Parse the hunks of one file's unified diff (GitHub's `patch` field or `git diff` output).
 
@@ -138,47 +197,12 @@ def parse_patch(patch: str) -> tuple[Hunk, ...]:
     """
     if patch.endswith("\n"):
         patch = patch[:-1]
-    # every line that starts with "@@" must be a well-formed hunk header
-    headers: list[re.Match[str]] = []
-    pos = 0 if patch.startswith("@@") else patch.find("\n@@") + 1 or -1
-    while pos >= 0:
-        m = _HUNK_HEADER.match(patch, pos)
-        if m is None:
-            raise PatchError("a line starting with @@ is not a hunk header")
-        headers.append(m)
-        pos = patch.find("\n@@", m.end()) + 1 or -1
-    preamble = patch[: headers[0].start()] if headers else patch
-    if preamble:
-        for i, line in enumerate(preamble.rstrip("\n").split("\n")):
-            if not _FILE_HEADER.match(line):
-                raise PatchError(f"line {i + 1} is outside any hunk")
+    headers = _hunk_headers(patch)
+    _check_preamble(patch[: headers[0].start()] if headers else patch)
     hunks: list[Hunk] = []
     for k, m in enumerate(headers):
         end = headers[k + 1].start() - 1 if k + 1 < len(headers) else len(patch)
-        text = patch[m.end() : end]  # "" or "\n" + body lines joined by "\n"
-        body = text[1:].split("\n") if text else []
-        removed = text.count("\n-")
-        added = text.count("\n+")
-        context = text.count("\n ")
-        markers = text.count("\n\\") if "\\" in text else 0
-        empty = len(body) - removed - added - context - markers
-        if empty and empty != sum(1 for line in body if not line):
-            bad = next(i for i, ln in enumerate(body) if ln[:1] not in ("-", "+", " ", "", "\\"))
-            if body[bad].startswith("diff --git "):
-                raise PatchError("patch covers more than one file")
-            raise PatchError(f"a line after hunk {k + 1}'s header is outside any hunk")
-        context += empty
-        g_old, g_old_len, g_new, g_new_len, header = m.groups()
-        if any(g is not None and len(g) > _MAX_NUMBER_DIGITS for g in m.groups()[:4]):
-            raise PatchError(f"hunk {k + 1}'s header has a number over {_MAX_NUMBER_DIGITS} digits")
-        old_start, new_start = int(g_old), int(g_new)
-        old_len = int(g_old_len) if g_old_len is not None else 1
-        new_len = int(g_new_len) if g_new_len is not None else 1
-        if removed + context != old_len or added + context != new_len:
-            raise PatchError(f"hunk at line {old_start} does not match its header's line counts")
-        if markers or empty:
-            body = [line or CONTEXT for line in body if line[:1] != "\\"]
-        hunks.append(Hunk(old_start, old_len, new_start, new_len, header, tuple(body)))
+        hunks.append(_parse_hunk(k, m, patch[m.end() : end]))
     return tuple(hunks)
 
 

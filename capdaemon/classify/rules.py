@@ -14,6 +14,7 @@ from capdaemon.config import Config
 from capdaemon.model import (
     CheckRun,
     FileVerdict,
+    LabelEvent,
     PRSnapshot,
     Quadrant,
     RuleOutcome,
@@ -134,35 +135,54 @@ def auto_revert_marker(snapshot: PRSnapshot, config: Config, ctx: RuleContext) -
     label = AUTO_REVERT_LABEL.casefold()
     if not any(lbl.casefold() == label for lbl in snapshot.labels):
         return _abstain(name, match=False)
-    events = [e for e in snapshot.label_events if e.label.casefold() == label]
+    ev, why = _label_applied(tuple(e for e in snapshot.label_events if e.label.casefold() == label))
+    if ev is None:
+        return _abstain(name, why)
+    why_not = _label_actor_refusal(ev, snapshot, config) or _label_stale(ev, snapshot)
+    if why_not:
+        return _abstain(name, why_not)
+    return _vote(name, Quadrant.C, f"auto-revert label verified (applied by {ev.actor})")
+
+
+def _label_applied(events: tuple[LabelEvent, ...]) -> tuple[LabelEvent | None, str]:
+    """(the labeled event still in force, "") or (None, why the label is ignored)."""
     if not events:
-        return _abstain(name, "label present but no labeled event was read: ignored")
+        return None, "label present but no labeled event was read: ignored"
     if not all(_aware(e.at) for e in events):
-        return _abstain(name, "label event without a timezone: ignored")
+        return None, "label event without a timezone: ignored"
     order = sorted(range(len(events)), key=lambda i: (events[i].at, i))
     last_labeled = next((i for i in reversed(order) if events[i].action == "labeled"), None)
     if last_labeled is None:
-        return _abstain(name, "no labeled event: ignored")
+        return None, "no labeled event: ignored"
     ev = events[last_labeled]
     if any(
         e.action == "unlabeled" and (e.at > ev.at or (e.at == ev.at and i != last_labeled))
         for i, e in enumerate(events)
     ):
-        return _abstain(name, "label was removed after it was applied: ignored")
+        return None, "label was removed after it was applied: ignored"
+    return ev, ""
+
+
+def _label_actor_refusal(ev: LabelEvent, snapshot: PRSnapshot, config: Config) -> str:
+    """Why the label's actor may not apply it ("" for an owner or the bot, not the author)."""
     actor = ev.actor.casefold()
     bot = config.bot_login.casefold()
     author = snapshot.author.casefold()
     if actor == author and author != bot:
-        return _abstain(name, f"label applied by the PR author {ev.actor}: ignored")
+        return f"label applied by the PR author {ev.actor}: ignored"
     if actor != bot and actor not in config.owners_for(snapshot.repo):
-        return _abstain(name, f"label applied by {ev.actor}, neither an owner nor the bot: ignored")
+        return f"label applied by {ev.actor}, neither an owner nor the bot: ignored"
+    return ""
+
+
+def _label_stale(ev: LabelEvent, snapshot: PRSnapshot) -> str:
+    """Why the label does not cover the head commit ("" when applied after it)."""
     head = next((c for c in snapshot.commits if c.sha == snapshot.head_sha), None)
-    if head is None or not _aware(head.committed_at):
-        return _abstain(name, "head commit time unknown: label ignored")
-    assert head.committed_at is not None
+    if head is None or head.committed_at is None or not _aware(head.committed_at):
+        return "head commit time unknown: label ignored"
     if ev.at < head.committed_at:
-        return _abstain(name, "label applied before the head commit (stale): ignored")
-    return _vote(name, Quadrant.C, f"auto-revert label verified (applied by {ev.actor})")
+        return "label applied before the head commit (stale): ignored"
+    return ""
 
 
 def agent_session_invalid(snapshot: PRSnapshot, config: Config, ctx: RuleContext) -> RuleOutcome:
