@@ -1,10 +1,11 @@
 """Benchmark: what `scope-guard run` adds over running a program directly, and over check + run.
 
-Run: `.venv/bin/python bench/bench_scope_run.py [--runs N] [--files N]`. A checkout with
-N files under src/, docs/, tests/ and a 20,000-entry audit log (as in bench_scope_guard.py);
-two tasks: forbidden globs anchored (folders granted whole: few rules) and one with `*.pem`
-(no folder can be granted whole: one rule per in-scope file). Prints a Markdown table
-(median / p90 wall time over N interleaved runs, peak RSS of the child).
+Run: `.venv/bin/python bench/bench_scope_run.py [--runs N] [--files N] [--before DIR] [--cpu]`
+(`--before DIR`: the `run` cases also with that checkout's code, in the same rounds).
+A checkout with N files under src/, docs/, tests/ and a 20,000-entry audit log (as in
+bench_scope_guard.py); two tasks: forbidden globs anchored (folders granted whole: few rules)
+and one with `*.pem` (no folder can be granted whole: one rule per in-scope file). Prints a
+Markdown table (median / p90 wall time over N interleaved runs, peak RSS of the child).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_scope_guard import _capdaemon, grow_log, make_repo, measure, round_robin
+from bench_scope_guard import BEFORE, CPU, _capdaemon, grow_log, make_repo, round_robin
 
 TASK = """\
 task_id: {id}
@@ -36,7 +37,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--files", type=int, default=3000)
+    ap.add_argument("--before", metavar="DIR", help="also run this checkout's scope-guard run")
+    ap.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
     args = ap.parse_args()
+    if args.cpu:
+        CPU.append(True)
+    if args.before:
+        BEFORE.append(str(Path(args.before).resolve()))
     tmp = Path(tempfile.mkdtemp(prefix="capdaemon-bench-run-"))
     try:
         state = tmp / "bot-state"
@@ -73,14 +80,17 @@ def main() -> int:
             ("`run -- git status`, anchored task",
              guard("anchored", "run", "--", "git", "status", "--short")),
         ]  # fmt: skip
+        if BEFORE:
+            cases += [(f"{name} [before]", cmd) for name, cmd in cases if "run --" in name]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")  # as installed: bytecode cached
-        for _, cmd in cases:  # warm the caches
-            measure(cmd, 1, repo, env)
+        round_robin(cases, 1, repo, env)  # warm the caches (bytecode of both trees)
         res = round_robin(cases, args.runs, repo, env)
         base = statistics.median(res[cases[0][0]][0])
         check = statistics.median(res[cases[3][0]][0])
-        print(f"## scope-guard run, {args.files}-file checkout, {args.runs} interleaved runs\n")
+        what = "CPU time (user+system)" if CPU else "wall time"
+        print(f"## scope-guard run, {args.files}-file checkout, {args.runs} interleaved runs, "
+              f"{what}\n")  # fmt: skip
         print("| command | median ms | p90 ms | over `true` | over check + `true` | peak RSS MiB "
               "| exit |")  # fmt: skip
         print("|---|---:|---:|---:|---:|---:|---:|")

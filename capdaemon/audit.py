@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -14,18 +13,19 @@ from typing import Any
 # the hashing core lives in capdaemon.canon (import-light, for scope-guard); re-exported here
 from capdaemon.canon import entry_hash as entry_hash
 from capdaemon.chain import CHAIN_KEYS as _CHAIN_KEYS
-from capdaemon.chain import HEX64, check_tail, entry_problem, whole_lines_size
+from capdaemon.chain import check_tail, entry_problem, whole_lines_size
+from capdaemon.chainlog import GENESIS as GENESIS
+from capdaemon.chainlog import TORN_TAIL_REPAIRED as TORN_TAIL_REPAIRED
+from capdaemon.chainlog import append_locked, read_last, refuse_bad_head, repair_torn_tail
+from capdaemon.chainlog import read_head as _read_head
 from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG
 from capdaemon.jsonl import AuditCorruptError as AuditCorruptError
 from capdaemon.jsonl import read_indexed as read_indexed
 from capdaemon.jsonl import read_record_at as read_record_at
 from capdaemon.jsonl import read_records as read_records
 from capdaemon.quoting import printable_short as printable_short
-from capdaemon.state import StateError, atomic_write_json, canonical_json, file_lock, read_json
+from capdaemon.state import file_lock
 from capdaemon.timefmt import utc_iso
-
-GENESIS = "0" * 64
-TORN_TAIL_REPAIRED = "audit.torn_tail_repaired"  # the chain entry recording a torn-tail repair
 
 
 def _jsonable(obj: Any) -> Any:
@@ -73,11 +73,7 @@ class AuditLog:
         self._verified: tuple[int, int, str] | None = None
         self.corrupt: VerifyReport | None = None  # set by check(): appends are refused
         with file_lock(self._lock_path):
-            _head, problem = _read_head(self._head_path)
-            if problem is not None:  # appending would overwrite the evidence
-                raise AuditCorruptError(
-                    f"{self.path}: {problem}; run `capdaemon audit verify` and repair by hand"
-                )
+            refuse_bad_head(self.path)  # appending would overwrite the evidence
             self._repair_torn_tail()
             self._last = self._read_last()
 
@@ -85,91 +81,18 @@ class AuditLog:
     def _repair_torn_tail(self) -> dict[str, Any] | None:
         """Cut a torn final line off (kept in `<log>.torn-<n>`) and record the repair: a log
         event and a chain entry naming the removed bytes' length and SHA-256. Under the lock."""
-        moved = self._cut_torn_tail()
+        moved = repair_torn_tail(self.path)
         if moved is None:
             return None
+        self._last = read_last(self.path)
         from capdaemon.logging import get_logger  # lazily: scope-guard imports this module
 
         get_logger("capdaemon.audit").warning("audit.torn_tail_repaired", **moved)
-        return self._append_locked(
-            {"action": TORN_TAIL_REPAIRED, **moved, "ts": utc_iso(datetime.now(UTC))}
-        )
-
-    def _cut_torn_tail(self) -> dict[str, Any] | None:
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return None
-        if size == 0:
-            return None
-        with open(self.path, "rb+") as fh:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) == b"\n":
-                return None
-            # find the last newline
-            pos = size
-            chunk = 65536
-            cut = 0
-            while pos > 0:
-                start = max(0, pos - chunk)
-                fh.seek(start)
-                data = fh.read(pos - start)
-                idx = data.rfind(b"\n")
-                if idx >= 0:
-                    cut = start + idx + 1
-                    break
-                pos = start
-            fh.seek(cut)
-            torn = fh.read()
-            n = 1
-            while self.path.with_name(f"{self.path.name}.torn-{n}").exists():
-                n += 1
-            keep = self.path.with_name(f"{self.path.name}.torn-{n}")
-            keep.write_bytes(torn)
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return {
-            "log": self.path.name,
-            "moved_to": keep.name,
-            "bytes": len(torn),
-            "sha256": hashlib.sha256(torn).hexdigest(),
-            "at_offset": cut,
-        }
+        return self._last
 
     def _read_last(self) -> dict[str, Any] | None:
         """The last complete record (validated), or None for an empty log."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return None
-        if size == 0:
-            return None
-        with open(self.path, "rb") as fh:
-            back = min(size, 1 << 20)
-            while True:
-                fh.seek(size - back)
-                data = fh.read(back)
-                lines = data.rstrip(b"\n").split(b"\n")
-                if len(lines) > 1 or back == size:
-                    break
-                back = min(size, back * 4)
-        last = lines[-1]
-        lineno = None  # computed only on error
-        try:
-            rec = json.loads(last)
-            if not isinstance(rec, dict) or any(k not in rec for k in _CHAIN_KEYS):
-                raise ValueError("missing seq/prev/hash")
-            if entry_hash(rec) != rec["hash"]:
-                raise ValueError("hash does not match content")
-        except ValueError as exc:
-            with open(self.path, "rb") as fh:
-                lineno = sum(1 for _ in fh)
-            raise AuditCorruptError(
-                f"{self.path}:{lineno}: malformed audit entry ({exc}); "
-                f"run `capdaemon audit verify` and repair by hand"
-            ) from exc
-        return rec
+        return read_last(self.path)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every record, in order (raises AuditCorruptError on a malformed line)."""
@@ -196,20 +119,8 @@ class AuditLog:
 
     def _append_locked(self, body: dict[str, Any]) -> dict[str, Any]:
         """Chain `body` (which has its ts) to the last entry, write, fsync, move the head."""
-        last = self._read_last()
-        body["seq"] = (last["seq"] + 1) if last else 1
-        body["prev"] = last["hash"] if last else GENESIS
-        body["hash"] = entry_hash(body)
-        line = (canonical_json(body) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        atomic_write_json(self._head_path, {"seq": body["seq"], "hash": body["hash"]})
-        self._last = body
-        return body
+        self._last = append_locked(self.path, body)
+        return self._last
 
     # -- integrity ---------------------------------------------------------------
     def check(self, *, full: bool = False) -> VerifyReport | None:
@@ -236,36 +147,6 @@ class AuditLog:
             return VerifyReport(self.path, False, seq, seq + 1, problem)
         self._verified = (offset, seq, prev)
         return VerifyReport(self.path, True, seq, last_hash=prev)
-
-
-def _read_head(head_path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """(head pointer, None), (None, None) when there is none, or (None, why it is unreadable).
-
-    An unreadable head is corruption, never "no head": a damaged key (`"seg"` for `"seq"`)
-    must not switch off the cut-tail check.
-    """
-    try:
-        head = read_json(head_path, None)
-    except StateError as exc:
-        return None, f"head pointer unreadable ({exc}): the tail cannot be vouched for"
-    if head is None and not head_path.exists():
-        return None, None
-    seq = head.get("seq") if isinstance(head, dict) else None
-    digest = head.get("hash") if isinstance(head, dict) else None
-    if (
-        not isinstance(head, dict)
-        or set(head) != {"seq", "hash"}
-        or not isinstance(seq, int)
-        or isinstance(seq, bool)
-        or seq < 1
-        or not isinstance(digest, str)
-        or HEX64.fullmatch(digest) is None
-    ):
-        return None, (
-            f"head pointer {head_path} unreadable: expected "
-            '{"seq": <n >= 1>, "hash": <64 hex>}: the tail cannot be vouched for'
-        )
-    return head, None
 
 
 def story_order(rec: Mapping[str, Any]) -> tuple[str, int]:

@@ -8,11 +8,14 @@ interrupted write (a crash, or a writer right now): it is not read, and is never
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from capdaemon.state import StateError
+
+TYPE_CHECKING = False  # scope-guard run imports this module: typing costs ~2 ms to import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
 
 class AuditCorruptError(StateError):

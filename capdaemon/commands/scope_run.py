@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from capdaemon import landlock
-from capdaemon.audit import AuditLog
 from capdaemon.capability.fspaths import NotACheckoutError, here_in, repo_root, word_checker
 from capdaemon.capability.model import (
     BadTaskIdError,
@@ -31,6 +30,7 @@ from capdaemon.capability.model import (
 )
 from capdaemon.capability.scope import check_command
 from capdaemon.capability.snapshot import guard_capability
+from capdaemon.chainlog import append_entry
 from capdaemon.commands._common import add_state_arg, error, state_dir
 from capdaemon.commands.scope_guard import _refuse
 from capdaemon.confine import build_ruleset, plan_for
@@ -206,45 +206,48 @@ def _tmp_env(tmpdir: str) -> dict[str, str]:
 
 
 def _remove_tree(path: str) -> None:
-    import shutil
+    try:
+        os.rmdir(path)  # most programs leave their TMPDIR empty: no shutil import (~4-10 ms)
+    except OSError:
+        import shutil
 
-    shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class _Audit:
-    """The run's two audit entries, through one handle on actions.jsonl (opened lazily)."""
+    """The run's two audit entries, appended to actions.jsonl by the import-light chain writer
+    (`capdaemon.chainlog`: the same lock, head check, torn-tail repair and fsync as AuditLog)."""
 
     def __init__(self, state: Path) -> None:
-        self.state = state
-        self.log: AuditLog | None = None
+        self.path = state / ACTIONS_LOG
 
     def __call__(
         self, action: str, task_id: str, argv: list[str], level: str, root: str, **extra: object
     ) -> int | None:
         """Append one entry; its seq, or None when it could not be written (said on stderr)."""
+        entry = {
+            "action": action,
+            "layer": "scope-guard",
+            "task_id": task_id,
+            "command": argv,
+            "enforcement": level,
+            "checkout": root,
+            **extra,
+        }
         try:
-            if self.log is None:
-                self.log = _open_log(self.state)
-            rec = self.log.append(
-                {
-                    "action": action,
-                    "layer": "scope-guard",
-                    "task_id": task_id,
-                    "command": argv,
-                    "enforcement": level,
-                    "checkout": root,
-                    **extra,
-                }
-            )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            rec = append_entry(self.path, entry, self._repaired)
             return int(rec["seq"])
         except Exception as exc:  # the run is not refused for a log it cannot write: said
             error(PROG, f"could not write the audit entry {action}: {exc}")
             return None
 
-
-def _open_log(state: Path) -> AuditLog:
-    state.mkdir(parents=True, exist_ok=True)
-    return AuditLog(state / ACTIONS_LOG)
+    def _repaired(self, moved: dict[str, object]) -> None:
+        print(
+            f"capdaemon {PROG}: WARNING: {self.path}: a torn final line ({moved['bytes']} "
+            f"bytes) was moved to {moved['moved_to']}; the repair is recorded in the log",
+            file=sys.stderr,
+        )
 
 
 def _spawn(
