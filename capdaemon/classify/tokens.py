@@ -152,9 +152,15 @@ def _literal_type(node_type: str) -> bool:
     return bool(_LITERAL_PARENT.search(node_type)) or not node_type.strip("\"'`")
 
 
+_BYTES_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: the gap test of every file
+
+
 def _lex_tree_sitter(language: str, text: str) -> Lexed:
-    data = text.encode("utf-8")
     tree = parse_tree(language, text)
+    # tree-sitter reports byte offsets; in ASCII text they are character offsets too, so
+    # slices of the text itself stand for the decoded bytes (no per-token decoding)
+    ascii_only = text.isascii()
+    data = b"" if ascii_only else text.encode("utf-8")
     tokens: list[tuple[str, str]] = []
     lines: list[int] = []
     comments: list[Comment] = []
@@ -168,13 +174,13 @@ def _lex_tree_sitter(language: str, text: str) -> Lexed:
         line = node.start_point.row + 1
         literal = literal_type(kind)
         if start > pos:
-            gap = data[pos:start]
+            gap = text[pos:start] if ascii_only else data[pos:start].decode("utf-8", "replace")
             # text between two leaves: whitespace is insignificant, except where it may be
             # part of a literal (next to a quote or a string body: kept exactly)
-            if (prev_literal and literal) or gap.strip():
-                tokens.append(("gap", gap.decode("utf-8", "replace")))
+            if (prev_literal and literal) or gap.strip(_BYTES_SPACE):
+                tokens.append(("gap", gap))
                 lines.append(line)
-        body = data[start:end].decode("utf-8", "replace")
+        body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
         if kind in _COMMENT_TYPES:
             comments.append(Comment(body, line))
             prev_literal = False
@@ -183,7 +189,8 @@ def _lex_tree_sitter(language: str, text: str) -> Lexed:
             lines.append(line)
             prev_literal = literal
         pos = end
-    if data[pos:].strip():
+    rest = text[pos:] if ascii_only else data[pos:].decode("utf-8", "replace")
+    if rest.strip(_BYTES_SPACE):
         raise LexError("text after the end of the parsed file")
     return Lexed(language, tuple(tokens), tuple(lines), tuple(comments))
 
