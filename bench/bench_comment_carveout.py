@@ -14,9 +14,9 @@ engine with base and head contents (as the gatherers now read them for such file
 code before the tokenizer carve-out) in a subprocess, and prints it as the first row.
 Each case runs once in its own process. Columns: input, files, characters, time before (the
 baseline, when given) and now, their ratio, the ratio to the benign run, CPU seconds of the
-classification now (unlike wall time, not inflated by other load on the machine), files that
-got the comment-only carve-out, peak RSS of the process. `--kinds plain,nested` runs only
-those rows.
+classification before and now (unlike wall time, not inflated by other load on the
+machine), files that got the comment-only carve-out, peak RSS of the process.
+`--kinds plain,nested` runs only those rows.
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ def main() -> None:
     before = Path(args.baseline).resolve() if args.baseline else None
     print(
         f"{'input':<24} {'files':>6} {'chars':>11} {'before':>8} {'now':>8} {'×before':>8} "
-        f"{'×benign':>8} {'cpu now':>8} {'carved':>7} {'peak MiB':>9}"
+        f"{'×benign':>8} {'cpu bef.':>8} {'cpu now':>8} {'carved':>7} {'peak MiB':>9}"
     )
     benign = 0.0
     for label, kind in kinds:
@@ -285,10 +285,12 @@ def main() -> None:
             benign = now["seconds"]
         old_s = f"{old['seconds']:>7.2f}s" if old else f"{'-':>8}"
         vs_old = f"{now['seconds'] / old['seconds']:>7.1f}x" if old else f"{'-':>8}"
+        cpu_old = f"{old['cpu']:>7.2f}s" if old else f"{'-':>8}"
         vs_benign = f"{now['seconds'] / benign:>7.2f}x" if benign and kind != "mix" else f"{'-':>8}"
         print(
             f"{label:<24} {FILES:>6,} {int(now['chars']):>11,} {old_s} {now['seconds']:>7.2f}s "
-            f"{vs_old} {vs_benign} {now['cpu']:>7.2f}s {int(now['carved']):>7,} {now['peak']:>9.1f}"
+            f"{vs_old} {vs_benign} {cpu_old} {now['cpu']:>7.2f}s {int(now['carved']):>7,} "
+            f"{now['peak']:>9.1f}"
         )
 
 
