@@ -450,36 +450,51 @@ def diff_range(
             patch_list = [_patch_for_path(repo, mb, head_sha, e) for e in entries]
         counts = [(None, None) if p is None else _count(p) for p in patch_list]
     else:
-        by_path: dict[str, tuple[int | None, int | None]] = {}
-        numstat = _git(repo, ["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
-        for a, d, p in _parse_numstat(numstat.stdout):
-            if p in by_path:  # same path twice (should not happen): add up, binary wins
-                pa, pd = by_path[p]
-                a = None if a is None or pa is None else a + pa
-                d = None if d is None or pd is None else d + pd
-            by_path[p] = (a, d)
-        counts = [by_path.get(e[5], (0, 0)) for e in entries]
-
+        counts = _numstat_counts(repo, mb, head_sha, head, entries)
     want = _wanted(entries, patch_list, contents_for)
     contents = _contents(repo, entries, want)
+    return [
+        _file_change(entry, counts[idx], patch_list, idx, contents if want[idx] else None)
+        for idx, entry in enumerate(entries)
+    ]
 
-    files = []
-    for idx, (old_mode, new_mode, old_sha, new_sha, letter, path, previous) in enumerate(entries):
-        a, d = counts[idx]
-        binary = a is None or d is None
-        patch = None if patch_list is None or binary else patch_list[idx]
-        files.append(
-            FileChange(
-                path=path,
-                status=_status_of(letter, old_mode, new_mode, old_sha, new_sha),
-                previous_path=previous,
-                old_mode=None if old_mode == _NULL_MODE else old_mode,
-                new_mode=None if new_mode == _NULL_MODE else new_mode,
-                additions=a or 0,
-                deletions=d or 0,
-                patch=patch,
-                base_content=contents.get(old_sha) if want[idx] else None,
-                head_content=contents.get(new_sha) if want[idx] else None,
-            )
-        )
-    return files
+
+def _numstat_counts(
+    repo: Path, mb: str, head_sha: str, head: str, entries: Sequence[RawEntry]
+) -> list[tuple[int | None, int | None]]:
+    """Added/deleted line counts per entry from `git diff --numstat` (None for binary)."""
+    by_path: dict[str, tuple[int | None, int | None]] = {}
+    numstat = _git(repo, ["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
+    for a, d, p in _parse_numstat(numstat.stdout):
+        if p in by_path:  # same path twice (should not happen): add up, binary wins
+            pa, pd = by_path[p]
+            a = None if a is None or pa is None else a + pa
+            d = None if d is None or pd is None else d + pd
+        by_path[p] = (a, d)
+    return [by_path.get(e[5], (0, 0)) for e in entries]
+
+
+def _file_change(
+    entry: RawEntry,
+    count: tuple[int | None, int | None],
+    patch_list: list[str | None] | None,
+    idx: int,
+    contents: dict[str, str | None] | None,
+) -> FileChange:
+    """One FileChange of a raw diff entry; `contents` is None when its blobs were not read."""
+    old_mode, new_mode, old_sha, new_sha, letter, path, previous = entry
+    a, d = count
+    binary = a is None or d is None
+    patch = None if patch_list is None or binary else patch_list[idx]
+    return FileChange(
+        path=path,
+        status=_status_of(letter, old_mode, new_mode, old_sha, new_sha),
+        previous_path=previous,
+        old_mode=None if old_mode == _NULL_MODE else old_mode,
+        new_mode=None if new_mode == _NULL_MODE else new_mode,
+        additions=a or 0,
+        deletions=d or 0,
+        patch=patch,
+        base_content=contents.get(old_sha) if contents is not None else None,
+        head_content=contents.get(new_sha) if contents is not None else None,
+    )

@@ -59,15 +59,8 @@ def osa_distance(a: str, b: str, limit: int = MAX_LINE_EDITS) -> int:
     if a == b:
         return 0
     if limit < 0:
-        return 0 if a == b else limit + 1
-    start = 0
-    while start < len(a) and start < len(b) and a[start] == b[start]:
-        start += 1
-    end_a, end_b = len(a), len(b)
-    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
-        end_a -= 1
-        end_b -= 1
-    a, b = a[start:end_a], b[start:end_b]
+        return limit + 1
+    a, b = _trim_common(a, b)
     n, m = len(a), len(b)
     over = limit + 1
     if abs(n - m) > limit:
@@ -80,27 +73,53 @@ def osa_distance(a: str, b: str, limit: int = MAX_LINE_EDITS) -> int:
     prev = [d - k if 0 <= d - k <= m else over for d in range(width)]
     prev2 = [over] * width
     for i in range(1, n + 1):
-        cur = [over] * width
-        ai = a[i - 1]
-        for d in range(width):
-            j = i + d - k
-            if j < 0 or j > m:
-                continue
-            if j == 0:
-                cur[d] = min(i, over)
-                continue
-            v = prev[d] + (ai != b[j - 1])
-            if d + 1 < width and prev[d + 1] + 1 < v:
-                v = prev[d + 1] + 1
-            if d and cur[d - 1] + 1 < v:
-                v = cur[d - 1] + 1
-            if i > 1 and j > 1 and ai == b[j - 2] and a[i - 2] == b[j - 1] and prev2[d] + 1 < v:
-                v = prev2[d] + 1
-            cur[d] = min(v, over)
+        cur = _osa_row(a, b, i, k, prev, prev2)
         if min(cur) >= over:
             return over
         prev2, prev = prev, cur
     return prev[m - n + k]
+
+
+def _trim_common(a: str, b: str) -> tuple[str, str]:
+    """`a` and `b` without their common prefix and common suffix."""
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    return a[start:end_a], b[start:end_b]
+
+
+def _osa_row(a: str, b: str, i: int, k: int, prev: list[int], prev2: list[int]) -> list[int]:
+    """Row `i` of the banded OSA table (band half-width `k`), from the two rows above it."""
+    width = 2 * k + 1
+    over = k + 1
+    m = len(b)
+    cur = [over] * width
+    for d in range(width):
+        j = i + d - k
+        if 0 <= j <= m:
+            cur[d] = (
+                min(i, over) if j == 0 else min(_osa_cell(a, b, i, j, d, cur, prev, prev2), over)
+            )
+    return cur
+
+
+def _osa_cell(
+    a: str, b: str, i: int, j: int, d: int, cur: list[int], prev: list[int], prev2: list[int]
+) -> int:
+    """Cell (i, j) of the OSA table (band index `d`), given its left, upper and swap cells."""
+    v = prev[d] + (a[i - 1] != b[j - 1])
+    if d + 1 < len(prev) and prev[d + 1] + 1 < v:
+        v = prev[d + 1] + 1
+    if d and cur[d - 1] + 1 < v:
+        v = cur[d - 1] + 1
+    swap = i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]
+    if swap and prev2[d] + 1 < v:
+        v = prev2[d] + 1
+    return v
 
 
 def _guard_words(line: str) -> Counter[str]:

@@ -134,9 +134,10 @@ def _first_error(node: tree_sitter.Node) -> tree_sitter.Node | None:
 
 def _leaves(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     cursor = root.walk()
+    comment_types = _COMMENT_TYPES
     while True:
         node = cursor.node
-        if node is not None and (node.type in _COMMENT_TYPES or node.child_count == 0):
+        if node is not None and (node.child_count == 0 or node.type in comment_types):
             yield node
         elif cursor.goto_first_child():
             continue
@@ -151,35 +152,45 @@ def _literal_type(node_type: str) -> bool:
     return bool(_LITERAL_PARENT.search(node_type)) or not node_type.strip("\"'`")
 
 
+_BYTES_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: the gap test of every file
+
+
 def _lex_tree_sitter(language: str, text: str) -> Lexed:
-    data = text.encode("utf-8")
     tree = parse_tree(language, text)
+    # tree-sitter reports byte offsets; in ASCII text they are character offsets too, so
+    # slices of the text itself stand for the decoded bytes (no per-token decoding)
+    ascii_only = text.isascii()
+    data = b"" if ascii_only else text.encode("utf-8")
     tokens: list[tuple[str, str]] = []
     lines: list[int] = []
     comments: list[Comment] = []
     pos = 0
     prev_literal = False
+    literal_type = _literal_type
     for node in _leaves(tree.root_node):
         start = node.start_byte
+        end = node.end_byte
         kind = node.type
-        literal = _literal_type(kind)
+        line = node.start_point.row + 1
+        literal = literal_type(kind)
         if start > pos:
-            gap = data[pos:start]
+            gap = text[pos:start] if ascii_only else data[pos:start].decode("utf-8", "replace")
             # text between two leaves: whitespace is insignificant, except where it may be
             # part of a literal (next to a quote or a string body: kept exactly)
-            if gap.strip() or (prev_literal and literal):
-                tokens.append(("gap", gap.decode("utf-8", "replace")))
-                lines.append(node.start_point[0] + 1)
-        body = data[start : node.end_byte].decode("utf-8", "replace")
+            if (prev_literal and literal) or gap.strip(_BYTES_SPACE):
+                tokens.append(("gap", gap))
+                lines.append(line)
+        body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
         if kind in _COMMENT_TYPES:
-            comments.append(Comment(body, node.start_point[0] + 1))
+            comments.append(Comment(body, line))
             prev_literal = False
         else:
             tokens.append((kind, body))
-            lines.append(node.start_point[0] + 1)
+            lines.append(line)
             prev_literal = literal
-        pos = node.end_byte
-    if data[pos:].strip():
+        pos = end
+    rest = text[pos:] if ascii_only else data[pos:].decode("utf-8", "replace")
+    if rest.strip(_BYTES_SPACE):
         raise LexError("text after the end of the parsed file")
     return Lexed(language, tuple(tokens), tuple(lines), tuple(comments))
 
