@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from capdaemon.anchors import check_anchors
+from capdaemon.anchors import AnchorError, check_anchors, find_anchors, parse_anchor
 from capdaemon.audit import log_paths, verify
 from capdaemon.commands._common import (
     CLIError,
@@ -65,8 +65,6 @@ def _read_text(name: str) -> str:
 
 def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
     """Every anchor the arguments name, parsed strictly (CLIError naming the argument)."""
-    from capdaemon.anchors import AnchorError, find_anchors, parse_anchor
-
     out: list[Any] = []
 
     def add(found: list[Any]) -> None:
