@@ -17,6 +17,7 @@ from capdaemon.commands._common import (
     state_dir,
     unused_config_problem,
 )
+from capdaemon.filenames import DIGEST_DIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -84,8 +85,6 @@ def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
             raise CLIError(f"--anchors-from {name}: no `audit-anchor:` lines in it")
         add(found)
     if args.anchors_from_digests:
-        from capdaemon.filenames import DIGEST_DIR
-
         found = []
         for path in sorted((sdir / DIGEST_DIR).glob("*.md")):
             try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon import gitdiff, gitlog
+from capdaemon.audit import AuditLog
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
@@ -19,10 +20,11 @@ from capdaemon.commands._common import (
     state_dir,
 )
 from capdaemon.config import Config, ConfigError, parse_repo_policy
-from capdaemon.filenames import REPO_POLICY_FILE
+from capdaemon.filenames import CLASSIFIER_LOG, REPO_POLICY_FILE
 from capdaemon.gitdiff import GitError
 from capdaemon.globs import GlobSet
 from capdaemon.model import PRSnapshot, Verdict
+from capdaemon.state import StateError
 
 # `classify --exit-code`: 0 for A, distinct non-zero codes for B, C, D (1 and 2 stay errors).
 QUADRANT_EXIT = {"A": 0, "B": 10, "C": 11, "D": 12}
@@ -215,10 +217,6 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError(f"the classifier is not available: {exc}") from None
     verdict = classify(snapshot, config, now=now, user_rules=rules)
     if args.record:
-        from capdaemon.audit import AuditLog
-        from capdaemon.filenames import CLASSIFIER_LOG
-        from capdaemon.state import StateError
-
         sdir = state_dir(args)
         try:
             sdir.mkdir(parents=True, exist_ok=True)
