@@ -6,11 +6,21 @@ import argparse
 import json
 from typing import Any
 
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    command_inputs,
+    error,
+)
+from capdaemon.decide.burnin import BurnInState, burn_in_raw
+from capdaemon.filenames import METRICS_FILE, SAFETY_FILE
+from capdaemon.state import StateError, read_json
+from capdaemon.timefmt import utc_iso
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon agents`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
     add_state_arg(parser)
     add_config_arg(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -19,16 +29,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 (also when no identity was seen yet); 2 on bad input or corrupt state."""
-    from capdaemon.commands._common import (
-        CLIError,
-        command_inputs,
-        error,
-    )
-    from capdaemon.decide.burnin import BurnInState, burn_in_raw
-    from capdaemon.filenames import METRICS_FILE, SAFETY_FILE
-    from capdaemon.state import StateError, read_json
-    from capdaemon.timefmt import utc_iso
-
     try:
         config, now, sdir = command_inputs(args)
         safety = read_json(sdir / SAFETY_FILE, None) or {}

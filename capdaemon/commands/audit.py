@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from capdaemon.anchors import check_anchors
+from capdaemon.anchors import AnchorError, check_anchors, find_anchors, parse_anchor
 from capdaemon.audit import log_paths, verify
 from capdaemon.commands._common import (
     CLIError,
@@ -17,6 +17,7 @@ from capdaemon.commands._common import (
     state_dir,
     unused_config_problem,
 )
+from capdaemon.filenames import DIGEST_DIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -65,8 +66,6 @@ def _read_text(name: str) -> str:
 
 def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
     """Every anchor the arguments name, parsed strictly (CLIError naming the argument)."""
-    from capdaemon.anchors import AnchorError, find_anchors, parse_anchor
-
     out: list[Any] = []
 
     def add(found: list[Any]) -> None:
@@ -86,8 +85,6 @@ def _anchors(args: argparse.Namespace, sdir: Path) -> list[Any]:
             raise CLIError(f"--anchors-from {name}: no `audit-anchor:` lines in it")
         add(found)
     if args.anchors_from_digests:
-        from capdaemon.filenames import DIGEST_DIR
-
         found = []
         for path in sorted((sdir / DIGEST_DIR).glob("*.md")):
             try:

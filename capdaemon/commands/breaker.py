@@ -6,11 +6,22 @@ import argparse
 import json
 import sys
 
+from capdaemon.audit import AuditLog, log_paths
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    command_inputs,
+    error,
+)
+from capdaemon.daemon.safety import owners_reset
+from capdaemon.daemon.safety_state import read_breaker
+from capdaemon.state import StateError
+from capdaemon.timefmt import utc_iso
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon breaker`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
     sub = parser.add_subparsers(dest="action", required=True)
     status = sub.add_parser("status", help="show the breaker state and incidents in the window")
     status.add_argument("--json", action="store_true", help="print JSON")
@@ -25,17 +36,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 ok / reset done; 1 refused (not an owner); 2 bad input or unreadable state."""
     from datetime import timedelta
-
-    from capdaemon.audit import AuditLog, log_paths
-    from capdaemon.commands._common import (
-        CLIError,
-        command_inputs,
-        error,
-    )
-    from capdaemon.daemon.safety import owners_reset
-    from capdaemon.daemon.safety_state import read_breaker
-    from capdaemon.state import StateError
-    from capdaemon.timefmt import utc_iso
 
     prog = f"breaker {args.action}"
     try:

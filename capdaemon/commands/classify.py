@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from capdaemon import gitdiff, gitlog
+from capdaemon.audit import AuditLog
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
@@ -17,11 +19,12 @@ from capdaemon.commands._common import (
     printable,
     state_dir,
 )
-from capdaemon.filenames import REPO_POLICY_FILE
-
-if TYPE_CHECKING:
-    from capdaemon.config import Config
-    from capdaemon.model import PRSnapshot, Verdict
+from capdaemon.config import Config, ConfigError, parse_repo_policy
+from capdaemon.filenames import CLASSIFIER_LOG, REPO_POLICY_FILE
+from capdaemon.gitdiff import GitError
+from capdaemon.globs import GlobSet
+from capdaemon.model import PRSnapshot, Verdict
+from capdaemon.state import StateError
 
 # `classify --exit-code`: 0 for A, distinct non-zero codes for B, C, D (1 and 2 stay errors).
 QUADRANT_EXIT = {"A": 0, "B": 10, "C": 11, "D": 12}
@@ -84,11 +87,6 @@ def build_snapshot(
     repo: Path, base: str, head: str, config: Config, *, name: str, number: int, author: str | None
 ) -> tuple[PRSnapshot, Config]:
     """A PRSnapshot of `base...head` (files, commits, base policy) + the config with its policy."""
-    from capdaemon import gitdiff, gitlog
-    from capdaemon.config import ConfigError, parse_repo_policy
-    from capdaemon.globs import GlobSet
-    from capdaemon.model import PRSnapshot
-
     base_sha = gitdiff.resolve(repo, base)
     head_sha = gitdiff.resolve(repo, head)
     cc = config.classifier
@@ -201,8 +199,6 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import json
 
-    from capdaemon.gitdiff import GitError
-
     now = parse_now(args.now)
     repo = Path(args.repo)
     if args.number < 0:
@@ -221,10 +217,6 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError(f"the classifier is not available: {exc}") from None
     verdict = classify(snapshot, config, now=now, user_rules=rules)
     if args.record:
-        from capdaemon.audit import AuditLog
-        from capdaemon.filenames import CLASSIFIER_LOG
-        from capdaemon.state import StateError
-
         sdir = state_dir(args)
         try:
             sdir.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ from capdaemon.daemon.runner import (
     with_base_url,
 )
 from capdaemon.daemon.tick import Ticker
-from capdaemon.logging import get_logger
+from capdaemon.logging import configure_logging, get_logger
 from capdaemon.state import LockedError, StateError
 
 
@@ -71,8 +71,6 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     Nothing is written to the state directory before the credentials are accepted.
     """
     import sys
-
-    from capdaemon.logging import configure_logging
 
     fmt = configure_logging(args.log_format, args.log_level)
     log = get_logger("capdaemon.daemon")

@@ -5,6 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    command_inputs,
+    error,
+)
+
 if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
@@ -14,8 +22,6 @@ if TYPE_CHECKING:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon dashboard`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
     add_config_arg(parser)
     add_state_arg(parser)
     parser.add_argument(
@@ -31,8 +37,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 after an export or when the server stops; 2 on bad input."""
     from pathlib import Path
-
-    from capdaemon.commands._common import CLIError, command_inputs, error
 
     try:
         config, now, sdir = command_inputs(args)
@@ -61,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, config: Config, sdir: Path, fixed: datetime | None) -> int:
-    from capdaemon.commands._common import error
     from capdaemon.dashboard.server import ModelCache, is_loopback, make_server, utc_now
 
     cache = ModelCache(sdir, config, (lambda: fixed) if fixed is not None else utc_now)

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    command_inputs,
+    error,
+)
+from capdaemon.daemon import digest_job
+from capdaemon.decide.digest import digest_day, digest_period
+from capdaemon.forge.errors import ForgeError
+from capdaemon.state import StateError
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon digest`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
     parser.add_argument(
         "--date",
         help="the digest's date YYYY-MM-DD: a digest is dated the local day it is sent at "
@@ -35,16 +45,6 @@ def run(args: argparse.Namespace) -> int:
     (a day whose period has not ended is never written); 3 corrupt state."""
     from datetime import date
     from pathlib import Path
-
-    from capdaemon.commands._common import (
-        CLIError,
-        command_inputs,
-        error,
-    )
-    from capdaemon.daemon import digest_job
-    from capdaemon.decide.digest import digest_day, digest_period
-    from capdaemon.forge.errors import ForgeError
-    from capdaemon.state import StateError
 
     try:
         config, now, sdir = command_inputs(args)

@@ -7,8 +7,17 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from capdaemon.capability.model import (
+    CapabilityError,
+    DispatchConflictError,
+    NoCapabilityError,
+    TaskFileError,
+)
 from capdaemon.commands._common import add_state_arg, error, state_dir
 from capdaemon.gitdiff import GitError, resolve
+from capdaemon.state import StateError
+from capdaemon.stores.registry import dispatch
+from capdaemon.stores.taskfiles import load_task_file
 
 PROG = "dispatch"
 
@@ -45,16 +54,6 @@ def _base(args: argparse.Namespace) -> tuple[str, str] | None:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch one task; 0 on success or no-op, 1 when refused, 2 on a malformed task file."""
-    from capdaemon.capability.model import (
-        CapabilityError,
-        DispatchConflictError,
-        NoCapabilityError,
-        TaskFileError,
-    )
-    from capdaemon.state import StateError
-    from capdaemon.stores.registry import dispatch
-    from capdaemon.stores.taskfiles import load_task_file
-
     taskfile = Path(args.taskfile)
     try:
         cap = load_task_file(taskfile, allow_no_scope=args.allow_no_scope)

@@ -15,17 +15,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capdaemon.channels.tgcheck import check_telegram
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    config_dir,
+    load_config_and_rules,
+    state_dir,
+)
+from capdaemon.daemon.checkup import (
+    FAIL,
+    OK,
+    SKIP,
+    Finding,
+    check_clock,
+    check_github,
+    check_landlock,
+    check_state_dir,
+    check_time_zone,
+)
+from capdaemon.filenames import PRS_FILE
+from capdaemon.forge.errors import ForgeError
+from capdaemon.logging import logging_for_command
+from capdaemon.state import StateError, read_json
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
-    from capdaemon.daemon.checkup import Finding
     from capdaemon.forge.client import Forge
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon doctor`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
     add_config_arg(parser)
     add_state_arg(parser)
     parser.add_argument("--offline", action="store_true", help="only the checks without network")
@@ -41,9 +61,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the findings; the exit status as in the module docstring."""
-    from capdaemon.daemon.checkup import FAIL
-    from capdaemon.logging import logging_for_command
-
     findings: list[Finding] = []
     config_failed = False
     with logging_for_command("console", "warning"):  # the findings are the output
@@ -68,8 +85,6 @@ Checked = Iterator[tuple["Finding", bool]]  # (finding, whether it is a config/c
 def _guarded(checks: Checked) -> Checked:
     """The findings; a check that breaks unexpectedly is one more failed line (the summary
     still comes), never a traceback."""
-    from capdaemon.daemon.checkup import FAIL, Finding
-
     try:
         yield from checks
     except Exception as exc:
@@ -79,8 +94,6 @@ def _guarded(checks: Checked) -> Checked:
 
 def _findings(args: argparse.Namespace) -> Checked:
     """(Finding, whether it is a config/credentials check) in the order they are made."""
-    from capdaemon.commands._common import CLIError, load_config_and_rules, state_dir
-    from capdaemon.daemon.checkup import FAIL, SKIP, Finding, check_state_dir
     from capdaemon.daemon.runner import with_base_url
 
     state = state_dir(args)
@@ -105,15 +118,6 @@ def _offline(
     args: argparse.Namespace, config: Config, rules: int, state: Path
 ) -> Generator[tuple[Finding, bool], None, tuple[str | None, bytes | None]]:
     """The config, credentials, state directory and time zone; the usable (token, key)."""
-    from capdaemon.commands._common import config_dir
-    from capdaemon.daemon.checkup import (
-        FAIL,
-        OK,
-        Finding,
-        check_landlock,
-        check_state_dir,
-        check_time_zone,
-    )
     from capdaemon.daemon.preflight import CredentialsError, check_key_pem
     from capdaemon.daemon.runner import app_key_path, github_credentials
 
@@ -149,7 +153,6 @@ def _online(
     args: argparse.Namespace, config: Config, state: Path, token: str | None, key: bytes | None
 ) -> Checked:
     """Reach GitHub with the credentials, then the installation, repos and decision repo."""
-    from capdaemon.daemon.checkup import FAIL, OK, Finding, check_clock, check_github
     from capdaemon.daemon.preflight import (
         CredentialsError,
         UnreachableError,
@@ -190,10 +193,6 @@ def _online(
 def _candidates(forge: Forge, config: Config, state: Path, agents: list[str]) -> set[str]:
     """Logins whose write access to the decision repo matters: the --agent logins, the PR
     authors the daemon has seen (bot-state/prs.json, read only) and open PRs' authors."""
-    from capdaemon.filenames import PRS_FILE
-    from capdaemon.forge.errors import ForgeError
-    from capdaemon.state import StateError, read_json
-
     found = {a for a in agents if a}
     try:
         data = read_json(state / PRS_FILE, None) or {}

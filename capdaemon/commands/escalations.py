@@ -13,6 +13,8 @@ from capdaemon.commands._common import (
     state_dir_problem,
     unused_config_problem,
 )
+from capdaemon.state import StateError
+from capdaemon.stores.escalations import list_escalations
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the records; 0, or 1 when a record is corrupt, 2 when the state directory does
     not exist."""
-    from capdaemon.state import StateError
-    from capdaemon.stores.escalations import list_escalations
-
     problem = unused_config_problem(args) or state_dir_problem(state_dir(args))
     if problem:
         error("escalations", problem)

@@ -12,15 +12,36 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.commands._common import CLIError, add_state_arg, error, state_dir
+from capdaemon.audit import AuditLog
+from capdaemon.capability.model import (
+    BadTaskIdError,
+    SnapshotError,
+    UnknownTaskError,
+    Violation,
+    ViolationKind,
+    validate_task_id,
+)
+from capdaemon.capability.scope import check_file_changes
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    error,
+    load_config_from_args,
+    state_dir,
+)
 from capdaemon.commands.finish_pr import add_args as add_pr_args
 from capdaemon.commands.finish_pr import open_pr
+from capdaemon.commands.qc import run_qc
+from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.gitdiff import GitError, diff_range, resolve, run_git
+from capdaemon.model import MODE_SYMLINK, FileStatus
+from capdaemon.stores.capabilities import load_snapshot
+from capdaemon.stores.escalations import write_escalation
 from capdaemon.stores.registry import recorded_base
 
 if TYPE_CHECKING:
-    from capdaemon.audit import AuditLog
-    from capdaemon.capability.model import CapabilitySnapshot, Violation
+    from capdaemon.capability.model import CapabilitySnapshot
     from capdaemon.commands.qc import QCResult
     from capdaemon.config import Config
     from capdaemon.model import FileChange
@@ -50,18 +71,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_pr_args(parser)
     add_state_arg(parser)
-    from capdaemon.commands._common import add_config_arg
-
     add_config_arg(parser)  # for the notification channels and --open-pr's forge
 
 
 def run(args: argparse.Namespace) -> int:
     """0 when every change is in scope; 1 on a violation (escalated, audited); 2 bad usage."""
-    from capdaemon.audit import AuditLog
-    from capdaemon.capability.model import BadTaskIdError, validate_task_id
-    from capdaemon.commands._common import load_config_from_args
-    from capdaemon.filenames import ACTIONS_LOG
-
     try:
         task_id = validate_task_id(args.task)
     except BadTaskIdError as exc:
@@ -140,14 +154,6 @@ def _base(
 
 def _snapshot(state: Path, task_id: str) -> tuple[CapabilitySnapshot | None, list[Violation]]:
     """The task's proven snapshot, or None and the violation that says why there is none."""
-    from capdaemon.capability.model import (
-        SnapshotError,
-        UnknownTaskError,
-        Violation,
-        ViolationKind,
-    )
-    from capdaemon.stores.capabilities import load_snapshot
-
     try:
         return load_snapshot(state, task_id), []
     except UnknownTaskError as exc:
@@ -161,8 +167,6 @@ def _changes(
 ) -> list[FileChange]:
     """The branch's changed paths (symlink targets read when symlinks changed); sets
     entry["head_sha"]. GitError only with a capability: without one the refusal stands."""
-    from capdaemon.model import MODE_SYMLINK, FileStatus
-
     try:
         head_sha = resolve(repo, head)
         entry["head_sha"] = head_sha
@@ -207,8 +211,6 @@ def _qc(
 ) -> list[QCResult]:
     """Run the QC commands (--qc, else the capability's), print each result, collect the
     refusals and failures as violations and the results in the audit entry."""
-    from capdaemon.commands.qc import run_qc
-
     commands = list(args.qc) if args.qc else list(snap.capability.qc)
     qc_results = run_qc(snap, commands, repo, now, timeout=args.qc_timeout)
     for r in qc_results:
@@ -231,8 +233,6 @@ def _scope(
     entry: dict[str, Any],
 ) -> list[Violation]:
     """The changed paths checked against the capability, with the one-line summary."""
-    from capdaemon.capability.scope import check_file_changes
-
     if snap.legacy:
         print(
             f"capdaemon finish-task: WARNING: task {task_id} is LEGACY (dispatched with "
@@ -261,8 +261,6 @@ def _block(
 ) -> int:
     """Print the violations, write the escalation record and the audit entry, tell the
     owners; 1."""
-    from capdaemon.stores.escalations import write_escalation
-
     for v in violations:
         print(f"capdaemon finish-task: OUT OF SCOPE: {v.line()}", file=sys.stderr)
     rec = write_escalation(

@@ -14,9 +14,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.commands._common import CLIError, error, printable
+from capdaemon.audit import AuditLog, log_paths
+from capdaemon.commands._common import (
+    CLIError,
+    add_config_arg,
+    add_state_arg,
+    error,
+    load_config_from_args,
+    printable,
+    state_dir,
+)
+from capdaemon.daemon.access import decision_repo_writers
+from capdaemon.daemon.protection_issue import protect_command
+from capdaemon.daemon.safety import protection_problems
+from capdaemon.decide.labels import L1C3_CHECK_NAME
+from capdaemon.filenames import PRS_FILE
 from capdaemon.forge.convert import review_count
-from capdaemon.forge.errors import NotFound
+from capdaemon.forge.errors import ForgeError, NotFound
+from capdaemon.logging import logging_for_command
+from capdaemon.state import StateError, read_json
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
@@ -25,8 +41,6 @@ if TYPE_CHECKING:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon protect`."""
-    from capdaemon.commands._common import add_config_arg, add_state_arg
-
     parser.add_argument("repo", metavar="OWNER/REPO")
     parser.add_argument("--branch", help="branch to protect (default: the repo's configured base)")
     parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
@@ -64,8 +78,6 @@ def _count(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """0 protected (or already so); 1 drift found with --check, or GitHub refused; 2 bad input
     (a repository that does not exist or the App cannot see, a bad config)."""
-    from capdaemon.logging import logging_for_command
-
     # a command for a person: its warnings are plain lines, never JSON events among the report
     with logging_for_command("console", "warning"):
         return _run(args)
@@ -75,13 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     import re
     from datetime import UTC, datetime
 
-    from capdaemon.audit import AuditLog, log_paths
-    from capdaemon.commands._common import CLIError, error, load_config_from_args, state_dir
-    from capdaemon.daemon.protection_issue import protect_command
     from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
-    from capdaemon.daemon.safety import protection_problems
-    from capdaemon.decide.labels import L1C3_CHECK_NAME
-    from capdaemon.forge.errors import ForgeError
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+", args.repo):
         error("protect", f"{args.repo!r} is not OWNER/REPO")
@@ -188,10 +194,6 @@ def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list
     Candidates: the decision repo's collaborators when GitHub lets us list them; otherwise the
     PR authors (agents) in bot-state/prs.json plus `--agent` logins, checked one by one.
     """
-    from capdaemon.daemon.access import decision_repo_writers
-    from capdaemon.filenames import PRS_FILE
-    from capdaemon.state import StateError, read_json
-
     candidates = set(extra)
     try:
         raw = read_json(sdir / PRS_FILE, None) or {}
@@ -200,7 +202,6 @@ def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list
                 candidates.add(str(rec["author"]))
     except (StateError, AttributeError, OSError):
         pass
-    from capdaemon.forge.errors import ForgeError
 
     def warn(text: str) -> None:
         print(f"capdaemon protect: warning: {printable(text)}", file=sys.stderr)

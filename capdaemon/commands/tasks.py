@@ -15,6 +15,7 @@ from capdaemon.commands._common import (
     state_dir_problem,
     unused_config_problem,
 )
+from capdaemon.stores.registry import list_tasks
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the snapshots; 0 (even when some are tampered: the listing says so); 2 when the
     state directory does not exist."""
-    from capdaemon.stores.registry import list_tasks
-
     sdir = state_dir(args)
     problem = unused_config_problem(args) or state_dir_problem(sdir)
     if problem:

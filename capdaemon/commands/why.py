@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from capdaemon.commands._common import add_state_arg, error, printable, state_dir
+from capdaemon.audit import story
+from capdaemon.commands._common import add_state_arg, error, printable, state_dir, state_dir_problem
 from capdaemon.story import tell
 
 _PR_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([0-9]+)$")
@@ -20,9 +21,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the PR's story; exit 1 when the logs know nothing of it, 2 on a bad argument,
     3 when a log has a malformed line (named on stderr; the story is told without it)."""
-    from capdaemon.audit import story
-    from capdaemon.commands._common import state_dir_problem
-
     m = _PR_RE.match(args.pr.strip())
     if not m:
         error("why", f"{args.pr!r} is not OWNER/REPO#N")

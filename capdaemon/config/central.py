@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from capdaemon.config.base import _union
 from capdaemon.config.channels import parse_channels
 from capdaemon.config.sections import (
     _ENV_RE,
@@ -17,7 +18,6 @@ from capdaemon.config.sections import (
     _extra_checks,
     _restrictive,
     _Section,
-    _union,
 )
 from capdaemon.config.types import (
     DEFAULT_MODE,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.classify.ruletable import DISABLEABLE_RULES, RULE_NAMES
+from capdaemon.config.base import _union
 from capdaemon.config.central import load_capdaemon
 from capdaemon.config.sections import (
     _MODEL_RE,
@@ -21,7 +22,6 @@ from capdaemon.config.sections import (
     _parse_yaml,
     _restrictive,
     _Section,
-    _union,
 )
 from capdaemon.config.types import (
     KNOWN_VALIDATORS,
@@ -37,6 +37,7 @@ from capdaemon.filenames import (
     REGISTRY_CONFIG_FILE,
     SKILLS_CONFIG_FILE,
 )
+from capdaemon.globs import PathError, normalize_path
 from capdaemon.model import Severity
 from capdaemon.quoting import quote_value
 from capdaemon.yamlread import LList
@@ -71,8 +72,6 @@ def _load_classifier(file: str, data: Any) -> ClassifierConfig:
     values: dict[str, Any] = {}
     root = sec.str("source_root", defaults.source_root)
     if sec.has("source_root"):
-        from capdaemon.globs import PathError, normalize_path
-
         try:
             root = normalize_path(root)
         except PathError as exc:

@@ -7,9 +7,10 @@ import builtins
 from collections.abc import Iterable
 from typing import Any
 
-from capdaemon.config.types import CheckSpec
+from capdaemon.config.base import CheckSpec, _union
+from capdaemon.globs import GlobError, validate_glob
 from capdaemon.quoting import quote_value
-from capdaemon.yamlread import LDict
+from capdaemon.yamlread import LDict, YamlInputError, read_yaml
 
 # classifier.yml: restrictive lists may only grow (`extra_<name>` appends; `<name>` must keep
 # every default); carve-out lists may only shrink (`<name>` must be a subset of the defaults).
@@ -57,15 +58,9 @@ class ConfigError(ValueError):
         super().__init__(f"{where}:{what} {reason}")
 
 
-def _union(base: tuple[Any, ...], extra: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(dict.fromkeys((*base, *extra)))
-
-
 # ----------------------------------------------------------------------------- YAML with lines
 def _parse_yaml(text: str, file: str) -> Any:
     """Parse YAML into LDict/LList (capdaemon.yamlread); ConfigError naming line and key."""
-    from capdaemon.yamlread import YamlInputError, read_yaml
-
     try:
         return read_yaml(text)
     except YamlInputError as exc:
@@ -304,8 +299,6 @@ def _unknown_hint(key: str, allowed: set[str]) -> str:
 
 
 def _check_glob(item: str) -> None:
-    from capdaemon.globs import GlobError, validate_glob
-
     try:
         validate_glob(item)
     except GlobError as exc:

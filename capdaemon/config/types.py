@@ -5,16 +5,14 @@ They are the contract every layer reads; `capdaemon.config.loaders.load_config` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+from capdaemon.config.base import CheckSpec as CheckSpec
+from capdaemon.config.base import _check_specs, _union
 from capdaemon.config.channels import ChannelsConfig
 from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.model import Severity
-
-if TYPE_CHECKING:
-    from capdaemon.config.policy import RepoPolicy
 
 # ----------------------------------------------------------------------------- classifier
 DEFAULT_SOURCE_ROOT = "src/multiagent_protocol"
@@ -195,23 +193,6 @@ class GitHubConfig:
 
 
 @dataclass(frozen=True)
-class CheckSpec:
-    """An extra check that must pass before a merge (`repos[].extra_checks`, `.capdaemon.yml`).
-
-    With `app_id` only a check run from that GitHub App counts. Without it, only a check
-    run from some GitHub App counts: never a commit status, which anyone with write access
-    to the repo (an agent) can post under any name.
-    """
-
-    context: str
-    app_id: int | None = None
-
-
-def _check_specs(items: Iterable[Any]) -> tuple[CheckSpec, ...]:
-    return tuple(CheckSpec(i) if isinstance(i, str) else i for i in items)
-
-
-@dataclass(frozen=True)
 class RepoConfig:
     """One supervised repository (`extra_checks` given as names become CheckSpecs)."""
 
@@ -302,6 +283,34 @@ class BreakerConfig:
 
 
 @dataclass(frozen=True)
+class RepoPolicy:
+    """A supervised repo's own additions (`.capdaemon.yml` on its base branch); only adds."""
+
+    source: str = REPO_POLICY_FILE
+    critical_globs: tuple[str, ...] = ()
+    irreversible_globs: tuple[str, ...] = ()
+    always_d_globs: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()
+    blocking_labels: tuple[str, ...] = ()
+    extra_checks: tuple[CheckSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_checks", _check_specs(self.extra_checks))
+
+    @property
+    def empty(self) -> bool:
+        """True when the policy adds nothing."""
+        return not (
+            self.critical_globs
+            or self.irreversible_globs
+            or self.always_d_globs
+            or self.owners
+            or self.blocking_labels
+            or self.extra_checks
+        )
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole, validated configuration."""
 
@@ -348,6 +357,48 @@ class Config:
 
     def with_repo_policy(self, policy: RepoPolicy, repo: str | None = None) -> Config:
         """This config plus a repo policy's additions; it can only add restrictions (and owners)."""
-        from capdaemon.config.policy import with_repo_policy
+        if policy.empty:
+            return self
+        cls = self.classifier
+        classifier = dataclasses.replace(
+            cls,
+            critical_globs=_union(cls.critical_globs, policy.critical_globs),
+            irreversible_globs=_union(cls.irreversible_globs, policy.irreversible_globs),
+            always_d_globs=_union(cls.always_d_globs, policy.always_d_globs),
+        )
+        repos = self.repos
+        if policy.owners or policy.blocking_labels or policy.extra_checks:
+            if repo is None:
+                raise ValueError(
+                    f"{policy.source}: owners/labels/checks need the repo they apply to"
+                )
+            repos = _repos_with_policy(self.repos, policy, repo)
+        return dataclasses.replace(self, classifier=classifier, repos=repos)
 
-        return with_repo_policy(self, policy, repo)
+
+def _repos_with_policy(
+    repos: tuple[RepoConfig, ...], policy: RepoPolicy, repo: str
+) -> tuple[RepoConfig, ...]:
+    """`repos` with the policy's owners, labels and checks added to `repo` (added if missing)."""
+    found = False
+    new_repos = []
+    for rc in repos:
+        if rc.name.lower() == repo.lower():
+            found = True
+            rc = dataclasses.replace(
+                rc,
+                owners=_union(rc.owners, policy.owners),
+                blocking_labels=_union(rc.blocking_labels, policy.blocking_labels),
+                extra_checks=_union(rc.extra_checks, policy.extra_checks),
+            )
+        new_repos.append(rc)
+    if not found:
+        new_repos.append(
+            RepoConfig(
+                name=repo,
+                owners=policy.owners,
+                blocking_labels=_union(RepoConfig.blocking_labels, policy.blocking_labels),
+                extra_checks=policy.extra_checks,
+            )
+        )
+    return tuple(new_repos)

@@ -15,9 +15,15 @@ from typing import Any
 
 import yaml
 
+from capdaemon.capability.taskfile import parse_task
+from capdaemon.commands._common import load_config_and_rules
+from capdaemon.daemon.runner import open_ticker, run_once
 from capdaemon.demo.scenario import AGENT_SESSION, BOT_REPO, OWNER, PRS, REPO, TASKS
 from capdaemon.filenames import MAIN_CONFIG_FILE
+from capdaemon.forge.markers import parse_marker
+from capdaemon.logging import configure_logging
 from capdaemon.resources import demo_config_dir
+from capdaemon.stores.registry import dispatch
 from ghsandbox import testing as std
 from ghsandbox.rest import RestClient, RestError
 from ghsandbox.server import Sandbox
@@ -63,9 +69,6 @@ def write_config(config_dir: Path, *, base_url: str, key_file: Path) -> None:
 
 def dispatch_tasks(state_dir: Path, now: datetime) -> None:
     """Dispatch every demo task (the capability snapshots the hard wall checks PRs against)."""
-    from capdaemon.capability.taskfile import parse_task
-    from capdaemon.stores.registry import dispatch
-
     for task_id, paths in TASKS.items():
         cap = parse_task(
             {
@@ -133,8 +136,6 @@ def push_agent_prs(sb: Sandbox, work: Path, say: Callable[[str], None]) -> dict[
 
 def approve_ballot(sb: Sandbox, pr_ref: str, command: str = "/approve A") -> int:
     """The owner finds the ballot of `pr_ref` in the bot repo and answers it (REST as alice)."""
-    from capdaemon.forge.markers import parse_marker
-
     api = as_user(sb, OWNER)
     for issue in api.pages(
         f"/repos/{BOT_REPO}/issues", state="open", labels="decision:pending-owner"
@@ -149,8 +150,6 @@ def approve_ballot(sb: Sandbox, pr_ref: str, command: str = "/approve A") -> int
 @contextlib.contextmanager
 def daemon_logs(path: Path) -> Iterator[None]:
     """Send the daemon's structlog events (JSON) to a file for the duration of the demo."""
-    from capdaemon.logging import configure_logging
-
     with open(path, "a", encoding="utf-8") as fh:
         configure_logging("json", "info", stream=fh)
         try:
@@ -161,9 +160,6 @@ def daemon_logs(path: Path) -> Iterator[None]:
 
 def run_tick(config_dir: Path, state_dir: Path) -> dict[str, Any]:
     """One tick exactly as `capdaemon tick --once --config DIR --state DIR` runs it."""
-    from capdaemon.commands._common import load_config_and_rules
-    from capdaemon.daemon.runner import open_ticker, run_once
-
     config, rules = load_config_and_rules(argparse.Namespace(config=str(config_dir)))
     with open_ticker(config, state_dir, rules=rules) as ticker:
         return run_once(ticker)

@@ -19,7 +19,11 @@ from pathlib import Path
 
 import yaml
 
+from capdaemon.capability.taskfile import parse_task
+from capdaemon.commands._common import load_config_and_rules
+from capdaemon.daemon.runner import open_ticker
 from capdaemon.filenames import MAIN_CONFIG_FILE
+from capdaemon.stores.registry import dispatch
 from ghsandbox import testing as std
 from ghsandbox.rest import RestClient
 from ghsandbox.server import Sandbox
@@ -49,9 +53,6 @@ def _enable_telegram(config_dir: Path, keys_dir: Path, api_url: str, token: str)
 
 
 def _dispatch(state_dir: Path, now: datetime) -> None:
-    from capdaemon.capability.taskfile import parse_task
-    from capdaemon.stores.registry import dispatch
-
     cap = parse_task(
         {
             "task_id": TASK,
@@ -86,8 +87,6 @@ def run_telegram_step(
 ) -> int | None:
     """Run the tap scenario; the PR number (None if it could not be opened). Unexpected
     outcomes are appended to `failures`."""
-    from capdaemon.commands._common import load_config_and_rules
-    from capdaemon.daemon.runner import open_ticker
     from ghsandbox.telegram import DEFAULT_TOKEN, TelegramSandbox
 
     with TelegramSandbox() as tg:
