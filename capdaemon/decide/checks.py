@@ -91,21 +91,18 @@ def _files_table(files: tuple[FileVerdict, ...], cap: int = MAX_FILE_ROWS) -> li
     return out
 
 
-def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
-    """The L1.C3 conclusion, title and Markdown summary.
-
-    failure: any P0 finding, any blocking reason, or a missing owner decision (pending,
-    deferred or rejected D ballot; a tier 2/3 requirement not yet met; an approval for
-    another head). success otherwise — including an approved D for exactly this head.
-    """
+def _blocking_reasons(verdict: Verdict, facts: CheckFacts) -> list[str]:
+    """P0 findings, the caller's blocking reasons, then a missing owner decision."""
     p0 = [f for f in verdict.findings if f.severity is Severity.P0]
-    p1 = [f for f in verdict.findings if f.severity is Severity.P1]
-    p2 = [f for f in verdict.findings if f.severity is Severity.P2]
-    waiting = _waiting(verdict, facts)
     blocking = [f"P0 {f.validator}: {f.message}" for f in p0] + list(facts.blocking)
+    waiting = _waiting(verdict, facts)
     if waiting:
         blocking.append(waiting)
-    q = verdict.quadrant.value
+    return blocking
+
+
+def _check_title(q: str, blocking: list[str], facts: CheckFacts) -> str:
+    """The first blocking reason, the approving owner, or "ok"; capped at MAX_TITLE_CHARS."""
     if blocking:
         title = f"Quadrant {q}: {blocking[0]}"
     elif facts.ballot is not None and facts.ballot.approves(facts.head_sha):
@@ -114,50 +111,89 @@ def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
         title = f"Quadrant {q}: ok"
     if len(title) > MAX_TITLE_CHARS:
         title = title[: MAX_TITLE_CHARS - 1] + "…"
+    return title
 
-    out = [f"**Quadrant {q}** on {short_sha(facts.head_sha)}: {md(verdict.reasoning)}", ""]
-    if facts.tier is not None:
-        t = facts.tier
-        why = f": {md('; '.join(t.reasons))}" if t.reasons else ""
-        out += [f"Tier {t.tier} (merge_policy {md(t.merge_policy)}){why}", ""]
-    if blocking:
-        out += ["### Blocking", "", *(f"- {md(b)}" for b in blocking), ""]
-    if facts.notes:
-        out += ["### Notes", "", *(f"- {md(n)}" for n in facts.notes), ""]
-    if p1:
-        out += [
-            "### Attention (P1)",
-            "",
-            *(f"- {md(f.validator)}: {md(f.message)}" for f in p1),
-            "",
-        ]
-    if facts.ballot is not None or facts.ballot_url:
-        out += ["### Ballot", ""]
-        line = link("ballot issue", facts.ballot_url) if facts.ballot_url else "ballot"
-        if facts.ballot is not None:
-            b = facts.ballot
-            line += f": {b.status.value}, bound to {short_sha(b.head_sha)} ({md(b.reason)})"
-        out += [line, ""]
-    if facts.one_tap is not None:
-        line = link("one-tap request", facts.one_tap_url) if facts.one_tap_url else "one-tap"
-        out += [
-            "### One-tap",
-            "",
-            f"{line}: {facts.one_tap.state.value} ({md(facts.one_tap.reason)})",
-            "",
-        ]
-    out += [f"### Files ({len(verdict.files)})", "", *_files_table(verdict.files), ""]
-    if verdict.rules:
-        out += ["### Rules fired", "", "| rule | result | vote | reason |", "|---|---|---|---|"]
-        for r in verdict.rules:
-            vote = r.vote.value if r.vote else ""
-            out.append(f"| {md(r.rule)} | {r.result.value} | {vote} | {md(r.reason)} |")
-        out.append("")
-    if p2:
-        out += ["### Advisory (P2)", "", *(f"- {md(f.validator)}: {md(f.message)}" for f in p2), ""]
-    summary = "\n".join(out)
+
+def _section(heading: str, items: list[str]) -> list[str]:
+    """A `###` heading with one bullet per item, or nothing when there are no items."""
+    if not items:
+        return []
+    return [f"### {heading}", "", *(f"- {item}" for item in items), ""]
+
+
+def _finding_items(verdict: Verdict, severity: Severity) -> list[str]:
+    return [
+        f"{md(f.validator)}: {md(f.message)}" for f in verdict.findings if f.severity is severity
+    ]
+
+
+def _tier_lines(tier: TierDecision | None) -> list[str]:
+    if tier is None:
+        return []
+    why = f": {md('; '.join(tier.reasons))}" if tier.reasons else ""
+    return [f"Tier {tier.tier} (merge_policy {md(tier.merge_policy)}){why}", ""]
+
+
+def _ballot_lines(facts: CheckFacts) -> list[str]:
+    if facts.ballot is None and not facts.ballot_url:
+        return []
+    line = link("ballot issue", facts.ballot_url) if facts.ballot_url else "ballot"
+    if facts.ballot is not None:
+        b = facts.ballot
+        line += f": {b.status.value}, bound to {short_sha(b.head_sha)} ({md(b.reason)})"
+    return ["### Ballot", "", line, ""]
+
+
+def _one_tap_lines(facts: CheckFacts) -> list[str]:
+    if facts.one_tap is None:
+        return []
+    line = link("one-tap request", facts.one_tap_url) if facts.one_tap_url else "one-tap"
+    return [
+        "### One-tap",
+        "",
+        f"{line}: {facts.one_tap.state.value} ({md(facts.one_tap.reason)})",
+        "",
+    ]
+
+
+def _rules_lines(verdict: Verdict) -> list[str]:
+    if not verdict.rules:
+        return []
+    out = ["### Rules fired", "", "| rule | result | vote | reason |", "|---|---|---|---|"]
+    for r in verdict.rules:
+        vote = r.vote.value if r.vote else ""
+        out.append(f"| {md(r.rule)} | {r.result.value} | {vote} | {md(r.reason)} |")
+    out.append("")
+    return out
+
+
+def _capped_summary(summary: str) -> str:
     if len(summary) > MAX_SUMMARY_CHARS:
-        summary = summary[:MAX_SUMMARY_CHARS] + "\n\n…(truncated; see `capdaemon why`)\n"
+        return summary[:MAX_SUMMARY_CHARS] + "\n\n…(truncated; see `capdaemon why`)\n"
+    return summary
+
+
+def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
+    """The L1.C3 conclusion, title and Markdown summary.
+
+    failure: any P0 finding, any blocking reason, or a missing owner decision (pending,
+    deferred or rejected D ballot; a tier 2/3 requirement not yet met; an approval for
+    another head). success otherwise — including an approved D for exactly this head.
+    """
+    blocking = _blocking_reasons(verdict, facts)
+    q = verdict.quadrant.value
+    title = _check_title(q, blocking, facts)
+    out = [f"**Quadrant {q}** on {short_sha(facts.head_sha)}: {md(verdict.reasoning)}", ""]
+    out += _tier_lines(facts.tier)
+    out += _section("Blocking", [md(b) for b in blocking])
+    out += _section("Notes", [md(n) for n in facts.notes])
+    out += _section("Attention (P1)", _finding_items(verdict, Severity.P1))
+    out += _ballot_lines(facts)
+    out += _one_tap_lines(facts)
+    out += [f"### Files ({len(verdict.files)})", "", *_files_table(verdict.files), ""]
+    out += _rules_lines(verdict)
+    out += _section("Advisory (P2)", _finding_items(verdict, Severity.P2))
+    summary = _capped_summary("\n".join(out))
     return CheckOutput("failure" if blocking else "success", title, summary)
 
 

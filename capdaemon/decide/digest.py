@@ -230,11 +230,8 @@ def _clock_lines(facts: DigestFacts) -> list[str]:
     return ["## Clock", "", f"{md(facts.clock_drift)}.", ""] if facts.clock_drift else []
 
 
-def render_digest(facts: DigestFacts, now: datetime) -> str:
-    """The digest as Markdown; a tripped breaker comes first, then every section in order."""
-    aware(now, "now")
-    counts = facts.quadrant_counts
-    total = sum(counts.get(q, 0) for q in Quadrant)
+def _opening_lines(facts: DigestFacts, now: datetime) -> list[str]:
+    """Heading, period, the shadow-mode note and a tripped breaker (which comes first)."""
     out = [f"# capdaemon digest — {facts.date.isoformat()} ({md(facts.timezone)})", ""]
     out += _period_lines(facts, now)
     if facts.shadow:
@@ -244,34 +241,44 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         ]
     if facts.breaker.tripped:
         out += _breaker_lines(facts.breaker, tripped_first=True)
+    return out
 
-    out += ["## Quadrants", "", "| A | B | C | D | total |", "|---|---|---|---|---|"]
+
+def _quadrant_lines(counts: Mapping[Quadrant, int]) -> list[str]:
+    total = sum(counts.get(q, 0) for q in Quadrant)
+    out = ["## Quadrants", "", "| A | B | C | D | total |", "|---|---|---|---|---|"]
     quads = (Quadrant.A, Quadrant.B, Quadrant.C, Quadrant.D)
     out += ["| " + " | ".join(str(counts.get(q, 0)) for q in quads) + f" | {total} |", ""]
-    out += [*_pie(counts), ""]
+    return [*out, *_pie(counts), ""]
 
-    out += [f"## Merges ({len(facts.merges)})", ""]
+
+def _merge_lines(facts: DigestFacts) -> list[str]:
+    out = [f"## Merges ({len(facts.merges)})", ""]
     for m in facts.merges or ():
         head = link(m.ref, m.url) if m.url else ref(m.ref)
         when = f" at {_local_time(m.merged_at, facts.timezone)}" if m.merged_at else ""
         title = f" {md(m.title)}" if m.title else ""
         out.append(f"- {head} ({m.quadrant.value}){title}{when}")
-    out += ([] if facts.merges else ["None."]) + [""]
+    return out + ([] if facts.merges else ["None."]) + [""]
 
+
+def _pending_ballot_lines(facts: DigestFacts, now: datetime) -> list[str]:
     ballots = sorted(facts.pending_ballots, key=lambda b: b.opened_at)
-    out += [f"## Pending ballots ({len(ballots)})", ""]
-    if ballots:
-        out += ["| PR | kind | age | ballot |", "|---|---|---|---|"]
-        for b in ballots:
-            age = format_age(now - aware(b.opened_at, "opened_at"))
-            issue = link(b.issue or "issue", b.url) if b.url else ref(b.issue) if b.issue else "?"
-            title = f" {md(b.title)}" if b.title else ""
-            out.append(f"| {ref(b.ref)}{title} | {md(b.kind)} | {age} | {issue} |")
-    else:
-        out.append("None.")
-    out.append("")
+    out = [f"## Pending ballots ({len(ballots)})", ""]
+    if not ballots:
+        return [*out, "None.", ""]
+    out += ["| PR | kind | age | ballot |", "|---|---|---|---|"]
+    for b in ballots:
+        age = format_age(now - aware(b.opened_at, "opened_at"))
+        issue = link(b.issue or "issue", b.url) if b.url else ref(b.issue) if b.issue else "?"
+        title = f" {md(b.title)}" if b.title else ""
+        out.append(f"| {ref(b.ref)}{title} | {md(b.kind)} | {age} | {issue} |")
+    return [*out, ""]
 
-    out += ["## Attention (P1)", "", *_items(facts.attention), ""]
+
+def _review_lines(facts: DigestFacts) -> list[str]:
+    """Attention items, auto-closed reviews, scope violations and escalations."""
+    out = ["## Attention (P1)", "", *_items(facts.attention), ""]
     out += [
         f"## Auto-closed reviews ({len(facts.auto_closed)})",
         "",
@@ -280,26 +287,27 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
     ]
     out += ["## Scope violations and escalations", ""]
     out += ["### Scope violations", "", *_items(facts.scope_violations), ""]
-    out += ["### Escalations", "", *_items(facts.escalations), ""]
-    if not facts.breaker.tripped:
-        out += _breaker_lines(facts.breaker, tripped_first=False)
+    return [*out, "### Escalations", "", *_items(facts.escalations), ""]
 
-    out += ["## Burn-in clocks", ""]
-    if facts.burn_in.agents:
-        out += ["| agent | status | first seen | clock since | days left | rejections |"]
-        out += ["|---|---|---|---|---|---|"]
-        for a in facts.burn_in.agents:
-            status = "hard-block" if a.status is BurnInStatus.HARD_BLOCK else "burn-in"
-            left = f"{a.days_left(now, facts.burn_in_days):.1f}"
-            out.append(
-                f"| {md(a.agent_id)} | {status} | {a.first_seen.date().isoformat()} | "
-                f"{a.clock_start.date().isoformat()} | {left} | {a.rejections} |"
-            )
-    else:
-        out.append("No agent identities seen yet.")
-    out.append("")
 
-    out += [f"## Errors ({len(facts.errors)})", ""]
+def _burn_in_lines(facts: DigestFacts, now: datetime) -> list[str]:
+    out = ["## Burn-in clocks", ""]
+    if not facts.burn_in.agents:
+        return [*out, "No agent identities seen yet.", ""]
+    out += ["| agent | status | first seen | clock since | days left | rejections |"]
+    out += ["|---|---|---|---|---|---|"]
+    for a in facts.burn_in.agents:
+        status = "hard-block" if a.status is BurnInStatus.HARD_BLOCK else "burn-in"
+        left = f"{a.days_left(now, facts.burn_in_days):.1f}"
+        out.append(
+            f"| {md(a.agent_id)} | {status} | {a.first_seen.date().isoformat()} | "
+            f"{a.clock_start.date().isoformat()} | {left} | {a.rejections} |"
+        )
+    return [*out, ""]
+
+
+def _error_and_rate_lines(facts: DigestFacts) -> list[str]:
+    out = [f"## Errors ({len(facts.errors)})", ""]
     out += [f"- {md(e)}" for e in facts.errors] or ["None."]
     out += ["", "## Rate limit", ""]
     if facts.rate_limit is None:
@@ -309,7 +317,21 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         used = rl.used if rl.used is not None else rl.limit - rl.remaining
         share = f" ({100 * used / rl.limit:.0f} %)" if rl.limit else ""
         out.append(f"{used} of {rl.limit} requests used{share}, {rl.remaining} remaining.")
-    out.append("")
+    return [*out, ""]
+
+
+def render_digest(facts: DigestFacts, now: datetime) -> str:
+    """The digest as Markdown; a tripped breaker comes first, then every section in order."""
+    aware(now, "now")
+    out = _opening_lines(facts, now)
+    out += _quadrant_lines(facts.quadrant_counts)
+    out += _merge_lines(facts)
+    out += _pending_ballot_lines(facts, now)
+    out += _review_lines(facts)
+    if not facts.breaker.tripped:
+        out += _breaker_lines(facts.breaker, tripped_first=False)
+    out += _burn_in_lines(facts, now)
+    out += _error_and_rate_lines(facts)
     out += _clock_lines(facts)
     out += _anchor_lines(facts)
     return "\n".join(out)

@@ -176,14 +176,8 @@ def _requirement_reason(facts: MergeFacts, requirement: Requirement) -> str | No
     return f"{who}: ballot pending ({ballot.reason})"
 
 
-def merge_readiness(facts: MergeFacts) -> Readiness:
-    """All of SPEC 4: L1.C3 and required checks green on this head, not draft, no blocking
-    label, mergeable, breaker allows, capability allows, tier and quadrant requirement met.
-
-    Every failing condition is listed (not only the first). In shadow mode `ok` is still
-    computed; `action` is then WOULD_MERGE instead of MERGE.
-    """
-    reasons: list[str] = []
+def _l1c3_reason(facts: MergeFacts) -> str | None:
+    """Why L1.C3 (from the expected App, when pinned) is not green on this head, or None."""
     l1c3 = [
         c
         for c in facts.checks
@@ -191,9 +185,12 @@ def merge_readiness(facts: MergeFacts) -> Readiness:
         and (facts.l1c3_app_id is None or c.app_id == facts.l1c3_app_id)
         and (facts.l1c3_app_slug is None or c.app_slug == facts.l1c3_app_slug)
     ]
-    r = _check_reason(l1c3, L1C3_CHECK_NAME, "check")
-    if r:
-        reasons.append(r)
+    return _check_reason(l1c3, L1C3_CHECK_NAME, "check")
+
+
+def _required_check_reasons(facts: MergeFacts) -> list[str]:
+    """One reason per required or extra check (other than L1.C3) not green on this head."""
+    reasons: list[str] = []
     wanted = [RequiredCheck.of(c, apps_only=False) for c in facts.required_checks]
     wanted += [RequiredCheck.of(c, apps_only=True) for c in facts.extra_checks]
     for req in dict.fromkeys(wanted):
@@ -202,6 +199,12 @@ def merge_readiness(facts: MergeFacts) -> Readiness:
             r = _check_reason(runs, req.context, "required check")
             if r:
                 reasons.append(r.replace(f"check {req.context} ", f"check {req.label} ", 1))
+    return reasons
+
+
+def _pr_state_reasons(facts: MergeFacts) -> list[str]:
+    """Draft, blocking labels and GitHub's mergeable flag."""
+    reasons: list[str] = []
     if facts.draft:
         reasons.append("the PR is a draft")
     blocking = {b.lower() for b in facts.blocking_labels}
@@ -209,14 +212,28 @@ def merge_readiness(facts: MergeFacts) -> Readiness:
     if facts.mergeable is not True:
         state = "unknown yet" if facts.mergeable is None else "conflicts with the base"
         reasons.append(f"not mergeable ({state})")
+    return reasons
+
+
+def _breaker_reasons(facts: MergeFacts) -> list[str]:
     allowed, why = allows_merge(facts.breaker, facts.quadrant, facts.verified_auto_revert)
-    if not allowed:
-        reasons.append(why)
+    return [] if allowed else [why]
+
+
+def merge_readiness(facts: MergeFacts) -> Readiness:
+    """All of SPEC 4: L1.C3 and required checks green on this head, not draft, no blocking
+    label, mergeable, breaker allows, capability allows, tier and quadrant requirement met.
+
+    Every failing condition is listed (not only the first). In shadow mode `ok` is still
+    computed; `action` is then WOULD_MERGE instead of MERGE.
+    """
+    reasons = [r for r in (_l1c3_reason(facts),) if r]
+    reasons += _required_check_reasons(facts)
+    reasons += _pr_state_reasons(facts)
+    reasons += _breaker_reasons(facts)
     reasons += [f"capability: {c}" for c in facts.capability_reasons]
     requirement = effective_requirement(facts.quadrant, facts.tier)
-    r = _requirement_reason(facts, requirement)
-    if r:
-        reasons.append(r)
+    reasons += [r for r in (_requirement_reason(facts, requirement),) if r]
     ok = not reasons
     if ok and facts.shadow:
         reasons.append("shadow mode: would merge, did not")
