@@ -79,6 +79,44 @@ def _is_assignment(word: str) -> bool:
     )
 
 
+def _quoted(line: str, i: int) -> tuple[str, int]:
+    """The plain text of the quote opening at `i`, and the column just after it."""
+    ch = line[i]
+    end = line.find(ch, i + 1)
+    if end < 0:
+        raise CommandParseError(f"unterminated {_shown(ch)} quote at column {i + 1}")
+    for j in range(i + 1, end):
+        if line[j] not in PLAIN_CHARS:
+            raise _refuse_char(line[j], j, " inside quotes")
+    return line[i + 1 : end], end + 1
+
+
+def _separator(line: str, i: int) -> tuple[str, int]:
+    """The command separator starting at `i`, and the column just after it."""
+    n = len(line)
+    j = i
+    while j < n and line[j] in _OPERATOR_CHARS:
+        j += 1
+    op = line[i:j]
+    if op not in SEPARATORS:
+        what = "background job" if op == "&" else "operator"
+        raise CommandParseError(f"{what} {op!r} at column {i + 1}; only ; && || | join commands")
+    return op, j
+
+
+def _check_programs(commands: list[tuple[str, ...]]) -> None:
+    """Refuse a shell keyword in program position and any variable assignment."""
+    for argv in commands:
+        if argv[0] in RESERVED_WORDS:
+            raise CommandParseError(f"shell keyword {argv[0]!r} where a program is expected")
+        for w in argv:
+            if _is_assignment(w):
+                raise CommandParseError(
+                    f"assignment {w.split('=', 1)[0]}= (variables and environment "
+                    "assignments are refused)"
+                )
+
+
 def split_line(line: str) -> tuple[tuple[str, ...], ...]:
     """The simple commands of `line` (words after quote removal); CommandParseError otherwise.
 
@@ -102,25 +140,11 @@ def split_line(line: str) -> tuple[tuple[str, ...], ...]:
                 word, in_word = [], False
             i += 1
         elif ch in _QUOTES:
-            end = line.find(ch, i + 1)
-            if end < 0:
-                raise CommandParseError(f"unterminated {_shown(ch)} quote at column {i + 1}")
-            for j in range(i + 1, end):
-                if line[j] not in PLAIN_CHARS:
-                    raise _refuse_char(line[j], j, " inside quotes")
-            word.append(line[i + 1 : end])
+            text, i = _quoted(line, i)
+            word.append(text)
             in_word = True
-            i = end + 1
         elif ch in _OPERATOR_CHARS:
-            j = i
-            while j < n and line[j] in _OPERATOR_CHARS:
-                j += 1
-            op = line[i:j]
-            if op not in SEPARATORS:
-                what = "background job" if op == "&" else "operator"
-                raise CommandParseError(
-                    f"{what} {op!r} at column {i + 1}; only ; && || | join commands"
-                )
+            op, j = _separator(line, i)
             if in_word:
                 words.append("".join(word))
                 word, in_word = [], False
@@ -141,15 +165,7 @@ def split_line(line: str) -> tuple[tuple[str, ...], ...]:
         raise CommandParseError("the line ends with an operator and no command after it")
     if not commands:
         raise CommandParseError("empty command")
-    for argv in commands:
-        if argv[0] in RESERVED_WORDS:
-            raise CommandParseError(f"shell keyword {argv[0]!r} where a program is expected")
-        for w in argv:
-            if _is_assignment(w):
-                raise CommandParseError(
-                    f"assignment {w.split('=', 1)[0]}= (variables and environment "
-                    "assignments are refused)"
-                )
+    _check_programs(commands)
     return tuple(commands)
 
 

@@ -56,6 +56,36 @@ def _exact(seq: Any) -> set[str] | None:
     return out
 
 
+_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None))
+
+
+def _inner_required(op: Any, av: Any) -> set[str] | None:
+    """Alternatives required inside a group or branch that cannot be spelled out whole."""
+    if op is sre_c.SUBPATTERN:
+        return _required(av[3])
+    subs = [_required(b) for b in av[1]]
+    return None if any(s is None for s in subs) else set().union(*subs)  # type: ignore[arg-type]
+
+
+def _item(op: Any, av: Any) -> tuple[set[str] | None, set[str] | None]:
+    """One sequence item as (its exact alternatives, None) when it extends the literal run,
+    else (None, alternatives required inside it, or None)."""
+    if op is sre_c.LITERAL:
+        return {chr(av)}, None
+    if op is sre_c.IN:
+        return _small_set(av), None
+    if op in (sre_c.SUBPATTERN, sre_c.BRANCH):
+        if op is sre_c.SUBPATTERN and (av[1] or av[2]):
+            return None, None
+        piece = _exact([(op, av)])
+        if piece is None:
+            return None, _inner_required(op, av)
+        return piece, None
+    if op in _REPEATS and av[0] >= 1:
+        return None, _required(av[2])
+    return None, None
+
+
 def _required(seq: Any) -> set[str] | None:
     """Alternatives one of which appears in every match of the sequence, or None."""
     candidates: list[set[str]] = []
@@ -68,38 +98,11 @@ def _required(seq: Any) -> set[str] | None:
         run = {""}
 
     for op, av in seq:
-        piece: set[str] | None
-        if op is sre_c.LITERAL:
-            piece = {chr(av)}
-        elif op is sre_c.IN:
-            piece = _small_set(av)
-        elif op in (sre_c.SUBPATTERN, sre_c.BRANCH):
-            if op is sre_c.SUBPATTERN and (av[1] or av[2]):
-                close()
-                continue
-            piece = _exact([(op, av)])
-            if piece is None:
-                close()
-                if op is sre_c.SUBPATTERN:
-                    sub = _required(av[3])
-                else:
-                    subs = [_required(b) for b in av[1]]
-                    sub = None if any(s is None for s in subs) else set().union(*subs)  # type: ignore[arg-type]
-                if sub:
-                    candidates.append(sub)
-                continue
-        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
-            close()
-            if av[0] >= 1:
-                sub = _required(av[2])
-                if sub:
-                    candidates.append(sub)
-            continue
-        else:
-            close()
-            continue
+        piece, inner = _item(op, av)
         if piece is None:
             close()
+            if inner:
+                candidates.append(inner)
             continue
         grown = {a + b for a, b in product(run, piece)}
         if len(grown) > MAX_ALTERNATIVES:

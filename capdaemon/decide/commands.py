@@ -81,6 +81,40 @@ def _raw_html(tok: Token) -> bool:
     return _ONLY_COMMENTS.fullmatch(tok.content) is None
 
 
+def _stops_scan(tokens: list[Token], i: int) -> bool:
+    """Whether `tokens[i]` is raw HTML that restyles everything after it."""
+    tok = tokens[i]
+    if _raw_html(tok):
+        return True
+    top = i > 0 and tokens[i - 1].type == "paragraph_open" and tokens[i - 1].level == 0
+    # raw HTML in a heading, quote or list restyles what follows as well
+    return tok.type == "inline" and not top and any(_raw_html(c) for c in tok.children or ())
+
+
+def _paragraph_commands(tokens: list[Token], i: int, lines: list[str], out: list[str]) -> bool:
+    """Append the command lines of the top-level paragraph opened at `tokens[i]` to `out`.
+
+    False when raw HTML inside the paragraph ends the scan.
+    """
+    tok = tokens[i]
+    if tok.type != "paragraph_open" or tok.level != 0 or tok.map is None:
+        return True
+    start, end = tok.map
+    segments = _segments(tokens[i + 1])
+    if len(segments) != end - start:
+        return True
+    for n, seg in enumerate(segments):
+        if any(_raw_html(t) for t in seg):
+            return False
+        raw = lines[start + n]
+        if _COMMAND_LIKE.match(raw) is None:
+            continue
+        plain = len(seg) == 1 and seg[0].type == "text"
+        if plain and seg[0].content.rstrip(" \t") == raw.rstrip(" \t"):
+            out.append(raw)
+    return True
+
+
 def command_lines(body: str) -> list[str]:
     """The lines of `body` that start with `/word` and render as plain top-level paragraph text.
 
@@ -94,27 +128,9 @@ def command_lines(body: str) -> list[str]:
     lines = text.split("\n")
     tokens = _markdown().parse(text)
     out: list[str] = []
-    for i, tok in enumerate(tokens):
-        if _raw_html(tok):
+    for i in range(len(tokens)):
+        if _stops_scan(tokens, i) or not _paragraph_commands(tokens, i, lines, out):
             break
-        top = i > 0 and tokens[i - 1].type == "paragraph_open" and tokens[i - 1].level == 0
-        if tok.type == "inline" and not top and any(_raw_html(c) for c in tok.children or ()):
-            break  # raw HTML in a heading, quote or list restyles what follows as well
-        if tok.type != "paragraph_open" or tok.level != 0 or tok.map is None:
-            continue
-        start, end = tok.map
-        segments = _segments(tokens[i + 1])
-        if len(segments) != end - start:
-            continue
-        for n, seg in enumerate(segments):
-            if any(_raw_html(t) for t in seg):
-                return out
-            raw = lines[start + n]
-            if _COMMAND_LIKE.match(raw) is None:
-                continue
-            plain = len(seg) == 1 and seg[0].type == "text"
-            if plain and seg[0].content.rstrip(" \t") == raw.rstrip(" \t"):
-                out.append(raw)
     return out
 
 
