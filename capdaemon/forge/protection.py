@@ -19,6 +19,29 @@ if TYPE_CHECKING:
     from capdaemon.forge.session import ForgeSession
 
 
+def _fold_pull_request(out: dict[str, Any], params: dict[str, Any]) -> None:
+    """Fold a `pull_request` rule in: the larger required approving review count wins."""
+    reviews = dict(out.get("required_pull_request_reviews") or {})
+    count = int(params.get("required_approving_review_count") or 0)
+    reviews["required_approving_review_count"] = max(
+        count, int(reviews.get("required_approving_review_count") or 0)
+    )
+    out["required_pull_request_reviews"] = reviews
+
+
+def _fold_status_checks(out: dict[str, Any], params: dict[str, Any]) -> None:
+    """Fold a `required_status_checks` rule in: its checks are added, strict if either is."""
+    rsc = dict(out.get("required_status_checks") or {})
+    checks = list(rsc.get("checks") or [{"context": c} for c in rsc.get("contexts") or ()])
+    for c in params.get("required_status_checks") or ():
+        if isinstance(c, dict) and isinstance(c.get("context"), str):
+            checks.append({"context": c["context"], "app_id": c.get("integration_id")})
+    rsc["checks"] = checks
+    rsc["contexts"] = [c["context"] for c in checks]
+    rsc["strict"] = bool(rsc.get("strict") or params.get("strict_required_status_checks_policy"))
+    out["required_status_checks"] = rsc
+
+
 def fold_rules(
     classic: dict[str, Any] | None, rules: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
@@ -40,24 +63,9 @@ def fold_rules(
         elif kind == "deletion":
             out["allow_deletions"] = {"enabled": False}
         elif kind == "pull_request":
-            reviews = dict(out.get("required_pull_request_reviews") or {})
-            count = int(params.get("required_approving_review_count") or 0)
-            reviews["required_approving_review_count"] = max(
-                count, int(reviews.get("required_approving_review_count") or 0)
-            )
-            out["required_pull_request_reviews"] = reviews
+            _fold_pull_request(out, params)
         elif kind == "required_status_checks":
-            rsc = dict(out.get("required_status_checks") or {})
-            checks = list(rsc.get("checks") or [{"context": c} for c in rsc.get("contexts") or ()])
-            for c in params.get("required_status_checks") or ():
-                if isinstance(c, dict) and isinstance(c.get("context"), str):
-                    checks.append({"context": c["context"], "app_id": c.get("integration_id")})
-            rsc["checks"] = checks
-            rsc["contexts"] = [c["context"] for c in checks]
-            rsc["strict"] = bool(
-                rsc.get("strict") or params.get("strict_required_status_checks_policy")
-            )
-            out["required_status_checks"] = rsc
+            _fold_status_checks(out, params)
     if "allow_force_pushes" not in out:  # rulesets alone: force pushes are not forbidden
         out["allow_force_pushes"] = {"enabled": True}
     out.setdefault("required_pull_request_reviews", None)

@@ -251,33 +251,47 @@ class Snapshots:
         ok, missing = True, []
         out = []
         for f in raw:
-            path, status = f["filename"], f["status"]
-            prev = f.get("previous_filename") or path
-            o = old.get(prev) if status != "added" else None
-            n = new.get(path) if status != "removed" else None
-            if (status != "added" and o is None) or (status != "removed" and n is None):
+            change, problems = self._one_change(repo, f, old, new, wants)
+            if problems:
                 ok = False
-                missing.append(path)
-            base_text = head_text = None
-            # A symlink's blob is its target: always read it, scope checks need it.
-            link = n is not None and n[0] == MODE_SYMLINK
-            if link or wants(f):
-                try:
-                    patch = f.get("patch")
-                    base_text = self._text(repo, o, patch, "-", status == "removed")
-                    head_text = self._text(repo, n, patch, "+", status == "added")
-                except RateLimited:
-                    raise
-                except ForgeError as exc:
-                    ok = False
-                    missing.append(f"{path} (content: {exc.status})")
-            out.append(self._change(f, o, n, base_text, head_text))
+                missing.extend(problems)
+            out.append(change)
         why = (
             "file mode/content unknown for: "
             + ", ".join(missing[:5])
             + (" …" if len(missing) > 5 else "")
         )
         return out, ok, why
+
+    def _one_change(
+        self,
+        repo: str,
+        f: dict[str, Any],
+        old: dict[str, Entry],
+        new: dict[str, Entry],
+        wants: _TextPicker,
+    ) -> tuple[FileChange, list[str]]:
+        """One file's FileChange, and what about it could not be read (empty when all could)."""
+        missing = []
+        path, status = f["filename"], f["status"]
+        prev = f.get("previous_filename") or path
+        o = old.get(prev) if status != "added" else None
+        n = new.get(path) if status != "removed" else None
+        if (status != "added" and o is None) or (status != "removed" and n is None):
+            missing.append(path)
+        base_text = head_text = None
+        # A symlink's blob is its target: always read it, scope checks need it.
+        link = n is not None and n[0] == MODE_SYMLINK
+        if link or wants(f):
+            try:
+                patch = f.get("patch")
+                base_text = self._text(repo, o, patch, "-", status == "removed")
+                head_text = self._text(repo, n, patch, "+", status == "added")
+            except RateLimited:
+                raise
+            except ForgeError as exc:
+                missing.append(f"{path} (content: {exc.status})")
+        return self._change(f, o, n, base_text, head_text), missing
 
     def _text(
         self, repo: str, entry: Entry | None, patch: str | None, sign: str, whole: bool

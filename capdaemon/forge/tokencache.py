@@ -107,6 +107,27 @@ def _set_aside(path: Path, reason: str, now: datetime) -> Path:
     return target
 
 
+def _tokens_well_formed(tokens: Any) -> bool:
+    """Whether the cached 'tokens' field is a list of complete token records."""
+    return isinstance(tokens, list) and all(
+        isinstance(t, dict)
+        and isinstance(t.get("installation_id"), int)
+        and isinstance(t.get("value"), str)
+        and isinstance(t.get("expires_at"), str)
+        for t in tokens
+    )
+
+
+def _listing_well_formed(listing: Any) -> bool:
+    """Whether the cached 'installations' field maps account names to installation ids."""
+    return (
+        isinstance(listing, dict)
+        and isinstance(listing.get("listed_at"), str)
+        and isinstance(listing.get("accounts"), dict)
+        and all(isinstance(k, str) and isinstance(v, int) for k, v in listing["accounts"].items())
+    )
+
+
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     try:
         data = json.loads(raw)
@@ -120,22 +141,10 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
         raise CacheFileError(f"{path}: field 'format' is {data.get('format')!r}, not {FORMAT}")
     if not isinstance(data.get("binding"), dict):
         raise CacheFileError(f"{path}: field 'binding' is not an object")
-    tokens = data.get("tokens")
-    if not isinstance(tokens, list) or not all(
-        isinstance(t, dict)
-        and isinstance(t.get("installation_id"), int)
-        and isinstance(t.get("value"), str)
-        and isinstance(t.get("expires_at"), str)
-        for t in tokens
-    ):
+    if not _tokens_well_formed(data.get("tokens")):
         raise CacheFileError(f"{path}: field 'tokens' is malformed")
     listing = data.get("installations")
-    if listing is not None and not (
-        isinstance(listing, dict)
-        and isinstance(listing.get("listed_at"), str)
-        and isinstance(listing.get("accounts"), dict)
-        and all(isinstance(k, str) and isinstance(v, int) for k, v in listing["accounts"].items())
-    ):
+    if listing is not None and not _listing_well_formed(listing):
         raise CacheFileError(f"{path}: field 'installations' is malformed")
     if not isinstance(data.get("etags"), list):
         raise CacheFileError(f"{path}: field 'etags' is not a list")

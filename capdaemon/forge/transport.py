@@ -9,7 +9,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -22,7 +21,7 @@ from requests.structures import CaseInsensitiveDict
 
 from capdaemon.forge.appclock import JwtMinter, observed_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
-from capdaemon.forge.etagcache import CacheEntry, EtagCache, content_addressed
+from capdaemon.forge.etagcache import CacheEntry, CacheKey, EtagCache, content_addressed
 from capdaemon.forge.pacing import ContentPacer, creates_content
 from capdaemon.forge.ratelimit import (
     ONE_BUDGET,
@@ -34,6 +33,7 @@ from capdaemon.forge.ratelimit import (
     refusal_wait,
 )
 from capdaemon.forge.scrub import Scrubber
+from capdaemon.forge.wirestats import TransportStats
 
 log = structlog.get_logger(__name__)
 
@@ -54,33 +54,6 @@ _GRAPHQL = re.compile(r"/graphql$")
 def utc_now() -> datetime:
     """The real clock, aware UTC."""
     return datetime.now(UTC)
-
-
-@dataclass
-class TransportStats:
-    """What went over the wire, as the client saw it."""
-
-    sent: int = 0
-    writes: int = 0  # non-GET requests other than token minting (content-creating, mostly)
-    not_modified: int = 0
-    stored: int = 0
-    retries: int = 0
-    rate_waits: int = 0
-    waited: float = 0.0
-    by_method: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """A plain copy."""
-        return {
-            "sent": self.sent,
-            "writes": self.writes,
-            "not_modified": self.not_modified,
-            "stored": self.stored,
-            "retries": self.retries,
-            "rate_waits": self.rate_waits,
-            "waited": round(self.waited, 3),
-            "by_method": dict(self.by_method),
-        }
 
 
 class Router(Protocol):
@@ -177,22 +150,9 @@ class Transport(HTTPAdapter):
         """Send with the cache, retries and rate-limit handling."""
         method = (request.method or "GET").upper()
         budget = self.router.route(request) if self.router is not None else ONE_BUDGET
-        key: tuple[str, str, str] | None = None
-        entry: CacheEntry | None = None
-        if method == "GET" and not kwargs.get("stream"):
-            accept = request.headers.get("Accept", "")
-            if isinstance(accept, bytes):  # requests allows bytes header values
-                accept = accept.decode("latin-1")
-            key = (request.url or "", auth_identity(request.headers), accept)
-            entry = self.cache.get(key)
-            if entry is not None and "If-None-Match" not in request.headers:
-                request.headers["If-None-Match"] = entry.etag
-        if method != "GET" and not _GRAPHQL.search(urlsplit(request.url or "").path):
-            self._pace_write()
-            self._pace_content(method, urlsplit(request.url or "").path)
-            if not _MINT.search(urlsplit(request.url or "").path):
-                with self._lock:
-                    self.stats.writes += 1
+        key, entry = self._conditional(method, request, kwargs)
+        if method != "GET":
+            self._before_write(method, urlsplit(request.url or "").path)
 
         resp = self._send_retrying(method, request, kwargs, budget)
         resp = self._retry_skewed_jwt(method, request, kwargs, resp)
@@ -201,16 +161,52 @@ class Transport(HTTPAdapter):
                 self.router.rejected(budget)
             self.router.learn(budget, resp.headers)
 
-        if key is not None:
-            if resp.status_code == 304 and entry is not None:
-                with self._lock:
-                    self.stats.not_modified += 1
-                return self._from_cache(entry, resp, request)
-            etag = resp.headers.get("ETag")
-            if resp.status_code == 200 and etag and not content_addressed(key[0]):
-                self.cache.put(key, CacheEntry(etag, dict(resp.headers), resp.content))
-                with self._lock:
-                    self.stats.stored += 1
+        if key is None:
+            return resp
+        return self._through_cache(key, entry, resp, request)
+
+    def _conditional(
+        self, method: str, request: requests.PreparedRequest, kwargs: dict[str, Any]
+    ) -> tuple[CacheKey | None, CacheEntry | None]:
+        """A plain GET's cache key and cached entry; the entry's ETag goes in `If-None-Match`."""
+        if method != "GET" or kwargs.get("stream"):
+            return None, None
+        accept = request.headers.get("Accept", "")
+        if isinstance(accept, bytes):  # requests allows bytes header values
+            accept = accept.decode("latin-1")
+        key = (request.url or "", auth_identity(request.headers), accept)
+        entry = self.cache.get(key)
+        if entry is not None and "If-None-Match" not in request.headers:
+            request.headers["If-None-Match"] = entry.etag
+        return key, entry
+
+    def _before_write(self, method: str, path: str) -> None:
+        """Pace a write (GraphQL reads excepted) and count it (token mints excepted)."""
+        if _GRAPHQL.search(path):
+            return
+        self._pace_write()
+        self._pace_content(method, path)
+        if not _MINT.search(path):
+            with self._lock:
+                self.stats.writes += 1
+
+    def _through_cache(
+        self,
+        key: CacheKey,
+        entry: CacheEntry | None,
+        resp: requests.Response,
+        request: requests.PreparedRequest,
+    ) -> requests.Response:
+        """A 304 answered from the cache; a fresh 200 with an ETag stored for next time."""
+        if resp.status_code == 304 and entry is not None:
+            with self._lock:
+                self.stats.not_modified += 1
+            return self._from_cache(entry, resp, request)
+        etag = resp.headers.get("ETag")
+        if resp.status_code == 200 and etag and not content_addressed(key[0]):
+            self.cache.put(key, CacheEntry(etag, dict(resp.headers), resp.content))
+            with self._lock:
+                self.stats.stored += 1
         return resp
 
     def _retry_skewed_jwt(
