@@ -207,19 +207,7 @@ def _content_reasons(
         why = "patch unavailable" if fc.patch is None else "patch unreadable"
         ir.append(f"{why}: content could not be checked for secrets or external calls")
     if hunks:
-        added_lines = [t for h in hunks for t in h.added_texts()]
-        added_text = "\n".join(added_lines)
-        scan_external = cc.external_content.maybe(added_text)
-        scan_secrets = cc.secret_content.maybe(added_text)
-        if scan_external or scan_secrets:
-            for i, label in cc.external_content.scan(added_lines)[:1] if scan_external else ():
-                ir.append(f"added line {added_line_no(hunks, i)} {label}")
-            for i, label in cc.secret_content.scan(added_lines)[:3] if scan_secrets else ():
-                n = added_line_no(hunks, i)
-                ir.append(f"added line {n} looks like {label} (value withheld)")
-                cr.append(
-                    f"added line {n} looks like {label}: a leaked secret is never non-critical"
-                )
+        ir += _added_line_reasons(hunks, cc, cr)
         if cc.self_logic is not None and flagged and any(cc.source_root.match(p) for p in cr_paths):
             for why in self_logic_hits(
                 hunks, cc.self_logic, fc.base_content, fc.head_content, fc.path
@@ -227,6 +215,25 @@ def _content_reasons(
                 ir.append(f"bot merge/auth logic: {why}")
     if status is not FileStatus.REMOVED and hunks is not None and not hunks and fc.additions:
         ir.append("added content not shown in the patch")
+    return ir
+
+
+def _added_line_reasons(
+    hunks: tuple[Hunk, ...], cc: CompiledClassifier, cr: list[str]
+) -> list[str]:
+    """External calls and secrets in the added lines; a secret also makes the file critical
+    (added to `cr`), in any path."""
+    ir: list[str] = []
+    added_lines = [t for h in hunks for t in h.added_texts()]
+    added_text = "\n".join(added_lines)
+    if cc.external_content.maybe(added_text):
+        for i, label in cc.external_content.scan(added_lines)[:1]:
+            ir.append(f"added line {added_line_no(hunks, i)} {label}")
+    if cc.secret_content.maybe(added_text):
+        for i, label in cc.secret_content.scan(added_lines)[:3]:
+            n = added_line_no(hunks, i)
+            ir.append(f"added line {n} looks like {label} (value withheld)")
+            cr.append(f"added line {n} looks like {label}: a leaked secret is never non-critical")
     return ir
 
 

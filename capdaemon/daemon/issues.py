@@ -215,18 +215,33 @@ def done_tampered(ctx: TickContext, ref: str, kind: str) -> None:
             del ctx.tampered[ref]
 
 
+def _watched(deps: TickDeps) -> list[tuple[PRRecord, str, dict[str, Any]]]:
+    """The open decision issues capdaemon watches, each with its PR record and stored info."""
+    return [
+        (rec, kind, info)
+        for rec in deps.prs.records.values()
+        for kind, info in rec.issues.items()
+        if kind in WATCHED_KINDS and info.get("open") and (rec.state == "open" or kind == REVIEW)
+    ]
+
+
+def _tamper_kind(kind: str, info: dict[str, Any], act: Any) -> str | None:
+    """How a watched issue was tampered with ("closed", "edited"), or None when it was not
+    (or the list did not carry its text)."""
+    if act is None:
+        return "closed" if kind == BALLOT else None  # not among the open issues
+    if act.body is None:
+        return None  # the list did not carry the text: nothing to compare
+    return "edited" if issue_text_hash(act.title, act.body) != info["body_sha"] else None
+
+
 def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
     """Decision issues whose live title/body differs from what capdaemon last wrote, or a
     ballot closed by someone else (R5), from the issue list the tick reads anyway.
 
     Only open PRs with a watched open issue and a stored hash are compared; the list is
     read only when there is one (a steady tick reads it for its ballots anyway)."""
-    watched = [
-        (rec, kind, info)
-        for rec in deps.prs.records.values()
-        for kind, info in rec.issues.items()
-        if kind in WATCHED_KINDS and info.get("open") and (rec.state == "open" or kind == REVIEW)
-    ]
+    watched = _watched(deps)
     for rec, kind, info in watched:
         if not info.get("body_sha") and kind == BALLOT:
             # recorded before hashes were kept: rewrite it once to learn the hash (silent)
@@ -238,15 +253,9 @@ def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
     if not ctx.activity_ok:
         return
     for rec, kind, info in watched:
-        act = activity.get(int(info["number"]))
-        if act is None:
-            if kind == BALLOT:  # not among the open issues: closed by someone else
-                ctx.tampered.setdefault(rec.ref, {})[kind] = "closed"
-            continue
-        if act.body is None:
-            continue  # the list did not carry the text: nothing to compare
-        if issue_text_hash(act.title, act.body) != info["body_sha"]:
-            ctx.tampered.setdefault(rec.ref, {})[kind] = "edited"
+        how = _tamper_kind(kind, info, activity.get(int(info["number"])))
+        if how is not None:
+            ctx.tampered.setdefault(rec.ref, {})[kind] = how
     for ref, kinds in ctx.tampered.items():
         if any(kinds.values()):
             deps.log.warning("issue.tampered", pr=ref, kinds=sorted(kinds.items()))
