@@ -120,6 +120,8 @@ def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
         t = facts.tier
         why = f": {md('; '.join(t.reasons))}" if t.reasons else ""
         out += [f"Tier {t.tier} (merge_policy {md(t.merge_policy)}){why}", ""]
+        if t.policy_reason:
+            out += [f"Merge policy {md(t.merge_policy)}: {md(t.policy_reason)}", ""]
     if blocking:
         out += ["### Blocking", "", *(f"- {md(b)}" for b in blocking), ""]
     if facts.notes:
