@@ -91,6 +91,15 @@ def _files_table(files: tuple[FileVerdict, ...], cap: int = MAX_FILE_ROWS) -> li
     return out
 
 
+def _tier_lines(t: TierDecision) -> list[str]:
+    """The tier line of L1.C3, and why its merge policy applies (a PR linking no task)."""
+    why = f": {md('; '.join(t.reasons))}" if t.reasons else ""
+    out = [f"Tier {t.tier} (merge_policy {md(t.merge_policy)}){why}", ""]
+    if t.policy_reason:
+        out += [f"Merge policy {md(t.merge_policy)}: {md(t.policy_reason)}", ""]
+    return out
+
+
 def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
     """The L1.C3 conclusion, title and Markdown summary.
 
@@ -117,11 +126,7 @@ def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
 
     out = [f"**Quadrant {q}** on {short_sha(facts.head_sha)}: {md(verdict.reasoning)}", ""]
     if facts.tier is not None:
-        t = facts.tier
-        why = f": {md('; '.join(t.reasons))}" if t.reasons else ""
-        out += [f"Tier {t.tier} (merge_policy {md(t.merge_policy)}){why}", ""]
-        if t.policy_reason:
-            out += [f"Merge policy {md(t.merge_policy)}: {md(t.policy_reason)}", ""]
+        out += _tier_lines(facts.tier)
     if blocking:
         out += ["### Blocking", "", *(f"- {md(b)}" for b in blocking), ""]
     if facts.notes:
