@@ -60,6 +60,7 @@ class PRRecord:
     blocking: list[str] = field(default_factory=list)
     task_id: str | None = None
     merge_policy: str | None = None
+    policy_reason: str = ""
     auto_revert: bool = False
     mergeable: bool | None = None
     author: str = ""

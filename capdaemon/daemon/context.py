@@ -23,7 +23,7 @@ from capdaemon.daemon.tickdata import TickReport, _Stopped
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import CheckRun
-from capdaemon.stores.capabilities import load_snapshot
+from capdaemon.stores.capabilities import load_snapshot, snapshot_ids
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
@@ -123,6 +123,8 @@ class TickContext:
     pool: ThreadPoolExecutor | None = None  # the gather threads (reads only)
     policies: dict[str, RepoPolicy] = field(default_factory=dict)  # repo → its policy
     tampered: dict[str, dict[str, str]] = field(default_factory=dict)  # ref → kind → what
+    cap_index: tuple[list[CapabilitySnapshot], str | None] | None = None  # see all_caps
+    tasks_by_author: dict[str, set[str]] | None = None  # lower-cased login → tasks its PRs linked
     decision_writes: bool = False  # an issue was written: step 3 lists the issues again
     merge_waits: MergeabilityWaits = field(default_factory=MergeabilityWaits)  # unknown → re-read
 
@@ -147,6 +149,24 @@ class TickContext:
         if isinstance(found, CapabilityError):
             raise found
         return found
+
+    def all_caps(self) -> tuple[list[CapabilitySnapshot], str | None]:
+        """Every dispatched snapshot (expired ones too), read once per tick, and why the store
+        could not be read (an unreadable folder or a corrupt or tampered snapshot), if so."""
+        if self.cap_index is None:
+            snaps: list[CapabilitySnapshot] = []
+            errors: list[str] = []
+            try:
+                ids = snapshot_ids(self.state_dir)
+            except OSError as exc:
+                ids, errors = [], [f"capabilities folder: {exc}"]
+            for task_id in ids:
+                try:
+                    snaps.append(self.load_cap(task_id))
+                except CapabilityError as exc:
+                    errors.append(f"{task_id}: {exc}")
+            self.cap_index = (snaps, "; ".join(errors)[:300] or None)
+        return self.cap_index
 
     def close_pool(self) -> None:
         """Stop the gather threads (at the end of the tick)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from capdaemon.classify.engine import classify
@@ -19,7 +19,13 @@ from capdaemon.daemon.prstate import (
     full_fingerprint,
     light_fingerprint,
 )
-from capdaemon.daemon.tasks import CapabilityVerdict, capability_state, evaluate, linked_tasks
+from capdaemon.daemon.tasks import (
+    CapabilityVerdict,
+    bind_policy,
+    capability_state,
+    evaluate,
+    linked_tasks,
+)
 from capdaemon.daemon.tickdata import (
     BALLOT,
     REVIEW,
@@ -230,7 +236,20 @@ def _capability(
     )
     if reverts and not tasks:  # the bot's own verified revert: recovery needs no task
         return recovery.revert_capability(reverts)
-    return evaluate(snap, tasks, ctx.load_cap, require=rc.require_capability, now=now)
+    capv = evaluate(snap, tasks, ctx.load_cap, require=rc.require_capability, now=now)
+    if capv.merge_policy is not None:
+        return capv
+    # No usable linked task (none, unknown, unreadable or several): leaving the trailer out
+    # must not escape the policy of the author's or branch's active tasks (SPEC 4.1).
+    caps, store_error = ctx.all_caps()
+    if ctx.tasks_by_author is None:  # once per tick: the tasks each author's PRs linked
+        ctx.tasks_by_author = {}
+        for r in deps.prs.records.values():
+            if r.task_id and r.author:
+                ctx.tasks_by_author.setdefault(r.author.lower(), set()).add(r.task_id)
+    own = ctx.tasks_by_author.get((snap.author or "").lower(), set()) if snap.author else set()
+    bound = bind_policy(snap, caps, store_error, [*own, *tasks], ctx.load_cap, now)
+    return replace(capv, merge_policy=bound.policy, policy_reason=bound.reason)
 
 
 def _note_verdict(
@@ -239,6 +258,7 @@ def _note_verdict(
     """What later ticks need of this head's verdict, kept on its record (prs.json)."""
     rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
     rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
+    rec.policy_reason = capv.policy_reason
     rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
     rec.firm_d = firm_d(verdict)
     rec.auto_revert = any(

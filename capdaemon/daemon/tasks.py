@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from capdaemon.capability.model import (
+    Capability,
     CapabilityError,
     CapabilitySnapshot,
     TamperedError,
@@ -17,6 +18,8 @@ from capdaemon.capability.model import (
 )
 from capdaemon.capability.scope import check_binding, check_file_changes
 from capdaemon.classify.trailers import parse_trailers
+from capdaemon.decide.tiers import Binding, PolicyBinding, bind_unlinked
+from capdaemon.globs import GlobError, PathError, normalize_path
 from capdaemon.model import PRSnapshot
 
 TASK_TRAILER = "task-id"
@@ -47,6 +50,7 @@ class CapabilityVerdict:
     legacy: bool = False
     enforced: bool = False  # require_capability: violations are P0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    policy_reason: str = ""  # why `merge_policy`, when bound without a usable linked task
 
     @property
     def blocking(self) -> tuple[str, ...]:
@@ -62,6 +66,7 @@ class CapabilityVerdict:
             "merge_policy": self.merge_policy,
             "legacy": self.legacy,
             "enforced": self.enforced,
+            **({"policy_reason": self.policy_reason} if self.policy_reason else {}),
         }
 
 
@@ -135,3 +140,53 @@ def capability_state(task: str | None, load: Loader, now: datetime) -> str:
     except CapabilityError as exc:
         return f"error:{type(exc).__name__}"
     return f"{snap.sha256}:{'expired' if snap.is_expired(now) else 'live'}"
+
+
+def _binds(cap: Capability, author: str, head_ref: str) -> str | None:
+    """Why the capability's `agents` or `branches` take in this author or head branch (None:
+    they do not). A branch name that is not plain, or an unusable glob, binds (fail closed)."""
+    if cap.legacy:
+        return None
+    if cap.agents and author.isascii() and author.lower() in cap.agents:
+        return f"agents include {author}"
+    if cap.branches and head_ref:
+        try:
+            ok = normalize_path(head_ref) != head_ref or cap.branch_globs.match(head_ref)
+        except (PathError, GlobError):
+            ok = True
+        if ok:
+            return f"branches match {head_ref}"
+    return None
+
+
+def bind_policy(
+    snapshot: PRSnapshot,
+    caps: Sequence[CapabilitySnapshot],
+    store_error: str | None,
+    own_tasks: Iterable[str],
+    load: Loader,
+    now: datetime,
+) -> PolicyBinding:
+    """The merge policy of a PR that links no usable task: the strictest of every active
+    capability whose `agents`/`branches` take in its author/head branch, and of the active
+    tasks its author linked elsewhere (`own_tasks`); `tiered` with none; `manual` when the
+    store, or one of those tasks, cannot be read (capdaemon.decide.tiers.bind_unlinked)."""
+    author, ref = snapshot.author or "", snapshot.head_ref or ""
+    found: list[Binding] = []
+    for snap in caps:
+        why = None if snap.is_expired(now) else _binds(snap.capability, author, ref)
+        if why:
+            found.append(Binding(snap.task_id, snap.capability.merge_policy, why))
+    errors = [store_error] if store_error else []
+    for task in sorted(set(own_tasks)):
+        try:
+            own = load(task)
+        except UnknownTaskError:
+            continue  # never dispatched: binds nothing
+        except CapabilityError as exc:
+            errors.append(f"{task}: {exc}")
+            continue
+        if not own.is_expired(now):
+            who = f"a task {author} linked" if author else "a task its author linked"
+            found.append(Binding(task, own.capability.merge_policy, who))
+    return bind_unlinked(found, "; ".join(errors)[:300] if errors else None)

@@ -128,10 +128,14 @@ def _finding_items(verdict: Verdict, severity: Severity) -> list[str]:
 
 
 def _tier_lines(tier: TierDecision | None) -> list[str]:
+    """The tier line of L1.C3, and why its merge policy applies (a PR linking no task)."""
     if tier is None:
         return []
     why = f": {md('; '.join(tier.reasons))}" if tier.reasons else ""
-    return [f"Tier {tier.tier} (merge_policy {md(tier.merge_policy)}){why}", ""]
+    out = [f"Tier {tier.tier} (merge_policy {md(tier.merge_policy)}){why}", ""]
+    if tier.policy_reason:
+        out += [f"Merge policy {md(tier.merge_policy)}: {md(tier.policy_reason)}", ""]
+    return out
 
 
 def _ballot_lines(facts: CheckFacts) -> list[str]:

@@ -224,4 +224,4 @@ def after_rejection_tier(tier: TierDecision, after_rejection: bool) -> TierDecis
     if not after_rejection or tier.owner_requirement is Requirement.BALLOT:
         return tier
     policy = "manual" if tier.merge_policy == "manual" else "tiered"
-    return TierDecision(3, (*tier.reasons, REJECTED_BEFORE), policy)
+    return TierDecision(3, (*tier.reasons, REJECTED_BEFORE), policy, tier.policy_reason)

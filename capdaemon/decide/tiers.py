@@ -20,9 +20,60 @@ NO_TASK_POLICY = "tiered"  # SPEC 4.1: a PR that names no task is treated as `ti
 
 
 def policy_of(task_policy: str | None) -> str:
-    """The merge policy a PR is judged under: its task's, or `tiered` when it links no task
-    (leaving the Task-Id trailer out must never loosen anything, `manual` included)."""
+    """The merge policy a PR is judged under: its task's (for a PR that links none, the one
+    `bind_unlinked` found), or `tiered` when none is known."""
     return task_policy or NO_TASK_POLICY
+
+
+def strictest(policies: Iterable[str]) -> str | None:
+    """The strictest of merge policies (`manual` > `tiered` > `auto`); None for none.
+    An unknown policy counts as `manual` (fail closed)."""
+    ranked = [p if p in MERGE_POLICIES else "manual" for p in policies]
+    return max(ranked, key=MERGE_POLICIES.index) if ranked else None
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One active task a PR that links none is bound to: its id, policy and why it binds."""
+
+    task_id: str
+    merge_policy: str
+    why: str
+
+
+@dataclass(frozen=True)
+class PolicyBinding:
+    """The merge policy of a PR that links no task, the tasks it was bound to, and why."""
+
+    policy: str
+    tasks: tuple[str, ...]
+    reason: str
+
+
+def bind_unlinked(bindings: Iterable[Binding], store_error: str | None = None) -> PolicyBinding:
+    """The policy of a PR naming no (usable) task: the strictest of the active tasks bound to
+    it (by `agents`/`branches`, or the author's own tasks); `tiered` with none; `manual` when
+    the capability store could not be read (fail closed: an owner merges)."""
+    if store_error is not None:
+        return PolicyBinding(
+            "manual",
+            (),
+            f"no task linked and the capability store could not be read ({store_error}): "
+            "judged as manual, an owner merges",
+        )
+    found = sorted(set(bindings), key=lambda b: b.task_id)
+    policy = strictest(b.merge_policy for b in found)
+    if policy is None:
+        return PolicyBinding(
+            NO_TASK_POLICY, (), "no task linked and no active task bound to its author or branch"
+        )
+    why = "; ".join(f"{b.task_id} ({b.merge_policy}, {b.why})" for b in found)
+    return PolicyBinding(
+        policy,
+        tuple(b.task_id for b in found),
+        f"no task linked: bound to the active tasks of its author or branch, the strictest "
+        f"policy applies: {why}",
+    )
 
 
 class Requirement(enum.StrEnum):
@@ -46,6 +97,7 @@ class TierDecision:
     tier: int
     reasons: tuple[str, ...]
     merge_policy: str = "tiered"
+    policy_reason: str = ""  # why this policy, for a PR that links no task
 
     @property
     def owner_requirement(self) -> Requirement:
@@ -73,6 +125,7 @@ class TierDecision:
             "reasons": list(self.reasons),
             "merge_policy": self.merge_policy,
             "requirement": self.requirement.value,
+            "policy_reason": self.policy_reason,
         }
 
 

@@ -33,6 +33,16 @@ def snapshot_path(state_dir: Path, task_id: str) -> Path:
     return Path(state_dir) / CAPABILITIES_DIR / f"{validate_task_id(task_id)}.json"
 
 
+def snapshot_ids(state_dir: Path) -> list[str]:
+    """The task ids of every snapshot file, sorted ([] without the folder; an unreadable folder
+    raises OSError: the caller fails closed)."""
+    try:
+        names = [e.name for e in (Path(state_dir) / CAPABILITIES_DIR).iterdir()]
+    except FileNotFoundError:
+        return []
+    return sorted(n[: -len(".json")] for n in names if n.endswith(".json"))
+
+
 def read_snapshot_body(path: Path) -> Any:
     """The raw JSON of a snapshot file (None when missing; corrupt → TamperedError)."""
     try:

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from capdaemon.capability.model import Capability
+from capdaemon.stores.registry import dispatch
 from tests.safety.conftest import SESSION, SafetyHarness
 
 from .conftest import quadrant
@@ -172,3 +174,46 @@ def test_github_rendered_blocks_never_approve(safe: SafetyHarness) -> None:
     _vote(safe, n, "/approve A")
     _tick(safe)
     assert safe.pull(n).merged
+
+
+def _bound_task(safe: SafetyHarness, task_id: str, policy: str, agent: str) -> None:
+    """Dispatch a task bound to one agent (`agents:`), every path allowed, at level 0."""
+    cap = Capability(task_id, paths=("**",), merge_policy=policy, ttl_hours=480, agents=(agent,))
+    dispatch(safe.state_dir, cap, safe.sb.now(), source="tests")
+
+
+@pytest.mark.parametrize("policy", ["manual", "auto"])
+def test_leaving_the_trailer_out_keeps_the_authors_policy(safe: SafetyHarness, policy: str) -> None:
+    """agent-1 holds an active task and opens a one-file tier-1 PR without `Task-Id`: under a
+    `manual` task it does not merge and L1.C3 names the task that bound it; under an `auto`
+    task it merges. agent-2's `manual` task is there in both runs and binds only agent-2."""
+    _real_time(safe)
+    _bound_task(safe, "t-mine", policy, "agent-1")
+    _bound_task(safe, "t-theirs", "manual", "agent-2")
+    n = safe.open_pr({"examples/m.py": "print('m')\n"}, title="no trailer", user="agent-1")
+    _tick(safe)
+    tier = safe.safety()["tiers"][f"{safe.sb.repo}#{n}"]
+    assert tier["tier"] == 1 and tier["merge_policy"] == policy, tier
+    assert "t-theirs" not in tier["policy_reason"]
+    if policy == "auto":
+        assert safe.pull(n).merged
+        return
+    assert not safe.pull(n).merged
+    summary = safe.check(n).output.summary
+    assert "merge_policy manual" in summary and "t-mine" in summary, summary
+    assert "no task linked" in summary, summary
+
+
+def test_an_unreadable_capability_store_holds_a_pr_without_a_task(safe: SafetyHarness) -> None:
+    """A snapshot that no longer verifies could be the author's `manual` task: a one-file PR
+    without `Task-Id` does not merge by itself, and L1.C3 says the store could not be read."""
+    _real_time(safe)
+    _bound_task(safe, "t-other", "auto", "agent-2")
+    path = safe.state_dir / "capabilities" / "t-other.json"
+    path.chmod(0o644)
+    path.write_text(path.read_text(encoding="utf-8").replace('"auto"', '"manual"'), "utf-8")
+    n = safe.open_pr({"examples/m.py": "print('m')\n"}, title="no trailer", user="agent-1")
+    _tick(safe)
+    assert not safe.pull(n).merged
+    summary = safe.check(n).output.summary
+    assert "capability store could not be read" in summary and "t-other" in summary, summary

@@ -80,7 +80,10 @@ def dash_state(
             "typo": h.open_pr({"README.md": "# widgets\n"}, title="Fix a typo in the README"),
             "script": h.open_pr(WORKFLOW, title=XSS_SCRIPT),
             "img": h.open_pr(
-                {".github/workflows/x.yml": "on: push\n"}, title=XSS_IMG, branch=XSS_BRANCH
+                {".github/workflows/x.yml": "on: push\n"},
+                title=XSS_IMG,
+                branch=XSS_BRANCH,
+                user="agent-2",  # agent-1 holds task-7 (manual), which binds its PRs
             ),
             "scope": h.open_pr(
                 {"cron_settings.json": '{"jobs": [1]}\n'},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +83,11 @@ class Tiers:
         policy = policy_of(rec.merge_policy)
         level = self._level(rec.task_id)
         cfg = self.config
-        td = tier_for(
-            level, snap.files, cfg.tiers, policy, secret_globs=cfg.classifier.secret_globs
+        td = replace(
+            tier_for(
+                level, snap.files, cfg.tiers, policy, secret_globs=cfg.classifier.secret_globs
+            ),
+            policy_reason=rec.policy_reason,
         )
         size = {
             "files": len(snap.files),
@@ -124,9 +127,14 @@ class Tiers:
         policy = policy_of(rec.merge_policy)
         entry = self.store["tiers"].get(rec.ref)
         if entry and entry.get("head_sha") == rec.head_sha and entry.get("merge_policy") == policy:
-            return TierDecision(int(entry["tier"]), tuple(entry.get("reasons") or ()), policy)
+            return TierDecision(
+                int(entry["tier"]),
+                tuple(entry.get("reasons") or ()),
+                policy,
+                str(entry.get("policy_reason") or ""),
+            )
         # Unknown tier: tier 3 is a floor under every policy, so fail closed under all of them.
-        return TierDecision(3, ("tier not computed for this head",), policy)
+        return TierDecision(3, ("tier not computed for this head",), policy, rec.policy_reason)
 
     def needs_ballot(self, rec: PRRecord) -> bool:
         """True when the tier asks for a full ballot: tier 3 (under every policy, `manual`
