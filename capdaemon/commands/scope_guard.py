@@ -17,7 +17,7 @@ from capdaemon.commands._common import add_state_arg, error, state_dir
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
-    from capdaemon.capability.model import Violation
+    from capdaemon.capability.model import CapabilitySnapshot, Violation
 
 PROG = "scope-guard"
 # `capdaemon scope-guard run --task ID -- CMD ARGS...`: the check, then CMD under the kernel.
@@ -56,14 +56,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from capdaemon.capability.model import (
         BadTaskIdError,
-        SnapshotError,
-        UnknownTaskError,
-        Violation,
-        ViolationKind,
         validate_task_id,
     )
     from capdaemon.capability.snapshot import guard_capability
-    from capdaemon.stores.capabilities import load_snapshot
 
     if not args.paths and not args.commands:
         error(PROG, "give at least one PATH or --command CMD")
@@ -80,16 +75,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     now = datetime.now(UTC)
     state = state_dir(args)
-    try:
-        snap = load_snapshot(state, task_id)
-    except UnknownTaskError as exc:
-        return _refuse(
-            state, task_id, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))], now
-        )
-    except SnapshotError as exc:
-        return _refuse(
-            state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
-        )
+    snap = snapshot_or_refuse(state, task_id, now)
+    if isinstance(snap, int):
+        return snap
 
     from capdaemon.capability.scope import check_command, expiry_violation
 
@@ -116,6 +104,29 @@ def run(args: argparse.Namespace) -> int:
     if unique:
         return _refuse(state, task_id, list(unique.values()), now)
     return 0
+
+
+def snapshot_or_refuse(state: Path, task_id: str, now: datetime) -> CapabilitySnapshot | int:
+    """The task's verified capability snapshot, or the exit status of refusing (an unknown or
+    tampered task: one line, escalation record, audit entry)."""
+    from capdaemon.capability.model import (
+        SnapshotError,
+        UnknownTaskError,
+        Violation,
+        ViolationKind,
+    )
+    from capdaemon.stores.capabilities import load_snapshot
+
+    try:
+        return load_snapshot(state, task_id)
+    except UnknownTaskError as exc:
+        return _refuse(
+            state, task_id, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))], now
+        )
+    except SnapshotError as exc:
+        return _refuse(
+            state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
+        )
 
 
 def _refuse(state: Path, task_id: str, violations: list[Violation], now: datetime) -> int:

@@ -22,20 +22,15 @@ from capdaemon import landlock
 from capdaemon.capability.fspaths import NotACheckoutError, here_in, repo_root, word_checker
 from capdaemon.capability.model import (
     BadTaskIdError,
-    SnapshotError,
-    UnknownTaskError,
-    Violation,
-    ViolationKind,
     validate_task_id,
 )
 from capdaemon.capability.scope import check_command
 from capdaemon.capability.snapshot import guard_capability
 from capdaemon.chainlog import append_entry
 from capdaemon.commands._common import add_state_arg, error, state_dir
-from capdaemon.commands.scope_guard import _refuse
+from capdaemon.commands.scope_guard import _refuse, snapshot_or_refuse
 from capdaemon.confine import build_ruleset, plan_for
 from capdaemon.filenames import ACTIONS_LOG
-from capdaemon.stores.capabilities import load_snapshot
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -107,16 +102,9 @@ def which(program: str) -> str | None:
 
 
 def _snapshot(state: Path, task_id: str, now: datetime) -> CapabilitySnapshot | int:
-    try:
-        snap = load_snapshot(state, task_id)
-    except UnknownTaskError as exc:
-        return _refuse(
-            state, task_id, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))], now
-        )
-    except SnapshotError as exc:
-        return _refuse(
-            state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
-        )
+    snap = snapshot_or_refuse(state, task_id, now)
+    if isinstance(snap, int):
+        return snap
     if snap.legacy:
         print(
             f"capdaemon {PROG}: WARNING: task {task_id} is LEGACY (dispatched with "
