@@ -169,7 +169,11 @@ def _short_cluster(spec: Spec, walk: Walk, i: int) -> int:
         if kind in (FLAG, REFUSE):
             continue
         if kind == OPTIONAL:
-            return i + 1  # the rest of the word is its value
+            # the rest of the word is its value: a number (`-M50%`, `-B20/60`), never more
+            # letters, which another reader could take for further options (`-MOfile`)
+            if word[j + 1 :].strip("0123456789.%/"):
+                walk.refuse(i, f"{spec.name} {opt} takes only a number attached ({word})")
+            return i + 1
         value = word[j + 1 :]
         if not value:
             i = _next_value(spec, walk, i, opt)

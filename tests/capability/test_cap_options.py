@@ -94,6 +94,8 @@ GIT_HOSTILE = [
     "git checkout -- .github/workflows/ci.yml",
     "git diff -- ../outside",
     "git --paginate log",
+    "git diff --stat -MOsrc/a.py",  # letters after an optional-value short option
+    "git diff -C50Oorder.txt",
 ]
 
 OTHER_TOOLS = [
