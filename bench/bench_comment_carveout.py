@@ -120,7 +120,10 @@ def make_pr(kind: str, n: int = FILES) -> list[tuple[str, str, str]]:
 
 
 def _snapshot(files: list[tuple[str, str, str]], patches: list[str]) -> object:
-    from capdaemon.model import Commit, FileChange, FileStatus, PRSnapshot
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_classify_core import make_snapshot
+
+    from capdaemon.model import FileChange, FileStatus
 
     changes = tuple(
         FileChange(
@@ -134,22 +137,7 @@ def _snapshot(files: list[tuple[str, str, str]], patches: list[str]) -> object:
         )
         for (path, base, head), patch in zip(files, patches, strict=True)
     )
-    commit = Commit(
-        sha="h" * 40,
-        parents=("p" * 40,),
-        message="Reword\n\nAgent-Session: claude-code/claude-opus-4/sess-00000001\n",
-        committed_at=NOW,
-    )
-    return PRSnapshot(
-        repo="acme/widgets",
-        number=1,
-        base_ref="main",
-        base_sha="b" * 40,
-        head_sha="h" * 40,
-        author="coder-bot",
-        files=changes,
-        commits=(commit,),
-    )
+    return make_snapshot(changes)
 
 
 def _patches(files: list[tuple[str, str, str]]) -> list[str]:
@@ -165,26 +153,9 @@ def _patches(files: list[tuple[str, str, str]]) -> list[str]:
 def _mix_snapshot(n: int) -> object:
     """bench_classify_core's realistic 3,000-file mix (code, tests, docs, config, deletions)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_classify_core import make_files
+    from bench_classify_core import make_files, make_snapshot
 
-    from capdaemon.model import Commit, PRSnapshot
-
-    commit = Commit(
-        sha="h" * 40,
-        parents=("p" * 40,),
-        message="Work\n\nAgent-Session: claude-code/claude-opus-4/sess-00000001\n",
-        committed_at=NOW,
-    )
-    return PRSnapshot(
-        repo="acme/widgets",
-        number=1,
-        base_ref="main",
-        base_sha="b" * 40,
-        head_sha="h" * 40,
-        author="coder-bot",
-        files=make_files(n),
-        commits=(commit,),
-    )
+    return make_snapshot(make_files(n))
 
 
 def measure(kind: str) -> dict[str, float]:
