@@ -78,18 +78,24 @@ def _certain(seg: str, name: str) -> bool:
     return seg == "*" or (seg == name and not any(c in _WILD for c in seg))
 
 
-def _matches_some_prefix(segs: tuple[str, ...], folder: tuple[str, ...]) -> bool:
-    """True when `segs` (all certain) matches the folder or one of its parents exactly."""
+def _prefix_walk(segs: tuple[str, ...], folder: tuple[str, ...], match: Matcher) -> set[int] | None:
+    """Walk the glob `segs` down `folder`: None when it matches the folder or one of its
+    parents whole, else the states left after the folder (empty: it cannot match below)."""
     states = _closure(segs, {0})
     if len(segs) in states:
-        return True
+        return None
     for name in folder:
-        states = _nfa_step(segs, states, name, _certain)
+        states = _nfa_step(segs, states, name, match)
         if len(segs) in states:
-            return True
+            return None
         if not states:
-            return False
-    return False
+            break
+    return states
+
+
+def _matches_some_prefix(segs: tuple[str, ...], folder: tuple[str, ...]) -> bool:
+    """True when `segs` (all certain) matches the folder or one of its parents exactly."""
+    return _prefix_walk(segs, folder, _certain) is None
 
 
 def covers_below(globs: Iterable[str], folder: tuple[str, ...]) -> bool:
@@ -138,15 +144,7 @@ def may_reach(globs: Iterable[str], folder: tuple[str, ...], *, folded: bool) ->
     match = _maybe(folded)
     for glob in globs:
         segs, _, _ = _parts(glob)
-        states = _closure(segs, {0})
-        if len(segs) in states:
-            return True
-        for name in folder:
-            states = _nfa_step(segs, states, name, match)
-            if len(segs) in states:
-                return True
-            if not states:
-                break
-        if states:
-            return True  # glob parts left over could match names below the folder
+        left = _prefix_walk(segs, folder, match)
+        if left is None or left:
+            return True  # matched whole, or glob parts left over could match names below
     return False
