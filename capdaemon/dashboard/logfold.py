@@ -244,7 +244,15 @@ def resumable(fold: LogFold, paths: tuple[Path, Path], recheck: bool = False) ->
     for cursor, path in zip(fold.cursors, paths, strict=True):
         if cursor is None or (cursor.seq and resume_cursor(path, cursor) is None):
             return False
-        if recheck and cursor.seq and not verify_prefix(path, cursor).ok:
+    return not recheck or prefixes_intact(tuple(fold.cursors), paths)
+
+
+def prefixes_intact(cursors: tuple[ChainCursor | None, ...], paths: tuple[Path, Path]) -> bool:
+    """True when each log still holds, from its first line, exactly the entries its cursor
+    verified (every link and hash again): what resuming from the cursors takes on trust.
+    Plain data in, a bool out, so it can run in another process."""
+    for cursor, path in zip(cursors, paths, strict=True):
+        if cursor is None or (cursor.seq and not verify_prefix(path, cursor).ok):
             return False
     return True
 

@@ -14,13 +14,17 @@ import ipaddress
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing import get_context
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from capdaemon.audit import log_paths
 from capdaemon.config import Config
 from capdaemon.dashboard.html import csp
+from capdaemon.dashboard.logfold import prefixes_intact
 from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.site import render, story_index
 from capdaemon.filenames import (
@@ -84,8 +88,9 @@ class ModelCache:
     once per `min_interval` seconds. A rebuild continues the last model (only new log entries
     are verified, from where the last check ended, after checking that the file is the same
     one and still holds the entry verified last); once per `full_every` seconds it first
-    verifies both logs from the start (streaming, no second model in memory), so an edit in
-    the middle of a log that keeps its length and last entry is still found.
+    verifies both logs from the start in a child process (streaming, no second model in
+    memory, and pages keep their speed meanwhile), so an edit in the middle of a log that
+    keeps its length and last entry is still found.
     """
 
     def __init__(
@@ -119,8 +124,10 @@ class ModelCache:
     def _rebuild(self, sig: tuple[tuple[int, int, int], ...]) -> None:
         try:
             full = time.monotonic() - self._full_at >= self.full_every
-            now = self.clock()
-            model = build(self.state_dir, self.config, now, previous=self.model, recheck=full)
+            previous: ReadModel | None = self.model
+            if full and not _intact_elsewhere(self.model):
+                previous = None  # verified and folded from the start: the page shows the break
+            model = build(self.state_dir, self.config, self.clock(), previous=previous)
             if full:
                 self._full_at = time.monotonic()
             slugs = story_index(model)
@@ -142,6 +149,14 @@ class ModelCache:
                 self._building = True
                 threading.Thread(target=self._rebuild, args=(sig,), daemon=True).start()
             return self.model, self.slugs
+
+
+def _intact_elsewhere(model: ReadModel) -> bool:
+    """`prefixes_intact` for the model's logs, run in a fresh child process: a second of
+    hashing in this process would hold the interpreter lock and stall every page meanwhile."""
+    paths, cursors = log_paths(model.state_dir), tuple(model.fold.cursors)
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(prefixes_intact, cursors, paths).result()
 
 
 def make_server(
