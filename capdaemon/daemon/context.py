@@ -84,11 +84,6 @@ class TickDeps:
         if self.crash_after == point:
             os._exit(137)
 
-    def error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
-        """One tick error: in the report and in the log."""
-        report.errors.append(message)
-        self.log.warning(event, error=message, **kv)
-
     def issue_url(self, number: int | None) -> str:
         """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
         return texts.issue_web_url(self.config.github.base_url, self.decision_repo, number)

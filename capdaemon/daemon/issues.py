@@ -9,6 +9,7 @@ from typing import Any
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.failure import report_error
 from capdaemon.daemon.tickdata import (
     BALLOT,
     REVIEW,
@@ -19,7 +20,7 @@ from capdaemon.daemon.tickdata import (
 )
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
 from capdaemon.stores.escalations import list_escalations, mark_notified
 from capdaemon.timefmt import parse_utc
@@ -37,11 +38,9 @@ def issue_activity(
             try:
                 ctx.activity = deps.forge.issue_activity(repo)
                 ctx.activity_ok = True
-            except RateLimited:
-                raise
             except ForgeError as exc:
                 if report is not None:
-                    deps.error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
+                    report_error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
     return ctx.activity
 
 
@@ -163,10 +162,8 @@ def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: Tic
             ctx.decision_writes = True
             restored(deps, ctx, rec, REVIEW, issue.number, what, None, now)
             info["body_sha"] = issue_text_hash(issue.title, issue.body)
-        except RateLimited:
-            raise
         except ForgeError as exc:
-            deps.error(report, "issue.restore_failed", f"{ref}: {exc}", pr=ref)
+            report_error(report, "issue.restore_failed", f"{ref}: {exc}", pr=ref)
             continue
         deps.prs.save(rec)
 
@@ -321,10 +318,8 @@ def step_passive_reviews(
                     now=now,
                 )
                 deps.log.info("passive.kept_open", pr=rec.ref, issue=info["number"])
-        except RateLimited:
-            raise
         except ForgeError as exc:
-            deps.error(report, "passive.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+            report_error(report, "passive.failed", f"{rec.ref}: {exc}", pr=rec.ref)
 
 
 def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
@@ -343,10 +338,8 @@ def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
                 texts.escalation_body(esc.data),
                 [Label.SCOPE_VIOLATION.value],
             )
-        except RateLimited:
-            raise
         except ForgeError as exc:
-            deps.error(report, "escalation.failed", f"{esc.id}: {exc}")
+            report_error(report, "escalation.failed", f"{esc.id}: {exc}")
             continue
         mark_notified(deps.state_dir, esc.id, f"{repo}#{issue.number}", now)
         deps.actions_log.append(

@@ -14,18 +14,19 @@ from capdaemon.channels.hub import Channels
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.basebind import BaseBinding
 from capdaemon.daemon.botstate import Metrics, PRStore
+from capdaemon.daemon.failure import report_error
 from capdaemon.daemon.integrity import AuditGate
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.burnin import BurnIn
-from capdaemon.daemon.safety.common import ActivityFn, OwnersFn, Report, report_error
+from capdaemon.daemon.safety.common import ActivityFn, OwnersFn, Report, log
 from capdaemon.daemon.safety.probes import Probes
 from capdaemon.daemon.safety.protection import Protection
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety.tiers import Tiers
 from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide.merge import RequiredCheck
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -167,10 +168,8 @@ class SafetyNet:
         for part in parts:
             try:
                 part()
-            except RateLimited:
-                raise
             except ForgeError as exc:
-                report_error(report, "safety.failed", f"safety step: {exc}")
+                report_error(report, "safety.failed", f"safety step: {exc}", log=log)
         s["cursor"] = cursor
         s.save()
         self.breaker.api_failures(now, report)

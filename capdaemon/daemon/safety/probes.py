@@ -12,13 +12,13 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
+from capdaemon.daemon.failure import report_error
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,
     OwnersFn,
     Report,
     log,
-    report_error,
 )
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety_state import SafetyStore
@@ -35,7 +35,7 @@ from capdaemon.decide.probe import (
     revert_decision,
     reverts_in_window,
 )
-from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
+from capdaemon.forge.errors import ForgeError, RevertConflict
 from capdaemon.jsonl import read_records
 from capdaemon.timefmt import parse_utc, utc_iso
 
@@ -102,10 +102,8 @@ class Probes:
         ref, sha = str(r.get("pr", "")), str(r["merge_sha"])
         try:  # how many parents the merge commit has (read from GitHub, never trusted)
             parents = max(1, len(self.forge.commit_parents(repo, sha)))
-        except RateLimited:
-            raise
         except ForgeError as exc:
-            report_error(report, "probe.parents_failed", f"{ref}: {exc}", pr=ref)
+            report_error(report, "probe.parents_failed", f"{ref}: {exc}", log=log, pr=ref)
             parents = 2  # unknown: never auto-revert it
         merged_at = parse_utc(str(r.get("ts")), "ts") if r.get("ts") else now
         revertible = self._own_merge(repo, number, r, sha, report)
@@ -137,10 +135,8 @@ class Probes:
         ref = f"{repo}#{number}"
         try:
             status = self.forge.pull_status(repo, number)
-        except RateLimited:
-            raise
         except ForgeError as exc:
-            report_error(report, "probe.status_failed", f"{ref}: {exc}", pr=ref)
+            report_error(report, "probe.status_failed", f"{ref}: {exc}", log=log, pr=ref)
             return False
         return bool(
             status.merged and status.merge_sha == sha and status.head_sha == r.get("head_sha")
@@ -162,10 +158,8 @@ class Probes:
                 trusted, untrusted = probe_sources.split_checks(
                     self.config, self.required_checks, self.owners, self.bot_login(), watch, checks
                 )
-            except RateLimited:
-                raise
             except ForgeError as exc:
-                report_error(report, "probe.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+                report_error(report, "probe.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
                 keep.append(raw)
                 continue
             note = probe_sources.untrusted_note(self.actions_log, raw, watch, untrusted, now)
@@ -270,12 +264,10 @@ class Probes:
         except RevertConflict as exc:
             self._audit({"action": "revert", "status": "conflict", **base, "reason": str(exc)}, now)
             raise
-        except RateLimited:
-            raise
         except ForgeError as exc:
             failure = {"action": "revert", "status": "failed", **base, "error": str(exc)[:300]}
             self._audit(failure, now)
-            report_error(report, "revert.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+            report_error(report, "revert.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
             raise _RevertFailed from exc
         s = self.store
         s["reverts"].append(
@@ -301,10 +293,8 @@ class Probes:
             )
             if report is not None:
                 report.issues.append(f"incident:{repo}#{issue.number}")
-        except RateLimited:
-            raise
         except ForgeError as exc:
-            report_error(report, "incident.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+            report_error(report, "incident.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
 
     def _revert_times(self, now: datetime) -> list[datetime]:
         """When reverts were opened: safety.json plus actions.jsonl (attempted ones count too),

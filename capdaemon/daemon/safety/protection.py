@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon import protection_issue
+from capdaemon.daemon.failure import report_error
 from capdaemon.daemon.safety.breaker import Breaker
-from capdaemon.daemon.safety.common import Report, log, report_error
+from capdaemon.daemon.safety.common import Report, log
 from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import L1C3_CHECK_NAME
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -62,10 +63,10 @@ class Protection:
                 continue
             try:
                 prot = self.forge.effective_protection(rc.name, rc.base)
-            except RateLimited:
-                raise
             except ForgeError as exc:
-                report_error(report, "protection.read_failed", f"{rc.name}: {exc}", repo=rc.name)
+                report_error(
+                    report, "protection.read_failed", f"{rc.name}: {exc}", log=log, repo=rc.name
+                )
                 continue
             problems = protection_problems(prot, app_id)
             entry = s["protection"].setdefault(rc.name, {"seen_ok": False, "drift": None})
