@@ -10,7 +10,7 @@ from typing import Any
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.failure import report_error
+from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import concurrently
 from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.poll import read_repo_policy
@@ -69,12 +69,11 @@ def step_ballots(
             report.ballots[rec.ref] = ballot_key(rec, s.pr.head_sha)
             continue
         deps.check_stop()
-        try:
+        status: str | None = None
+        with per_item(report, "ballot.failed", rec.ref, pr=rec.ref) as item:
             status = count_votes(deps, ctx, s, now, report, reads[rec.ref])
-        except ForgeError as exc:
-            report_error(report, "ballot.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:
             ctx.ballot_unread.add(rec.ref)  # no merge on an approval we could not re-read
-            status = None
         fp = fps.get(rec.ref)
         if status is not None and fp and status == ballot_key(rec, s.pr.head_sha):
             rec.ballot_seen = {"fp": fp, "at": _iso(now)}

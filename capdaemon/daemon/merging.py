@@ -9,7 +9,7 @@ from datetime import datetime
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.failure import report_error
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
 from capdaemon.daemon.reconcile import Intent, recorded_outcome, settle
@@ -44,10 +44,9 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
         op = rec.pending.get("op")
         if outcome_recorded(deps, rec, str(op), now, report):
             continue
-        try:
+        with per_item(report, "reconcile.failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
-        except ForgeError as exc:  # outcome still unknown: keep it pending, act on nothing
-            report_error(report, "reconcile.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:  # outcome still unknown: keep it pending, act on nothing
             continue
         base = {
             "action": op,
@@ -142,10 +141,8 @@ def step_merge(
         if pr.draft or any(label.lower() in blocking for label in pr.labels):
             continue  # merge_readiness would wait: no need to read anything for it
         deps.check_stop()
-        try:
+        with per_item(report, "merge.check_failed", rec.ref, pr=rec.ref):
             try_merge(deps, ctx, s, now, report)
-        except ForgeError as exc:
-            report_error(report, "merge.check_failed", f"{rec.ref}: {exc}", pr=rec.ref)
         deps.heartbeat()
 
 

@@ -9,7 +9,7 @@ from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
 from capdaemon.daemon import texts
 from capdaemon.daemon.backlog import Backlog, one_pr
 from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
-from capdaemon.daemon.failure import report_error
+from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.policystate import save_policies
@@ -163,10 +163,9 @@ def forget_closed(
     for rec in list(deps.prs.records.values()):
         if rec.repo != rc.name or rec.state != "open" or rec.number in open_numbers or rec.pending:
             continue
-        try:
+        with per_item(ctx.report, "pr.status_failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
-        except ForgeError as exc:  # unknown state: ask again next tick, decide nothing
-            report_error(ctx.report, "pr.status_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:  # unknown state: ask again next tick, decide nothing
             continue
         rec.state = "merged" if status.merged else "closed"
         rec.merge_sha = status.merge_sha if status.merged else None

@@ -14,7 +14,7 @@ from capdaemon.channels.hub import Channels
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.basebind import BaseBinding
 from capdaemon.daemon.botstate import Metrics, PRStore
-from capdaemon.daemon.failure import report_error
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.integrity import AuditGate
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import Breaker
@@ -26,7 +26,6 @@ from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety.tiers import Tiers
 from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide.merge import RequiredCheck
-from capdaemon.forge.errors import ForgeError
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -166,10 +165,8 @@ class SafetyNet:
             lambda: self.breaker.sync_issue(now, report),
         )
         for part in parts:
-            try:
+            with per_item(report, "safety.failed", "safety step", log=log):
                 part()
-            except ForgeError as exc:
-                report_error(report, "safety.failed", f"safety step: {exc}", log=log)
         s["cursor"] = cursor
         s.save()
         self.breaker.api_failures(now, report)

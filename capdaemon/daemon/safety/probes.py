@@ -12,7 +12,7 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
-from capdaemon.daemon.failure import report_error
+from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,
@@ -100,10 +100,10 @@ class Probes:
     ) -> ProbeWatch:
         """A new watch of merge record `r` (audited)."""
         ref, sha = str(r.get("pr", "")), str(r["merge_sha"])
-        try:  # how many parents the merge commit has (read from GitHub, never trusted)
+        # how many parents the merge commit has (read from GitHub, never trusted)
+        with per_item(report, "probe.parents_failed", ref, log=log, pr=ref) as item:
             parents = max(1, len(self.forge.commit_parents(repo, sha)))
-        except ForgeError as exc:
-            report_error(report, "probe.parents_failed", f"{ref}: {exc}", log=log, pr=ref)
+        if item.failed:
             parents = 2  # unknown: never auto-revert it
         merged_at = parse_utc(str(r.get("ts")), "ts") if r.get("ts") else now
         revertible = self._own_merge(repo, number, r, sha, report)
@@ -133,10 +133,9 @@ class Probes:
         if not r.get("reconciled"):
             return True
         ref = f"{repo}#{number}"
-        try:
+        with per_item(report, "probe.status_failed", ref, log=log, pr=ref) as item:
             status = self.forge.pull_status(repo, number)
-        except ForgeError as exc:
-            report_error(report, "probe.status_failed", f"{ref}: {exc}", log=log, pr=ref)
+        if item.failed:
             return False
         return bool(
             status.merged and status.merge_sha == sha and status.head_sha == r.get("head_sha")
@@ -153,13 +152,12 @@ class Probes:
             if _quiet(raw, now):  # all checks done and green: next read at the window's end
                 keep.append(raw)
                 continue
-            try:
+            with per_item(report, "probe.failed", watch.ref, log=log, pr=watch.ref) as item:
                 checks = self.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
                 trusted, untrusted = probe_sources.split_checks(
                     self.config, self.required_checks, self.owners, self.bot_login(), watch, checks
                 )
-            except ForgeError as exc:
-                report_error(report, "probe.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
+            if item.failed:
                 keep.append(raw)
                 continue
             note = probe_sources.untrusted_note(self.actions_log, raw, watch, untrusted, now)
@@ -283,7 +281,7 @@ class Probes:
         repo = self.decision_repo
         if not repo:
             return
-        try:
+        with per_item(report, "incident.failed", watch.ref, log=log, pr=watch.ref):
             issue = self.forge.ensure_issue(
                 repo,
                 {"kind": INCIDENT, "key": f"probe-{watch.merge_sha}", "pr": watch.ref},
@@ -293,8 +291,6 @@ class Probes:
             )
             if report is not None:
                 report.issues.append(f"incident:{repo}#{issue.number}")
-        except ForgeError as exc:
-            report_error(report, "incident.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
 
     def _revert_times(self, now: datetime) -> list[datetime]:
         """When reverts were opened: safety.json plus actions.jsonl (attempted ones count too),

@@ -13,7 +13,7 @@ from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import PRRecord, PRStore
-from capdaemon.daemon.failure import report_error
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,
@@ -262,7 +262,7 @@ class Tiers:
                     return
             except (KeyError, ValueError):
                 pass
-        try:
+        with per_item(report, "one_tap.failed", rec.ref, log=log, pr=rec.ref) as item:
             reactions = self.forge.reactions(repo, int(entry["issue"]))
             res = one_tap_state(
                 parse_utc(entry["opened_at"], "opened_at"),
@@ -273,8 +273,7 @@ class Tiers:
                 pr_author=rec.author,
                 bot_login=self.bot_login(),
             )
-        except ForgeError as exc:
-            report_error(report, "one_tap.failed", f"{rec.ref}: {exc}", log=log, pr=rec.ref)
+        if item.failed:
             return
         if res.state is OneTapState.PENDING:
             if fp:
