@@ -56,6 +56,6 @@ def test_a_tick_abort_or_a_bug_leaves_the_item_loop_unreported(exc: BaseExceptio
 def test_a_rate_limit_while_starting_up_is_still_one_named_startup_error() -> None:
     """A caller that is not a tick (start-up, commands) still catches a rate limit beside the
     ForgeErrors: one clear error, never a traceback."""
-    with pytest.raises(CredentialsError, match="secondary rate limit"):
-        with forge_errors(GitHubConfig(base_url="https://ghe.example:8443/api/v3")):
-            raise _limited()
+    github = GitHubConfig(base_url="https://ghe.example:8443/api/v3")
+    with pytest.raises(CredentialsError, match="secondary rate limit"), forge_errors(github):
+        raise _limited()
