@@ -16,7 +16,7 @@ from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.poll import read_repo_policy
 from capdaemon.daemon.prstate import ballot_key, ballot_mergeable, ballot_outcome
 from capdaemon.daemon.publish import process_pr
-from capdaemon.daemon.reconcile import Intent
+from capdaemon.daemon.reconcile import pr_intent
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -360,7 +360,7 @@ def close_pr(
     if deps.shadow:
         deps.actions_log.append({**base, "status": "would_close"}, now=now)
         return True
-    intent = Intent(deps, rec, "close", now, rec.head_sha)
+    intent = pr_intent(deps, rec, "close", now, rec.head_sha)
     try:
         intent.attempt(lambda: deps.forge.close_pr(rec.repo, rec.number, comment))
     except ForgeError as exc:  # refused, or no answer (the intent stays for step 0)

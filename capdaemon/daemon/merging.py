@@ -12,7 +12,7 @@ from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
-from capdaemon.daemon.reconcile import Intent, recorded_outcome, settle
+from capdaemon.daemon.reconcile import pr_intent, recorded_outcome, settle
 from capdaemon.daemon.tickdata import (
     BALLOT,
     TickReport,
@@ -250,7 +250,7 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
     recorded and handled here; no answer keeps the intent for step 0 of the next tick."""
     rec, pr, rc = s.rec, s.pr, s.rc
     sha = pr.head_sha
-    intent = Intent(deps, rec, "merge", now, sha, {"base_ref": rc.base})
+    intent = pr_intent(deps, rec, "merge", now, sha, base_ref=rc.base)
     deps.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
     try:
         merge_sha = intent.attempt(

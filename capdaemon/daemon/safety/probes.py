@@ -13,6 +13,7 @@ from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
 from capdaemon.daemon.failure import per_item, report_error
+from capdaemon.daemon.intent import Intent
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,
@@ -241,30 +242,36 @@ class Probes:
     def _open_revert(
         self, watch: ProbeWatch, why: str, now: datetime, report: Report | None
     ) -> int:
-        """Open the revert PR (audited before and after); RevertConflict when it does not apply,
-        _RevertFailed on another forge error (retried next tick)."""
+        """Open the revert PR, recorded before and after (Intent; the watch, kept until the
+        revert is done, is the intent): RevertConflict when it does not apply, _RevertFailed on
+        another forge error (retried next tick; the forge finds a revert PR it already opened)."""
         base = {"pr": watch.ref, "merge_sha": watch.merge_sha}
-        self._audit({"action": "revert", "status": "attempted", **base}, now)
+        intent = Intent(
+            self.actions_log,
+            {"action": "revert", **base},
+            now,
+            statuses={RevertConflict: "conflict"},
+        )
         rec = self.prs.get(watch.repo, watch.pr)
         title = rec.title if rec else ""
         try:
-            revert_pr, revert_sha = self.forge.open_revert_pr(
-                watch.repo,
-                watch.merge_sha,
-                watch.base,
-                title=f"Revert {watch.ref}: {title}"[:200],
-                body=(
-                    f"capdaemon reverts {watch.ref} (merge commit {watch.merge_sha}): the "
-                    f"post-merge probe failed ({why}). Labelled `decision:auto-revert` by the bot."
-                ),
-                label=Label.AUTO_REVERT.value,
+            revert_pr, revert_sha = intent.attempt(
+                lambda: self.forge.open_revert_pr(
+                    watch.repo,
+                    watch.merge_sha,
+                    watch.base,
+                    title=f"Revert {watch.ref}: {title}"[:200],
+                    body=(
+                        f"capdaemon reverts {watch.ref} (merge commit {watch.merge_sha}): the "
+                        f"post-merge probe failed ({why}). Labelled `decision:auto-revert` by "
+                        "the bot."
+                    ),
+                    label=Label.AUTO_REVERT.value,
+                )
             )
-        except RevertConflict as exc:
-            self._audit({"action": "revert", "status": "conflict", **base, "reason": str(exc)}, now)
+        except RevertConflict:
             raise
         except ForgeError as exc:
-            failure = {"action": "revert", "status": "failed", **base, "error": str(exc)[:300]}
-            self._audit(failure, now)
             report_error(report, "revert.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
             raise _RevertFailed from exc
         s = self.store
@@ -272,7 +279,7 @@ class Probes:
             {"at": utc_iso(now), **base, "revert_pr": revert_pr, "revert_sha": revert_sha}
         )
         s["reverts"] = s["reverts"][-100:]
-        self._audit({"action": "revert", "status": "done", **base, "revert_pr": revert_pr}, now)
+        intent.done(revert_pr=revert_pr)
         return revert_pr
 
     def _incident_issue(
