@@ -268,8 +268,9 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
         deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
         rec.merge_blocked_head = sha
     except ForgeError as exc:
-        # refused (Forbidden, NotFound, Invalid) or no answer (5xx after retries, a dropped
-        # connection): GitHub may have merged, so the intent stays for step 0 of the next tick
+        # refused (Forbidden, NotFound, Invalid: the intent is dropped) or no answer (5xx
+        # after retries, a dropped connection: GitHub may have merged, so the intent stays
+        # for step 0 of the next tick)
         unknown = rec.pending is not None
         deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
         return
