@@ -53,7 +53,8 @@ def _nothing() -> None:
     return None
 
 
-def _no_crash(point: str) -> None:
+def no_crash(point: str) -> None:
+    """No test hook: never dies."""
     return None
 
 
@@ -72,7 +73,7 @@ class Intent:
     now: datetime
     keep: Callable[[], None] = _nothing
     drop: Callable[[], None] = _nothing
-    crash: Callable[[str], None] = _no_crash
+    crash: Callable[[str], None] = no_crash
     # a refusal recorded under its own status instead of "failed" (e.g. a revert conflict)
     statuses: Mapping[type[ForgeError], str] = field(default_factory=dict)
 

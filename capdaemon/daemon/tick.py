@@ -411,6 +411,7 @@ def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNe
         owners=owners,
         required_checks=required,
         issue_activity=activity,
+        crash=deps.crash,
     )
 
 

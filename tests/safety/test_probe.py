@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import pytest
 import yaml
 
 from capdaemon.forge.markers import parse_marker
@@ -153,5 +158,40 @@ def test_a_revert_pr_whose_opening_fails_is_unknown_then_opened_once(safe: Safet
     safe.step7()
     done = safe.actions("revert")
     assert [r["status"] for r in done] == ["attempted", "unknown", "attempted", "done"]
+    assert [p.number for p in safe.open_prs()] == [done[-1]["revert_pr"]]
+    assert len(safe.actions("probe.failed", number)) == 1
+
+
+@pytest.mark.parametrize(
+    ("point", "opened_by_crashed_tick"), [("audit:revert", False), ("act:revert", True)]
+)
+def test_kill_9_around_opening_the_revert_pr_opens_it_once(
+    safe: SafetyHarness, point: str, opened_by_crashed_tick: bool
+) -> None:
+    """Killed after the "attempted" revert record, or after GitHub opened the revert PR but
+    before the "done" record: the kept watch brings the next step 7 back to it, and the forge
+    finds the PR it opened: one revert PR, one "done", one failed-probe incident."""
+    safe.configure(post_merge={"auto_revert_pr": True})
+    number = _merged(safe, EXAMPLE)
+    safe.ci(safe.merge_sha(number), "failure")
+    safe.stop()  # the child takes the state lock
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "capdaemon.cli", "tick", "--once"),
+            *("--config", str(safe.config_dir), "--state", str(safe.state_dir)),
+            *("--log-format", "json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CAPDAEMON_CRASH_AFTER": point},
+    )
+    assert proc.returncode == 137, proc.stderr[-2000:]
+    assert [r["status"] for r in safe.actions("revert")] == ["attempted"]
+    assert len(safe.open_prs()) == (1 if opened_by_crashed_tick else 0)
+    safe.step7()
+    safe.step7()
+    done = safe.actions("revert")
+    assert [r["status"] for r in done] == ["attempted", "attempted", "done"]
     assert [p.number for p in safe.open_prs()] == [done[-1]["revert_pr"]]
     assert len(safe.actions("probe.failed", number)) == 1

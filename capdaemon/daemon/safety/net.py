@@ -16,6 +16,7 @@ from capdaemon.daemon.basebind import BaseBinding
 from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.integrity import AuditGate
+from capdaemon.daemon.intent import no_crash
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.burnin import BurnIn
@@ -63,6 +64,7 @@ class SafetyNet:
         owners: OwnersFn,
         required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]],
         issue_activity: ActivityFn | None = None,
+        crash: Callable[[str], None] = no_crash,
     ) -> SafetyNet:
         """Wire the parts (safety.json is read on first use, not here)."""
         state_dir = Path(state_dir)
@@ -100,6 +102,7 @@ class SafetyNet:
             reviews=reviews,
             owners=owners,
             required_checks=required_checks,
+            crash=crash,
         )
         return cls(
             state_dir=state_dir,

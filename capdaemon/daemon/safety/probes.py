@@ -13,7 +13,7 @@ from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
 from capdaemon.daemon.failure import per_item, report_error
-from capdaemon.daemon.intent import Intent
+from capdaemon.daemon.intent import Intent, no_crash
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,
@@ -61,6 +61,7 @@ class Probes:
     reviews: RandomReviews
     owners: OwnersFn
     required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]]
+    crash: Callable[[str], None] = no_crash  # the kill -9 test hook (TickDeps.crash)
 
     def _audit(self, entry: Mapping[str, Any], now: datetime) -> None:
         self.actions_log.append(dict(entry), now=now)
@@ -250,6 +251,7 @@ class Probes:
             self.actions_log,
             {"action": "revert", **base},
             now,
+            crash=self.crash,
             statuses={RevertConflict: "conflict"},
         )
         rec = self.prs.get(watch.repo, watch.pr)
