@@ -13,7 +13,7 @@ from capdaemon.commands._common import (
 )
 from capdaemon.daemon import digest_job
 from capdaemon.decide.digest import digest_day, digest_period
-from capdaemon.forge.errors import ForgeError
+from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.state import StateError
 
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except StateError as exc:
         error("digest", f"corrupt state: {exc}")
         return 3
-    except ForgeError as exc:
+    except FORGE_FAILURES as exc:
         error("digest", f"posting failed: {exc}")
         return 1
     return 0

@@ -35,7 +35,7 @@ from capdaemon.daemon.checkup import (
     check_time_zone,
 )
 from capdaemon.filenames import PRS_FILE
-from capdaemon.forge.errors import ForgeError
+from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.logging import logging_for_command
 from capdaemon.state import StateError, read_json
 
@@ -204,6 +204,6 @@ def _candidates(forge: Forge, config: Config, state: Path, agents: list[str]) ->
     for rc in config.repos:
         try:
             found |= {pr.author for pr in forge.list_open_prs(rc.name)}
-        except ForgeError:
+        except FORGE_FAILURES:
             continue
     return {f for f in found if f and f != "None"}

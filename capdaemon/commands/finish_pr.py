@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.commands._common import CLIError, config_dir
 from capdaemon.daemon.preflight import CredentialsError, build_forge
 from capdaemon.daemon.runner import github_credentials, is_loopback
-from capdaemon.forge.errors import ForgeError
+from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.gitdiff import GitError, run_git
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def open_pr(
             number, how = forge.open_task_pr(target, branch, base, title=title, body=body)
         finally:
             forge.close()
-    except (CLIError, GitError, CredentialsError, ForgeError) as exc:
+    except (CLIError, GitError, CredentialsError, *FORGE_FAILURES) as exc:
         log.append({**record, "result": "failed", "reason": str(exc)[:500]}, now=now)
         print(f"capdaemon finish-task: the PR was not opened: {exc}", file=sys.stderr)
         return 1

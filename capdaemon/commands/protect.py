@@ -30,7 +30,7 @@ from capdaemon.daemon.safety import protection_problems
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.filenames import PRS_FILE
 from capdaemon.forge.convert import review_count
-from capdaemon.forge.errors import ForgeError, NotFound
+from capdaemon.forge.errors import FORGE_FAILURES, NotFound
 from capdaemon.logging import logging_for_command
 from capdaemon.state import StateError, read_json
 
@@ -128,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     except (CLIError, CredentialsError) as exc:
         error("protect", str(exc))
         return getattr(exc, "code", 2)
-    except ForgeError as exc:
+    except FORGE_FAILURES as exc:
         return _forge_failure(exc)
     if after:
         error("protect", f"{args.repo}:{branch} still falls short: {'; '.join(after)}")
@@ -208,7 +208,7 @@ def _warn_decision_writers(forge: Forge, config: Config, sdir: Path, extra: list
 
     try:
         writers, how = decision_repo_writers(forge, config, candidates)
-    except ForgeError as exc:
+    except FORGE_FAILURES as exc:
         warn(f"cannot tell who can write to the decision repo: {exc}")
         return
     for w in writers:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from capdaemon.config import Config
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -48,8 +48,6 @@ def decision_repo_writers(
     if lister is not None:
         try:
             listed = lister(repo)
-        except RateLimited:
-            raise
         except ForgeError:
             listed = None
     how = "collaborators"

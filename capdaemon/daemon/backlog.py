@@ -36,10 +36,11 @@ from typing import TypeVar
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.budget import WRITES_PER_NEW_PR, Waiting
 from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.failure import report_error
 from capdaemon.daemon.gather import gather, plan
 from capdaemon.daemon.publish import Prepared, prepare_new, publish_new
-from capdaemon.daemon.tickdata import TickReport, _Seen, _Stopped
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.daemon.tickdata import TickReport, _Seen
+from capdaemon.forge.errors import ForgeError, TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError
@@ -52,10 +53,10 @@ def one_pr(deps: TickDeps, report: TickReport, pr: PRSummary, fn: Callable[[], T
     must not stall every other PR). Rate limits, stop requests and state errors end the tick."""
     try:
         return fn()
-    except (RateLimited, _Stopped, StateError):
+    except (TickAbort, StateError):
         raise
     except ForgeError as exc:
-        deps.error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
+        report_error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
     except Exception as exc:
         deps.log.exception("pr.failed", pr=pr.ref)
         report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")

@@ -10,11 +10,13 @@ from typing import Any
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import concurrently
 from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.poll import read_repo_policy
 from capdaemon.daemon.prstate import ballot_key, ballot_mergeable, ballot_outcome
 from capdaemon.daemon.publish import process_pr
+from capdaemon.daemon.reconcile import pr_intent
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -27,7 +29,7 @@ from capdaemon.daemon.tickdata import (
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus, resolve_ballot
 from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import Quadrant
 from capdaemon.timefmt import parse_utc
@@ -67,14 +69,11 @@ def step_ballots(
             report.ballots[rec.ref] = ballot_key(rec, s.pr.head_sha)
             continue
         deps.check_stop()
-        try:
+        status: str | None = None
+        with per_item(report, "ballot.failed", rec.ref, pr=rec.ref) as item:
             status = count_votes(deps, ctx, s, now, report, reads[rec.ref])
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            deps.error(report, "ballot.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:
             ctx.ballot_unread.add(rec.ref)  # no merge on an approval we could not re-read
-            status = None
         fp = fps.get(rec.ref)
         if status is not None and fp and status == ballot_key(rec, s.pr.head_sha):
             rec.ballot_seen = {"fp": fp, "at": _iso(now)}
@@ -323,8 +322,6 @@ def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome
             summary=check.summary,
             marker={"kind": "l1c3", "pr": rec.ref, "head": rec.head_sha},
         )
-    except RateLimited:
-        raise
     except ForgeError as exc:  # the close goes ahead: the check only reports it
         deps.log.warning("check.publish_failed", pr=rec.ref, error=str(exc)[:200])
         return
@@ -363,21 +360,15 @@ def close_pr(
     if deps.shadow:
         deps.actions_log.append({**base, "status": "would_close"}, now=now)
         return True
-    rec.pending = {"op": "close", "head_sha": rec.head_sha, "at": _iso(now)}
-    deps.prs.save(rec)
-    deps.actions_log.append({**base, "status": "attempted"}, now=now)
-    deps.crash("audit:close")
+    intent = pr_intent(deps, rec, "close", now, rec.head_sha)
     try:
-        deps.forge.close_pr(rec.repo, rec.number, comment)
-    except ForgeError as exc:
-        deps.actions_log.append({**base, "status": "failed", "error": str(exc)[:300]}, now=now)
-        deps.error(report, "pr.close_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        intent.attempt(lambda: deps.forge.close_pr(rec.repo, rec.number, comment))
+    except ForgeError as exc:  # refused, or no answer (the intent stays for step 0)
+        report_error(report, "pr.close_failed", f"{rec.ref}: {exc}", pr=rec.ref)
         return False
-    finally:
-        rec.pending = None
-        deps.prs.save(rec)
-    deps.actions_log.append({**base, "status": "done"}, now=now)
+    intent.done()
     rec.state = "closed"
+    intent.settle()
     report.closed.append(rec.ref)
     deps.log.info("pr.closed", pr=rec.ref)
     return True

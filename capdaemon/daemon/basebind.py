@@ -21,7 +21,7 @@ from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.breaker import IncidentKind
 from capdaemon.decide.probe import ProbeWatch
 from capdaemon.decide.rounds import BallotRound
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import PRSummary
 from capdaemon.logging import get_logger
 
@@ -104,8 +104,6 @@ class BaseBinding:
             on_base = status.base_ref == base and self.forge.branch_contains(
                 rec.repo, base, merge_sha
             )
-        except RateLimited:
-            raise
         except ForgeError as exc:  # unknown: audited; the probe still watches the merge
             self.actions_log.append(
                 {
@@ -140,8 +138,6 @@ class BaseBinding:
         log.error("merge.wrong_base", pr=rec.ref, merge_sha=merge_sha[:12], into=into, base=base)
         try:
             parents = max(1, len(self.forge.commit_parents(rec.repo, merge_sha)))
-        except RateLimited:
-            raise
         except ForgeError:
             parents = 2  # unknown: never auto-revert it
         watch = ProbeWatch(rec.repo, rec.number, merge_sha, parents, now, into, True)

@@ -163,7 +163,7 @@ def check_time_zone(config: Config, now: datetime) -> Finding:
 # ---------------------------------------------------------------------------------- online
 def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
     """Installation and permissions, each repo, the decision repo's writers, the rate budget."""
-    from capdaemon.forge.errors import ForgeError
+    from capdaemon.forge.errors import FORGE_FAILURES
 
     steps: list[Callable[[], Iterator[Finding]]] = [
         lambda: _installation(forge, config),
@@ -174,7 +174,7 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
     for step in steps:
         try:
             yield from step()
-        except ForgeError as exc:
+        except FORGE_FAILURES as exc:
             yield Finding(FAIL, "github", " ".join(str(exc).split())[:200])
 
 

@@ -78,16 +78,12 @@ class TickDeps:
 
     def crash(self, point: str) -> None:
         """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER, read once
-        when the Ticker is built; never set in production). Points: `audit:merge` (after the
-        "attempted" record), `act:merge` (after GitHub merged), `done:merge` (after the "done"
-        record, before prs.json drops the pending merge), `audit:close`."""
+        when the Ticker is built; never set in production). Points, for each irreversible
+        write (`merge`, `close`, `revert`; see capdaemon.daemon.intent): `audit:` (after the
+        "attempted" record), `act:` (after GitHub answered), `done:` (after the "done" record,
+        before the kept intent is dropped)."""
         if self.crash_after == point:
             os._exit(137)
-
-    def error(self, report: TickReport, event: str, message: str, **kv: Any) -> None:
-        """One tick error: in the report and in the log."""
-        report.errors.append(message)
-        self.log.warning(event, error=message, **kv)
 
     def issue_url(self, number: int | None) -> str:
         """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""

@@ -18,7 +18,7 @@ from capdaemon.daemon.prstate import (
 )
 from capdaemon.daemon.tasks import capability_state
 from capdaemon.daemon.tickdata import GATHER_WORKERS, _Gathered, _Stopped
-from capdaemon.forge.errors import RateLimited
+from capdaemon.forge.errors import TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun, Quadrant
 
@@ -31,7 +31,7 @@ def concurrently(
 
     Reads only (the forge gives each concurrent request its own PyGithub Requester over the
     shared ETag cache); decisions, records and writes stay on the tick's thread. After a
-    RateLimited (or a stop request) the remaining reads are not started: they get that
+    TickAbort (a rate limit, a stop request) the remaining reads are not started: they get that
     error, so the tick ends as it would have sequentially.
     """
     out: dict[Any, Any] = {}
@@ -44,7 +44,7 @@ def concurrently(
             return _Stopped()
         try:
             return fn()
-        except RateLimited as exc:
+        except TickAbort as exc:
             halt.append(exc)
             return exc
         except Exception as exc:

@@ -16,7 +16,7 @@ from capdaemon.decide._common import ActionKind
 from capdaemon.decide._text import md
 from capdaemon.decide.breaker import Incident, IncidentKind, record_incident
 from capdaemon.decide.labels import Label
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.logging import get_logger
 from capdaemon.timefmt import parse_utc, utc_iso
 
@@ -99,8 +99,6 @@ class AuditGate:
             )
             if report is not None:
                 report.issues.append(f"{INCIDENT}:{repo}#{issue.number}")
-        except RateLimited:
-            raise
         except ForgeError as exc:
             log.warning("audit.incident_issue_failed", error=str(exc)[:200])
 

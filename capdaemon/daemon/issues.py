@@ -9,6 +9,7 @@ from typing import Any
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.tickdata import (
     BALLOT,
     REVIEW,
@@ -19,7 +20,7 @@ from capdaemon.daemon.tickdata import (
 )
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
 from capdaemon.stores.escalations import list_escalations, mark_notified
 from capdaemon.timefmt import parse_utc
@@ -37,11 +38,9 @@ def issue_activity(
             try:
                 ctx.activity = deps.forge.issue_activity(repo)
                 ctx.activity_ok = True
-            except RateLimited:
-                raise
             except ForgeError as exc:
                 if report is not None:
-                    deps.error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
+                    report_error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
     return ctx.activity
 
 
@@ -151,7 +150,7 @@ def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: Tic
             deps.log.warning("issue.restore_unavailable", pr=ref, kind=REVIEW)
             continue
         deps.check_stop()
-        try:
+        with per_item(report, "issue.restore_failed", ref, pr=ref) as item:
             issue = deps.forge.ensure_issue(
                 repo,
                 dict(text["marker"]),
@@ -163,10 +162,7 @@ def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: Tic
             ctx.decision_writes = True
             restored(deps, ctx, rec, REVIEW, issue.number, what, None, now)
             info["body_sha"] = issue_text_hash(issue.title, issue.body)
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            deps.error(report, "issue.restore_failed", f"{ref}: {exc}", pr=ref)
+        if item.failed:
             continue
         deps.prs.save(rec)
 
@@ -300,7 +296,7 @@ def step_passive_reviews(
         if now - opened < timedelta(days=days):
             continue
         deps.check_stop()
-        try:
+        with per_item(report, "passive.failed", rec.ref, pr=rec.ref):
             comments = deps.forge.comments(repo, int(info["number"]))
             owners = decision_owners(deps, ctx, rec.repo, [c.user for c in comments])
             owner_commented = any(
@@ -321,10 +317,6 @@ def step_passive_reviews(
                     now=now,
                 )
                 deps.log.info("passive.kept_open", pr=rec.ref, issue=info["number"])
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            deps.error(report, "passive.failed", f"{rec.ref}: {exc}", pr=rec.ref)
 
 
 def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
@@ -335,7 +327,7 @@ def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
     for esc in list_escalations(deps.state_dir):
         if esc.notified:
             continue
-        try:
+        with per_item(report, "escalation.failed", esc.id) as item:
             issue = deps.forge.ensure_issue(
                 repo,
                 {"kind": "escalation", "key": esc.id},
@@ -343,10 +335,7 @@ def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
                 texts.escalation_body(esc.data),
                 [Label.SCOPE_VIOLATION.value],
             )
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            deps.error(report, "escalation.failed", f"{esc.id}: {exc}")
+        if item.failed:
             continue
         mark_notified(deps.state_dir, esc.id, f"{repo}#{issue.number}", now)
         deps.actions_log.append(

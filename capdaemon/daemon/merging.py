@@ -9,13 +9,13 @@ from datetime import datetime
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
-from capdaemon.daemon.reconcile import recorded_outcome
+from capdaemon.daemon.reconcile import pr_intent, recorded_outcome, settle
 from capdaemon.daemon.tickdata import (
     BALLOT,
     TickReport,
-    _iso,
     _Seen,
     required_checks,
 )
@@ -28,13 +28,9 @@ from capdaemon.decide.merge import (
 )
 from capdaemon.forge.errors import (
     BaseMoved,
-    Forbidden,
     ForgeError,
     HeadMoved,
-    Invalid,
-    NotFound,
     NotMergeable,
-    RateLimited,
 )
 from capdaemon.model import CheckRun, Quadrant
 
@@ -48,12 +44,9 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
         op = rec.pending.get("op")
         if outcome_recorded(deps, rec, str(op), now, report):
             continue
-        try:
+        with per_item(report, "reconcile.failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
-        except RateLimited:
-            raise
-        except ForgeError as exc:  # outcome still unknown: keep it pending, act on nothing
-            deps.error(report, "reconcile.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:  # outcome still unknown: keep it pending, act on nothing
             continue
         base = {
             "action": op,
@@ -91,8 +84,7 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
             deps.actions_log.append({**base, "status": "not_done"}, now=now)
         deps.log.info("reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state)
         report.reconciled.append(f"{rec.ref}:{op}")
-        rec.pending = None
-        deps.prs.save(rec)
+        settle(deps, rec)
 
 
 def outcome_recorded(
@@ -112,8 +104,7 @@ def outcome_recorded(
         rec.state = "closed"
     deps.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
     report.reconciled.append(f"{rec.ref}:{op}")
-    rec.pending = None
-    deps.prs.save(rec)
+    settle(deps, rec)
     return True
 
 
@@ -150,12 +141,8 @@ def step_merge(
         if pr.draft or any(label.lower() in blocking for label in pr.labels):
             continue  # merge_readiness would wait: no need to read anything for it
         deps.check_stop()
-        try:
+        with per_item(report, "merge.check_failed", rec.ref, pr=rec.ref):
             try_merge(deps, ctx, s, now, report)
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            deps.error(report, "merge.check_failed", f"{rec.ref}: {exc}", pr=rec.ref)
         deps.heartbeat()
 
 
@@ -259,71 +246,40 @@ def merge_facts(
 
 
 def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
-    """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
+    """Merge at the expected head sha, recorded before the call (Intent): a refusal is
+    recorded and handled here; no answer keeps the intent for step 0 of the next tick."""
     rec, pr, rc = s.rec, s.pr, s.rc
     sha = pr.head_sha
-    base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
-    rec.pending = {"op": "merge", "head_sha": sha, "base_ref": rc.base, "at": _iso(now)}
-    deps.prs.save(rec)
-    deps.actions_log.append(
-        {**base, "status": "attempted", "method": rc.merge_method, "quadrant": rec.quadrant},
-        now=now,
-    )
+    intent = pr_intent(deps, rec, "merge", now, sha, base_ref=rc.base)
     deps.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
-    deps.crash("audit:merge")
     try:
-        merge_sha = deps.forge.merge(rec.repo, rec.number, sha, rc.merge_method, base=rc.base)
-    except BaseMoved as exc:  # retargeted since the decision: no merge; a new round
-        deps.actions_log.append(
-            {**base, "status": "failed", "reason": "base_moved", "error": str(exc)[:300]},
-            now=now,
+        merge_sha = intent.attempt(
+            lambda: deps.forge.merge(rec.repo, rec.number, sha, rc.merge_method, base=rc.base),
+            method=rc.merge_method,
+            quadrant=rec.quadrant,
         )
+    except BaseMoved as exc:  # retargeted since the decision: no merge; a new round
         deps.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
         deps.safety.basebind.note_left(rec, exc.found, now)
-    except HeadMoved as exc:
-        deps.actions_log.append(
-            {**base, "status": "failed", "reason": "head_moved", "error": str(exc)[:300]},
-            now=now,
-        )
+    except HeadMoved:
         deps.log.warning("merge.head_moved", pr=rec.ref, head=sha[:12])
         rec.fingerprint = ""  # reclassified next tick
     except NotMergeable as exc:
-        deps.actions_log.append(
-            {**base, "status": "failed", "reason": "not_mergeable", "error": str(exc)[:300]},
-            now=now,
-        )
         deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
         rec.merge_blocked_head = sha
     except ForgeError as exc:
-        # no answer (5xx after retries, dropped connection, rate limit): GitHub may have
-        # merged. The outcome stays pending; step 0 of the next tick reads the PR's state
-        # and records done / not_done before anything else is tried for it.
-        unknown = not isinstance(exc, Forbidden | NotFound | Invalid)
-        deps.actions_log.append(
-            {
-                **base,
-                "status": "unknown" if unknown else "failed",
-                "reason": type(exc).__name__,
-                "error": str(exc)[:300],
-            },
-            now=now,
-        )
+        # refused (Forbidden, NotFound, Invalid: the intent is dropped) or no answer (5xx
+        # after retries, a dropped connection: GitHub may have merged, so the intent stays
+        # for step 0 of the next tick)
+        unknown = rec.pending is not None
         deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
-        if not unknown:
-            rec.pending = None
-        deps.prs.save(rec)
-        if isinstance(exc, RateLimited):
-            raise
         return
     else:
-        deps.crash("act:merge")
-        deps.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
-        deps.crash("done:merge")
+        intent.done(merge_sha=merge_sha)
         rec.state, rec.merge_sha = "merged", merge_sha
         report.merged.append(rec.ref)
         deps.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
         deps.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
-    rec.pending = None
-    deps.prs.save(rec)
+    intent.settle()
     if rec.state == "merged":
         close_issue(deps, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)

@@ -9,13 +9,14 @@ from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
 from capdaemon.daemon import texts
 from capdaemon.daemon.backlog import Backlog, one_pr
 from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
+from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.policystate import save_policies
 from capdaemon.daemon.publish import prepare_new, process_pr
 from capdaemon.daemon.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso, _Seen
 from capdaemon.filenames import REPO_POLICY_FILE
-from capdaemon.forge.errors import ForgeError, NotFound, RateLimited
+from capdaemon.forge.errors import ForgeError, NotFound
 from capdaemon.forge.types import PRSummary
 from capdaemon.state import StateError
 
@@ -38,13 +39,11 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
             try:
                 prs = deps.forge.list_open_prs(rc.name)
                 policy = deps.forge.policy_text(rc.name, rc.base)
-            except RateLimited:
-                raise
             except NotFound as exc:  # a typo, a deleted repo, an App no longer installed
                 _unknown_repo(deps, report, rc.name, exc)
                 continue
             except ForgeError as exc:
-                deps.error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
+                report_error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
                 continue
             listed.append((read_repo_policy(deps, ctx, rc, policy, now), prs))
         backlog.size_up(p for _, prs in listed for p in prs if p.ref not in deps.prs.records)
@@ -121,7 +120,7 @@ def _save_policies(deps: TickDeps, ctx: TickContext) -> None:
     try:
         save_policies(deps.state_dir, ctx.policies, supervised)
     except StateError as exc:  # display state only: the tick goes on, the file is left as is
-        deps.error(ctx.report, "state.repo_policies_unreadable", f"{exc}; never overwritten")
+        report_error(ctx.report, "state.repo_policies_unreadable", f"{exc}; never overwritten")
 
 
 def read_repo_policy(
@@ -145,7 +144,7 @@ def read_repo_policy(
     except (ConfigError, ValueError) as exc:
         found.error = str(exc)
         message = f"{source}: {exc}"
-        deps.error(ctx.report, "repo.policy_invalid", message, repo=rc.name)
+        report_error(ctx.report, "repo.policy_invalid", message, repo=rc.name)
         if deps.policy_error_audited.get(rc.name) != policy_hash:
             deps.actions_log.append(
                 {"action": "repo_policy_error", "repo": rc.name, "error": message[:500]},
@@ -164,12 +163,9 @@ def forget_closed(
     for rec in list(deps.prs.records.values()):
         if rec.repo != rc.name or rec.state != "open" or rec.number in open_numbers or rec.pending:
             continue
-        try:
+        with per_item(ctx.report, "pr.status_failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
-        except RateLimited:
-            raise
-        except ForgeError as exc:  # unknown state: ask again next tick, decide nothing
-            deps.error(ctx.report, "pr.status_failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:  # unknown state: ask again next tick, decide nothing
             continue
         rec.state = "merged" if status.merged else "closed"
         rec.merge_sha = status.merge_sha if status.merged else None

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.checkup import missing_permissions
-from capdaemon.forge.errors import Forbidden, ForgeError, NotFound, NotInstalled, Transient
+from capdaemon.forge.errors import FORGE_FAILURES, Forbidden, NotFound, NotInstalled, Transient
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -76,7 +76,7 @@ def forge_errors(gh: GitHubConfig, what: str = "") -> Iterator[None]:
         ) from None
     except Transient as exc:
         raise UnreachableError(f"cannot reach GitHub at {where} ({_short(exc)})") from None
-    except ForgeError as exc:
+    except FORGE_FAILURES as exc:
         raise CredentialsError(f"GitHub at {where}: {_short(exc)}{what}") from None
     except OSError as exc:
         raise UnreachableError(f"cannot reach GitHub at {where} ({exc})") from None

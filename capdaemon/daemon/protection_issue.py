@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from capdaemon.audit import AuditLog
 from capdaemon.decide._text import md
 from capdaemon.decide.labels import L1C3_CHECK_NAME, Label
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.logging import get_logger
 
 log = get_logger("capdaemon.protection")
@@ -113,8 +113,6 @@ def sync(
                 now=now,
             )
             log.info("protection.issue_closed", repo=where, issue=number)
-    except RateLimited:
-        raise
     except ForgeError as exc:  # retried next tick: the state says what is still to do
         log.warning("protection.issue_failed", repo=where, error=str(exc)[:200])
         if report is not None:

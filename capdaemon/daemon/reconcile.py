@@ -1,11 +1,17 @@
-"""What the actions log already says about an action a crash left pending (step 0's look-up)."""
+"""A PR's pending write: its intent kept in the record (pr_intent), and what the actions log
+already says about one a crash or an unknown outcome left pending (step 0's look-up)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import read_records
+from capdaemon.daemon.botstate import PRRecord
+from capdaemon.daemon.context import TickDeps
+from capdaemon.daemon.intent import Intent
+from capdaemon.timefmt import utc_iso
 
 # statuses that close an "attempted" record; "unknown" does not (the outcome is still open)
 OUTCOMES = frozenset({"done", "failed", "not_done", "merged_by_other"})
@@ -29,3 +35,26 @@ def recorded_outcome(
         elif status in OUTCOMES:
             outcome = rec
     return outcome
+
+
+def pr_intent(
+    deps: TickDeps, rec: PRRecord, op: str, now: datetime, head_sha: str, **extra: Any
+) -> Intent:
+    """An irreversible write on a PR (merge, close) whose intent is the record's `pending`
+    (with `extra`, which every record of the write carries too): step 0 of the next tick
+    reconciles one left there by a crash or an unknown outcome."""
+
+    def keep() -> None:
+        rec.pending = {"op": op, "head_sha": head_sha, **extra, "at": utc_iso(now)}
+        deps.prs.save(rec)
+
+    audit = {"action": op, "pr": rec.ref, "head_sha": head_sha, **extra}
+    return Intent(
+        deps.actions_log, audit, now, keep=keep, drop=lambda: settle(deps, rec), crash=deps.crash
+    )
+
+
+def settle(deps: TickDeps, rec: PRRecord) -> None:
+    """Drop a PR's recorded intent (its outcome is known and recorded) and save the record."""
+    rec.pending = None
+    deps.prs.save(rec)

@@ -263,8 +263,6 @@ class Reloader:
                 [Label.INCIDENT.value],
                 reopen=True,
             )
-        except RateLimited:
-            raise
         except ForgeError as exc:
             log.warning("config.incident_issue_failed", error=str(exc)[:200])
 
@@ -286,7 +284,5 @@ class Reloader:
                     f"Fixed: the config loads again (hash `{self.ticker.config_hash}`).",
                 )
                 log.info("config.incident_closed", issue=found.number)
-        except RateLimited:
-            raise
         except ForgeError as exc:
             log.warning("config.incident_issue_failed", error=str(exc)[:200])

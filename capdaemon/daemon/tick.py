@@ -58,7 +58,7 @@ from capdaemon.daemon.tickdata import (
 )
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import FORGE_FAILURES, RateLimited, TickAbort
 from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
@@ -283,7 +283,7 @@ class Ticker:
         authors = {r.author for r in self.prs.records.values() if r.author}
         try:
             writers, how = decision_repo_writers(self.forge, self.config, authors)
-        except RateLimited:
+        except TickAbort:
             raise
         except Exception as exc:  # a warning only: never stops the daemon
             self.log.warning("access.check_failed", error=str(exc)[:300])
@@ -324,7 +324,7 @@ class Ticker:
     def _budget(self) -> dict[str, Any]:
         try:
             return dict(self.forge.rate_budget())
-        except ForgeError:
+        except FORGE_FAILURES:
             return {}
 
     def _step_metrics(self, report: TickReport, before: Mapping[str, Any], now: datetime) -> None:
@@ -411,6 +411,7 @@ def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNe
         owners=owners,
         required_checks=required,
         issue_activity=activity,
+        crash=deps.crash,
     )
 
 

@@ -16,6 +16,7 @@ from capdaemon.daemon.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRe
 from capdaemon.daemon.safety.common import QUIET_REREAD
 from capdaemon.decide.labels import Label
 from capdaemon.decide.merge import RequiredCheck
+from capdaemon.forge.errors import TickAbort
 from capdaemon.forge.types import Comment, PRSummary, Reaction
 from capdaemon.model import CheckRun, LabelEvent, PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.state import canonical_json
@@ -37,7 +38,7 @@ _BUILTIN_NAMES = frozenset(RULE_NAMES)
 WATCHED_KINDS = (BALLOT, REVIEW)
 
 
-class _Stopped(Exception):
+class _Stopped(TickAbort):
     """A stop was requested (SIGTERM/SIGINT): leave after the current step."""
 
 

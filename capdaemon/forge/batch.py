@@ -25,7 +25,7 @@ from typing import Any
 
 from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import _dt, log
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.gql import OPEN_PULLS_QUERY, Graphql, GraphqlUnavailable, _author
 from capdaemon.forge.pullfacts import MERGEABLE_STATE, PullFacts, facts_from_node, mergeable_of
 from capdaemon.forge.types import PRSummary
@@ -172,8 +172,6 @@ class Batch:
         if batch and self._graphql.available:
             try:
                 prs, checks, facts = self._batch(repo)
-            except RateLimited:
-                raise
             except GraphqlUnavailable:
                 self._graphql.fall_back()
             except ForgeError as exc:

@@ -5,6 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 
+class TickAbort(Exception):
+    """What must end the current tick at once (a rate limit; the daemon adds its stop request).
+
+    Not a ForgeError: a step that reports a ForgeError on one item and goes on to the next
+    lets a TickAbort through without naming it."""
+
+
 class ForgeError(Exception):
     """Any failure talking to GitHub. Messages never contain tokens or keys."""
 
@@ -50,13 +57,17 @@ class Invalid(ForgeError):
     """GitHub rejected the request body: HTTP 422."""
 
 
-class RateLimited(ForgeError):
-    """A rate limit whose wait would exceed this tick's wait budget: stop the tick cleanly."""
+class RateLimited(TickAbort):
+    """A rate limit whose wait would exceed this tick's wait budget: stop the tick cleanly.
+
+    `status` is 403 as for a ForgeError; a command that is not a tick catches it beside
+    ForgeError (FORGE_FAILURES)."""
 
     def __init__(
         self, message: str, *, wait_seconds: float, reset_at: datetime | None = None
     ) -> None:
-        super().__init__(message, status=403)
+        super().__init__(message)
+        self.status: int | None = 403
         self.wait_seconds = wait_seconds
         self.reset_at = reset_at
 
@@ -68,6 +79,10 @@ class Transient(ForgeError):
 class Incomplete(ForgeError):
     """A read could not be completed (a failed page, a cap); never act on partial data."""
 
+
+# Every failure of a forge call, for a caller that is not a tick (a command): there a rate
+# limit is one more reason the call failed.
+FORGE_FAILURES = (ForgeError, RateLimited)
 
 _STATUS_KINDS: dict[int, type[ForgeError]] = {
     404: NotFound,

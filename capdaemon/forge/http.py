@@ -15,7 +15,6 @@ from capdaemon.forge.convert import _next_link, log
 from capdaemon.forge.errors import (
     ForgeError,
     Incomplete,
-    RateLimited,
     Transient,
     kind_for_status,
 )
@@ -130,8 +129,6 @@ class Http:
         while nxt:
             try:
                 headers, data = self.req("GET", nxt)
-            except RateLimited:
-                raise
             except ForgeError as exc:
                 if strict:
                     raise Incomplete(f"{exc} (a later page of {url})", status=exc.status) from None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from capdaemon.forge.convert import LABEL_COLOR, _dt, _login, log
-from capdaemon.forge.errors import ForgeError, Invalid, NotFound
+from capdaemon.forge.errors import FORGE_FAILURES, Invalid, NotFound
 from capdaemon.forge.markers import marker_key, parse_marker
 from capdaemon.forge.overflow import fit_body
 from capdaemon.forge.types import MarkedIssue
@@ -152,7 +152,7 @@ class Issues:
                 f"/repos/{repo}/issues",
                 body={"title": title, "body": text, "labels": labels},
             )
-        except ForgeError:
+        except FORGE_FAILURES:
             # the reply was lost or refused: GitHub may still have created the issue, so the
             # marker index is no longer complete — rescan before the next create (no duplicate)
             self._indexed.discard(repo)

@@ -27,7 +27,6 @@ from capdaemon.forge.errors import (
     Incomplete,
     Invalid,
     NotFound,
-    RateLimited,
     Transient,
 )
 from capdaemon.forge.pullfacts import PullFacts, facts_from_rest
@@ -242,8 +241,6 @@ class Snapshots:
         try:
             old = self._files.entries(repo, old_sha, old_paths)
             new = self._files.entries(repo, new_sha, new_paths)
-        except RateLimited:
-            raise
         except ForgeError as exc:
             log.warning("forge.modes_unavailable", repo=repo, error=str(exc))
             files = [self._change(f, None, None, None, None) for f in raw]
@@ -287,8 +284,6 @@ class Snapshots:
                 patch = f.get("patch")
                 base_text = self._text(repo, o, patch, "-", status == "removed")
                 head_text = self._text(repo, n, patch, "+", status == "added")
-            except RateLimited:
-                raise
             except ForgeError as exc:
                 missing.append(f"{path} (content: {exc.status})")
         return self._change(f, o, n, base_text, head_text), missing

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
 from capdaemon.forge.markers import parse_marker
 
 from .conftest import SafetyHarness
@@ -130,3 +137,61 @@ def test_running_probe_check_is_polled_every_tick(safe: SafetyHarness) -> None:
     safe.advance(minutes=1)
     safe.step7()
     assert _commit_reads(safe) > 0
+
+
+def test_a_revert_pr_whose_opening_fails_is_unknown_then_opened_once(safe: SafetyHarness) -> None:
+    """A 502 on opening the revert PR (its branch is already pushed): recorded "unknown", not
+    "failed", and the watch stays; the next step 7 opens the PR once, on the same branch."""
+    safe.configure(post_merge={"auto_revert_pr": True})
+    path = safe.config_dir / "capdaemon.yml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["github"]["per_tick_wait_seconds"] = 0  # a fault is answered at once, never waited out
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    number = _merged(safe, EXAMPLE)
+    safe.ci(safe.merge_sha(number), "failure")
+    safe.sb.faults("POST", rf"^/repos/{safe.sb.repo}/pulls$", status=502, count=4)
+    safe.step7()
+    safe.sb.clear_faults()
+    assert [r["status"] for r in safe.actions("revert")] == ["attempted", "unknown"]
+    assert not safe.open_prs() and safe.safety()["watches"]  # the watch is the kept intent
+    safe.step7()
+    safe.step7()
+    done = safe.actions("revert")
+    assert [r["status"] for r in done] == ["attempted", "unknown", "attempted", "done"]
+    assert [p.number for p in safe.open_prs()] == [done[-1]["revert_pr"]]
+    assert len(safe.actions("probe.failed", number)) == 1
+
+
+@pytest.mark.parametrize(
+    ("point", "opened_by_crashed_tick"), [("audit:revert", False), ("act:revert", True)]
+)
+def test_kill_9_around_opening_the_revert_pr_opens_it_once(
+    safe: SafetyHarness, point: str, opened_by_crashed_tick: bool
+) -> None:
+    """Killed after the "attempted" revert record, or after GitHub opened the revert PR but
+    before the "done" record: the kept watch brings the next step 7 back to it, and the forge
+    finds the PR it opened: one revert PR, one "done", one failed-probe incident."""
+    safe.configure(post_merge={"auto_revert_pr": True})
+    number = _merged(safe, EXAMPLE)
+    safe.ci(safe.merge_sha(number), "failure")
+    safe.stop()  # the child takes the state lock
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "capdaemon.cli", "tick", "--once"),
+            *("--config", str(safe.config_dir), "--state", str(safe.state_dir)),
+            *("--log-format", "json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CAPDAEMON_CRASH_AFTER": point},
+    )
+    assert proc.returncode == 137, proc.stderr[-2000:]
+    assert [r["status"] for r in safe.actions("revert")] == ["attempted"]
+    assert len(safe.open_prs()) == (1 if opened_by_crashed_tick else 0)
+    safe.step7()
+    safe.step7()
+    done = safe.actions("revert")
+    assert [r["status"] for r in done] == ["attempted", "attempted", "done"]
+    assert [p.number for p in safe.open_prs()] == [done[-1]["revert_pr"]]
+    assert len(safe.actions("probe.failed", number)) == 1

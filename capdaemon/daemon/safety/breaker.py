@@ -31,7 +31,7 @@ from capdaemon.decide.breaker import (
 from capdaemon.decide.commands import CommandKind, parse_command
 from capdaemon.decide.labels import Label
 from capdaemon.filenames import BREAKER_FILE
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.state import StateError
 from capdaemon.timefmt import utc_iso
 
@@ -80,8 +80,6 @@ class Breaker:
         for a in actions:
             try:
                 self._write(bf, a, now, reply_to)
-            except RateLimited:
-                raise
             except ForgeError as exc:  # the state is recorded; the issue is retried next tick
                 log.warning("breaker.issue_failed", action=a.kind.value, error=str(exc)[:200])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.decide.ballot import BallotStatus
@@ -36,13 +36,6 @@ class SeenPR(Protocol):
     def rec(self) -> PRRecord:
         """The PR's record."""
         ...
-
-
-def report_error(report: Report | None, event: str, message: str, **kv: Any) -> None:
-    """Add `message` to the tick's errors (when there is a report) and log it."""
-    if report is not None:
-        report.errors.append(message)
-    log.warning(event, error=message, **kv)
 
 
 def ballot_approved(rec: PRRecord) -> bool:

@@ -14,18 +14,19 @@ from capdaemon.channels.hub import Channels
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.basebind import BaseBinding
 from capdaemon.daemon.botstate import Metrics, PRStore
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.integrity import AuditGate
+from capdaemon.daemon.intent import no_crash
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.burnin import BurnIn
-from capdaemon.daemon.safety.common import ActivityFn, OwnersFn, Report, report_error
+from capdaemon.daemon.safety.common import ActivityFn, OwnersFn, Report, log
 from capdaemon.daemon.safety.probes import Probes
 from capdaemon.daemon.safety.protection import Protection
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety.tiers import Tiers
 from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide.merge import RequiredCheck
-from capdaemon.forge.errors import ForgeError, RateLimited
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -63,6 +64,7 @@ class SafetyNet:
         owners: OwnersFn,
         required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]],
         issue_activity: ActivityFn | None = None,
+        crash: Callable[[str], None] = no_crash,
     ) -> SafetyNet:
         """Wire the parts (safety.json is read on first use, not here)."""
         state_dir = Path(state_dir)
@@ -100,6 +102,7 @@ class SafetyNet:
             reviews=reviews,
             owners=owners,
             required_checks=required_checks,
+            crash=crash,
         )
         return cls(
             state_dir=state_dir,
@@ -165,12 +168,8 @@ class SafetyNet:
             lambda: self.breaker.sync_issue(now, report),
         )
         for part in parts:
-            try:
+            with per_item(report, "safety.failed", "safety step", log=log):
                 part()
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                report_error(report, "safety.failed", f"safety step: {exc}")
         s["cursor"] = cursor
         s.save()
         self.breaker.api_failures(now, report)

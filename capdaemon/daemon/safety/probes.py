@@ -12,13 +12,14 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
 from capdaemon.daemon.botstate import PRStore
+from capdaemon.daemon.failure import per_item, report_error
+from capdaemon.daemon.intent import Intent, no_crash
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,
     OwnersFn,
     Report,
     log,
-    report_error,
 )
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety_state import SafetyStore
@@ -35,7 +36,7 @@ from capdaemon.decide.probe import (
     revert_decision,
     reverts_in_window,
 )
-from capdaemon.forge.errors import ForgeError, RateLimited, RevertConflict
+from capdaemon.forge.errors import ForgeError, RevertConflict
 from capdaemon.jsonl import read_records
 from capdaemon.timefmt import parse_utc, utc_iso
 
@@ -60,6 +61,7 @@ class Probes:
     reviews: RandomReviews
     owners: OwnersFn
     required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]]
+    crash: Callable[[str], None] = no_crash  # the kill -9 test hook (TickDeps.crash)
 
     def _audit(self, entry: Mapping[str, Any], now: datetime) -> None:
         self.actions_log.append(dict(entry), now=now)
@@ -100,12 +102,10 @@ class Probes:
     ) -> ProbeWatch:
         """A new watch of merge record `r` (audited)."""
         ref, sha = str(r.get("pr", "")), str(r["merge_sha"])
-        try:  # how many parents the merge commit has (read from GitHub, never trusted)
+        # how many parents the merge commit has (read from GitHub, never trusted)
+        with per_item(report, "probe.parents_failed", ref, log=log, pr=ref) as item:
             parents = max(1, len(self.forge.commit_parents(repo, sha)))
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            report_error(report, "probe.parents_failed", f"{ref}: {exc}", pr=ref)
+        if item.failed:
             parents = 2  # unknown: never auto-revert it
         merged_at = parse_utc(str(r.get("ts")), "ts") if r.get("ts") else now
         revertible = self._own_merge(repo, number, r, sha, report)
@@ -135,12 +135,9 @@ class Probes:
         if not r.get("reconciled"):
             return True
         ref = f"{repo}#{number}"
-        try:
+        with per_item(report, "probe.status_failed", ref, log=log, pr=ref) as item:
             status = self.forge.pull_status(repo, number)
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            report_error(report, "probe.status_failed", f"{ref}: {exc}", pr=ref)
+        if item.failed:
             return False
         return bool(
             status.merged and status.merge_sha == sha and status.head_sha == r.get("head_sha")
@@ -157,15 +154,12 @@ class Probes:
             if _quiet(raw, now):  # all checks done and green: next read at the window's end
                 keep.append(raw)
                 continue
-            try:
+            with per_item(report, "probe.failed", watch.ref, log=log, pr=watch.ref) as item:
                 checks = self.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
                 trusted, untrusted = probe_sources.split_checks(
                     self.config, self.required_checks, self.owners, self.bot_login(), watch, checks
                 )
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                report_error(report, "probe.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+            if item.failed:
                 keep.append(raw)
                 continue
             note = probe_sources.untrusted_note(self.actions_log, raw, watch, untrusted, now)
@@ -249,40 +243,45 @@ class Probes:
     def _open_revert(
         self, watch: ProbeWatch, why: str, now: datetime, report: Report | None
     ) -> int:
-        """Open the revert PR (audited before and after); RevertConflict when it does not apply,
-        _RevertFailed on another forge error (retried next tick)."""
+        """Open the revert PR, recorded before and after (Intent; the watch, kept until the
+        revert is done, is the intent): RevertConflict when it does not apply, _RevertFailed on
+        another forge error (retried next tick; the forge finds a revert PR it already opened)."""
         base = {"pr": watch.ref, "merge_sha": watch.merge_sha}
-        self._audit({"action": "revert", "status": "attempted", **base}, now)
+        intent = Intent(
+            self.actions_log,
+            {"action": "revert", **base},
+            now,
+            crash=self.crash,
+            statuses={RevertConflict: "conflict"},
+        )
         rec = self.prs.get(watch.repo, watch.pr)
         title = rec.title if rec else ""
         try:
-            revert_pr, revert_sha = self.forge.open_revert_pr(
-                watch.repo,
-                watch.merge_sha,
-                watch.base,
-                title=f"Revert {watch.ref}: {title}"[:200],
-                body=(
-                    f"capdaemon reverts {watch.ref} (merge commit {watch.merge_sha}): the "
-                    f"post-merge probe failed ({why}). Labelled `decision:auto-revert` by the bot."
-                ),
-                label=Label.AUTO_REVERT.value,
+            revert_pr, revert_sha = intent.attempt(
+                lambda: self.forge.open_revert_pr(
+                    watch.repo,
+                    watch.merge_sha,
+                    watch.base,
+                    title=f"Revert {watch.ref}: {title}"[:200],
+                    body=(
+                        f"capdaemon reverts {watch.ref} (merge commit {watch.merge_sha}): the "
+                        f"post-merge probe failed ({why}). Labelled `decision:auto-revert` by "
+                        "the bot."
+                    ),
+                    label=Label.AUTO_REVERT.value,
+                )
             )
-        except RevertConflict as exc:
-            self._audit({"action": "revert", "status": "conflict", **base, "reason": str(exc)}, now)
-            raise
-        except RateLimited:
+        except RevertConflict:
             raise
         except ForgeError as exc:
-            failure = {"action": "revert", "status": "failed", **base, "error": str(exc)[:300]}
-            self._audit(failure, now)
-            report_error(report, "revert.failed", f"{watch.ref}: {exc}", pr=watch.ref)
+            report_error(report, "revert.failed", f"{watch.ref}: {exc}", log=log, pr=watch.ref)
             raise _RevertFailed from exc
         s = self.store
         s["reverts"].append(
             {"at": utc_iso(now), **base, "revert_pr": revert_pr, "revert_sha": revert_sha}
         )
         s["reverts"] = s["reverts"][-100:]
-        self._audit({"action": "revert", "status": "done", **base, "revert_pr": revert_pr}, now)
+        intent.done(revert_pr=revert_pr)
         return revert_pr
 
     def _incident_issue(
@@ -291,7 +290,7 @@ class Probes:
         repo = self.decision_repo
         if not repo:
             return
-        try:
+        with per_item(report, "incident.failed", watch.ref, log=log, pr=watch.ref):
             issue = self.forge.ensure_issue(
                 repo,
                 {"kind": INCIDENT, "key": f"probe-{watch.merge_sha}", "pr": watch.ref},
@@ -301,10 +300,6 @@ class Probes:
             )
             if report is not None:
                 report.issues.append(f"incident:{repo}#{issue.number}")
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            report_error(report, "incident.failed", f"{watch.ref}: {exc}", pr=watch.ref)
 
     def _revert_times(self, now: datetime) -> list[datetime]:
         """When reverts were opened: safety.json plus actions.jsonl (attempted ones count too),

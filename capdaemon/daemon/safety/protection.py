@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon import protection_issue
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.safety.breaker import Breaker
-from capdaemon.daemon.safety.common import Report, log, report_error
+from capdaemon.daemon.safety.common import Report, log
 from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import L1C3_CHECK_NAME
-from capdaemon.forge.errors import ForgeError, RateLimited
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -60,12 +60,9 @@ class Protection:
         for rc in self.config.repos:
             if rc.name in unknown:
                 continue
-            try:
+            with per_item(report, "protection.read_failed", rc.name, log=log, repo=rc.name) as item:
                 prot = self.forge.effective_protection(rc.name, rc.base)
-            except RateLimited:
-                raise
-            except ForgeError as exc:
-                report_error(report, "protection.read_failed", f"{rc.name}: {exc}", repo=rc.name)
+            if item.failed:
                 continue
             problems = protection_problems(prot, app_id)
             entry = s["protection"].setdefault(rc.name, {"seen_ok": False, "drift": None})

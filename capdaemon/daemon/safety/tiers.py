@@ -13,6 +13,7 @@ from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import PRRecord, PRStore
+from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,
@@ -22,7 +23,6 @@ from capdaemon.daemon.safety.common import (
     SeenPR,
     ballot_approved,
     log,
-    report_error,
 )
 from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import one_tap_issue_body
@@ -37,7 +37,7 @@ from capdaemon.decide.tiers import (
     policy_of,
     tier_for,
 )
-from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot
 from capdaemon.state import canonical_json
@@ -262,7 +262,7 @@ class Tiers:
                     return
             except (KeyError, ValueError):
                 pass
-        try:
+        with per_item(report, "one_tap.failed", rec.ref, log=log, pr=rec.ref) as item:
             reactions = self.forge.reactions(repo, int(entry["issue"]))
             res = one_tap_state(
                 parse_utc(entry["opened_at"], "opened_at"),
@@ -273,10 +273,7 @@ class Tiers:
                 pr_author=rec.author,
                 bot_login=self.bot_login(),
             )
-        except RateLimited:
-            raise
-        except ForgeError as exc:
-            report_error(report, "one_tap.failed", f"{rec.ref}: {exc}", pr=rec.ref)
+        if item.failed:
             return
         if res.state is OneTapState.PENDING:
             if fp:
@@ -309,8 +306,6 @@ class Tiers:
             return
         try:
             self.forge.close_issue(self.decision_repo, number, comment)
-        except RateLimited:
-            raise
         except ForgeError as exc:
             log.warning("issue.close_failed", issue=number, error=str(exc)[:200])
 
