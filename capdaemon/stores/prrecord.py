@@ -74,11 +74,11 @@ def _obj(
 
 
 def _enum(kind: type[_E], value: Any, where: str) -> _E:
-    try:
-        return kind(value)
-    except ValueError:
-        allowed = ", ".join(m.value for m in kind)
-        raise RecordError(f"{where}: {value!r} is not one of {allowed}") from None
+    member = kind._value2member_map_.get(value) if isinstance(value, str) else None
+    if isinstance(member, kind):
+        return member
+    allowed = ", ".join(m.value for m in kind)
+    raise RecordError(f"{where}: {value!r} is not one of {allowed}")
 
 
 def _time(value: Any, where: str) -> str:
@@ -244,8 +244,7 @@ class IssueRef:
     @classmethod
     def from_json(cls, data: Any, where: str) -> IssueRef:
         """Parse the JSON form (RecordError naming the field)."""
-        keys = tuple(f.name for f in dataclasses.fields(cls))
-        d = _obj(data, where, keys, ("number",))
+        d = _obj(data, where, _ISSUE_KEYS, ("number",))
         p = f"{where}."
         return cls(
             number=_value(d, "number", int, p, False),
@@ -256,6 +255,9 @@ class IssueRef:
             text=IssueText.from_json(d["text"], f"{p}text") if "text" in d else None,
             restores=_value(d, "restores", int, p, False) if "restores" in d else 0,
         )
+
+
+_ISSUE_KEYS = tuple(f.name for f in dataclasses.fields(IssueRef))
 
 
 def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
@@ -380,11 +382,14 @@ class PRRecord:
         missing = [k for k in ("repo", "number") if k not in data]
         if missing:
             raise RecordError(f"missing {', '.join(missing)}")
-        values: dict[str, Any] = {
-            name: _value(data, name, kind, "", nullable)
-            for name, (kind, nullable) in _SCALARS.items()
-            if name in data
-        }
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            spec = _SCALARS.get(name)
+            if spec is None:
+                continue
+            if type(value) is not spec[0] and not (value is None and spec[1]):
+                _value(data, name, spec[0], "", spec[1])  # raises, naming the field
+            values[name] = value
         values.update({name: _texts(data, name, "") for name in ("blocking", "handled")})
         return cls(**values, **_composites(data))
 
