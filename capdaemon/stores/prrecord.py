@@ -24,6 +24,10 @@ from capdaemon.timefmt import parse_utc
 _LEGACY_ISSUE_KINDS = {"scope": IssueKind.SCOPE_VIOLATION.value}
 
 
+class _Absent:
+    """Stands for a key a record does not have (its type matches no JSON type)."""
+
+
 class RecordError(ValueError):
     """A PR record's field holds a value capdaemon does not know (the message names it)."""
 
@@ -376,22 +380,32 @@ class PRRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PRRecord:
         """Parse one record; an unknown key or value raises RecordError naming the field."""
-        unknown = sorted(set(data) - set(_FIELDS))
+        unknown = data.keys() - _FIELD_SET
         if unknown:
-            raise RecordError(f"unknown keys {unknown}")
-        missing = [k for k in ("repo", "number") if k not in data]
-        if missing:
-            raise RecordError(f"missing {', '.join(missing)}")
-        values: dict[str, Any] = {}
-        for name, value in data.items():
-            spec = _SCALARS.get(name)
-            if spec is None:
-                continue
-            if type(value) is not spec[0] and not (value is None and spec[1]):
-                _value(data, name, spec[0], "", spec[1])  # raises, naming the field
-            values[name] = value
+            raise RecordError(f"unknown keys {sorted(unknown)}")
+        values = _scalars(data)
         values.update({name: _texts(data, name, "") for name in ("blocking", "handled")})
         return cls(**values, **_composites(data))
+
+
+def _scalars(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The plain-typed fields present in `data`, each checked (RecordError naming it).
+
+    The JSON types of a record's plain fields form a signature; one already checked is
+    accepted at once (every record the daemon writes has one of a few)."""
+    types = tuple(map(type, map(data.get, _SCALAR_NAMES, _ABSENT)))
+    if types in _CHECKED:
+        return dict(zip(_SCALAR_NAMES, map(data.__getitem__, _SCALAR_NAMES), strict=True))
+    missing = [k for k in ("repo", "number") if k not in data]
+    if missing:
+        raise RecordError(f"missing {', '.join(missing)}")
+    values: dict[str, Any] = {}
+    for name, (kind, nullable) in _SCALARS.items():
+        if name in data:
+            values[name] = _value(data, name, kind, "", nullable)
+    if len(values) == len(_SCALARS) and len(_CHECKED) < 256:
+        _CHECKED.add(types)
+    return values
 
 
 def record_of(ref: str, data: Any) -> PRRecord:
@@ -429,6 +443,7 @@ def _composites(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(PRRecord))
+_FIELD_SET = frozenset(_FIELDS)
 # plain-typed fields: (JSON type, null allowed)
 _SCALARS: dict[str, tuple[type, bool]] = {
     "repo": (str, False),
@@ -457,3 +472,6 @@ _SCALARS: dict[str, tuple[type, bool]] = {
     "auto_revert_floor": (str, False),
     "head_ref": (str, False),
 }
+_SCALAR_NAMES = tuple(_SCALARS)
+_ABSENT = (_Absent(),) * len(_SCALAR_NAMES)  # a missing key's type is never a JSON type
+_CHECKED: set[tuple[type, ...]] = set()  # signatures whose every field was checked
