@@ -47,9 +47,7 @@ from capdaemon.canon import canonical_json, entry_hash  # noqa: E402
 from capdaemon.config import Config, RepoConfig  # noqa: E402
 from capdaemon.daemon.botstate import PRS_VERSION, PRRecord  # noqa: E402
 from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG  # noqa: E402
-from capdaemon.model import Quadrant  # noqa: E402
 from capdaemon.state import atomic_write_json  # noqa: E402
-from capdaemon.stores.prrecord import PRState  # noqa: E402
 from capdaemon.timefmt import utc_iso  # noqa: E402
 
 RULES = (
@@ -167,10 +165,17 @@ def build_state(state: Path, prs: int, per_pr: int) -> dict[str, int]:
         while n < per_pr:
             ac.append({"action": "probe.healthy", "pr": ref, "ts": ts, "merge_sha": "m" * 40})
             n += 1
-        rec = PRRecord(
-            repo=repo, number=i + 1, head_sha=heads[-1], quadrant=Quadrant(q), state=PRState.MERGED
+        rec = PRRecord.from_dict(  # its JSON form read back: the same under any revision
+            {
+                "repo": repo,
+                "number": i + 1,
+                "head_sha": heads[-1],
+                "quadrant": q,
+                "state": "merged",
+                "title": f"Change number {i + 1} to the service",
+                "author": f"agent-{i % 5}",
+            }
         )
-        rec.title, rec.author = f"Change number {i + 1} to the service", f"agent-{i % 5}"
         records[ref] = rec.to_dict()
     cl.close()
     ac.close()
