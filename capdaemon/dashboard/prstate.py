@@ -68,7 +68,7 @@ def _read_whole(state_dir: Path, sig: Sig) -> tuple[PRState | None, list[str]]:
     problems = _journal_problems(journal)
     try:
         records = pr_records(state_dir, _skip)
-        facts = {ref: PRFacts.of(rec) for ref, rec in records.items()}
+        facts = {ref: PRFacts.of(records.pop(ref)) for ref in list(records)}
     except (StateError, ValueError, TypeError, AttributeError, OSError) as exc:
         text = " ".join(str(exc).split())[:400] or type(exc).__name__
         return None, [*problems, f"{state_dir / PRS_FILE}: {text}"]

@@ -41,9 +41,9 @@ def pr_records(state_dir: Path, on_bad: Callable[[str], None] | None = None) -> 
             raise StateError(where)
         on_bad(where)
     out: dict[str, PRRecord] = {}
-    for ref, data in prs.items():
+    for ref in list(prs):  # each JSON object is dropped once typed (one copy at a time)
         try:
-            out[ref] = record_of(ref, data)
+            out[ref] = record_of(ref, prs.pop(ref))
         except RecordError as exc:
             raise StateError(f"{source[ref]}: {exc}") from exc
     return out

@@ -98,7 +98,7 @@ def _texts(data: Mapping[str, Any], key: str, where: str) -> list[str]:
     return list(value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
     """An action recorded as attempted whose outcome is not recorded yet (record before act)."""
 
@@ -126,7 +126,7 @@ class Pending:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BallotSeen:
     """A ballot issue's activity (issue list) when its votes were last read in full, and when."""
 
@@ -144,7 +144,7 @@ class BallotSeen:
         return cls(_value(d, "fp", str, "ballot_seen.", False), _time(d["at"], "ballot_seen.at"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BallotRecord:
     """The last ballot outcome applied to a PR: its status for one head, in one round; once
     votes were counted, who decided (None: nobody), why, and when."""
@@ -186,7 +186,7 @@ class BallotRecord:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IssueText:
     """What capdaemon last wrote on a passive review issue (to restore it after an edit)."""
 
@@ -217,7 +217,7 @@ class IssueText:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IssueRef:
     """A PR's decision issue of one kind: its number, whether it is open, since when;
     `body_sha` hashes the title and body capdaemon last wrote there (R5), `text` is what it
@@ -275,7 +275,7 @@ def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class PRRecord:
     """What the daemon remembers about one PR between ticks (keyed `owner/repo#N`).
 
