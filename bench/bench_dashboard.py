@@ -165,8 +165,17 @@ def build_state(state: Path, prs: int, per_pr: int) -> dict[str, int]:
         while n < per_pr:
             ac.append({"action": "probe.healthy", "pr": ref, "ts": ts, "merge_sha": "m" * 40})
             n += 1
-        rec = PRRecord(repo=repo, number=i + 1, head_sha=heads[-1], quadrant=q, state="merged")
-        rec.title, rec.author = f"Change number {i + 1} to the service", f"agent-{i % 5}"
+        rec = PRRecord.from_dict(  # its JSON form read back: the same under any revision
+            {
+                "repo": repo,
+                "number": i + 1,
+                "head_sha": heads[-1],
+                "quadrant": q,
+                "state": "merged",
+                "title": f"Change number {i + 1} to the service",
+                "author": f"agent-{i % 5}",
+            }
+        )
         records[ref] = rec.to_dict()
     cl.close()
     ac.close()

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.daemon import texts
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.issues import ensure_issue
-from capdaemon.daemon.prstate import ballot_key
 from capdaemon.daemon.tickdata import BALLOT, TickReport
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.checks import ballot_issue_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
 from capdaemon.model import PRSnapshot, Verdict
+from capdaemon.stores.prrecord import BallotRecord
 
 
 def ensure_ballot(
@@ -34,7 +35,7 @@ def ensure_ballot(
     (their ids, read after the new-round comment: clock-free, R3), as well as anything
     stamped before the round's start.
     """
-    prior = BallotRound.from_json(rec.ballot_round) if rec.ballot_round else None
+    prior = rec.ballot_round
     # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
     # round's start belongs to it (votes already on the issue are excluded by id)
     start = now.replace(microsecond=0)
@@ -50,9 +51,9 @@ def ensure_ballot(
     new_round = prior is not None and why is not None
     voided = _void_approval(deps, rec, snap, prior, why, now) if new_round else None
     if new_round or prior is None:
-        rec.ballot = {"status": "pending", "head_sha": snap.head_sha, "round": rnd.round}
+        rec.ballot = BallotRecord(BallotStatus.PENDING, snap.head_sha, rnd.round)
     labels = [Label.PENDING_OWNER.value]
-    if ballot_key(rec, snap.head_sha) == BallotStatus.DEFERRED.value:
+    if rec.ballot_status(snap.head_sha) is BallotStatus.DEFERRED:
         labels.append(Label.DEFERRED.value)
     number = ensure_issue(
         deps,
@@ -71,7 +72,7 @@ def ensure_ballot(
         return None
     if prior is not None and why is not None:
         rnd = _start_round(deps, rec, snap, prior, rnd, why, voided, number, now)
-    rec.ballot_round = {**rnd.to_json(), "issue": number}
+    rec.ballot_round = replace(rnd, issue=number)
     return number
 
 
@@ -84,11 +85,7 @@ def _void_approval(
     now: datetime,
 ) -> str | None:
     """The head whose approval a new round voids (None: nothing approved was voided)."""
-    if (
-        prior is None
-        or rec.ballot.get("head_sha") != prior.head_sha
-        or not BallotStatus(rec.ballot.get("status", "pending")).mergeable
-    ):
+    if prior is None or not rec.ballot_approves(prior.head_sha):
         return None
     if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
         deps.actions_log.append(
@@ -147,5 +144,4 @@ def _start_round(
 def note_reopened(rec: PRRecord) -> None:
     """The PR was closed and is open again: a rejected round ends (a new one starts)."""
     if rec.ballot_round:
-        rnd = BallotRound.from_json(rec.ballot_round)
-        rec.ballot_round = {**rnd.seen_reopened().to_json(), "issue": rnd.issue}
+        rec.ballot_round = rec.ballot_round.seen_reopened()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -14,7 +15,7 @@ from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import concurrently
 from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.poll import read_repo_policy
-from capdaemon.daemon.prstate import ballot_key, ballot_mergeable, ballot_outcome
+from capdaemon.daemon.prstate import ballot_outcome
 from capdaemon.daemon.publish import process_pr
 from capdaemon.daemon.reconcile import pr_intent
 from capdaemon.daemon.tickdata import (
@@ -31,7 +32,7 @@ from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity
-from capdaemon.model import Quadrant
+from capdaemon.stores.prrecord import BallotRecord, BallotSeen, PRState
 from capdaemon.timefmt import parse_utc
 
 
@@ -42,14 +43,14 @@ def step_ballots(
     todo: list[_Seen] = []
     for s in seen:
         rec = s.rec
-        needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
-        if not needs or not rec.ballot_round or rec.state != "open":
+        needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
+        if not needs or not rec.ballot_round or rec.state != PRState.OPEN:
             continue
-        if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
-            if not rec.ballot_round.get("reopened"):
+        if rec.ballot_round.rejected_at:  # over; reopened: a new round in step 2
+            if not rec.ballot_round.reopened:
                 retry_rejection(deps, s, now, report)
             continue
-        if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
+        if rec.ballot_round.head_sha != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
             continue  # not rebound yet (the snapshot failed this tick)
         todo.append(s)
     fps: dict[str, str | None] = {}
@@ -58,7 +59,7 @@ def step_ballots(
         activity = issue_activity(deps, ctx, report)
         for s in todo:
             rec = s.rec
-            number = int(rec.ballot_round["issue"])  # type: ignore[index]
+            number = _issue_of(rec)
             fps[rec.ref] = fp = ballot_fp(deps, ctx, rec, activity.get(number))
             if not ballot_quiet(rec, fp, s.pr.head_sha, now):
                 wanted[rec.ref] = number
@@ -66,7 +67,7 @@ def step_ballots(
     for s in todo:
         rec = s.rec
         if rec.ref not in wanted:  # nobody commented or reacted since the last full read
-            report.ballots[rec.ref] = ballot_key(rec, s.pr.head_sha)
+            report.ballots[rec.ref] = rec.ballot_status(s.pr.head_sha).value
             continue
         deps.check_stop()
         status: str | None = None
@@ -75,13 +76,19 @@ def step_ballots(
         if item.failed:
             ctx.ballot_unread.add(rec.ref)  # no merge on an approval we could not re-read
         fp = fps.get(rec.ref)
-        if status is not None and fp and status == ballot_key(rec, s.pr.head_sha):
-            rec.ballot_seen = {"fp": fp, "at": _iso(now)}
+        if status is not None and fp and status == rec.ballot_status(s.pr.head_sha):
+            rec.ballot_seen = BallotSeen(fp, _iso(now))
         else:  # unread, or the outcome is not applied yet: read in full next tick
-            rec.ballot_seen = {}
+            rec.ballot_seen = None
         deps.prs.save(rec)
         deps.heartbeat()
     deps.safety.tiers.poll(seen, now, report)
+
+
+def _issue_of(rec: PRRecord) -> int:
+    """The ballot issue of the PR's round (a round is recorded with its issue)."""
+    assert rec.ballot_round is not None and rec.ballot_round.issue is not None
+    return rec.ballot_round.issue
 
 
 def ballot_fp(
@@ -104,10 +111,10 @@ def ballot_fp(
         act.comments,
         _iso(act.updated_at) if act.updated_at else "",
         [list(pair) for pair in act.reactions],
-        rnd.get("round"),
-        rnd.get("head_sha"),
-        rnd.get("started_at"),
-        sorted(rnd.get("stale_vote_ids") or ()),
+        rnd.round,
+        rnd.head_sha,
+        _iso(rnd.started_at),
+        sorted(rnd.stale_vote_ids),
         _policy_hash(deps, ctx, rec.repo),
         rec.author,
     )
@@ -117,12 +124,9 @@ def ballot_quiet(rec: PRRecord, fp: str | None, head_sha: str, now: datetime) ->
     """True when a ballot needs no read: same activity as at the last full read, less than
     BALLOT_REREAD ago, and not approved (an approval is re-read every tick until merged)."""
     seen = rec.ballot_seen
-    if not fp or seen.get("fp") != fp or ballot_mergeable(rec, head_sha):
+    if not fp or seen is None or seen.fp != fp or rec.ballot_approves(head_sha):
         return False
-    try:
-        return now - parse_utc(str(seen["at"]), "ballot_seen.at") < BALLOT_REREAD
-    except (KeyError, ValueError):
-        return False
+    return now - parse_utc(seen.at, "ballot_seen.at") < BALLOT_REREAD
 
 
 def read_ballots(
@@ -161,8 +165,7 @@ def count_votes(
     """Count the owners' votes and apply a changed outcome; returns the resolved status."""
     rec = s.rec
     assert rec.ballot_round is not None and deps.decision_repo is not None
-    issue = int(rec.ballot_round["issue"])
-    rnd = BallotRound.from_json(rec.ballot_round)
+    issue, rnd = _issue_of(rec), rec.ballot_round
     if reads is not None and reads.error is not None:
         raise reads.error
     comments = reads.comments if reads is not None else None
@@ -186,7 +189,7 @@ def count_votes(
     _audit_votes(deps, rec, issue, rnd, outcome, now)
     _answer_unknown_commands(deps, rec, issue, outcome, now)
     report.ballots[rec.ref] = outcome.status.value
-    previous = ballot_key(rec, s.pr.head_sha)
+    previous = rec.ballot_status(s.pr.head_sha).value
     if outcome.status.value != previous:
         apply_ballot(deps, ctx, s, issue, rnd, outcome, previous, now, report)
     return outcome.status.value
@@ -294,14 +297,14 @@ def apply_ballot(
             now=now,
         )
         if not deps.shadow:  # the round is over, whatever happens to the votes later
-            rec.ballot_round = {**rnd.rejected(now).to_json(), "issue": issue}
+            rec.ballot_round = replace(rnd.rejected(now), issue=issue)
     record_ballot(deps, rec, rnd, outcome, now)  # record before act
     rejected = status is BallotStatus.REJECTED
     if rejected:
         publish_rejected_check(deps, rec, outcome)
     if rejected and close_pr(deps, rec, reject_comment(outcome), now, report):
         close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
-    if rec.state == "open" and not (rec.ballot_round or {}).get("rejected_at"):
+    if rec.state == PRState.OPEN and not (rec.ballot_round and rec.ballot_round.rejected_at):
         # republish the check and the ballot body for the new state (same code path as step 2)
         if rec.repo not in ctx.policies:
             read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
@@ -331,14 +334,9 @@ def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome
 def record_ballot(
     deps: TickDeps, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome, now: datetime
 ) -> None:
-    rec.ballot = {
-        "status": outcome.status.value,
-        "head_sha": outcome.head_sha,
-        "round": rnd.round,
-        "by": outcome.decided_by,
-        "reason": outcome.reason,
-        "at": _iso(now),
-    }
+    rec.ballot = BallotRecord(
+        outcome.status, outcome.head_sha, rnd.round, outcome.decided_by, outcome.reason, _iso(now)
+    )
     deps.prs.save(rec)
 
 
@@ -347,7 +345,7 @@ def retry_rejection(deps: TickDeps, s: _Seen, now: datetime, report: TickReport)
     crash): close the PR now. Votes are not read again: the round is over."""
     rec = s.rec
     report.ballots[rec.ref] = BallotStatus.REJECTED.value
-    outcome = ballot_outcome(rec, str(rec.ballot.get("head_sha") or s.pr.head_sha), now)
+    outcome = ballot_outcome(rec, rec.ballot.head_sha if rec.ballot else s.pr.head_sha, now)
     if close_pr(deps, rec, reject_comment(outcome), now, report):
         close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
 
@@ -367,7 +365,7 @@ def close_pr(
         report_error(report, "pr.close_failed", f"{rec.ref}: {exc}", pr=rec.ref)
         return False
     intent.done()
-    rec.state = "closed"
+    rec.state = PRState.CLOSED
     intent.settle()
     report.closed.append(rec.ref)
     deps.log.info("pr.closed", pr=rec.ref)

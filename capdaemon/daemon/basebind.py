@@ -20,10 +20,10 @@ from capdaemon.daemon.safety.probes import Probes
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.breaker import IncidentKind
 from capdaemon.decide.probe import ProbeWatch
-from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import PRSummary
 from capdaemon.logging import get_logger
+from capdaemon.stores.prrecord import BallotRecord
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
@@ -56,7 +56,7 @@ class BaseBinding:
                 rec.fingerprint = ""
                 self.prs.save(rec)
             return
-        rnd = BallotRound.from_json(rec.ballot_round)
+        rnd = rec.ballot_round
         if rnd.base_ref == found:
             return  # already noted
         self.actions_log.append(
@@ -70,8 +70,7 @@ class BaseBinding:
             },
             now=now,
         )
-        approved = BallotStatus(rec.ballot.get("status", "pending")).mergeable
-        if approved and rec.ballot.get("head_sha") == rnd.head_sha:
+        if rec.ballot_approves(rnd.head_sha):
             self.actions_log.append(
                 {
                     "action": "approval_voided",
@@ -82,8 +81,8 @@ class BaseBinding:
                 },
                 now=now,
             )
-        rec.ballot = {"status": "pending", "head_sha": rnd.head_sha, "round": rnd.round}
-        rec.ballot_round = {**rnd.left_for(found).to_json(), "issue": rnd.issue}
+        rec.ballot = BallotRecord(BallotStatus.PENDING, rnd.head_sha, rnd.round)
+        rec.ballot_round = rnd.left_for(found)
         rec.fingerprint = ""
         self.prs.save(rec)
         log.warning("pr.base_changed", pr=rec.ref, to=found)

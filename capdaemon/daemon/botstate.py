@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,103 +11,14 @@ from capdaemon.decide.labels import IssueKind
 from capdaemon.filenames import JOURNAL_FILE, METRICS_FILE, PRS_FILE
 from capdaemon.jsonl import read_after
 from capdaemon.state import StateError, atomic_write_json, fsync_dir, read_json
+from capdaemon.stores.prrecord import PRRecord as PRRecord  # its one home (typed records)
+from capdaemon.stores.prrecord import RecordError, record_of
 
 PRS_VERSION = 1
 # The kind of a PR's decision issue: its marker's "kind", its audit entries' "kind" and its
-# key in PRRecord.issues are the same word. Records written before may say "scope".
+# key in PRRecord.issues are the same word.
 BALLOT_KIND, REVIEW_KIND = IssueKind.BALLOT.value, IssueKind.REVIEW.value
 SCOPE_KIND = IssueKind.SCOPE_VIOLATION.value
-_LEGACY_ISSUE_KINDS = {"scope": SCOPE_KIND}
-
-
-@dataclass
-class PRRecord:
-    """What the daemon remembers about one PR between ticks (keyed `owner/repo#N`).
-
-    `fingerprint` hashes the classification inputs last handled (head, labels, foreign
-    check runs — not statuses, which classification never sees —, policy, capability);
-    `audited` the inputs whose classification is already in the audit log (a crash between
-    audit and publication never audits twice); `published` adds the ballot state (the check
-    and issues as last written). `issues` maps an issue kind (ballot, review, scope-violation) to
-    {"number", "open", "opened_at", "kept_open"}.
-    `ballot_round` is decide's BallotRound JSON; `ballot` the last applied outcome.
-    `pending` is an action recorded as attempted whose outcome is not recorded yet.
-    `light` hashes what the PR list, the policy and the capability say (head, base, labels,
-    draft, policy, capability) at the last full evaluation; `firm_d` is True when the quadrant
-    is D by votes no check run can lift (None: not known, recorded before this field);
-    `ballot_seen` is {"fp", "at"}: the ballot issue's activity (issue list) when its comments
-    and reactions were last read, and when. Together they let a steady tick skip reads
-    (the skip rules are in capdaemon/daemon/gather.py).
-    `auto_revert_head` / `auto_revert_floor`: the head at which the newest `labeled
-    decision:auto-revert` event already present was recorded (ISO time, "" when none): only
-    a label event newer than that floor can verify the label for that head (R2).
-    `issues[kind]["body_sha"]` hashes the title and body capdaemon last wrote there (R5).
-    `head_ref` is the PR's head branch name as GitHub last listed it (attacker-chosen text:
-    shown escaped, never used to decide; "" in records written before this field).
-    """
-
-    repo: str
-    number: int
-    head_sha: str = ""
-    fingerprint: str = ""
-    audited: str = ""
-    published: str = ""
-    counted_head: str = ""
-    quadrant: str | None = None
-    check_success: bool = False
-    blocking: list[str] = field(default_factory=list)
-    task_id: str | None = None
-    merge_policy: str | None = None
-    policy_reason: str = ""
-    auto_revert: bool = False
-    mergeable: bool | None = None
-    author: str = ""
-    title: str = ""
-    issues: dict[str, dict[str, Any]] = field(default_factory=dict)
-    ballot_round: dict[str, Any] | None = None
-    ballot: dict[str, Any] = field(default_factory=dict)
-    handled: list[str] = field(default_factory=list)
-    merge_blocked_head: str = ""
-    would_merge_head: str = ""
-    state: str = "open"  # open | merged | closed | gone
-    merge_sha: str | None = None
-    pending: dict[str, Any] | None = None
-    first_seen: str = ""
-    updated_at: str = ""
-    light: str = ""
-    firm_d: bool | None = None
-    ballot_seen: dict[str, Any] = field(default_factory=dict)
-    auto_revert_head: str = ""
-    auto_revert_floor: str = ""
-    head_ref: str = ""
-
-    @property
-    def ref(self) -> str:
-        """`owner/repo#N`."""
-        return f"{self.repo}#{self.number}"
-
-    def issue(self, kind: str) -> dict[str, Any] | None:
-        """The decision issue of one kind, if opened."""
-        return self.issues.get(kind)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (a shallow copy: the values are already plain JSON data)."""
-        return {name: getattr(self, name) for name in _FIELDS}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PRRecord:
-        """Parse one record; unknown keys are refused (a newer or corrupt file)."""
-        unknown = set(data) - set(_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown keys {sorted(unknown)}")
-        issues = data.get("issues")
-        if isinstance(issues, dict) and any(k in issues for k in _LEGACY_ISSUE_KINDS):
-            renamed = {_LEGACY_ISSUE_KINDS.get(k, k): v for k, v in issues.items()}
-            data = {**data, "issues": renamed}
-        return cls(**data)
-
-
-_FIELDS = tuple(f.name for f in dataclasses.fields(PRRecord))
 
 
 class PRStore:
@@ -141,14 +50,11 @@ class PRStore:
         self._replay()
 
     def _parse(self, where: Path, ref: str, data: Any) -> PRRecord:
+        """One record, or a StateError naming the file, the PR and the field."""
         try:
-            if not isinstance(data, dict):
-                raise TypeError("not an object")
-            return PRRecord.from_dict(data)
-        except (TypeError, ValueError) as exc:
-            raise StateError(
-                f"{where}: record {ref!r} is malformed: {exc}; never overwritten"
-            ) from exc
+            return record_of(ref, data)
+        except RecordError as exc:
+            raise StateError(f"{where}: {exc}; never overwritten") from exc
 
     def _replay(self) -> None:
         if not self.journal.exists():

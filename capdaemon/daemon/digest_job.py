@@ -18,6 +18,7 @@ from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
 from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.daemon.texts import issue_web_url
+from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.burnin import BurnInState, burn_in_raw
 from capdaemon.decide.digest import (
     DigestBallot,
@@ -42,6 +43,7 @@ from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
 from capdaemon.stores.prfile import pr_records as pr_records  # its one home (read-only)
+from capdaemon.stores.prrecord import PRRecord, PRState
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
@@ -198,14 +200,14 @@ class _Actions:
     errors: list[str] = dataclasses.field(default_factory=list)
     quadrant_of: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
 
-    def note(self, rec: Mapping[str, Any], prs: Mapping[str, Mapping[str, Any]]) -> None:
+    def note(self, rec: Mapping[str, Any], prs: Mapping[str, PRRecord]) -> None:
         """Take one record into account."""
         action, ref = rec.get("action"), str(rec.get("pr", ""))
         status = rec.get("status")
         if action == "merge" and status == "attempted":
             self.quadrant_of[(ref, str(rec.get("head_sha")))] = str(rec.get("quadrant", ""))
         elif action == "merge" and status in ("done", "would_merge"):
-            self.merges.append(self._merge(rec, ref, prs.get(ref) or {}))
+            self.merges.append(self._merge(rec, ref, prs.get(ref)))
         elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
             self.auto_closed.append(
                 DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", "")))
@@ -224,10 +226,11 @@ class _Actions:
                 f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300]
             )
 
-    def _merge(self, rec: Mapping[str, Any], ref: str, pr: Mapping[str, Any]) -> DigestMerge:
+    def _merge(self, rec: Mapping[str, Any], ref: str, pr: PRRecord | None) -> DigestMerge:
         q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
-        q = q or pr.get("quadrant") or "D"
-        return DigestMerge(ref, Quadrant(q), str(pr.get("title", "")), parse_utc(rec["ts"], "ts"))
+        q = q or (pr and pr.quadrant) or "D"
+        title = pr.title if pr is not None else ""
+        return DigestMerge(ref, Quadrant(q), title, parse_utc(rec["ts"], "ts"))
 
 
 def _attention_item(rec: Mapping[str, Any], ref: str) -> DigestItem | None:
@@ -262,7 +265,7 @@ def _unprotected(config: Config, safety: Mapping[str, Any]) -> list[DigestItem]:
 
 
 def _pending(
-    config: Config, prs: Mapping[str, Mapping[str, Any]], safety: Mapping[str, Any]
+    config: Config, prs: Mapping[str, PRRecord], safety: Mapping[str, Any]
 ) -> tuple[DigestBallot, ...]:
     """Open ballots waiting for an owner (pending, deferred), then pending one-taps."""
     decision_repo = config.ballot_repo
@@ -276,20 +279,20 @@ def _pending(
 
     pending: list[DigestBallot] = []
     for ref, p in sorted(prs.items()):
-        ballot = (p.get("issues") or {}).get(BALLOT_KIND)
-        if p.get("state") != "open" or not ballot or not ballot.get("open"):
+        ballot = p.issue(BALLOT_KIND)
+        if p.state is not PRState.OPEN or not ballot or not ballot.open:
             continue
-        status = (p.get("ballot") or {}).get("status", "pending")
-        if status not in ("pending", "deferred"):
+        status = p.ballot.status if p.ballot is not None else BallotStatus.PENDING
+        if status not in (BallotStatus.PENDING, BallotStatus.DEFERRED):
             continue
-        issue, url = issue_of(ballot.get("number"))
-        kind = "deferred" if status == "deferred" else "ballot"
-        opened = parse_utc(ballot["opened_at"], "opened_at")
-        title = str(p.get("title", ""))
+        issue, url = issue_of(ballot.number)
+        kind = "deferred" if status is BallotStatus.DEFERRED else "ballot"
+        opened = parse_utc(ballot.opened_at, "opened_at")
+        title = p.title
         pending.append(DigestBallot(ref, opened, url=url, title=title, kind=kind, issue=issue))
     for ref, ot in sorted((safety.get("one_tap") or {}).items()):
-        p = prs.get(ref) or {}
-        if ot.get("state") == "pending" and p.get("state") == "open":
+        rec = prs.get(ref)
+        if ot.get("state") == "pending" and rec is not None and rec.state is PRState.OPEN:
             issue, url = issue_of(ot.get("issue"))
             pending.append(
                 DigestBallot(

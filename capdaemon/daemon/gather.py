@@ -11,7 +11,6 @@ from typing import Any
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.prstate import (
-    ballot_mergeable,
     full_fingerprint,
     light_fingerprint,
     published,
@@ -162,8 +161,8 @@ def checks_cannot_matter(deps: TickDeps, rec: PRRecord, pr: PRSummary) -> str | 
         return "draft"
     if rec.blocking:
         return "blocked"
-    firm = rec.quadrant == Quadrant.D.value and rec.firm_d is True
-    if (firm or deps.safety.tiers.needs_ballot(rec)) and not ballot_mergeable(rec, pr.head_sha):
+    firm = rec.quadrant if rec.firm_d is True else None  # a D no check run can lift
+    if deps.safety.tiers.needs_ballot(rec, firm) and not rec.ballot_approves(pr.head_sha):
         return "ballot not approved"
     return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +24,7 @@ from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
 from capdaemon.stores.escalations import list_escalations, mark_notified
+from capdaemon.stores.prrecord import IssueRef, IssueText, PRState
 from capdaemon.timefmt import parse_utc
 
 
@@ -70,8 +72,8 @@ def ensure_issue(
         return None
     known = rec.issues.get(kind)
     tampered = ctx.tampered.get(rec.ref, {}).get(kind)
-    if known and not known.get("open", True) and kind != BALLOT:
-        return int(known["number"])  # a closed passive review / scope issue stays closed
+    if known and not known.open and kind != BALLOT:
+        return known.number  # a closed passive review / scope issue stays closed
     issue = deps.forge.ensure_issue(
         repo,
         marker,
@@ -79,35 +81,32 @@ def ensure_issue(
         body,
         labels,
         reopen=kind == BALLOT,
-        number=int(known["number"]) if known and known.get("number") else None,
+        number=known.number if known else None,
     )
     ctx.decision_writes = True
-    known = _note_issue(deps, rec, kind, issue, now, report)
+    _note_issue(deps, rec, kind, issue, now, report)
     if tampered and kind in WATCHED_KINDS:
         restored(deps, ctx, rec, kind, issue.number, tampered, round_no, now)
     done_tampered(ctx, rec.ref, kind)
+    known = rec.issues[kind]
     if kind in WATCHED_KINDS:
-        known["body_sha"] = issue_text_hash(issue.title, issue.body)
+        known = replace(known, body_sha=issue_text_hash(issue.title, issue.body))
     if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
-        known["text"] = {"title": title, "body": body, "marker": marker, "labels": labels}
+        known = replace(known, text=IssueText(title, body, dict(marker), tuple(labels)))
+    rec.issues[kind] = known
     return issue.number
 
 
 def _note_issue(
     deps: TickDeps, rec: PRRecord, kind: str, issue: MarkedIssue, now: datetime, report: TickReport
-) -> dict[str, Any]:
+) -> None:
     """The record's entry for this issue, updated from what GitHub returned (opened or reopened
     issues audited)."""
     repo = deps.decision_repo
     known = rec.issues.get(kind)
-    if not known or known.get("number") != issue.number:
+    if not known or known.number != issue.number:
         opened = issue.created_at or now
-        known = rec.issues[kind] = {
-            "number": issue.number,
-            "open": issue.state == "open",
-            "opened_at": _iso(opened),
-            "kept_open": False,
-        }
+        rec.issues[kind] = IssueRef(issue.number, issue.state == "open", _iso(opened))
         deps.actions_log.append(
             {
                 "action": "issue_opened",
@@ -119,17 +118,15 @@ def _note_issue(
         )
         report.issues.append(f"{kind}:{repo}#{issue.number}")
         deps.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
-        return known
-    was_open = known.get("open", True)
-    known["open"] = issue.state == "open"
-    if known["open"] and not was_open:
+        return
+    rec.issues[kind] = replace(known, open=issue.state == "open")
+    if issue.state == "open" and not known.open:
         deps.actions_log.append(
             {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
              "issue": f"{repo}#{issue.number}"},
             now=now,
         )  # fmt: skip
         deps.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
-    return known
 
 
 def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport) -> None:
@@ -145,23 +142,25 @@ def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: Tic
         what = kinds.get(REVIEW)
         if rec is None or info is None or not what:
             continue
-        text = info.get("text")
-        if not isinstance(text, dict):
+        text = info.text
+        if text is None:
             deps.log.warning("issue.restore_unavailable", pr=ref, kind=REVIEW)
             continue
         deps.check_stop()
         with per_item(report, "issue.restore_failed", ref, pr=ref) as item:
             issue = deps.forge.ensure_issue(
                 repo,
-                dict(text["marker"]),
-                str(text["title"]),
-                str(text["body"]),
-                list(text["labels"]),
-                number=int(info["number"]),
+                dict(text.marker),
+                text.title,
+                text.body,
+                list(text.labels),
+                number=info.number,
             )
             ctx.decision_writes = True
             restored(deps, ctx, rec, REVIEW, issue.number, what, None, now)
-            info["body_sha"] = issue_text_hash(issue.title, issue.body)
+            rec.issues[REVIEW] = replace(
+                rec.issues[REVIEW], body_sha=issue_text_hash(issue.title, issue.body)
+            )
         if item.failed:
             continue
         deps.prs.save(rec)
@@ -180,14 +179,14 @@ def restored(
     """Say once, on the issue, that someone else edited it and that it was restored."""
     assert deps.decision_repo is not None
     info = rec.issues[kind]
-    count = int(info.get("restores", 0)) + 1
+    count = info.restores + 1
     deps.forge.comment_once(
         deps.decision_repo,
         number,
         {"kind": "restored", "key": f"{rec.ref}:{kind}:{count}"},
         texts.restored_comment(kind, what, round_no),
     )
-    info["restores"] = count
+    rec.issues[kind] = replace(info, restores=count)
     deps.actions_log.append(
         {
             "action": "issue_restored",
@@ -211,24 +210,24 @@ def done_tampered(ctx: TickContext, ref: str, kind: str) -> None:
             del ctx.tampered[ref]
 
 
-def _watched(deps: TickDeps) -> list[tuple[PRRecord, str, dict[str, Any]]]:
+def _watched(deps: TickDeps) -> list[tuple[PRRecord, str, IssueRef]]:
     """The open decision issues capdaemon watches, each with its PR record and stored info."""
     return [
         (rec, kind, info)
         for rec in deps.prs.records.values()
         for kind, info in rec.issues.items()
-        if kind in WATCHED_KINDS and info.get("open") and (rec.state == "open" or kind == REVIEW)
+        if kind in WATCHED_KINDS and info.open and (rec.state == PRState.OPEN or kind == REVIEW)
     ]
 
 
-def _tamper_kind(kind: str, info: dict[str, Any], act: Any) -> str | None:
+def _tamper_kind(kind: str, info: IssueRef, act: Any) -> str | None:
     """How a watched issue was tampered with ("closed", "edited"), or None when it was not
     (or the list did not carry its text)."""
     if act is None:
         return "closed" if kind == BALLOT else None  # not among the open issues
     if act.body is None:
         return None  # the list did not carry the text: nothing to compare
-    return "edited" if issue_text_hash(act.title, act.body) != info["body_sha"] else None
+    return "edited" if issue_text_hash(act.title, act.body) != info.body_sha else None
 
 
 def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
@@ -239,17 +238,17 @@ def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
     read only when there is one (a steady tick reads it for its ballots anyway)."""
     watched = _watched(deps)
     for rec, kind, info in watched:
-        if not info.get("body_sha") and kind == BALLOT:
+        if not info.body_sha and kind == BALLOT:
             # recorded before hashes were kept: rewrite it once to learn the hash (silent)
             ctx.tampered.setdefault(rec.ref, {})[kind] = ""
-    watched = [w for w in watched if w[2].get("body_sha")]
+    watched = [w for w in watched if w[2].body_sha]
     if not watched:
         return
     activity = issue_activity(deps, ctx, report)
     if not ctx.activity_ok:
         return
     for rec, kind, info in watched:
-        how = _tamper_kind(kind, info, activity.get(int(info["number"])))
+        how = _tamper_kind(kind, info, activity.get(info.number))
         if how is not None:
             ctx.tampered.setdefault(rec.ref, {})[kind] = how
     for ref, kinds in ctx.tampered.items():
@@ -259,22 +258,21 @@ def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
 
 def close_issue(deps: TickDeps, rec: PRRecord, kind: str, comment: str, now: datetime) -> None:
     known = rec.issues.get(kind)
-    if not known or not known.get("open") or deps.decision_repo is None:
+    if not known or not known.open or deps.decision_repo is None:
         return
-    deps.forge.close_issue(deps.decision_repo, int(known["number"]), comment)
-    known["open"] = False
-    known.pop("text", None)
+    deps.forge.close_issue(deps.decision_repo, known.number, comment)
+    rec.issues[kind] = replace(known, open=False, text=None)
     deps.actions_log.append(
         {
             "action": "issue_closed",
             "pr": rec.ref,
             "kind": kind,
-            "issue": f"{deps.decision_repo}#{known['number']}",
+            "issue": f"{deps.decision_repo}#{known.number}",
             "comment": comment,
         },
         now=now,
     )
-    deps.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known["number"])
+    deps.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known.number)
 
 
 # ------------------------------------------------------------------ step 5
@@ -288,16 +286,16 @@ def step_passive_reviews(
         return
     for rec in list(deps.prs.records.values()):
         info = rec.issues.get(REVIEW)
-        if not info or not info.get("open") or info.get("kept_open"):
+        if not info or not info.open or info.kept_open:
             continue
         if rec.state == "open":
             continue  # the PR still waits (checks, an owner, a label): never closed under it
-        opened = parse_utc(info["opened_at"], "opened_at")
+        opened = parse_utc(info.opened_at, "opened_at")
         if now - opened < timedelta(days=days):
             continue
         deps.check_stop()
         with per_item(report, "passive.failed", rec.ref, pr=rec.ref):
-            comments = deps.forge.comments(repo, int(info["number"]))
+            comments = deps.forge.comments(repo, info.number)
             owners = decision_owners(deps, ctx, rec.repo, [c.user for c in comments])
             owner_commented = any(
                 c.user.lower() in owners and c.user.lower() != deps.bot_login.lower()
@@ -305,18 +303,18 @@ def step_passive_reviews(
             )
             if passive_close_due(opened, now, owner_commented, days):
                 close_issue(deps, rec, REVIEW, texts.passive_close_comment(days), now)
-                deps.log.info("passive.closed", pr=rec.ref, issue=info["number"])
+                deps.log.info("passive.closed", pr=rec.ref, issue=info.number)
             elif owner_commented:
-                info["kept_open"] = True
+                rec.issues[REVIEW] = replace(info, kept_open=True)
                 deps.actions_log.append(
                     {
                         "action": "passive_kept_open",
                         "pr": rec.ref,
-                        "issue": f"{repo}#{info['number']}",
+                        "issue": f"{repo}#{info.number}",
                     },
                     now=now,
                 )
-                deps.log.info("passive.kept_open", pr=rec.ref, issue=info["number"])
+                deps.log.info("passive.kept_open", pr=rec.ref, issue=info.number)
 
 
 def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:

@@ -32,7 +32,8 @@ from capdaemon.forge.errors import (
     HeadMoved,
     NotMergeable,
 )
-from capdaemon.model import CheckRun, Quadrant
+from capdaemon.model import CheckRun
+from capdaemon.stores.prrecord import PRState
 
 
 # ------------------------------------------------------------------ step 0
@@ -41,8 +42,8 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
     for rec in list(deps.prs.records.values()):
         if not rec.pending:
             continue
-        op = rec.pending.get("op")
-        if outcome_recorded(deps, rec, str(op), now, report):
+        op = rec.pending.op.value
+        if outcome_recorded(deps, rec, op, now, report):
             continue
         with per_item(report, "reconcile.failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
@@ -51,7 +52,7 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
         base = {
             "action": op,
             "pr": rec.ref,
-            "head_sha": rec.pending.get("head_sha"),
+            "head_sha": rec.pending.head_sha,
             "reconciled": True,
         }
         if op == "merge" and status.merged and status.head_sha != base["head_sha"]:
@@ -66,20 +67,20 @@ def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
                 },
                 now=now,
             )
-            rec.state, rec.merge_sha = "merged", status.merge_sha
+            rec.state, rec.merge_sha = PRState.MERGED, status.merge_sha
         elif op == "merge" and status.merged:
             deps.actions_log.append(
                 {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
             )
-            rec.state, rec.merge_sha = "merged", status.merge_sha
-            if rec.pending.get("base_ref") and status.merge_sha:  # on the approved base?
-                approved, head = str(rec.pending["base_ref"]), str(base["head_sha"])
+            rec.state, rec.merge_sha = PRState.MERGED, status.merge_sha
+            if rec.pending.base_ref and status.merge_sha:  # on the approved base?
+                approved, head = rec.pending.base_ref, rec.pending.head_sha
                 deps.safety.basebind.verify_merge(
                     rec, approved, head, status.merge_sha, now, report
                 )
         elif op == "close" and status.state == "closed":
             deps.actions_log.append({**base, "status": "done"}, now=now)
-            rec.state = "merged" if status.merged else "closed"
+            rec.state = PRState.MERGED if status.merged else PRState.CLOSED
         else:
             deps.actions_log.append({**base, "status": "not_done"}, now=now)
         deps.log.info("reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state)
@@ -93,15 +94,15 @@ def outcome_recorded(
     """A crash after the outcome record but before the state save: the log already says
     it, once. Take the state from that record; write nothing more to the log."""
     assert rec.pending is not None
-    done = recorded_outcome(deps.actions_log.path, rec.ref, op, rec.pending.get("head_sha"))
+    done = recorded_outcome(deps.actions_log.path, rec.ref, op, rec.pending.head_sha)
     if done is None:
         return False
     status = done.get("status")
     if op == "merge" and status in ("done", "merged_by_other"):
-        rec.state, rec.merge_sha = "merged", str(done.get("merge_sha") or "")
+        rec.state, rec.merge_sha = PRState.MERGED, str(done.get("merge_sha") or "")
         close_issue(deps, rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).", now)
     elif op == "close" and status == "done":
-        rec.state = "closed"
+        rec.state = PRState.CLOSED
     deps.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
     report.reconciled.append(f"{rec.ref}:{op}")
     settle(deps, rec)
@@ -222,7 +223,7 @@ def merge_facts(
     deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
 ) -> MergeFacts:
     rec, pr, rc = s.rec, s.pr, s.rc
-    needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
+    needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
     ballot = ballot_outcome(rec, pr.head_sha, now) if needs else None
     return MergeFacts(
         head_sha=pr.head_sha,
@@ -276,7 +277,7 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
         return
     else:
         intent.done(merge_sha=merge_sha)
-        rec.state, rec.merge_sha = "merged", merge_sha
+        rec.state, rec.merge_sha = PRState.MERGED, merge_sha
         report.merged.append(rec.ref)
         deps.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
         deps.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)

@@ -19,6 +19,7 @@ from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.errors import ForgeError, NotFound
 from capdaemon.forge.types import PRSummary
 from capdaemon.state import StateError
+from capdaemon.stores.prrecord import PRState
 
 
 def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_Seen]:
@@ -167,7 +168,7 @@ def forget_closed(
             status = deps.forge.pull_status(rec.repo, rec.number)
         if item.failed:  # unknown state: ask again next tick, decide nothing
             continue
-        rec.state = "merged" if status.merged else "closed"
+        rec.state = PRState.MERGED if status.merged else PRState.CLOSED
         rec.merge_sha = status.merge_sha if status.merged else None
         deps.actions_log.append({"action": "pr_left", "pr": rec.ref, "state": rec.state}, now=now)
         close_issue(deps, rec, BALLOT, texts.gone_comment(rec.state), now)

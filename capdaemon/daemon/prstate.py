@@ -7,7 +7,7 @@ from datetime import datetime
 
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import _digest
-from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote
+from capdaemon.decide.ballot import BallotOutcome, Vote
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
@@ -38,36 +38,20 @@ def light_fingerprint(pr: PRSummary, policy_hash: str, cap_state: str) -> str:
     return _digest(pr.head_sha, pr.base_ref, sorted(pr.labels), pr.draft, policy_hash, cap_state)
 
 
-def ballot_key(rec: PRRecord, head_sha: str) -> str:
-    """The ballot status recorded for this head ("pending" when none is)."""
-    if rec.ballot.get("head_sha") == head_sha:
-        return str(rec.ballot.get("status", "pending"))
-    return "pending"
-
-
 def published(rec: PRRecord, head_sha: str) -> bool:
     """The check and issues as last written match the last evaluation and ballot state."""
     return bool(rec.fingerprint) and rec.published == _digest(
-        rec.fingerprint, ballot_key(rec, head_sha)
+        rec.fingerprint, rec.ballot_status(head_sha).value
     )
-
-
-def ballot_mergeable(rec: PRRecord, head_sha: str) -> bool:
-    """The recorded ballot lets this head merge (an unknown status counts as approved here:
-    it only makes the tick read everything)."""
-    try:
-        return BallotStatus(ballot_key(rec, head_sha)).mergeable
-    except ValueError:
-        return True  # unknown: treat as approved, i.e. read everything
 
 
 def ballot_outcome(rec: PRRecord, head_sha: str, now: datetime) -> BallotOutcome:
     """The ballot state recorded for this head, as decide's BallotOutcome."""
-    b = rec.ballot if rec.ballot.get("head_sha") == head_sha else {}
-    status = BallotStatus(b.get("status", "pending"))
+    b = rec.ballot_for(head_sha)
+    status = rec.ballot_status(head_sha)
     deciding = None
-    if b.get("by"):
-        at = parse_utc(b["at"], "ballot.at") if b.get("at") else now
-        deciding = Vote(b["by"], "comment", None, at, "", status, True)
-    reason = str(b.get("reason", "no owner has answered yet"))
+    if b is not None and b.by:
+        at = parse_utc(b.at, "ballot.at") if b.at else now
+        deciding = Vote(b.by, "comment", None, at, "", status, True)
+    reason = b.reason if b is not None and b.reason is not None else "no owner has answered yet"
     return BallotOutcome(status, head_sha, reason, deciding)

@@ -14,7 +14,6 @@ from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.gather import plan, unchanged
 from capdaemon.daemon.issues import close_issue, ensure_issue
 from capdaemon.daemon.prstate import (
-    ballot_key,
     ballot_outcome,
     full_fingerprint,
     light_fingerprint,
@@ -39,7 +38,6 @@ from capdaemon.daemon.tickdata import (
     firm_d,
     without_stale_auto_revert,
 )
-from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.checks import (
     CheckFacts,
     passive_issue_body,
@@ -49,6 +47,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.tiers import Requirement
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.stores.prrecord import PRState
 from capdaemon.timefmt import parse_utc
 
 
@@ -72,7 +71,7 @@ def process_pr(
         raise g.error
     rec = deps.prs.setdefault(pr.repo, pr.number, _iso(now))
     if rec.state != "open":
-        rec.state = "open"  # reopened
+        rec.state = PRState.OPEN  # reopened
         note_reopened(rec)
     if rec.head_ref != pr.head_ref:  # display only (the dashboard); upgrades older records
         rec.head_ref = pr.head_ref
@@ -219,7 +218,7 @@ def _record_and_publish(
     publish(deps, ctx, rec, snap, verdict, capv, now, report)
     rec.fingerprint = fp
     rec.light = light_fingerprint(p.pr, p.policy_hash, p.cap)
-    rec.published = _digest(fp, ballot_key(rec, snap.head_sha))
+    rec.published = _digest(fp, rec.ballot_status(snap.head_sha).value)
     deps.prs.save(rec)
     return _Seen(p.rc, p.pr, rec, verdict)
 
@@ -259,7 +258,7 @@ def _note_verdict(
     rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
     rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
     rec.policy_reason = capv.policy_reason
-    rec.quadrant, rec.mergeable = verdict.quadrant.value, snap.mergeable
+    rec.quadrant, rec.mergeable = verdict.quadrant, snap.mergeable
     rec.firm_d = firm_d(verdict)
     rec.auto_revert = any(
         o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
@@ -338,11 +337,7 @@ def audit_classification(
 
 def head_moved(deps: TickDeps, rec: PRRecord, new_head: str, now: datetime) -> None:
     """A push: an approval for the old head is void; a ballot round rebinds when still D."""
-    if (
-        rec.ballot
-        and rec.ballot.get("head_sha") == rec.head_sha
-        and BallotStatus(rec.ballot["status"]).mergeable
-    ):
+    if rec.ballot_approves(rec.head_sha):
         deps.actions_log.append(
             {
                 "action": "approval_voided",
@@ -367,7 +362,7 @@ def publish(
     report: TickReport,
 ) -> None:
     """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
-    is_d = verdict.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
+    is_d = deps.safety.tiers.needs_ballot(rec, verdict.quadrant)
     ballot_issue = None
     if is_d:  # the ballot first, so the check can link to it
         ballot_issue = ensure_ballot(deps, ctx, rec, snap, verdict, now, report)

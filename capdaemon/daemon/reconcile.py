@@ -11,6 +11,7 @@ from capdaemon.audit import read_records
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickDeps
 from capdaemon.daemon.intent import Intent
+from capdaemon.stores.prrecord import Pending, PendingOp
 from capdaemon.timefmt import utc_iso
 
 # statuses that close an "attempted" record; "unknown" does not (the outcome is still open)
@@ -45,7 +46,8 @@ def pr_intent(
     reconciles one left there by a crash or an unknown outcome."""
 
     def keep() -> None:
-        rec.pending = {"op": op, "head_sha": head_sha, **extra, "at": utc_iso(now)}
+        base_ref = extra.get("base_ref")
+        rec.pending = Pending(PendingOp(op), head_sha, utc_iso(now), base_ref=base_ref)
         deps.prs.save(rec)
 
     audit = {"action": op, "pr": rec.ref, "head_sha": head_sha, **extra}

@@ -18,9 +18,11 @@ from typing import Any
 
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.breaker import BreakerState, allows_merge
+from capdaemon.decide.labels import IssueKind
 from capdaemon.decide.rounds import after_rejection_tier
 from capdaemon.decide.tiers import Requirement, TierDecision, effective_requirement
 from capdaemon.model import Quadrant
+from capdaemon.stores.prrecord import PRRecord
 
 # the kinds of thing a PR can wait on, in the order the table lists them
 WAIT_KINDS = (
@@ -62,43 +64,32 @@ class PRFacts:
     after_rejection: bool = False
 
     @classmethod
-    def of(cls, rec: Mapping[str, Any]) -> PRFacts:
-        """The facts of one prs.json record (a field of the wrong type reads as unknown)."""
-        issue = _obj(_obj(rec, "issues"), "ballot")
-        ballot = _obj(rec, "ballot")
-        mergeable = rec.get("mergeable")
+    def of(cls, rec: PRRecord) -> PRFacts:
+        """The facts of one prs.json record (read by the daemon's own typed reader)."""
+        issue = rec.issue(IssueKind.BALLOT)
+        ballot = rec.ballot
         return cls(
-            title=_text(rec, "title"),
-            author=_text(rec, "author"),
-            state=_text(rec, "state"),
-            branch=_text(rec, "head_ref"),
-            head_sha=_text(rec, "head_sha"),
-            quadrant=_text(rec, "quadrant"),
-            check_success=rec.get("check_success") is True,
-            mergeable=mergeable if isinstance(mergeable, bool) else None,
-            blocking=tuple(str(b) for b in rec.get("blocking") or () if b),
-            auto_revert=rec.get("auto_revert") is True,
-            ballot_status=_text(ballot, "status"),
-            ballot_head=_text(ballot, "head_sha"),
-            ballot_open=bool(issue.get("open")),
-            ballot_issue=_text(issue, "number"),
-            ballot_opened_at=_text(issue, "opened_at"),
-            merge_blocked_head=_text(rec, "merge_blocked_head"),
-            would_merge_head=_text(rec, "would_merge_head"),
-            pending=bool(rec.get("pending")),
-            merge_policy=_text(rec, "merge_policy") or "auto",
-            after_rejection=bool(_obj(rec, "ballot_round").get("after_rejection")),
+            title=rec.title,
+            author=rec.author,
+            state=rec.state.value,
+            branch=rec.head_ref,
+            head_sha=rec.head_sha,
+            quadrant="" if rec.quadrant is None else rec.quadrant.value,
+            check_success=rec.check_success,
+            mergeable=rec.mergeable,
+            blocking=tuple(b for b in rec.blocking if b),
+            auto_revert=rec.auto_revert,
+            ballot_status="" if ballot is None else ballot.status.value,
+            ballot_head="" if ballot is None else ballot.head_sha,
+            ballot_open=issue is not None and issue.open,
+            ballot_issue="" if issue is None else str(issue.number),
+            ballot_opened_at="" if issue is None else issue.opened_at,
+            merge_blocked_head=rec.merge_blocked_head,
+            would_merge_head=rec.would_merge_head,
+            pending=rec.pending is not None,
+            merge_policy=rec.merge_policy or "auto",
+            after_rejection=rec.ballot_round is not None and rec.ballot_round.after_rejection,
         )
-
-
-def _obj(rec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = rec.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _text(rec: Mapping[str, Any], key: str) -> str:
-    value = rec.get(key)
-    return "" if value is None else str(value)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from capdaemon.dashboard.prfacts import PRFacts
 from capdaemon.filenames import JOURNAL_FILE, PRS_FILE
 from capdaemon.state import StateError
 from capdaemon.stores.prfile import pr_records
+from capdaemon.stores.prrecord import RecordError, record_of
 
 Sig = tuple[int, int, int, int]
 
@@ -52,9 +53,12 @@ def read_prs(state_dir: Path, prev: PRState | None) -> tuple[PRState | None, lis
         if tail is not None:
             entries, journal = tail
             facts = prev.facts
-            if entries:
-                facts = {**facts, **{ref: PRFacts.of(rec) for ref, rec in entries}}
-            return PRState(sig, journal, facts), []
+            try:
+                if entries:
+                    facts = {**facts, **{ref: PRFacts.of(record_of(ref, r)) for ref, r in entries}}
+                return PRState(sig, journal, facts), []
+            except RecordError:
+                pass  # the whole read names it
     return _read_whole(state_dir, sig)
 
 
@@ -64,10 +68,10 @@ def _read_whole(state_dir: Path, sig: Sig) -> tuple[PRState | None, list[str]]:
     problems = _journal_problems(journal)
     try:
         records = pr_records(state_dir, _skip)
+        facts = {ref: PRFacts.of(records.pop(ref)) for ref in list(records)}
     except (StateError, ValueError, TypeError, AttributeError, OSError) as exc:
         text = " ".join(str(exc).split())[:400] or type(exc).__name__
         return None, [*problems, f"{state_dir / PRS_FILE}: {text}"]
-    facts = {ref: PRFacts.of(p) for ref, p in records.items() if isinstance(p, dict)}
     records.clear()
     return (None if problems else PRState(sig, start, facts)), problems
 

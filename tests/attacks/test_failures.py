@@ -130,7 +130,7 @@ def test_merge_put_lost_reply_is_reconciled_not_merged_twice(daemon: Harness) ->
     assert report.merged == [] and not daemon.pull(n).merged
     assert statuses(daemon, "merge", n) == ["attempted", "unknown"]
     assert daemon.ticker is not None
-    assert daemon.ticker.prs.get(daemon.sb.repo, n).pending["op"] == "merge"  # type: ignore[union-attr]
+    assert daemon.ticker.prs.get(daemon.sb.repo, n).pending.op == "merge"  # type: ignore[union-attr]
     # what GitHub did behind the lost reply: the merge went through at that sha
     sha = daemon.pull(n).head.sha
     daemon.gh("alice").get_repo(daemon.sb.repo).get_pull(n).merge(sha=sha, merge_method="squash")

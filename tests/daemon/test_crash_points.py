@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from capdaemon.daemon.digest_job import pr_records
+from capdaemon.stores.prrecord import PendingOp
 
 from .conftest import Harness
 
@@ -43,7 +44,8 @@ def test_kill_9_between_done_record_and_state_save_records_the_merge_once(
     assert daemon.pull(n).merged
     assert [r["status"] for r in daemon.actions("merge", n)] == ["attempted", "done"]
     prs = pr_records(daemon.state_dir)  # prs.json plus its journal, as the daemon reads it
-    assert prs[f"{daemon.sb.repo}#{n}"]["pending"]["op"] == "merge"  # the crash left it pending
+    pending = prs[f"{daemon.sb.repo}#{n}"].pending  # the crash left it pending
+    assert pending is not None and pending.op is PendingOp.MERGE
     daemon.sb.reset_counters()
     report = daemon.tick()
     daemon.tick()

@@ -203,7 +203,7 @@ def test_new_round_ignores_votes_already_on_the_issue_by_id(daemon: Harness) -> 
     ticker = daemon.ticker
     assert ticker is not None
     rec = ticker.prs.get("acme/widgets", n)
-    assert rec is not None and rec.ballot_round and rec.ballot_round["stale_vote_ids"]
+    assert rec is not None and rec.ballot_round and rec.ballot_round.stale_vote_ids
     daemon.tick()
     assert not daemon.pull(n).merged
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from capdaemon.cli import main as cli
 from capdaemon.daemon.botstate import PRRecord
 from capdaemon.forge.markers import parse_marker
+from capdaemon.stores.prrecord import IssueRef
 
 from .conftest import SafetyHarness
 
@@ -28,7 +29,7 @@ def test_records_written_with_the_old_scope_kind_load_under_the_one_name() -> No
     rec = PRRecord.from_dict(
         {"repo": "o/r", "number": 1, "issues": {"scope": {"number": 4, "open": True}}}
     )
-    assert rec.issues == {"scope-violation": {"number": 4, "open": True}}
+    assert rec.issues == {"scope-violation": IssueRef(number=4, open=True)}
 
 
 def test_digest_pending_ballot_row_names_its_ballot_issue(

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from capdaemon.config import TierConfig
 from capdaemon.decide.tiers import Requirement, tier_for
+from capdaemon.model import Quadrant
 from tests.classify.classify_builders import added, modified
 
 from .conftest import SESSION, SafetyHarness
@@ -153,3 +154,22 @@ def test_a_tier_recorded_under_the_old_no_task_policy_is_computed_again(
     entry = safe.safety()["tiers"][ref]
     assert entry["merge_policy"] == "tiered" and entry["tier"] == 3
     assert "protected path AGENTS.md" in entry["reasons"][0]
+
+
+def test_needs_an_owners_ballot_has_one_answer_for_quadrant_and_tier(
+    safe: SafetyHarness,
+) -> None:
+    """A D quadrant needs a ballot whatever the tier; a tier-3 head (protected path) needs one
+    whatever the quadrant; a tier-1 head of another quadrant does not."""
+    safe.configure()
+    safe.task("t-1", level=1)
+    small = _task_pr(safe, "t-1", EXAMPLE)
+    protected = safe.open_pr({"AGENTS.md": "# Agents\n"}, title="no task")
+    safe.tick()
+    ticker = safe.ticker or safe.start()
+    tiers = ticker.safety.tiers
+    tier1, tier3 = (ticker.prs.get(safe.sb.repo, n) for n in (small, protected))
+    assert tier1 is not None and tier3 is not None
+    assert not tiers.needs_ballot(tier1, Quadrant.A) and not tiers.needs_ballot(tier1, None)
+    assert tiers.needs_ballot(tier1, Quadrant.D)
+    assert all(tiers.needs_ballot(tier3, q) for q in (None, *Quadrant))

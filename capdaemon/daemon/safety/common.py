@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Protocol
 
 from capdaemon.daemon.botstate import PRRecord
-from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.labels import IssueKind
 from capdaemon.forge.types import IssueActivity
 from capdaemon.logging import get_logger
@@ -36,17 +35,6 @@ class SeenPR(Protocol):
     def rec(self) -> PRRecord:
         """The PR's record."""
         ...
-
-
-def ballot_approved(rec: PRRecord) -> bool:
-    """True when the PR's ballot approved its current head."""
-    b = rec.ballot or {}
-    if b.get("head_sha") != rec.head_sha:
-        return False
-    try:
-        return BallotStatus(b.get("status", "pending")).mergeable
-    except ValueError:
-        return False
 
 
 OwnersFn = Callable[[str, Iterable[str]], set[str]]  # (repo, users) → the owners among them

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import PRRecord
-from capdaemon.daemon.safety.common import OwnersFn, Report, ballot_approved
+from capdaemon.daemon.safety.common import OwnersFn, Report
 from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import random_review_body
 from capdaemon.decide.labels import Label
@@ -35,7 +35,11 @@ class RandomReviews:
         """Open a random-review issue for an auto-merged head when it falls in the sample."""
         s = self.store
         key = f"{rec.ref}@{head}"
-        if key in s["reviewed"] or rec.quadrant not in ("A", "B", "C") or ballot_approved(rec):
+        if (
+            key in s["reviewed"]
+            or rec.quadrant not in ("A", "B", "C")
+            or rec.ballot_approves(rec.head_sha)
+        ):
             return
         share = self.config.random_review_share
         repo = self.decision_repo

@@ -21,7 +21,6 @@ from capdaemon.daemon.safety.common import (
     OwnersFn,
     Report,
     SeenPR,
-    ballot_approved,
     log,
 )
 from capdaemon.daemon.safety_state import SafetyStore
@@ -39,7 +38,7 @@ from capdaemon.decide.tiers import (
 )
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity
-from capdaemon.model import PRSnapshot
+from capdaemon.model import PRSnapshot, Quadrant
 from capdaemon.state import canonical_json
 from capdaemon.timefmt import parse_utc, utc_iso
 
@@ -120,7 +119,7 @@ class Tiers:
     def decision(self, rec: PRRecord) -> TierDecision:
         """The PR's tier for its current head; unknown under `tiered` → tier 3 (fail closed); a
         PR an owner rejected once → at least a full ballot (capdaemon.decide.rounds)."""
-        after_rejection = bool((rec.ballot_round or {}).get("after_rejection"))
+        after_rejection = rec.ballot_round is not None and rec.ballot_round.after_rejection
         return after_rejection_tier(self._decision(rec), after_rejection)
 
     def _decision(self, rec: PRRecord) -> TierDecision:
@@ -136,9 +135,13 @@ class Tiers:
         # Unknown tier: tier 3 is a floor under every policy, so fail closed under all of them.
         return TierDecision(3, ("tier not computed for this head",), policy, rec.policy_reason)
 
-    def needs_ballot(self, rec: PRRecord) -> bool:
-        """True when the tier asks for a full ballot: tier 3 (under every policy, `manual`
-        included: a human merges after it), or an expired one-tap."""
+    def needs_ballot(self, rec: PRRecord, quadrant: Quadrant | None) -> bool:
+        """The one answer to "does this PR need an owner's ballot": its quadrant is D, or its
+        tier asks for a full ballot — tier 3 (under every policy, `manual` included: a human
+        merges after it), or an expired one-tap. `quadrant` is the quadrant the caller
+        judges by (None: none that asks for a ballot)."""
+        if quadrant is Quadrant.D:
+            return True
         req = self.decision(rec).owner_requirement
         if req is Requirement.BALLOT:
             return True
@@ -160,7 +163,7 @@ class Tiers:
         td = self.decision(rec)
         if td.requirement is not Requirement.ONE_TAP:
             return True
-        if ballot_approved(rec):
+        if rec.ballot_approves(rec.head_sha):
             return True
         entry = self._one_tap(rec)
         if entry is None:
