@@ -66,7 +66,7 @@ def _obj(
     data: Any, where: str, keys: tuple[str, ...], required: tuple[str, ...]
 ) -> Mapping[str, Any]:
     """`data` as an object with only `keys`, all of `required` among them."""
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):  # JSON objects are dicts (no ABC check per field)
         raise RecordError(f"{where}: expected an object, got {data!r}")
     unknown = sorted(set(data) - set(keys))
     if unknown:
@@ -266,7 +266,7 @@ _ISSUE_KEYS = tuple(f.name for f in dataclasses.fields(IssueRef))
 
 def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
     raw = data.get("issues", {})
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         raise RecordError(f"issues: expected an object, got {raw!r}")
     out: dict[str, IssueRef] = {}
     for key, value in raw.items():
@@ -411,7 +411,7 @@ def _scalars(data: Mapping[str, Any]) -> dict[str, Any]:
 def record_of(ref: str, data: Any) -> PRRecord:
     """The prs.json entry filed under `ref`; RecordError naming the PR and the field."""
     try:
-        if not isinstance(data, Mapping):
+        if not isinstance(data, dict):
             raise RecordError("not an object")
         rec = PRRecord.from_dict(data)
         if rec.ref != ref:
