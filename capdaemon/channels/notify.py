@@ -25,6 +25,7 @@ from capdaemon.filenames import DIGEST_DIR, NOTIFICATIONS_FILE, NOTIFICATIONS_LO
 from capdaemon.jsonl import AuditCorruptError
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, file_lock, read_json
+from capdaemon.stores.safety_state import new_actions
 from capdaemon.timefmt import utc_iso
 
 VERSION = 1
@@ -32,7 +33,7 @@ KEEP_SENT = 2000  # ids of delivered notifications remembered (dedup window)
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
-    from capdaemon.daemon.safety.common import Report
+    from capdaemon.report import Report
 
 log = get_logger("capdaemon.notify")
 
@@ -191,8 +192,6 @@ class Outbox:
         cursor, so turning notifications on does not replay history. `start_only` sets the
         cursor when there is none and does nothing else: the daemon calls it before a tick's
         first write, so what the first tick records is notified at its end."""
-        from capdaemon.daemon.safety_state import new_actions
-
         with file_lock(self.lock_path):
             data = self._read()
             cursor = data.get("cursor")

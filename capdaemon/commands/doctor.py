@@ -24,10 +24,6 @@ from capdaemon.commands._common import (
     state_dir,
 )
 from capdaemon.daemon.checkup import (
-    FAIL,
-    OK,
-    SKIP,
-    Finding,
     check_clock,
     check_github,
     check_landlock,
@@ -35,6 +31,7 @@ from capdaemon.daemon.checkup import (
     check_time_zone,
 )
 from capdaemon.filenames import PRS_FILE
+from capdaemon.findings import FAIL, OK, SKIP, Finding
 from capdaemon.forge.errors import ForgeError
 from capdaemon.logging import logging_for_command
 from capdaemon.state import StateError, read_json

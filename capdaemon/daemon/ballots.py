@@ -8,7 +8,6 @@ from functools import partial
 from typing import Any
 
 from capdaemon.daemon import texts
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.gather import concurrently
 from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
@@ -30,6 +29,7 @@ from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import Quadrant
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.timefmt import parse_utc
 
 

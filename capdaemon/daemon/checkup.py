@@ -13,7 +13,6 @@ import errno
 import fcntl
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,13 +20,12 @@ from typing import TYPE_CHECKING
 from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, RepoConfig
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
+from capdaemon.findings import FAIL, OK, WARN, Finding
 from capdaemon.forge.convert import review_count
 from capdaemon.landlock import LandlockError, abi_version
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
-
-OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
 
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
@@ -39,20 +37,6 @@ def missing_permissions(granted: dict[str, str]) -> list[str]:
         for name, need in APP_PERMISSIONS.items()
         if _LEVEL.get(granted.get(name, ""), 0) < _LEVEL[need]
     ]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of the report: status, what was checked, and what was found or what to do."""
-
-    status: str
-    check: str
-    detail: str
-    config: bool = False  # a failure the config must fix (doctor exits 2, as `run` would)
-
-    def line(self, width: int = 22) -> str:
-        """`ok    config               /etc/capdaemon: 2 repos, mode enforce`."""
-        return f"{self.status:<5} {self.check:<{width}} {self.detail}"
 
 
 # ---------------------------------------------------------------------------------- offline

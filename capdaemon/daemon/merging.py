@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
@@ -37,6 +36,7 @@ from capdaemon.forge.errors import (
     RateLimited,
 )
 from capdaemon.model import CheckRun, Quadrant
+from capdaemon.stores.botstate import PRRecord
 
 
 # ------------------------------------------------------------------ step 0

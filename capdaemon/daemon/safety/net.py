@@ -13,7 +13,6 @@ from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.channels.hub import Channels
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.basebind import BaseBinding
-from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.integrity import AuditGate
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import Breaker
@@ -23,9 +22,10 @@ from capdaemon.daemon.safety.probes import Probes
 from capdaemon.daemon.safety.protection import Protection
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety.tiers import Tiers
-from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.stores.botstate import Metrics, PRStore
+from capdaemon.stores.safety_state import SafetyStore, new_actions
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

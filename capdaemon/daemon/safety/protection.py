@@ -12,10 +12,10 @@ from capdaemon.config import Config
 from capdaemon.daemon import protection_issue
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import Report, log, report_error
-from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.forge.errors import ForgeError, RateLimited
+from capdaemon.stores.safety_state import SafetyStore
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

@@ -12,7 +12,6 @@ from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
-from capdaemon.daemon.botstate import PRRecord, PRStore
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,
@@ -24,7 +23,6 @@ from capdaemon.daemon.safety.common import (
     log,
     report_error,
 )
-from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import one_tap_issue_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.rounds import after_rejection_tier
@@ -41,6 +39,8 @@ from capdaemon.forge.errors import ForgeError, RateLimited
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot
 from capdaemon.state import canonical_json
+from capdaemon.stores.botstate import PRRecord, PRStore
+from capdaemon.stores.safety_state import SafetyStore
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.filenames import REPO_POLICIES_FILE
 from capdaemon.state import StateError, atomic_write_json, read_json
-
-if TYPE_CHECKING:
-    from capdaemon.daemon.context import RepoPolicy
 
 POLICIES_VERSION = 1
 # what Config.with_repo_policy adds, in the order the Repos page lists it
@@ -90,7 +88,31 @@ class PolicySummary:
         )
 
 
-def summarize(found: RepoPolicy) -> PolicySummary:
+class PolicyRead(Protocol):
+    """What a summary keeps of one repo's policy as a tick read it (the daemon's RepoPolicy)."""
+
+    @property
+    def base(self) -> str:
+        """The base branch the policy was read from."""
+        ...
+
+    @property
+    def policy_hash(self) -> str:
+        """The hash of the effective policy."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """The .capdaemon.yml's parse error, if any."""
+        ...
+
+    @property
+    def additions(self) -> PolicyAdditions | None:
+        """What the .capdaemon.yml adds (None: no file)."""
+        ...
+
+
+def summarize(found: PolicyRead) -> PolicySummary:
     """The summary of one repo's policy as read this tick."""
     adds = found.additions or PolicyAdditions()
     return PolicySummary(
@@ -126,7 +148,7 @@ def read_policies(state_dir: Path) -> dict[str, PolicySummary]:
 
 
 def save_policies(
-    state_dir: Path, found: dict[str, RepoPolicy], supervised: tuple[str, ...]
+    state_dir: Path, found: Mapping[str, PolicyRead], supervised: tuple[str, ...]
 ) -> bool:
     """Write this tick's summaries (atomically, only when they changed); True when written.
 
