@@ -9,6 +9,7 @@ from typing import Any
 
 from capdaemon import gitdiff, gitlog
 from capdaemon.audit import AuditLog
+from capdaemon.classify.engine import classify
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
@@ -211,10 +212,6 @@ def _run(args: argparse.Namespace) -> int:
         )
     except GitError as exc:
         raise CLIError(str(exc)) from None
-    try:
-        from capdaemon.classify.engine import classify
-    except ImportError as exc:
-        raise CLIError(f"the classifier is not available: {exc}") from None
     verdict = classify(snapshot, config, now=now, user_rules=rules)
     if args.record:
         sdir = state_dir(args)
