@@ -13,7 +13,7 @@ Every call into capdaemon code is recorded (sys.setprofile, on every thread). Pr
 modules and functions on the trip, and the returns, a call that enters a module from another
 module after the trip had already left it (a call back into a module still on the call stack
 counts too: the trip doubles back). Two rows: all of capdaemon, and the trip above the
-utility layer (the lowest layer of the import contract in pyproject.toml: audit, state,
+base modules (the lowest layer of the import contract in pyproject.toml: audit, state,
 timefmt, logging, ...). `--calls` prints the trip's module sequence.
 """
 
@@ -198,7 +198,7 @@ def main() -> int:
     daemon = {m for m in every if m.startswith("capdaemon.daemon.")}
     rows = [
         ("all of capdaemon", trip(rec.calls, None)),
-        ("above the utility layer", trip(rec.calls, every - util)),
+        ("above the base modules", trip(rec.calls, every - util)),
         ("daemon/ only", trip(rec.calls, daemon)),
         ("the merge call's stack", trip([(m, f, None) for m, f in rec.spine], None)),
     ]

@@ -93,6 +93,21 @@ def notice_for(
             f"Escalation: task {rec.get('task_id')}",
             f"Escalation {esc} of task {rec.get('task_id')}: {issue}",
         )
+    if isinstance(action, str) and action.startswith("breaker."):
+        return _breaker_notice(action, rec)
+    if action == "digest" and issue:
+        summary = _digest_summary(state_dir, rec.get("file"))
+        return Notice(
+            f"a{seq}",
+            f"capdaemon digest {rec.get('date')}",
+            f"The daily digest: {issue}" + (f"\n{summary}" if summary else ""),
+        )
+    return None
+
+
+def _breaker_notice(action: str, rec: Mapping[str, Any]) -> Notice | None:
+    """The notice of a circuit-breaker record (an incident, the trip, the reset)."""
+    seq = rec.get("seq")
     if action == "breaker.incident":
         return Notice(
             f"a{seq}",
@@ -110,13 +125,6 @@ def notice_for(
     if action == "breaker.reset":
         who = rec.get("actor") or "an owner"
         return Notice(f"a{seq}", "Circuit breaker reset: merges resume", f"Reset by {who}")
-    if action == "digest" and issue:
-        summary = _digest_summary(state_dir, rec.get("file"))
-        return Notice(
-            f"a{seq}",
-            f"capdaemon digest {rec.get('date')}",
-            f"The daily digest: {issue}" + (f"\n{summary}" if summary else ""),
-        )
     return None
 
 

@@ -67,25 +67,30 @@ class PolicySummary:
             if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
                 raise ValueError(f"repo {repo!r}: {key!r} is not a list of strings")
             lists[key] = tuple(items)
-        checks: list[tuple[str, int | None]] = []
-        raw_checks = data.get("extra_checks", [])
-        for c in raw_checks if isinstance(raw_checks, list) else [None]:
-            app = c.get("app_id") if isinstance(c, dict) else None
-            if (
-                not isinstance(c, dict)
-                or not isinstance(c.get("context"), str)
-                or not (app is None or (isinstance(app, int) and not isinstance(app, bool)))
-            ):
-                raise ValueError(f"repo {repo!r}: 'extra_checks' has a malformed item")
-            checks.append((c["context"], app))
+        checks = _extra_checks(repo, data.get("extra_checks", []))
         return cls(
             base=data["base"],
             policy_hash=data["policy_hash"],
             error=error,
             present=bool(data.get("present", False)),
-            extra_checks=tuple(checks),
+            extra_checks=checks,
             **lists,
         )
+
+
+def _extra_checks(repo: str, raw: Any) -> tuple[tuple[str, int | None], ...]:
+    """The `extra_checks` entry: (context, app id or None) pairs; ValueError when malformed."""
+    checks: list[tuple[str, int | None]] = []
+    for c in raw if isinstance(raw, list) else [None]:
+        app = c.get("app_id") if isinstance(c, dict) else None
+        if (
+            not isinstance(c, dict)
+            or not isinstance(c.get("context"), str)
+            or not (app is None or (isinstance(app, int) and not isinstance(app, bool)))
+        ):
+            raise ValueError(f"repo {repo!r}: 'extra_checks' has a malformed item")
+        checks.append((c["context"], app))
+    return tuple(checks)
 
 
 class PolicyRead(Protocol):
