@@ -45,9 +45,9 @@ sys.path.insert(0, CODE)
 from capdaemon.audit import GENESIS  # noqa: E402
 from capdaemon.canon import canonical_json, entry_hash  # noqa: E402
 from capdaemon.config import Config, RepoConfig  # noqa: E402
-from capdaemon.daemon.botstate import PRS_VERSION, PRRecord  # noqa: E402
 from capdaemon.filenames import ACTIONS_LOG, CLASSIFIER_LOG  # noqa: E402
 from capdaemon.state import atomic_write_json  # noqa: E402
+from capdaemon.stores.botstate import PRS_VERSION, PRRecord  # noqa: E402
 from capdaemon.timefmt import utc_iso  # noqa: E402
 
 RULES = (

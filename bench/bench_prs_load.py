@@ -54,7 +54,10 @@ def measure(code: str, state: str, what: str, runs: int) -> dict[str, float]:
         if what == "json":
             json.loads((Path(state) / "prs.json").read_text())
         elif what == "store":
-            from capdaemon.daemon.botstate import PRStore
+            try:  # bot-state's records moved from daemon/ to stores/
+                from capdaemon.stores.botstate import PRStore
+            except ImportError:
+                from capdaemon.daemon.botstate import PRStore  # type: ignore[no-redef]
 
             PRStore(Path(state))
         else:

@@ -10,6 +10,8 @@ import importlib
 import os
 import sys
 
+from capdaemon import __version__
+
 TYPE_CHECKING = False  # typing costs ~2 ms to import (scope-guard comes through here)
 if TYPE_CHECKING:
     from typing import Any
@@ -82,8 +84,6 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0 if argv else 2
     if argv[0] == "--version":
-        from capdaemon import __version__
-
         print(f"capdaemon {__version__}")
         return 0
     name, rest = argv[0], argv[1:]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from capdaemon.quoting import printable_short, quote_value
+
 MAX_DEPTH = 64  # levels of nested mappings and lists; real inputs use fewer than ten
 _KEY_LIMIT = 80  # characters of a key path shown in a message
 
@@ -84,8 +86,6 @@ def _loader(aliases: bool, max_depth: int) -> type:
             except YamlInputError:
                 raise
             except _VALUE_ERRORS as exc:
-                from capdaemon.quoting import quote_value
-
                 tag = str(node.tag).rsplit(":", 1)[-1]
                 value = quote_value(node.value) if isinstance(node.value, str) else "value"
                 detail = "" if isinstance(exc, KeyError) else f" ({quote_value(str(exc), 60)})"
@@ -102,8 +102,6 @@ def _loader(aliases: bool, max_depth: int) -> type:
             key = loader.construct_object(k_node, deep=True)
             line = k_node.start_mark.line + 1
             if not isinstance(key, str) or key in out:
-                from capdaemon.quoting import quote_value
-
                 if not isinstance(key, str):
                     raise YamlInputError(f"key {quote_value(key)} is not a string", line)
                 raise YamlInputError(
@@ -159,8 +157,6 @@ def read_yaml(text: str, *, aliases: bool = True, max_depth: int = MAX_DEPTH) ->
 def _refuse_aliases(text: str) -> None:
     """Raise at the first alias event (`*name`, also in `<<: *name`), with its own position."""
     import yaml
-
-    from capdaemon.quoting import printable_short
 
     for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         if isinstance(event, yaml.AliasEvent):

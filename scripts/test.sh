@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a virtualenv (if missing), then lint, format-check, type-check and run the whole test suite.
+# Set up a virtualenv (if missing), then lint, format-check, type-check, check the package's
+# layers (lint-imports: an upward import fails here) and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,4 +11,5 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 .venv/bin/python -m pytest -q -n 2 "$@"

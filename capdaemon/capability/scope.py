@@ -18,6 +18,7 @@ from capdaemon.capability.model import (
     ViolationKind,
 )
 from capdaemon.globs import GlobError, PathError, fold_path, normalize_path
+from capdaemon.quoting import quote_value
 
 TYPE_CHECKING = False  # typing (~2 ms) and capdaemon.model (~10 ms) stay out of scope-guard
 if TYPE_CHECKING:
@@ -267,8 +268,6 @@ def check_command(
     try:
         commands = split_line(line)
     except CommandParseError as exc:
-        from capdaemon.quoting import quote_value
-
         out.append(Violation(ViolationKind.UNPARSEABLE, quote_value(line), f"refused: {exc}"))
         return out
     if not cap.legacy and cap.commands:

@@ -27,6 +27,7 @@ from capdaemon.capability.model import (
 )
 from capdaemon.globs import GlobError, validate_glob
 from capdaemon.quoting import quote_value
+from capdaemon.yamlread import YamlInputError, key_line, read_yaml
 
 TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
 RESOURCE_KEYS = (
@@ -45,7 +46,6 @@ def parse_task_text(text: str, *, allow_no_scope: bool = False) -> Capability:
     YAML aliases, duplicate keys, oversize text and values the loader cannot build are
     refused (docs/threat-model.md, TF1-TF3).
     """
-    from capdaemon.yamlread import YamlInputError, key_line, read_yaml
 
     if len(text) > MAX_TASK_FILE_BYTES:
         raise TaskFileError(

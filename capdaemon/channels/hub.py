@@ -11,7 +11,7 @@ from capdaemon.channels.notify import NotifyStep
 if TYPE_CHECKING:
     from capdaemon.channels.onetap import DeskHost, TelegramDesk
     from capdaemon.config import Config
-    from capdaemon.daemon.safety.common import Report
+    from capdaemon.report import Report
 
 
 class Channels:

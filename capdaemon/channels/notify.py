@@ -25,6 +25,7 @@ from capdaemon.filenames import DIGEST_DIR, NOTIFICATIONS_FILE, NOTIFICATIONS_LO
 from capdaemon.jsonl import AuditCorruptError
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, file_lock, read_json
+from capdaemon.stores.safety_state import new_actions
 from capdaemon.timefmt import utc_iso
 
 VERSION = 1
@@ -32,7 +33,7 @@ KEEP_SENT = 2000  # ids of delivered notifications remembered (dedup window)
 
 if TYPE_CHECKING:
     from capdaemon.config import Config
-    from capdaemon.daemon.safety.common import Report
+    from capdaemon.report import Report
 
 log = get_logger("capdaemon.notify")
 
@@ -92,6 +93,21 @@ def notice_for(
             f"Escalation: task {rec.get('task_id')}",
             f"Escalation {esc} of task {rec.get('task_id')}: {issue}",
         )
+    if isinstance(action, str) and action.startswith("breaker."):
+        return _breaker_notice(action, rec)
+    if action == "digest" and issue:
+        summary = _digest_summary(state_dir, rec.get("file"))
+        return Notice(
+            f"a{seq}",
+            f"capdaemon digest {rec.get('date')}",
+            f"The daily digest: {issue}" + (f"\n{summary}" if summary else ""),
+        )
+    return None
+
+
+def _breaker_notice(action: str, rec: Mapping[str, Any]) -> Notice | None:
+    """The notice of a circuit-breaker record (an incident, the trip, the reset)."""
+    seq = rec.get("seq")
     if action == "breaker.incident":
         return Notice(
             f"a{seq}",
@@ -109,13 +125,6 @@ def notice_for(
     if action == "breaker.reset":
         who = rec.get("actor") or "an owner"
         return Notice(f"a{seq}", "Circuit breaker reset: merges resume", f"Reset by {who}")
-    if action == "digest" and issue:
-        summary = _digest_summary(state_dir, rec.get("file"))
-        return Notice(
-            f"a{seq}",
-            f"capdaemon digest {rec.get('date')}",
-            f"The daily digest: {issue}" + (f"\n{summary}" if summary else ""),
-        )
     return None
 
 
@@ -191,8 +200,6 @@ class Outbox:
         cursor, so turning notifications on does not replay history. `start_only` sets the
         cursor when there is none and does nothing else: the daemon calls it before a tick's
         first write, so what the first tick records is notified at its end."""
-        from capdaemon.daemon.safety_state import new_actions
-
         with file_lock(self.lock_path):
             data = self._read()
             cursor = data.get("cursor")

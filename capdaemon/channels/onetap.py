@@ -33,10 +33,10 @@ KEEP_CLOSED = timedelta(days=7)
 if TYPE_CHECKING:
     from capdaemon.audit import AuditLog
     from capdaemon.config import Config
-    from capdaemon.daemon.botstate import PRRecord, PRStore
-    from capdaemon.daemon.safety.common import Report
-    from capdaemon.daemon.safety_state import SafetyStore
     from capdaemon.forge.port import ForgePort
+    from capdaemon.report import Report
+    from capdaemon.stores.botstate import PRRecord, PRStore
+    from capdaemon.stores.safety_state import SafetyStore
 
 log = get_logger("capdaemon.telegram")
 

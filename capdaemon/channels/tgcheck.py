@@ -12,7 +12,7 @@ from capdaemon.channels.telegram import TelegramClient, TelegramError
 from capdaemon.channels.tgjob import build_client
 from capdaemon.config import Config
 from capdaemon.config.channels import TelegramConfig
-from capdaemon.daemon.checkup import FAIL, OK, SKIP, WARN, Finding
+from capdaemon.findings import FAIL, OK, SKIP, WARN, Finding
 
 PRESENT = frozenset({"creator", "administrator", "member"})
 

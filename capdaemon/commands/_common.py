@@ -107,7 +107,7 @@ def no_config_message(path: Path) -> str:
 def load_config_from_args(args: argparse.Namespace, *, required: bool = False) -> Config:
     """Load and validate the config; CLIError on a bad config or an explicit dir that is missing
     (`required`: also when the default ./config is missing — commands that act on GitHub)."""
-    from capdaemon.config import ConfigError, load_config
+    from capdaemon.config import ConfigError, load_config  # lazily: scope-guard imports this module
 
     path, explicit = config_dir(args)
     if explicit and not path.is_dir():
@@ -122,12 +122,13 @@ def load_config_from_args(args: argparse.Namespace, *, required: bool = False) -
 
 def load_user_rules_for(config: Config) -> tuple[Any, ...]:
     """The user rules under <config>/skills/classifier; CLIError naming file and line if broken."""
-    from capdaemon.config import user_rules_dir
+    from capdaemon.config import user_rules_dir  # lazily: scope-guard imports this module
 
     rules_dir = user_rules_dir(config)
     if rules_dir is None or not rules_dir.is_dir():
         return ()
     try:
+        # lazily: scope-guard imports this module
         from capdaemon.classify.user_rules import load_user_rules
     except ImportError as exc:
         raise CLIError(f"cannot load user rules from {rules_dir}: {exc}") from None
@@ -156,6 +157,7 @@ def parse_now(text: str | None) -> datetime:
     """--now ISO (aware; `Z` allowed) → datetime; None → the current UTC time."""
     from datetime import UTC, datetime
 
+    # lazily: scope-guard imports this module
     from capdaemon.timefmt import TimestampError, parse_utc
 
     if not text:

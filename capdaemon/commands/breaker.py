@@ -15,8 +15,8 @@ from capdaemon.commands._common import (
     error,
 )
 from capdaemon.daemon.safety import owners_reset
-from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.state import StateError
+from capdaemon.stores.safety_state import read_breaker
 from capdaemon.timefmt import utc_iso
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from capdaemon import gitdiff, gitlog
 from capdaemon.audit import AuditLog
+from capdaemon.classify.engine import classify
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
@@ -143,6 +144,25 @@ def audit_entry(snapshot: PRSnapshot, verdict: Verdict, **extra: Any) -> dict[st
     return entry
 
 
+def _file_rows(files: list[dict[str, Any]]) -> list[str]:
+    """The per-file table of `_table`: a header, then one aligned row per file."""
+    rows = [("Q", "IR", "CR", "STATUS", "PATH", "REASONS")]
+    for f in files:
+        path = f["path"] if not f.get("previous_path") else f"{f['previous_path']} → {f['path']}"
+        rows.append(
+            (
+                f["quadrant"],
+                "irrev" if f["ir"] == "irreversible" else "rev",
+                "crit" if f["cr"] == "critical" else "non",
+                f["status"],
+                printable(path),
+                printable("; ".join(f["reasons"])),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:5])) + "  " + r[5] for r in rows]
+
+
 def _table(snapshot: PRSnapshot, verdict: Verdict) -> str:
     d = verdict.to_dict()
     lines = [
@@ -153,25 +173,7 @@ def _table(snapshot: PRSnapshot, verdict: Verdict) -> str:
         "",
     ]
     if d["files"]:
-        rows = [("Q", "IR", "CR", "STATUS", "PATH", "REASONS")]
-        for f in d["files"]:
-            path = (
-                f["path"] if not f.get("previous_path") else f"{f['previous_path']} → {f['path']}"
-            )
-            rows.append(
-                (
-                    f["quadrant"],
-                    "irrev" if f["ir"] == "irreversible" else "rev",
-                    "crit" if f["cr"] == "critical" else "non",
-                    f["status"],
-                    printable(path),
-                    printable("; ".join(f["reasons"])),
-                )
-            )
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        for r in rows:
-            lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:5])) + "  " + r[5])
-        lines.append("")
+        lines += [*_file_rows(d["files"]), ""]
     lines.append("rules:")
     for r in d["rules_fired"]:
         what = r.get("vote") or r.get("result", "")
@@ -211,10 +213,6 @@ def _run(args: argparse.Namespace) -> int:
         )
     except GitError as exc:
         raise CLIError(str(exc)) from None
-    try:
-        from capdaemon.classify.engine import classify
-    except ImportError as exc:
-        raise CLIError(f"the classifier is not available: {exc}") from None
     verdict = classify(snapshot, config, now=now, user_rules=rules)
     if args.record:
         sdir = state_dir(args)

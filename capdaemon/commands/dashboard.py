@@ -12,6 +12,9 @@ from capdaemon.commands._common import (
     command_inputs,
     error,
 )
+from capdaemon.dashboard.export import export
+from capdaemon.dashboard.readmodel import build
+from capdaemon.dashboard.server import ModelCache, is_loopback, make_server, utc_now
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -48,9 +51,6 @@ def run(args: argparse.Namespace) -> int:
         error("dashboard", str(exc))
         return exc.code
     if args.out:
-        from capdaemon.dashboard.export import export
-        from capdaemon.dashboard.readmodel import build
-
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             error("dashboard", f"--out {out} exists and is not a folder")
@@ -65,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, config: Config, sdir: Path, fixed: datetime | None) -> int:
-    from capdaemon.dashboard.server import ModelCache, is_loopback, make_server, utc_now
-
     cache = ModelCache(sdir, config, (lambda: fixed) if fixed is not None else utc_now)
     try:
         server = make_server(cache, args.host, args.port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from capdaemon.commands._common import error
 from capdaemon.demo.extra import require_sandbox
 
 
@@ -20,8 +21,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when every expected outcome happened, 1 otherwise (2: no sandbox)."""
     if not require_sandbox("capdaemon demo"):
         return 2
-    from capdaemon.commands._common import error
-    from capdaemon.demo.run import run_demo
+    from capdaemon.demo.run import run_demo  # lazily: demo/ needs the optional sandbox extra
 
     try:
         result = run_demo(args.dir, keep_running=args.keep_running)

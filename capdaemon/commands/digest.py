@@ -12,7 +12,9 @@ from capdaemon.commands._common import (
     error,
 )
 from capdaemon.daemon import digest_job
+from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
 from capdaemon.decide.digest import digest_day, digest_period
+from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.state import StateError
 
@@ -69,9 +71,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(digest_job.write(sdir, day, text))
         if args.post:
-            from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
-            from capdaemon.forge.client import Forge
-
             config = with_base_url(config, args.base_url)
             cdir = Path(config.config_dir) if config.config_dir else None
             try:

@@ -24,17 +24,23 @@ from capdaemon.commands._common import (
     state_dir,
 )
 from capdaemon.daemon.checkup import (
-    FAIL,
-    OK,
-    SKIP,
-    Finding,
     check_clock,
     check_github,
     check_landlock,
     check_state_dir,
     check_time_zone,
 )
+from capdaemon.daemon.preflight import (
+    CredentialsError,
+    UnreachableError,
+    authenticate,
+    build_forge,
+    check_key_pem,
+    host_port,
+)
+from capdaemon.daemon.runner import app_key_path, github_credentials, is_loopback, with_base_url
 from capdaemon.filenames import PRS_FILE
+from capdaemon.findings import FAIL, OK, SKIP, Finding
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.logging import logging_for_command
 from capdaemon.state import StateError, read_json
@@ -94,7 +100,6 @@ def _guarded(checks: Checked) -> Checked:
 
 def _findings(args: argparse.Namespace) -> Checked:
     """(Finding, whether it is a config/credentials check) in the order they are made."""
-    from capdaemon.daemon.runner import with_base_url
 
     state = state_dir(args)
     try:
@@ -118,8 +123,6 @@ def _offline(
     args: argparse.Namespace, config: Config, rules: int, state: Path
 ) -> Generator[tuple[Finding, bool], None, tuple[str | None, bytes | None]]:
     """The config, credentials, state directory and time zone; the usable (token, key)."""
-    from capdaemon.daemon.preflight import CredentialsError, check_key_pem
-    from capdaemon.daemon.runner import app_key_path, github_credentials
 
     cdir, _ = config_dir(args)
     yield (
@@ -153,14 +156,6 @@ def _online(
     args: argparse.Namespace, config: Config, state: Path, token: str | None, key: bytes | None
 ) -> Checked:
     """Reach GitHub with the credentials, then the installation, repos and decision repo."""
-    from capdaemon.daemon.preflight import (
-        CredentialsError,
-        UnreachableError,
-        authenticate,
-        build_forge,
-        host_port,
-    )
-    from capdaemon.daemon.runner import is_loopback
 
     try:
         forge = build_forge(

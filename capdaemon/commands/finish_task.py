@@ -22,6 +22,7 @@ from capdaemon.capability.model import (
     validate_task_id,
 )
 from capdaemon.capability.scope import check_file_changes
+from capdaemon.channels.notify import Notice, Notifier, channel_names
 from capdaemon.commands._common import (
     CLIError,
     add_config_arg,
@@ -297,8 +298,6 @@ def _alert(
     now: datetime,
 ) -> None:
     """Tell the owners now through the notification channels; say who was told."""
-    from capdaemon.channels.notify import Notice, Notifier, channel_names
-
     urls = config.channels.notifications.urls
     if not urls:
         print(

@@ -26,9 +26,11 @@ from capdaemon.commands._common import (
 )
 from capdaemon.daemon.access import decision_repo_writers
 from capdaemon.daemon.protection_issue import protect_command
+from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
 from capdaemon.daemon.safety import protection_problems
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.filenames import PRS_FILE
+from capdaemon.forge.client import Forge
 from capdaemon.forge.convert import review_count
 from capdaemon.forge.errors import FORGE_FAILURES, NotFound
 from capdaemon.logging import logging_for_command
@@ -87,8 +89,6 @@ def _run(args: argparse.Namespace) -> int:
     import re
     from datetime import UTC, datetime
 
-    from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
-
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+", args.repo):
         error("protect", f"{args.repo!r} is not OWNER/REPO")
         return 2
@@ -97,8 +97,6 @@ def _run(args: argparse.Namespace) -> int:
         rc = config.repo(args.repo)
         branch = args.branch or (rc.base if rc else "main")
         from pathlib import Path
-
-        from capdaemon.forge.client import Forge
 
         cdir = Path(config.config_dir) if config.config_dir else None
         token, key = github_credentials(config.github, config_dir=cdir)

@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     if missing_sandbox_module() is not None:  # run() explains; accept any arguments meanwhile
         parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         return
-    from capdaemon.demo.serve import add_arguments
+    from capdaemon.demo.serve import add_arguments  # lazily: the optional sandbox extra
 
     add_arguments(parser)
 
@@ -23,6 +23,6 @@ def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; 2 on a bad seed or store or without the sandbox extra."""
     if not require_sandbox(PROG):
         return 2
-    from capdaemon.demo.serve import serve_args
+    from capdaemon.demo.serve import serve_args  # lazily: the optional sandbox extra
 
     return serve_args(args)

@@ -47,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 in scope; 1 out of scope (one line each, escalation record); 2 bad usage."""
+    # lazily: only what this run needs loads (scope-guard runs before every edit)
     from capdaemon.capability.fspaths import (
         NotACheckoutError,
         check_named_path,
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(snap, int):
         return snap
 
+    # lazily: only what this run needs loads (scope-guard runs before every edit)
     from capdaemon.capability.scope import check_command, expiry_violation
 
     violations: list[Violation] = []
@@ -109,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
 def snapshot_or_refuse(state: Path, task_id: str, now: datetime) -> CapabilitySnapshot | int:
     """The task's verified capability snapshot, or the exit status of refusing (an unknown or
     tampered task: one line, escalation record, audit entry)."""
+    # lazily: only what this run needs loads (scope-guard runs before every edit)
     from capdaemon.capability.model import (
         SnapshotError,
         UnknownTaskError,
@@ -131,6 +134,7 @@ def snapshot_or_refuse(state: Path, task_id: str, now: datetime) -> CapabilitySn
 
 def _refuse(state: Path, task_id: str, violations: list[Violation], now: datetime) -> int:
     """Print one line per violation, write the escalation record and the audit entry; 1."""
+    # lazily: only what this run needs loads (scope-guard runs before every edit)
     from capdaemon.audit import AuditLog
     from capdaemon.filenames import ACTIONS_LOG
     from capdaemon.stores.escalations import write_escalation

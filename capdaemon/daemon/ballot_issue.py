@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.daemon import texts
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.issues import ensure_issue
 from capdaemon.daemon.tickdata import BALLOT, TickReport
@@ -15,6 +14,7 @@ from capdaemon.decide.checks import ballot_issue_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
 from capdaemon.model import PRSnapshot, Verdict
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import BallotRecord
 
 

@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 from capdaemon.daemon import texts
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import concurrently
@@ -32,6 +31,7 @@ from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import BallotRecord, BallotSeen, PRState
 from capdaemon.timefmt import parse_utc
 

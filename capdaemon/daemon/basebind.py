@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from capdaemon.audit import AuditLog
-from capdaemon.daemon.botstate import PRRecord, PRStore
 from capdaemon.daemon.safety.common import Report
 from capdaemon.daemon.safety.probes import Probes
 from capdaemon.decide.ballot import BallotStatus
@@ -23,6 +22,7 @@ from capdaemon.decide.probe import ProbeWatch
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import PRSummary
 from capdaemon.logging import get_logger
+from capdaemon.stores.botstate import PRRecord, PRStore
 from capdaemon.stores.prrecord import BallotRecord
 
 if TYPE_CHECKING:

@@ -13,21 +13,30 @@ import errno
 import fcntl
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capdaemon.appspec import APP_PERMISSIONS
+from capdaemon.audit import log_paths, verify
 from capdaemon.config import Config, RepoConfig
+from capdaemon.daemon.access import decision_repo_writers
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
+from capdaemon.findings import FAIL, OK, WARN, Finding
+from capdaemon.forge.appclock import (
+    AHEAD_TOLERANCE,
+    BEHIND_TOLERANCE,
+    DRIFT_REPORT_SECONDS,
+    describe_offset,
+    within_jwt_window,
+)
 from capdaemon.forge.convert import review_count
+from capdaemon.forge.errors import FORGE_FAILURES, NotFound, NotInstalled
 from capdaemon.landlock import LandlockError, abi_version
+from capdaemon.state import StateError, read_json
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
-
-OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
 
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
@@ -41,25 +50,9 @@ def missing_permissions(granted: dict[str, str]) -> list[str]:
     ]
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One line of the report: status, what was checked, and what was found or what to do."""
-
-    status: str
-    check: str
-    detail: str
-    config: bool = False  # a failure the config must fix (doctor exits 2, as `run` would)
-
-    def line(self, width: int = 22) -> str:
-        """`ok    config               /etc/capdaemon: 2 repos, mode enforce`."""
-        return f"{self.status:<5} {self.check:<{width}} {self.detail}"
-
-
 # ---------------------------------------------------------------------------------- offline
 def check_state_dir(state: Path) -> Iterator[Finding]:
     """Usable (a directory, or creatable), lock holder, state files parse, audit logs verify."""
-    from capdaemon.audit import log_paths, verify
-    from capdaemon.state import StateError, read_json
 
     if state.exists() and not state.is_dir():
         yield Finding(FAIL, "state directory", f"{state} is not a directory")
@@ -163,7 +156,6 @@ def check_time_zone(config: Config, now: datetime) -> Finding:
 # ---------------------------------------------------------------------------------- online
 def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
     """Installation and permissions, each repo, the decision repo's writers, the rate budget."""
-    from capdaemon.forge.errors import FORGE_FAILURES
 
     steps: list[Callable[[], Iterator[Finding]]] = [
         lambda: _installation(forge, config),
@@ -181,13 +173,6 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
 def check_clock(forge: Forge) -> Finding:
     """This machine's clock against GitHub's `Date`: App JWTs are judged on GitHub's clock, and
     ballot deadlines and audit times follow this one."""
-    from capdaemon.forge.appclock import (
-        AHEAD_TOLERANCE,
-        BEHIND_TOLERANCE,
-        DRIFT_REPORT_SECONDS,
-        describe_offset,
-        within_jwt_window,
-    )
 
     offset = forge.transport.clock_offset
     if offset is None:
@@ -215,8 +200,6 @@ def _accounts(config: Config) -> list[str]:
 
 
 def _installation(forge: Forge, config: Config) -> Iterator[Finding]:
-    from capdaemon.forge.errors import NotInstalled
-
     if not forge.as_app:
         yield Finding(OK, "credentials", f"token accepted: acting as {forge.login}")
         return
@@ -260,8 +243,6 @@ def _one_installation(
 
 
 def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
-    from capdaemon.forge.errors import NotFound
-
     try:
         perms = forge.repo_permissions(rc.name)
     except NotFound:
@@ -305,8 +286,6 @@ def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
 
 
 def _decision_repo(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:
-    from capdaemon.daemon.access import decision_repo_writers
-
     repo = config.ballot_repo
     if repo is None:
         yield Finding(WARN, "decision repo", "bot.own_repo is not set: ballots have no home")

@@ -15,7 +15,6 @@ from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.config import Config
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.daemon import texts
-from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
 from capdaemon.daemon.mergewait import MergeabilityWaits
 from capdaemon.daemon.progress import Progress
@@ -23,6 +22,7 @@ from capdaemon.daemon.tickdata import TickReport, _Stopped
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import CheckRun
+from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.capabilities import load_snapshot, snapshot_ids
 
 if TYPE_CHECKING:

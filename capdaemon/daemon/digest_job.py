@@ -13,10 +13,8 @@ from zoneinfo import ZoneInfo
 from capdaemon.anchors import Anchor, head_anchor
 from capdaemon.audit import AuditLog, log_paths, read_records
 from capdaemon.config import Config
-from capdaemon.daemon.botstate import BALLOT_KIND
 from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
 from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.daemon.texts import issue_web_url
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.burnin import BurnInState, burn_in_raw
@@ -42,8 +40,10 @@ from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError, atomic_write_json, atomic_write_text, file_lock, read_json
+from capdaemon.stores.botstate import BALLOT_KIND
 from capdaemon.stores.prfile import pr_records as pr_records  # its one home (read-only)
 from capdaemon.stores.prrecord import PRRecord, PRState
+from capdaemon.stores.safety_state import read_breaker
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:

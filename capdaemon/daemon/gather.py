@@ -8,7 +8,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.prstate import (
     full_fingerprint,
@@ -20,6 +19,7 @@ from capdaemon.daemon.tickdata import GATHER_WORKERS, _Gathered, _Stopped
 from capdaemon.forge.errors import TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun, Quadrant
+from capdaemon.stores.botstate import PRRecord
 
 
 # ---------------------------------------------------------- the gather phase

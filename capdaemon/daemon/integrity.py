@@ -11,13 +11,13 @@ from capdaemon.audit import AuditCorruptError, AuditLog, VerifyReport
 from capdaemon.config import Config
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import INCIDENT, Report
-from capdaemon.daemon.safety_state import SafetyStore, breaker_update
 from capdaemon.decide._common import ActionKind
 from capdaemon.decide._text import md
 from capdaemon.decide.breaker import Incident, IncidentKind, record_incident
 from capdaemon.decide.labels import Label
 from capdaemon.forge.errors import ForgeError
 from capdaemon.logging import get_logger
+from capdaemon.stores.safety_state import SafetyStore, breaker_update
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from capdaemon.daemon import texts
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.tickdata import (
@@ -23,6 +22,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.escalations import list_escalations, mark_notified
 from capdaemon.stores.prrecord import IssueRef, IssueText, PRState
 from capdaemon.timefmt import parse_utc

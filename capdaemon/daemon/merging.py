@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.issues import close_issue
@@ -33,6 +32,7 @@ from capdaemon.forge.errors import (
     NotMergeable,
 )
 from capdaemon.model import CheckRun
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import PRState
 
 

@@ -12,13 +12,13 @@ from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
 from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.gather import gather
 from capdaemon.daemon.issues import close_issue
-from capdaemon.daemon.policystate import save_policies
 from capdaemon.daemon.publish import prepare_new, process_pr
 from capdaemon.daemon.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso, _Seen
 from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.errors import ForgeError, NotFound
 from capdaemon.forge.types import PRSummary
 from capdaemon.state import StateError
+from capdaemon.stores.policystate import save_policies
 from capdaemon.stores.prrecord import PRState
 
 

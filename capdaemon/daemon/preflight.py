@@ -12,7 +12,14 @@ from urllib.parse import urlsplit
 from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.checkup import missing_permissions
-from capdaemon.forge.errors import FORGE_FAILURES, Forbidden, NotFound, NotInstalled, Transient
+from capdaemon.forge.client import Forge
+from capdaemon.forge.errors import (
+    FORGE_FAILURES,
+    Forbidden,
+    NotFound,
+    NotInstalled,
+    Transient,
+)
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -190,7 +197,6 @@ def build_forge(
     gh: GitHubConfig, *, token: str | None, key_pem: bytes | None, write_interval: float
 ) -> Forge:
     """Forge.from_config with its start-up failures (finding the installation) as one line."""
-    from capdaemon.forge.client import Forge
 
     with forge_errors(gh, "; set github.installation_id"):
         return Forge.from_config(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.tickdata import _digest
 from capdaemon.decide.ballot import BallotOutcome, Vote
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.timefmt import parse_utc
 
 

@@ -9,7 +9,6 @@ from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
 from capdaemon.daemon import recovery, texts
 from capdaemon.daemon.ballot_issue import ensure_ballot, note_reopened
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.gather import plan, unchanged
 from capdaemon.daemon.issues import close_issue, ensure_issue
@@ -47,6 +46,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.tiers import Requirement
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import PRState
 from capdaemon.timefmt import parse_utc
 

@@ -30,7 +30,6 @@ from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.classify.ruletable import CHECK_READING_RULES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import ballots, issues, merging, poll
-from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.budget import TickBudget
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
@@ -63,6 +62,7 @@ from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
+from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.escalations import list_escalations
 
 if TYPE_CHECKING:

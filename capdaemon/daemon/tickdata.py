@@ -12,7 +12,6 @@ from typing import Any
 
 from capdaemon.classify.ruletable import CHECK_READING_RULES, RULE_NAMES
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
 from capdaemon.daemon.safety.common import QUIET_REREAD
 from capdaemon.decide.labels import Label
 from capdaemon.decide.merge import RequiredCheck
@@ -20,6 +19,7 @@ from capdaemon.forge.errors import TickAbort
 from capdaemon.forge.types import Comment, PRSummary, Reaction
 from capdaemon.model import CheckRun, LabelEvent, PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.state import canonical_json
+from capdaemon.stores.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
 from capdaemon.timefmt import utc_iso
 
 CRASH_ENV = "CAPDAEMON_CRASH_AFTER"

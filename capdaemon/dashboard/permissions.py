@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capdaemon.daemon.policystate import PolicySummary
 from capdaemon.dashboard.html import esc, table, when
 from capdaemon.dashboard.readmodel import ReadModel, TaskRow
 from capdaemon.decide.burnin import BurnInStatus
+from capdaemon.stores.policystate import PolicySummary
 from capdaemon.timefmt import utc_iso
 
 

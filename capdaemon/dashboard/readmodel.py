@@ -19,8 +19,6 @@ from typing import Any, TypeVar
 from capdaemon.anchors import Anchor, check_anchors, find_anchors
 from capdaemon.audit import VerifyReport, log_paths, read_record_at, story_order
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.policystate import PolicySummary, read_policies
-from capdaemon.daemon.safety_state import BreakerFile, read_breaker
 from capdaemon.dashboard.logfold import QUADRANTS, Ballot, LogFold, PRRow, resumable
 from capdaemon.dashboard.prfacts import PRFacts, World, waiting_on
 from capdaemon.dashboard.prstate import read_prs
@@ -38,7 +36,9 @@ from capdaemon.filenames import (
 )
 from capdaemon.state import StateError, read_json
 from capdaemon.stores.escalations import EscalationRecord, list_escalations
+from capdaemon.stores.policystate import PolicySummary, read_policies
 from capdaemon.stores.registry import TaskState, list_tasks
+from capdaemon.stores.safety_state import BreakerFile, read_breaker
 
 __all__ = ["QUADRANTS", "Ballot", "PRRow", "Problem", "ReadModel", "build"]
 CHART_DAYS = 30

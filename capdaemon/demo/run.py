@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import io
 import json
 import shutil
 import signal
@@ -17,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from capdaemon.commands import why
+from capdaemon.audit import story
 from capdaemon.demo.outcomes import DemoResult, check_outcomes
 from capdaemon.demo.output import Narrator, ballots_line, explain, outcome_table
 from capdaemon.demo.scenario import BASE_FILES, BOT_REPO, OWNER, REPO, TASKS
@@ -30,6 +28,8 @@ from capdaemon.demo.steps import (
     write_config,
 )
 from capdaemon.demo.telegram import run_telegram_step
+from capdaemon.quoting import printable
+from capdaemon.story import tell
 from ghsandbox import testing as std
 from ghsandbox.server import Sandbox
 
@@ -170,15 +170,12 @@ def _daemon_at_work(
 
 
 def _tell_story(say: Narrator, d_ref: str, state_dir: Path) -> None:
-    """Step 6: what `capdaemon why` prints for the D PR (the command's own functions)."""
+    """Step 6: what `capdaemon why` prints for the D PR (the same reader and teller)."""
     say(f"6. the story of {d_ref} (`capdaemon why {d_ref}` on the state folder):")
-    why_args = argparse.ArgumentParser(prog="capdaemon why")
-    why.configure(why_args)
-    story = io.StringIO()
-    with contextlib.redirect_stdout(story):
-        why.run(why_args.parse_args([d_ref, "--state", str(state_dir)]))
-    for line in story.getvalue().splitlines():
-        say(line)
+    records = story(state_dir, d_ref, lambda where: say(f"  (skipped: {where})"))
+    say(f"{d_ref}: {len(records)} record(s)")
+    for line in tell(records):
+        say(printable(line))
 
 
 def _conclude(say: Narrator, result: DemoResult) -> None:

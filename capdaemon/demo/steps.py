@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
@@ -16,7 +15,8 @@ from typing import Any
 import yaml
 
 from capdaemon.capability.taskfile import parse_task
-from capdaemon.commands._common import load_config_and_rules
+from capdaemon.classify.user_rules import UserRule, load_user_rules, rule_dir
+from capdaemon.config import Config, load_config
 from capdaemon.daemon.runner import open_ticker, run_once
 from capdaemon.demo.scenario import AGENT_SESSION, BOT_REPO, OWNER, PRS, REPO, TASKS
 from capdaemon.filenames import MAIN_CONFIG_FILE
@@ -158,8 +158,13 @@ def daemon_logs(path: Path) -> Iterator[None]:
             configure_logging("json", "info", stream=sys.stderr)
 
 
+def config_and_rules(config_dir: Path) -> tuple[Config, tuple[UserRule, ...]]:
+    """The demo's config and its user rules, read as `capdaemon tick --config DIR` reads them."""
+    return load_config(config_dir), load_user_rules(rule_dir(config_dir))
+
+
 def run_tick(config_dir: Path, state_dir: Path) -> dict[str, Any]:
     """One tick exactly as `capdaemon tick --once --config DIR --state DIR` runs it."""
-    config, rules = load_config_and_rules(argparse.Namespace(config=str(config_dir)))
+    config, rules = config_and_rules(config_dir)
     with open_ticker(config, state_dir, rules=rules) as ticker:
         return run_once(ticker)

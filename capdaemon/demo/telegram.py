@@ -8,7 +8,6 @@ poll step counts the tap and the next tick merges the bound head.
 
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
 import time
@@ -20,8 +19,8 @@ from pathlib import Path
 import yaml
 
 from capdaemon.capability.taskfile import parse_task
-from capdaemon.commands._common import load_config_and_rules
 from capdaemon.daemon.runner import open_ticker
+from capdaemon.demo.steps import config_and_rules
 from capdaemon.filenames import MAIN_CONFIG_FILE
 from capdaemon.stores.registry import dispatch
 from ghsandbox import testing as std
@@ -107,7 +106,7 @@ def run_telegram_step(
         number = sb.open_pr(std.REPO, branch, "main", "Document one-tap approvals", "", "agent-1")
         ref = f"{std.REPO}#{number}"
         say(f"  agent-1 opened PR #{number} under {TASK} (level 2 → tier 2, one tap)")
-        config, rules = load_config_and_rules(argparse.Namespace(config=str(config_dir)))
+        config, rules = config_and_rules(config_dir)
         with open_ticker(config, state_dir, rules=rules) as ticker:
             ticker.tick()
             messages = tg.state.list_messages(CHAT_ID)

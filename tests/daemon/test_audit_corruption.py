@@ -12,8 +12,8 @@ import pytest
 
 from capdaemon.audit import log_paths, verify
 from capdaemon.cli import main as cli
-from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.forge.markers import parse_marker
+from capdaemon.stores.safety_state import read_breaker
 
 from .conftest import Harness
 

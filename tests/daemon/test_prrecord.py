@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from capdaemon.daemon.botstate import PRStore
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.labels import IssueKind
 from capdaemon.decide.rounds import BallotRound
 from capdaemon.filenames import JOURNAL_FILE, PRS_FILE
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError
+from capdaemon.stores.botstate import PRStore
 from capdaemon.stores.prrecord import (
     BallotRecord,
     BallotSeen,

@@ -322,7 +322,7 @@ def test_first_tick_writes_safety_json_once_per_chunk_not_per_pr(
     once per classified PR: quadratic on a first tick); never from inside one PR's handling."""
     import traceback
 
-    from capdaemon.daemon import safety_state
+    from capdaemon.stores import safety_state
 
     writes: list[str] = []
     real = safety_state.atomic_write_json

@@ -179,7 +179,7 @@ def test_prs_table_shows_the_branch_name_and_the_commit_for_older_records(
     for rec in raw["prs"].values():
         del rec["head_ref"]
     prs_file.write_text(json.dumps(raw))
-    from capdaemon.daemon.botstate import PRStore
+    from capdaemon.stores.botstate import PRStore
 
     store = PRStore(ds.state_dir)  # the daemon loads it: a missing field reads as ""
     assert {r.head_ref for r in store.records.values()} == {""}

@@ -10,13 +10,13 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capdaemon.daemon.safety_state import BreakerFile, read_breaker
 from capdaemon.dashboard.prfacts import PRFacts, World, waiting_on
 from capdaemon.dashboard.readmodel import ReadModel, build
 from capdaemon.dashboard.site import render
 from capdaemon.decide.breaker import BreakerState
 from capdaemon.filenames import BREAKER_FILE, BUDGET_FILE, PRS_FILE
 from capdaemon.state import atomic_write_json
+from capdaemon.stores.safety_state import BreakerFile, read_breaker
 
 from .conftest import DashState
 

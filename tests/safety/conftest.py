@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from capdaemon.daemon.safety_state import read_breaker
 from capdaemon.decide.breaker import BreakerState
+from capdaemon.stores.safety_state import read_breaker
 from ghsandbox import Sandbox
 from tests.daemon.conftest import SESSION, T0, Harness, write_config
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from capdaemon.cli import main as cli
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.forge.markers import parse_marker
+from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import IssueRef
 
 from .conftest import SafetyHarness

@@ -12,8 +12,8 @@ import pytest
 from capdaemon.audit import AuditCorruptError, AuditLog, log_paths
 from capdaemon.channels.notify import Outbox
 from capdaemon.daemon.safety.burnin import _check_against_log
-from capdaemon.daemon.safety_state import new_actions
 from capdaemon.decide.burnin import BurnInState
+from capdaemon.stores.safety_state import new_actions
 
 NOW = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
 

@@ -12,12 +12,6 @@ from capdaemon.audit import AuditLog
 from capdaemon.config import Config
 from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.common import API_FAIL_TICKS, INCIDENT, Report, log
-from capdaemon.daemon.safety_state import (
-    BreakerFile,
-    SafetyStore,
-    breaker_update,
-    read_breaker,
-)
 from capdaemon.decide._common import Action, ActionKind
 from capdaemon.decide.ballot import edit_reason
 from capdaemon.decide.breaker import (
@@ -33,6 +27,12 @@ from capdaemon.decide.labels import Label
 from capdaemon.filenames import BREAKER_FILE
 from capdaemon.forge.errors import ForgeError
 from capdaemon.state import StateError
+from capdaemon.stores.safety_state import (
+    BreakerFile,
+    SafetyStore,
+    breaker_update,
+    read_breaker,
+)
 from capdaemon.timefmt import utc_iso
 
 if TYPE_CHECKING:

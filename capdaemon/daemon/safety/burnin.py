@@ -10,9 +10,7 @@ from typing import Any
 
 from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config
-from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.safety.common import Report, SeenPR
-from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide._common import Action
 from capdaemon.decide.burnin import (
     BurnInState,
@@ -26,6 +24,8 @@ from capdaemon.decide.burnin import agent_severities as _burn_in_severities
 from capdaemon.jsonl import read_records
 from capdaemon.model import Severity
 from capdaemon.state import StateError
+from capdaemon.stores.botstate import Metrics, PRStore
+from capdaemon.stores.safety_state import SafetyStore, new_actions
 
 
 @dataclass

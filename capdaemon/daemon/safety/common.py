@@ -6,10 +6,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Protocol
 
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.decide.labels import IssueKind
 from capdaemon.forge.types import IssueActivity
 from capdaemon.logging import get_logger
+from capdaemon.report import Report as Report  # the safety net's modules name it here
+from capdaemon.stores.botstate import PRRecord
 
 API_FAIL_TICKS = 3  # consecutive ticks with API errors → one incident
 ONE_TAP = IssueKind.ONE_TAP.value
@@ -19,13 +20,6 @@ INCIDENT = IssueKind.INCIDENT.value
 QUIET_REREAD = timedelta(minutes=30)
 
 log = get_logger("capdaemon.safety")
-
-
-class Report(Protocol):
-    """What a tick's report offers the safety net: its error and opened-issue lists."""
-
-    errors: list[str]
-    issues: list[str]
 
 
 class SeenPR(Protocol):

@@ -13,7 +13,6 @@ from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.channels.hub import Channels
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.basebind import BaseBinding
-from capdaemon.daemon.botstate import Metrics, PRStore
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.integrity import AuditGate
 from capdaemon.daemon.intent import no_crash
@@ -25,8 +24,9 @@ from capdaemon.daemon.safety.probes import Probes
 from capdaemon.daemon.safety.protection import Protection
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety.tiers import Tiers
-from capdaemon.daemon.safety_state import SafetyStore, new_actions
 from capdaemon.decide.merge import RequiredCheck
+from capdaemon.stores.botstate import Metrics, PRStore
+from capdaemon.stores.safety_state import SafetyStore, new_actions
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

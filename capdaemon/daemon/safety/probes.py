@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon import probe_sources
-from capdaemon.daemon.botstate import PRStore
 from capdaemon.daemon.failure import per_item, report_error
 from capdaemon.daemon.intent import Intent, no_crash
 from capdaemon.daemon.safety.breaker import Breaker
@@ -22,7 +21,6 @@ from capdaemon.daemon.safety.common import (
     log,
 )
 from capdaemon.daemon.safety.reviews import RandomReviews
-from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide._text import md, short_sha
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import Label
@@ -38,6 +36,8 @@ from capdaemon.decide.probe import (
 )
 from capdaemon.forge.errors import ForgeError, RevertConflict
 from capdaemon.jsonl import read_records
+from capdaemon.stores.botstate import PRStore
+from capdaemon.stores.safety_state import SafetyStore
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from capdaemon.daemon import protection_issue
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import Report, log
-from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import L1C3_CHECK_NAME
+from capdaemon.stores.safety_state import SafetyStore
 
 if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
-from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.safety.common import OwnersFn, Report
-from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import random_review_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due, sampled
+from capdaemon.stores.botstate import PRRecord
+from capdaemon.stores.safety_state import SafetyStore
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:

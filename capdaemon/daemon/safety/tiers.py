@@ -12,7 +12,6 @@ from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
-from capdaemon.daemon.botstate import PRRecord, PRStore
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
@@ -23,7 +22,6 @@ from capdaemon.daemon.safety.common import (
     SeenPR,
     log,
 )
-from capdaemon.daemon.safety_state import SafetyStore
 from capdaemon.decide.checks import one_tap_issue_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.rounds import after_rejection_tier
@@ -40,6 +38,8 @@ from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import PRSnapshot, Quadrant
 from capdaemon.state import canonical_json
+from capdaemon.stores.botstate import PRRecord, PRStore
+from capdaemon.stores.safety_state import SafetyStore
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:

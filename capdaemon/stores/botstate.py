@@ -10,6 +10,7 @@ from typing import Any
 from capdaemon.decide.labels import IssueKind
 from capdaemon.filenames import JOURNAL_FILE, METRICS_FILE, PRS_FILE
 from capdaemon.jsonl import read_after
+from capdaemon.logging import get_logger
 from capdaemon.state import StateError, atomic_write_json, fsync_dir, read_json
 from capdaemon.stores.prrecord import PRRecord as PRRecord  # its one home (typed records)
 from capdaemon.stores.prrecord import RecordError, record_of
@@ -63,8 +64,6 @@ class PRStore:
         entries, end = read_after(self.journal, 0)
         torn = self.journal.stat().st_size - end
         if torn:  # a crash mid-append: that update's action had not started (logged, not silent)
-            from capdaemon.logging import get_logger
-
             get_logger("capdaemon.state").warning(
                 "state.journal_torn_tail", path=str(self.journal), dropped_bytes=torn
             )

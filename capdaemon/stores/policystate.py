@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.filenames import REPO_POLICIES_FILE
 from capdaemon.state import StateError, atomic_write_json, read_json
-
-if TYPE_CHECKING:
-    from capdaemon.daemon.context import RepoPolicy
 
 POLICIES_VERSION = 1
 # what Config.with_repo_policy adds, in the order the Repos page lists it
@@ -69,28 +67,57 @@ class PolicySummary:
             if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
                 raise ValueError(f"repo {repo!r}: {key!r} is not a list of strings")
             lists[key] = tuple(items)
-        checks: list[tuple[str, int | None]] = []
-        raw_checks = data.get("extra_checks", [])
-        for c in raw_checks if isinstance(raw_checks, list) else [None]:
-            app = c.get("app_id") if isinstance(c, dict) else None
-            if (
-                not isinstance(c, dict)
-                or not isinstance(c.get("context"), str)
-                or not (app is None or (isinstance(app, int) and not isinstance(app, bool)))
-            ):
-                raise ValueError(f"repo {repo!r}: 'extra_checks' has a malformed item")
-            checks.append((c["context"], app))
+        checks = _extra_checks(repo, data.get("extra_checks", []))
         return cls(
             base=data["base"],
             policy_hash=data["policy_hash"],
             error=error,
             present=bool(data.get("present", False)),
-            extra_checks=tuple(checks),
+            extra_checks=checks,
             **lists,
         )
 
 
-def summarize(found: RepoPolicy) -> PolicySummary:
+def _extra_checks(repo: str, raw: Any) -> tuple[tuple[str, int | None], ...]:
+    """The `extra_checks` entry: (context, app id or None) pairs; ValueError when malformed."""
+    checks: list[tuple[str, int | None]] = []
+    for c in raw if isinstance(raw, list) else [None]:
+        app = c.get("app_id") if isinstance(c, dict) else None
+        if (
+            not isinstance(c, dict)
+            or not isinstance(c.get("context"), str)
+            or not (app is None or (isinstance(app, int) and not isinstance(app, bool)))
+        ):
+            raise ValueError(f"repo {repo!r}: 'extra_checks' has a malformed item")
+        checks.append((c["context"], app))
+    return tuple(checks)
+
+
+class PolicyRead(Protocol):
+    """What a summary keeps of one repo's policy as a tick read it (the daemon's RepoPolicy)."""
+
+    @property
+    def base(self) -> str:
+        """The base branch the policy was read from."""
+        ...
+
+    @property
+    def policy_hash(self) -> str:
+        """The hash of the effective policy."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """The .capdaemon.yml's parse error, if any."""
+        ...
+
+    @property
+    def additions(self) -> PolicyAdditions | None:
+        """What the .capdaemon.yml adds (None: no file)."""
+        ...
+
+
+def summarize(found: PolicyRead) -> PolicySummary:
     """The summary of one repo's policy as read this tick."""
     adds = found.additions or PolicyAdditions()
     return PolicySummary(
@@ -126,7 +153,7 @@ def read_policies(state_dir: Path) -> dict[str, PolicySummary]:
 
 
 def save_policies(
-    state_dir: Path, found: dict[str, RepoPolicy], supervised: tuple[str, ...]
+    state_dir: Path, found: Mapping[str, PolicyRead], supervised: tuple[str, ...]
 ) -> bool:
     """Write this tick's summaries (atomically, only when they changed); True when written.
 
