@@ -82,7 +82,16 @@ def step_ballots(
             rec.ballot_seen = {}
         deps.prs.save(rec)
         deps.heartbeat()
-    deps.safety.tiers.poll(seen, now, report)
+    decided = set(deps.safety.tiers.poll(seen, now, report))
+    for s in seen:  # a one-tap decided now: its new check at once, so step 4 can merge it
+        if s.rec.ref in decided and s.rec.state == "open":
+            deps.check_stop()
+            try:
+                republish(deps, ctx, s, now, report)
+            except RateLimited:
+                raise
+            except ForgeError as exc:  # its fingerprint stays cleared: the next tick does it
+                deps.error(report, "one_tap.republish_failed", f"{s.rec.ref}: {exc}", pr=s.rec.ref)
 
 
 def ballot_fp(
@@ -303,11 +312,19 @@ def apply_ballot(
     if rejected and close_pr(deps, rec, reject_comment(outcome), now, report):
         close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
     if rec.state == "open" and not (rec.ballot_round or {}).get("rejected_at"):
-        # republish the check and the ballot body for the new state (same code path as step 2)
-        if rec.repo not in ctx.policies:
-            read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
-        policy_hash = ctx.policies[rec.repo].policy_hash
-        process_pr(deps, ctx, s.rc, s.pr, policy_hash, now, report)
+        republish(deps, ctx, s, now, report)
+
+
+def republish(
+    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
+) -> None:
+    """Republish the check and the decision issues of a PR whose owner decision changed this
+    tick (same code path as step 2), so step 4 of the same tick sees the new check."""
+    rec = s.rec
+    if rec.repo not in ctx.policies:
+        read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
+    policy_hash = ctx.policies[rec.repo].policy_hash
+    process_pr(deps, ctx, s.rc, s.pr, policy_hash, now, report)
 
 
 def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome) -> None:

@@ -230,16 +230,23 @@ class Tiers:
             OneTapState(entry["state"]), str(entry.get("reason", "")), entry.get("by")
         )
 
-    def poll(self, seen: Sequence[SeenPR], now: datetime, report: Report | None = None) -> None:
-        """Read the 👍/👎 on pending one-tap issues; a decision (or expiry) republishes the PR."""
+    def poll(
+        self, seen: Sequence[SeenPR], now: datetime, report: Report | None = None
+    ) -> list[str]:
+        """Read the 👍/👎 on pending one-tap issues. Returns the PRs whose one-tap was decided
+        (or expired) now: the caller republishes them in the same tick (their fingerprint is
+        cleared too, so a crash before that republishes them in the next)."""
+        decided: list[str] = []
         if self.decision_repo is None:
-            return
+            return decided
         for item in seen:
             rec = item.rec
             entry = self._one_tap(rec)
             if rec.state != "open" or entry is None or entry["state"] != OneTapState.PENDING.value:
                 continue
-            self._poll_one(rec, entry, self.decision_repo, now, report)
+            if self._poll_one(rec, entry, self.decision_repo, now, report):
+                decided.append(rec.ref)
+        return decided
 
     def _poll_one(
         self,
@@ -248,7 +255,8 @@ class Tiers:
         repo: str,
         now: datetime,
         report: Report | None,
-    ) -> None:
+    ) -> bool:
+        """Read one pending one-tap; True when it was decided (or expired) now."""
         s = self.store
         ttl = one_tap_ttl(self.config)
         # Skip the read when the issue's reaction rollup is as at the last read, that read is
@@ -259,7 +267,7 @@ class Tiers:
         if fp and entry.get("seen_fp") == fp and now < deadline:
             try:
                 if now - parse_utc(str(entry["seen_at"]), "seen_at") < QUIET_REREAD:
-                    return
+                    return False
             except (KeyError, ValueError):
                 pass
         try:
@@ -277,14 +285,14 @@ class Tiers:
             raise
         except ForgeError as exc:
             report_error(report, "one_tap.failed", f"{rec.ref}: {exc}", pr=rec.ref)
-            return
+            return False
         if res.state is OneTapState.PENDING:
             if fp:
                 entry.update(seen_fp=fp, seen_at=utc_iso(now))
             else:
                 entry.pop("seen_fp", None)
             s.save()
-            return
+            return False
         entry.update(state=res.state.value, reason=res.reason, by=res.approved_by)
         s.save()
         self.actions_log.append(
@@ -301,8 +309,9 @@ class Tiers:
         log.info("one_tap.decided", pr=rec.ref, state=res.state.value, by=res.approved_by)
         if res.state is OneTapState.EXPIRED:
             self._close(int(entry["issue"]), f"{res.reason}.")
-        rec.fingerprint = ""  # republish next tick: the check, and a ballot after expiry
+        rec.fingerprint = ""  # republished by the caller: the check, a ballot after expiry
         self.prs.save(rec)
+        return True
 
     def _close(self, number: int, comment: str) -> None:
         if self.decision_repo is None:
