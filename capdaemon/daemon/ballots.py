@@ -15,6 +15,7 @@ from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.poll import read_repo_policy
 from capdaemon.daemon.prstate import ballot_key, ballot_mergeable, ballot_outcome
 from capdaemon.daemon.publish import process_pr
+from capdaemon.daemon.reactions import BALLOT_COUNTED
 from capdaemon.daemon.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -24,7 +25,7 @@ from capdaemon.daemon.tickdata import (
     _iso,
     _Seen,
 )
-from capdaemon.decide.ballot import BallotOutcome, BallotStatus, resolve_ballot
+from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote, resolve_ballot
 from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError, RateLimited
@@ -85,6 +86,8 @@ def step_ballots(
     decided = set(deps.safety.tiers.poll(seen, now, report))
     for s in seen:  # a one-tap decided now: its new check at once, so step 4 can merge it
         if s.rec.ref in decided and s.rec.state == "open":
+            tap = deps.safety.tiers.one_tap_result(s.rec, now)
+            ctx.reactions.note(BALLOT_COUNTED, s.rec.ref, tap.at if tap else None, now)
             deps.check_stop()
             try:
                 republish(deps, ctx, s, now, report)
@@ -193,7 +196,8 @@ def count_votes(
         answered_comment_ids=answered,
     )
     outcome = resolve_ballot(facts, now)
-    _audit_votes(deps, rec, issue, rnd, outcome, now)
+    for vote in _audit_votes(deps, rec, issue, rnd, outcome, now):
+        ctx.reactions.note(BALLOT_COUNTED, rec.ref, vote.at, now)
     _answer_unknown_commands(deps, rec, issue, outcome, now)
     report.ballots[rec.ref] = outcome.status.value
     previous = ballot_key(rec, s.pr.head_sha)
@@ -209,9 +213,10 @@ def _audit_votes(
     rnd: BallotRound,
     outcome: BallotOutcome,
     now: datetime,
-) -> None:
-    """Each vote counted or ignored, in the actions log once."""
+) -> list[Vote]:
+    """Each vote counted or ignored, in the actions log once; returns the votes counted now."""
     handled = set(rec.handled)
+    counted: list[Vote] = []
     for vote in (*outcome.counted, *outcome.ignored):
         key = f"vote:{vote.key}"
         if key in handled:
@@ -228,7 +233,10 @@ def _audit_votes(
         )
         if not vote.counted:
             deps.log.info("vote.ignored", pr=rec.ref, user=vote.user, reason=vote.reason)
+        else:
+            counted.append(vote)
         rec.handled.append(key)
+    return counted
 
 
 def _answer_unknown_commands(
@@ -359,6 +367,8 @@ def record_ballot(
         "reason": outcome.reason,
         "at": _iso(now),
     }
+    if outcome.deciding is not None:  # when the deciding vote was cast (reaction times)
+        rec.ballot["voted_at"] = _iso(outcome.deciding.at)
     deps.prs.save(rec)
 
 

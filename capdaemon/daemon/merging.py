@@ -11,6 +11,7 @@ from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
+from capdaemon.daemon.reactions import MERGE_DONE, merge_cause
 from capdaemon.daemon.reconcile import recorded_outcome
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -37,6 +38,7 @@ from capdaemon.forge.errors import (
     RateLimited,
 )
 from capdaemon.model import CheckRun, Quadrant
+from capdaemon.timefmt import parse_utc
 
 
 # ------------------------------------------------------------------ step 0
@@ -169,12 +171,13 @@ def try_merge(
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
         return
     rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
+    checks: Sequence[CheckRun]
     if rollup is not None:
         # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
         # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness = readiness_of(deps, ctx, s, rollup, now)
+        readiness, checks = readiness_of(deps, ctx, s, rollup, now), rollup
     else:
-        readiness = _rest_readiness(deps, ctx, s, now)
+        readiness, checks = _rest_readiness(deps, ctx, s, now)
     if readiness.action is MergeAction.WAIT:
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
         return
@@ -193,12 +196,28 @@ def try_merge(
         report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    merge(deps, s, now, report)
+    if merge(deps, s, now, report):
+        cause = merge_cause(pr.updated_at, _votes_at(deps, rec, pr.head_sha, now), checks)
+        ctx.reactions.note(MERGE_DONE, rec.ref, cause, now)
 
 
-def _rest_readiness(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime) -> Readiness:
+def _votes_at(deps: TickDeps, rec: PRRecord, head_sha: str, now: datetime) -> list[datetime | None]:
+    """When the owners' approvals of this head were given (ballot, one-tap), where known."""
+    out: list[datetime | None] = []
+    ballot = rec.ballot or {}
+    if ballot.get("head_sha") == head_sha and isinstance(ballot.get("voted_at"), str):
+        out.append(parse_utc(str(ballot["voted_at"]), "ballot.voted_at"))
+    tap = deps.safety.tiers.one_tap_result(rec, now)
+    if tap is not None and tap.at is not None:
+        out.append(tap.at)
+    return out
+
+
+def _rest_readiness(
+    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime
+) -> tuple[Readiness, Sequence[CheckRun]]:
     """Readiness from REST reads (no batch rollup of the head): the gather phase's check
-    runs plus the statuses, read again right before a merge."""
+    runs plus the statuses, read again right before a merge; and the checks it was decided on."""
     pr = s.pr
     runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
     if runs is None:
@@ -210,7 +229,7 @@ def _rest_readiness(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime) -
         # decided on the gather phase's check runs: read them again right before acting
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
         readiness = readiness_of(deps, ctx, s, checks, now)
-    return readiness
+    return readiness, checks
 
 
 def readiness_of(
@@ -258,8 +277,9 @@ def merge_facts(
     )
 
 
-def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
-    """Merge at the expected head sha: pending + "attempted" record first, outcome after."""
+def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> bool:
+    """Merge at the expected head sha: pending + "attempted" record first, outcome after.
+    True when GitHub merged it."""
     rec, pr, rc = s.rec, s.pr, s.rc
     sha = pr.head_sha
     base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
@@ -314,7 +334,7 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
         deps.prs.save(rec)
         if isinstance(exc, RateLimited):
             raise
-        return
+        return False
     else:
         deps.crash("act:merge")
         deps.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
@@ -327,3 +347,4 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
     deps.prs.save(rec)
     if rec.state == "merged":
         close_issue(deps, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
+    return rec.state == "merged"

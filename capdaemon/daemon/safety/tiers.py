@@ -226,8 +226,12 @@ class Tiers:
         entry = self._one_tap(rec)
         if entry is None:
             return None
+        voted = entry.get("voted_at")
         return OneTapResult(
-            OneTapState(entry["state"]), str(entry.get("reason", "")), entry.get("by")
+            OneTapState(entry["state"]),
+            str(entry.get("reason", "")),
+            entry.get("by"),
+            parse_utc(voted, "voted_at") if isinstance(voted, str) else None,
         )
 
     def poll(
@@ -294,6 +298,8 @@ class Tiers:
             s.save()
             return False
         entry.update(state=res.state.value, reason=res.reason, by=res.approved_by)
+        if res.at is not None:
+            entry["voted_at"] = utc_iso(res.at)
         s.save()
         self.actions_log.append(
             {
