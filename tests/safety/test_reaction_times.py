@@ -77,7 +77,7 @@ def test_a_one_tap_thumbs_up_is_measured_from_the_reaction(safe: SafetyHarness) 
         trailers="Agent-Session: claude-code/claude-opus-4/sess-00000001\nTask-Id: t-2",
     )
     safe.tick()
-    tap = [i for i in safe.issues("one-tap") if f"#{number}@" in i.body][0]
+    tap = next(i for i in safe.issues("one-tap") if f"#{number}@" in i.body)
     safe.gh("bob").get_repo(safe.sb.bot_repo).get_issue(tap.number).create_reaction("+1")
     safe.advance(seconds=20)
     late = safe.tick().seconds + 0.1
