@@ -38,19 +38,9 @@ from capdaemon.timefmt import parse_utc
 def step_ballots(
     deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
 ) -> None:
-    todo: list[_Seen] = []
-    for s in seen:
-        rec = s.rec
-        needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
-        if not needs or not rec.ballot_round or rec.state != "open":
-            continue
-        if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
-            if not rec.ballot_round.get("reopened"):
-                retry_rejection(deps, s, now, report)
-            continue
-        if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
-            continue  # not rebound yet (the snapshot failed this tick)
-        todo.append(s)
+    """Count the owners' votes on the ballots and the one-tap requests of the PRs seen; a
+    decision republishes the PR at once, so step 4 of this tick can merge it."""
+    todo = _open_rounds(deps, seen, now, report)
     fps: dict[str, str | None] = {}
     wanted: dict[str, int] = {}
     if todo:
@@ -83,18 +73,47 @@ def step_ballots(
             rec.ballot_seen = {}
         deps.prs.save(rec)
         deps.heartbeat()
+    _one_taps(deps, ctx, seen, now, report)
+
+
+def _open_rounds(
+    deps: TickDeps, seen: list[_Seen], now: datetime, report: TickReport
+) -> list[_Seen]:
+    """The PRs whose ballot round is open on the head seen (a rejected round whose close did
+    not happen is retried here)."""
+    todo: list[_Seen] = []
+    for s in seen:
+        rec = s.rec
+        needs = s.quadrant is Quadrant.D or deps.safety.tiers.needs_ballot(rec)
+        if not needs or not rec.ballot_round or rec.state != "open":
+            continue
+        if rec.ballot_round.get("rejected_at"):  # over; reopened: a new round in step 2
+            if not rec.ballot_round.get("reopened"):
+                retry_rejection(deps, s, now, report)
+            continue
+        if rec.ballot_round.get("head_sha") != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
+            continue  # not rebound yet (the snapshot failed this tick)
+        todo.append(s)
+    return todo
+
+
+def _one_taps(
+    deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
+) -> None:
+    """Read the pending one-tap requests; one decided now gets its new check at once."""
     decided = set(deps.safety.tiers.poll(seen, now, report))
-    for s in seen:  # a one-tap decided now: its new check at once, so step 4 can merge it
-        if s.rec.ref in decided and s.rec.state == "open":
-            tap = deps.safety.tiers.one_tap_result(s.rec, now)
-            ctx.reactions.note(BALLOT_COUNTED, s.rec.ref, tap.at if tap else None, now)
-            deps.check_stop()
-            try:
-                republish(deps, ctx, s, now, report)
-            except RateLimited:
-                raise
-            except ForgeError as exc:  # its fingerprint stays cleared: the next tick does it
-                deps.error(report, "one_tap.republish_failed", f"{s.rec.ref}: {exc}", pr=s.rec.ref)
+    for s in seen:
+        if s.rec.ref not in decided or s.rec.state != "open":
+            continue
+        tap = deps.safety.tiers.one_tap_result(s.rec, now)
+        ctx.reactions.note(BALLOT_COUNTED, s.rec.ref, tap.at if tap else None, now)
+        deps.check_stop()
+        try:
+            republish(deps, ctx, s, now, report)
+        except RateLimited:
+            raise
+        except ForgeError as exc:  # its fingerprint stays cleared: the next tick does it
+            deps.error(report, "one_tap.republish_failed", f"{s.rec.ref}: {exc}", pr=s.rec.ref)
 
 
 def ballot_fp(
