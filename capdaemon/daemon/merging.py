@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -196,9 +196,8 @@ def try_merge(
         report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    if merge(deps, s, now, report):
-        cause = merge_cause(pr.updated_at, _votes_at(deps, rec, pr.head_sha, now), checks)
-        ctx.reactions.note(MERGE_DONE, rec.ref, cause, now)
+    cause = merge_cause(pr.updated_at, _votes_at(deps, rec, pr.head_sha, now), checks)
+    merge(deps, s, now, report, merged=lambda: ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
 
 
 def _votes_at(deps: TickDeps, rec: PRRecord, head_sha: str, now: datetime) -> list[datetime | None]:
@@ -277,9 +276,15 @@ def merge_facts(
     )
 
 
-def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> bool:
-    """Merge at the expected head sha: pending + "attempted" record first, outcome after.
-    True when GitHub merged it."""
+def merge(
+    deps: TickDeps,
+    s: _Seen,
+    now: datetime,
+    report: TickReport,
+    merged: Callable[[], object] | None = None,
+) -> None:
+    """Merge at the expected head sha: pending + "attempted" record first, outcome after;
+    `merged` is called as soon as GitHub has merged it (the reaction time's action)."""
     rec, pr, rc = s.rec, s.pr, s.rc
     sha = pr.head_sha
     base = {"action": "merge", "pr": rec.ref, "head_sha": sha, "base_ref": rc.base}
@@ -334,8 +339,10 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> bool:
         deps.prs.save(rec)
         if isinstance(exc, RateLimited):
             raise
-        return False
+        return
     else:
+        if merged is not None:
+            merged()
         deps.crash("act:merge")
         deps.actions_log.append({**base, "status": "done", "merge_sha": merge_sha}, now=now)
         deps.crash("done:merge")
@@ -347,4 +354,3 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> bool:
     deps.prs.save(rec)
     if rec.state == "merged":
         close_issue(deps, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
-    return rec.state == "merged"
