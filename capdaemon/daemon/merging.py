@@ -11,7 +11,7 @@ from capdaemon.daemon.botstate import PRRecord
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
-from capdaemon.daemon.reactions import MERGE_DONE, merge_cause
+from capdaemon.daemon.reactions import MERGE_DONE, merge_cause, time_or_none
 from capdaemon.daemon.reconcile import recorded_outcome
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -38,7 +38,6 @@ from capdaemon.forge.errors import (
     RateLimited,
 )
 from capdaemon.model import CheckRun, Quadrant
-from capdaemon.timefmt import parse_utc
 
 
 # ------------------------------------------------------------------ step 0
@@ -202,10 +201,8 @@ def try_merge(
 
 def _votes_at(deps: TickDeps, rec: PRRecord, head_sha: str, now: datetime) -> list[datetime | None]:
     """When the owners' approvals of this head were given (ballot, one-tap), where known."""
-    out: list[datetime | None] = []
     ballot = rec.ballot or {}
-    if ballot.get("head_sha") == head_sha and isinstance(ballot.get("voted_at"), str):
-        out.append(parse_utc(str(ballot["voted_at"]), "ballot.voted_at"))
+    out = [time_or_none(ballot.get("voted_at"))] if ballot.get("head_sha") == head_sha else []
     tap = deps.safety.tiers.one_tap_result(rec, now)
     if tap is not None and tap.at is not None:
         out.append(tap.at)

@@ -19,6 +19,7 @@ from capdaemon.decide.reaction import (
 )
 from capdaemon.logging import get_logger
 from capdaemon.model import CheckRun
+from capdaemon.timefmt import parse_utc
 
 CHECK_PUBLISHED = "check_published"
 BALLOT_COUNTED = "ballot_counted"
@@ -51,6 +52,17 @@ class ReactionClock:
     def of(self, kind: str) -> list[float]:
         """This tick's reaction times of one kind (seconds)."""
         return [s for k, _, _, s in self.samples if k == kind]
+
+
+def time_or_none(value: object) -> datetime | None:
+    """A recorded vote time (`voted_at`), or None when absent or unreadable: it only feeds
+    the reaction times, so a bad one is not measured rather than stopping a merge."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_utc(value, "voted_at")
+    except ValueError:
+        return None
 
 
 def merge_cause(

@@ -107,3 +107,34 @@ def test_malformed_samples_are_one_digest_error_and_a_tick_starts_them_again(
     assert [5 <= s <= 5 + late for _, s in _metrics(safe)["reaction_samples"]["merge_done"]] == [
         True
     ]
+
+
+def test_an_unreadable_vote_time_is_not_measured_and_does_not_stop_the_merge(
+    safe: SafetyHarness,
+) -> None:
+    """A one-tap approved while a required check runs; its recorded vote time is then garbled:
+    the check passes, the PR merges, and the merge is timed from the other causes only."""
+    safe.configure()
+    safe.task("t-2", level=2)
+    number = safe.open_pr(
+        {"examples/old.py": "print('v2')\n"},
+        title="task work",
+        trailers="Agent-Session: claude-code/claude-opus-4/sess-00000001\nTask-Id: t-2",
+    )
+    safe.tick()
+    required = {"required_status_checks": {"strict": False, "contexts": ["ci/test"]}}
+    safe.sb.set_protection(safe.sb.repo, "main", required)
+    tap = next(i for i in safe.issues("one-tap") if f"#{number}@" in i.body)
+    safe.gh("bob").get_repo(safe.sb.bot_repo).get_issue(tap.number).create_reaction("+1")
+    safe.tick()
+    assert not safe.pull(number).merged  # approved, waiting for ci/test
+    safe.stop()
+    path = safe.state_dir / "safety.json"
+    data = json.loads(path.read_text("utf-8"))
+    data["one_tap"][f"{safe.sb.repo}#{number}"]["voted_at"] = "yesterday-ish"
+    path.write_text(json.dumps(data), "utf-8")
+    safe.ci(safe.pull(number).head.sha, "success", "ci/test")
+    safe.advance(seconds=40)
+    report = safe.tick()
+    assert report.errors == [] and safe.pull(number).merged
+    assert len(_metrics(safe)["reaction_samples"]["merge_done"]) == 1

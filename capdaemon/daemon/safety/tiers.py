@@ -13,6 +13,7 @@ from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.daemon.botstate import PRRecord, PRStore
+from capdaemon.daemon.reactions import time_or_none
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,
@@ -226,12 +227,11 @@ class Tiers:
         entry = self._one_tap(rec)
         if entry is None:
             return None
-        voted = entry.get("voted_at")
         return OneTapResult(
             OneTapState(entry["state"]),
             str(entry.get("reason", "")),
             entry.get("by"),
-            parse_utc(voted, "voted_at") if isinstance(voted, str) else None,
+            time_or_none(entry.get("voted_at")),
         )
 
     def poll(
