@@ -57,7 +57,7 @@ def measure(code: str, state: str, what: str, runs: int) -> dict[str, float]:
             try:  # bot-state's records moved from daemon/ to stores/
                 from capdaemon.stores.botstate import PRStore
             except ImportError:
-                from capdaemon.daemon.botstate import PRStore  # type: ignore[no-redef]
+                from capdaemon.stores.botstate import PRStore  # type: ignore[no-redef]
 
             PRStore(Path(state))
         else:

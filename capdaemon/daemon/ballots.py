@@ -16,6 +16,7 @@ from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.poll import read_repo_policy
 from capdaemon.daemon.prstate import ballot_outcome
 from capdaemon.daemon.publish import process_pr
+from capdaemon.daemon.reactions import BALLOT_COUNTED
 from capdaemon.daemon.reconcile import pr_intent
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -26,7 +27,7 @@ from capdaemon.daemon.tickdata import (
     _iso,
     _Seen,
 )
-from capdaemon.decide.ballot import BallotOutcome, BallotStatus, resolve_ballot
+from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote, resolve_ballot
 from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
 from capdaemon.forge.errors import ForgeError
@@ -40,19 +41,9 @@ from capdaemon.timefmt import parse_utc
 def step_ballots(
     deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
 ) -> None:
-    todo: list[_Seen] = []
-    for s in seen:
-        rec = s.rec
-        needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
-        if not needs or not rec.ballot_round or rec.state != PRState.OPEN:
-            continue
-        if rec.ballot_round.rejected_at:  # over; reopened: a new round in step 2
-            if not rec.ballot_round.reopened:
-                retry_rejection(deps, s, now, report)
-            continue
-        if rec.ballot_round.head_sha != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
-            continue  # not rebound yet (the snapshot failed this tick)
-        todo.append(s)
+    """Count the owners' votes on the ballots and the one-tap requests of the PRs seen; a
+    decision republishes the PR at once, so step 4 of this tick can merge it."""
+    todo = _open_rounds(deps, seen, now, report)
     fps: dict[str, str | None] = {}
     wanted: dict[str, int] = {}
     if todo:
@@ -82,7 +73,44 @@ def step_ballots(
             rec.ballot_seen = None
         deps.prs.save(rec)
         deps.heartbeat()
-    deps.safety.tiers.poll(seen, now, report)
+    _one_taps(deps, ctx, seen, now, report)
+
+
+def _open_rounds(
+    deps: TickDeps, seen: list[_Seen], now: datetime, report: TickReport
+) -> list[_Seen]:
+    """The PRs whose ballot round is open on the head seen (a rejected round whose close did
+    not happen is retried here)."""
+    todo: list[_Seen] = []
+    for s in seen:
+        rec = s.rec
+        needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
+        if not needs or not rec.ballot_round or rec.state != PRState.OPEN:
+            continue
+        if rec.ballot_round.rejected_at:  # over; reopened: a new round in step 2
+            if not rec.ballot_round.reopened:
+                retry_rejection(deps, s, now, report)
+            continue
+        if rec.ballot_round.head_sha != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
+            continue  # not rebound yet (the snapshot failed this tick)
+        todo.append(s)
+    return todo
+
+
+def _one_taps(
+    deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
+) -> None:
+    """Read the pending one-tap requests; one decided now gets its new check at once."""
+    decided = set(deps.safety.tiers.poll(seen, now, report))
+    for s in seen:
+        if s.rec.ref not in decided or s.rec.state != PRState.OPEN:
+            continue
+        tap = deps.safety.tiers.one_tap_result(s.rec, now)
+        ctx.reactions.note(BALLOT_COUNTED, s.rec.ref, tap.at if tap else None, now)
+        deps.check_stop()
+        # a failure leaves its fingerprint cleared: the next tick does it
+        with per_item(report, "one_tap.republish_failed", s.rec.ref, pr=s.rec.ref):
+            republish(deps, ctx, s, now, report)
 
 
 def _issue_of(rec: PRRecord) -> int:
@@ -186,7 +214,8 @@ def count_votes(
         answered_comment_ids=answered,
     )
     outcome = resolve_ballot(facts, now)
-    _audit_votes(deps, rec, issue, rnd, outcome, now)
+    for vote in _audit_votes(deps, rec, issue, rnd, outcome, now):
+        ctx.reactions.note(BALLOT_COUNTED, rec.ref, vote.at, now)
     _answer_unknown_commands(deps, rec, issue, outcome, now)
     report.ballots[rec.ref] = outcome.status.value
     previous = rec.ballot_status(s.pr.head_sha).value
@@ -202,9 +231,10 @@ def _audit_votes(
     rnd: BallotRound,
     outcome: BallotOutcome,
     now: datetime,
-) -> None:
-    """Each vote counted or ignored, in the actions log once."""
+) -> list[Vote]:
+    """Each vote counted or ignored, in the actions log once; returns the votes counted now."""
     handled = set(rec.handled)
+    counted: list[Vote] = []
     for vote in (*outcome.counted, *outcome.ignored):
         key = f"vote:{vote.key}"
         if key in handled:
@@ -221,7 +251,10 @@ def _audit_votes(
         )
         if not vote.counted:
             deps.log.info("vote.ignored", pr=rec.ref, user=vote.user, reason=vote.reason)
+        else:
+            counted.append(vote)
         rec.handled.append(key)
+    return counted
 
 
 def _answer_unknown_commands(
@@ -305,11 +338,19 @@ def apply_ballot(
     if rejected and close_pr(deps, rec, reject_comment(outcome), now, report):
         close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
     if rec.state == PRState.OPEN and not (rec.ballot_round and rec.ballot_round.rejected_at):
-        # republish the check and the ballot body for the new state (same code path as step 2)
-        if rec.repo not in ctx.policies:
-            read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
-        policy_hash = ctx.policies[rec.repo].policy_hash
-        process_pr(deps, ctx, s.rc, s.pr, policy_hash, now, report)
+        republish(deps, ctx, s, now, report)
+
+
+def republish(
+    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
+) -> None:
+    """Republish the check and the decision issues of a PR whose owner decision changed this
+    tick (same code path as step 2), so step 4 of the same tick sees the new check."""
+    rec = s.rec
+    if rec.repo not in ctx.policies:
+        read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
+    policy_hash = ctx.policies[rec.repo].policy_hash
+    process_pr(deps, ctx, s.rc, s.pr, policy_hash, now, report)
 
 
 def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome) -> None:
@@ -334,8 +375,15 @@ def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome
 def record_ballot(
     deps: TickDeps, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome, now: datetime
 ) -> None:
+    voted_at = _iso(outcome.deciding.at) if outcome.deciding is not None else None
     rec.ballot = BallotRecord(
-        outcome.status, outcome.head_sha, rnd.round, outcome.decided_by, outcome.reason, _iso(now)
+        outcome.status,
+        outcome.head_sha,
+        rnd.round,
+        outcome.decided_by,
+        outcome.reason,
+        _iso(now),
+        voted_at,  # when the deciding vote was cast (reaction times)
     )
     deps.prs.save(rec)
 

@@ -18,6 +18,7 @@ from capdaemon.daemon import texts
 from capdaemon.daemon.budget import TickBudget
 from capdaemon.daemon.mergewait import MergeabilityWaits
 from capdaemon.daemon.progress import Progress
+from capdaemon.daemon.reactions import ReactionClock
 from capdaemon.daemon.tickdata import TickReport, _Stopped
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
@@ -123,6 +124,7 @@ class TickContext:
     tasks_by_author: dict[str, set[str]] | None = None  # lower-cased login → tasks its PRs linked
     decision_writes: bool = False  # an issue was written: step 3 lists the issues again
     merge_waits: MergeabilityWaits = field(default_factory=MergeabilityWaits)  # unknown → re-read
+    reactions: ReactionClock = field(default_factory=ReactionClock)  # event → action times
 
     def config_for(self, repo: str) -> Config:
         """The effective config of a supervised repo this tick (central config until polled)."""

@@ -30,6 +30,7 @@ from capdaemon.decide.digest import (
     render_digest,
 )
 from capdaemon.decide.labels import Label
+from capdaemon.decide.reaction import SAMPLES_KEY, ReactionStats, parse_samples, period_stats
 from capdaemon.filenames import (
     DIGEST_DIR,
     DIGEST_STATE_FILE,
@@ -103,6 +104,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
     if metrics.get("errors_last_tick"):
         errors.append(f"last tick reported {metrics['errors_last_tick']} error(s)")
     anchors, notes = audit_anchors(state_dir, errors)
+    reactions = _reactions(metrics, start, end, errors)
     return DigestFacts(
         date=day,
         timezone=tz,
@@ -123,7 +125,20 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         audit_anchors=anchors,
         audit_notes=notes,
         clock_drift=_clock_drift(metrics),
+        reactions=reactions,
     )
+
+
+def _reactions(
+    metrics: Mapping[str, Any], start: datetime, end: datetime, errors: list[str]
+) -> tuple[ReactionStats, ...]:
+    """Reaction times per kind over the period, from tick_metrics.json (malformed: an error)."""
+    try:
+        samples = parse_samples(metrics.get(SAMPLES_KEY))
+    except ValueError as exc:
+        errors.append(f"{METRICS_FILE}: {exc}")
+        return ()
+    return period_stats(samples, start, end)
 
 
 def _clock_drift(metrics: Mapping[str, Any]) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -11,6 +11,7 @@ from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.failure import per_item
 from capdaemon.daemon.issues import close_issue
 from capdaemon.daemon.prstate import ballot_outcome
+from capdaemon.daemon.reactions import MERGE_DONE, merge_cause, time_or_none
 from capdaemon.daemon.reconcile import pr_intent, recorded_outcome, settle
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -157,12 +158,13 @@ def try_merge(
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
         return
     rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
+    checks: Sequence[CheckRun]
     if rollup is not None:
         # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
         # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness = readiness_of(deps, ctx, s, rollup, now)
+        readiness, checks = readiness_of(deps, ctx, s, rollup, now), rollup
     else:
-        readiness = _rest_readiness(deps, ctx, s, now)
+        readiness, checks = _rest_readiness(deps, ctx, s, now)
     if readiness.action is MergeAction.WAIT:
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
         return
@@ -181,12 +183,26 @@ def try_merge(
         report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    merge(deps, s, now, report)
+    cause = merge_cause(pr.updated_at, _votes_at(deps, rec, pr.head_sha, now), checks)
+    merge(deps, s, now, report, merged=lambda: ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
 
 
-def _rest_readiness(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime) -> Readiness:
+def _votes_at(deps: TickDeps, rec: PRRecord, head_sha: str, now: datetime) -> list[datetime | None]:
+    """When the owners' approvals of this head were given (ballot, one-tap), where known."""
+    ballot = rec.ballot
+    mine = ballot is not None and ballot.head_sha == head_sha
+    out = [time_or_none(ballot.voted_at)] if ballot is not None and mine else []
+    tap = deps.safety.tiers.one_tap_result(rec, now)
+    if tap is not None and tap.at is not None:
+        out.append(tap.at)
+    return out
+
+
+def _rest_readiness(
+    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime
+) -> tuple[Readiness, Sequence[CheckRun]]:
     """Readiness from REST reads (no batch rollup of the head): the gather phase's check
-    runs plus the statuses, read again right before a merge."""
+    runs plus the statuses, read again right before a merge; and the checks it was decided on."""
     pr = s.pr
     runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
     if runs is None:
@@ -198,7 +214,7 @@ def _rest_readiness(deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime) -
         # decided on the gather phase's check runs: read them again right before acting
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
         readiness = readiness_of(deps, ctx, s, checks, now)
-    return readiness
+    return readiness, checks
 
 
 def readiness_of(
@@ -246,9 +262,16 @@ def merge_facts(
     )
 
 
-def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
+def merge(
+    deps: TickDeps,
+    s: _Seen,
+    now: datetime,
+    report: TickReport,
+    merged: Callable[[], object] | None = None,
+) -> None:
     """Merge at the expected head sha, recorded before the call (Intent): a refusal is
-    recorded and handled here; no answer keeps the intent for step 0 of the next tick."""
+    recorded and handled here; no answer keeps the intent for step 0 of the next tick.
+    `merged` is called as soon as GitHub has merged it (the reaction time's action)."""
     rec, pr, rc = s.rec, s.pr, s.rc
     sha = pr.head_sha
     intent = pr_intent(deps, rec, "merge", now, sha, base_ref=rc.base)
@@ -276,6 +299,8 @@ def merge(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
         deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
         return
     else:
+        if merged is not None:
+            merged()
         intent.done(merge_sha=merge_sha)
         rec.state, rec.merge_sha = PRState.MERGED, merge_sha
         report.merged.append(rec.ref)

@@ -17,6 +17,7 @@ from capdaemon.daemon.prstate import (
     full_fingerprint,
     light_fingerprint,
 )
+from capdaemon.daemon.reactions import CHECK_PUBLISHED
 from capdaemon.daemon.tasks import (
     CapabilityVerdict,
     bind_policy,
@@ -210,12 +211,15 @@ def _record_and_publish(
     publish L1.C3 and the decision issues."""
     rec, snap, verdict, capv = p.rec, p.snap, p.verdict, p.capv
     fp = full_fingerprint(p.pr, p.checks, p.policy_hash, p.cap)
+    new_head = rec.head_sha != snap.head_sha  # a PR opened or pushed: its first L1.C3
     _note_verdict(rec, snap, verdict, capv, now)
     deps.safety.tiers.on_classified(rec, snap, now)
     if rec.audited != fp:
         audit_classification(deps, rec, snap, verdict, capv, fp, now)
         report.classified.append(rec.ref)
     publish(deps, ctx, rec, snap, verdict, capv, now, report)
+    if new_head:  # measured from the PR's last change as listed (at or after the push)
+        ctx.reactions.note(CHECK_PUBLISHED, rec.ref, p.pr.updated_at, now)
     rec.fingerprint = fp
     rec.light = light_fingerprint(p.pr, p.policy_hash, p.cap)
     rec.published = _digest(fp, rec.ballot_status(snap.head_sha).value)

@@ -33,6 +33,7 @@ from capdaemon.daemon import ballots, issues, merging, poll
 from capdaemon.daemon.budget import TickBudget
 from capdaemon.daemon.context import TickContext, TickDeps
 from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
+from capdaemon.daemon.reactions import save_reactions
 from capdaemon.daemon.safety import SafetyNet
 from capdaemon.daemon.tickdata import (
     BALLOT,
@@ -365,6 +366,7 @@ class Ticker:
             mode=self.config.mode,
             clock_offset_seconds=report.clock_offset_seconds,
         )
+        save_reactions(self.metrics, self._ctx.reactions, now)  # event → action, per kind
         self.metrics.save()
 
 

@@ -1,4 +1,5 @@
-"""The Trends page: merges per day, time to decision per ballot, rejections per agent."""
+"""The Trends page: merges per day, time to decision per ballot, rejections per agent, and the
+reaction times (event → action) per kind."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from capdaemon.dashboard.html import esc, table, when
 from capdaemon.dashboard.links import story_href
 from capdaemon.dashboard.logfold import day_of
 from capdaemon.dashboard.readmodel import ReadModel
+from capdaemon.decide.reaction import (
+    KEEP,
+    SAMPLES_KEY,
+    format_seconds,
+    parse_samples,
+    period_stats,
+)
+from capdaemon.filenames import METRICS_FILE
 from capdaemon.timefmt import parse_utc
 
 RANGES = {"7d": 7, "30d": 30, "90d": 90, "365d": 365}
@@ -62,6 +71,26 @@ def _decisions(
     return decisions, per_agent
 
 
+def _reactions(model: ReadModel, days: int) -> str:
+    """p50/p95/max per kind of the actions in the range, from tick_metrics.json."""
+    try:
+        samples = parse_samples(model.metrics.get(SAMPLES_KEY))
+    except ValueError as exc:
+        return f'<p id="reaction-summary" class="bad">{esc(METRICS_FILE)}: {esc(exc)}</p>'
+    end = model.now + timedelta(seconds=1)
+    stats = period_stats(samples, end - timedelta(days=days), end)
+    rows = (
+        [esc(s.label), str(s.n), *(esc(format_seconds(v)) for v in (s.p50, s.p95, s.max))]
+        for s in stats
+    )
+    return (
+        '<p id="reaction-summary" class="muted">From the event that caused each action (a '
+        "PR opened or pushed, an owner's vote, a check run completing) to the action; the "
+        f"last {KEEP.days} days are kept.</p>"
+        + table(("action", "actions", "p50", "p95", "max"), rows, id_="reactions")
+    )
+
+
 def render(model: ReadModel, choice: str = "", root: str = "") -> str:
     """The Trends body for the chosen range (`7d`, `30d`, `90d`, `365d`)."""
     chosen = choice if choice in RANGES else DEFAULT_RANGE
@@ -105,6 +134,8 @@ def render(model: ReadModel, choice: str = "", root: str = "") -> str:
         + "<h2>Time to decision per ballot</h2>"
         + summary
         + table(("decided", "PR", "outcome", "time to decision"), decision_rows, id_="decisions")
+        + f"<h2>Reaction times (last {min(days, KEEP.days)} days)</h2>"
+        + _reactions(model, days)
         + "<h2>Rejection rate per agent (ballots decided in range)</h2>"
         + table(
             ("agent", "ballots decided", "rejected", "rejection rate"), agents, id_="rejections"

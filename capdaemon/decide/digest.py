@@ -13,6 +13,7 @@ from capdaemon.decide._common import aware, dt_to_json
 from capdaemon.decide._text import format_age, link, md, ref
 from capdaemon.decide.breaker import BreakerState
 from capdaemon.decide.burnin import BURN_IN_DAYS, BurnInState, BurnInStatus
+from capdaemon.decide.reaction import ReactionStats, describe
 from capdaemon.model import Quadrant
 
 # ----------------------------------------------------------------------------- schedule
@@ -142,6 +143,7 @@ class DigestFacts:
     audit_anchors: tuple[Anchor, ...] = ()  # each log's newest entry at render time
     audit_notes: tuple[str, ...] = ()  # logs not anchored, and why ("actions.jsonl: no entries")
     clock_drift: str | None = None  # how far this machine's clock is off GitHub's, when it is
+    reactions: tuple[ReactionStats, ...] = ()  # event → action per kind over the period
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -223,6 +225,15 @@ def _period_lines(facts: DigestFacts, now: datetime) -> list[str]:
     if now < facts.period[1]:
         line += f"; in progress: so far, as of {_local_time(now, facts.timezone)}"
     return [line + "._", ""]
+
+
+def _reaction_lines(facts: DigestFacts) -> list[str]:
+    """Reaction times per kind: from the event that caused each action to the action."""
+    out = ["## Reaction times", ""]
+    if not facts.reactions:
+        return [*out, "No action measured in this period.", ""]
+    out += ["From the event that caused each action (a push, a vote, a check) to the action:"]
+    return [*out, "", *(f"- {md(describe(s))}" for s in facts.reactions), ""]
 
 
 def _clock_lines(facts: DigestFacts) -> list[str]:
@@ -332,6 +343,7 @@ def render_digest(facts: DigestFacts, now: datetime) -> str:
         out += _breaker_lines(facts.breaker, tripped_first=False)
     out += _burn_in_lines(facts, now)
     out += _error_and_rate_lines(facts)
+    out += _reaction_lines(facts)
     out += _clock_lines(facts)
     out += _anchor_lines(facts)
     return "\n".join(out)

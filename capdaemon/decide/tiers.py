@@ -232,6 +232,7 @@ class OneTapResult:
     state: OneTapState
     reason: str
     approved_by: str | None = None
+    at: datetime | None = None  # when the deciding 👍 or 👎 was given
 
 
 def one_tap_state(
@@ -267,8 +268,10 @@ def one_tap_state(
         if at < opened_at or at > deadline:
             continue
         if content == "-1":
-            return OneTapResult(OneTapState.EXPIRED, f"👎 by {user}: escalated to a full ballot")
-        return OneTapResult(OneTapState.APPROVED, f"👍 by {user} at {dt_to_json(at)}", user)
+            return OneTapResult(
+                OneTapState.EXPIRED, f"👎 by {user}: escalated to a full ballot", at=at
+            )
+        return OneTapResult(OneTapState.APPROVED, f"👍 by {user} at {dt_to_json(at)}", user, at)
     if now >= deadline:
         return OneTapResult(
             OneTapState.EXPIRED, f"no owner 👍 within {ttl}: escalated to a full ballot"

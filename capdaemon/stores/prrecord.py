@@ -155,6 +155,7 @@ class BallotRecord:
     by: str | None = None
     reason: str | None = None  # set once votes were counted (then `at` too)
     at: str | None = None
+    voted_at: str | None = None  # when the deciding vote was cast (reaction times only)
 
     def __post_init__(self) -> None:
         BallotStatus(self.status)  # an unknown status never exists in memory
@@ -168,12 +169,14 @@ class BallotRecord:
         }
         if self.reason is not None:
             out.update(by=self.by, reason=self.reason, at=self.at)
+        if self.voted_at is not None:
+            out["voted_at"] = self.voted_at
         return out
 
     @classmethod
     def from_json(cls, data: Any) -> BallotRecord:
         """Parse the JSON form (RecordError naming the field)."""
-        keys = ("status", "head_sha", "round", "by", "reason", "at")
+        keys = ("status", "head_sha", "round", "by", "reason", "at", "voted_at")
         d = _obj(data, "ballot", keys, ("status", "head_sha", "round"))
         counted = "reason" in d
         return cls(
@@ -183,6 +186,7 @@ class BallotRecord:
             by=_value(d, "by", str, "ballot.", True) if "by" in d else None,
             reason=_value(d, "reason", str, "ballot.", False) if counted else None,
             at=_time(d.get("at"), "ballot.at") if counted else None,
+            voted_at=_value(d, "voted_at", str, "ballot.", False) if "voted_at" in d else None,
         )
 
 

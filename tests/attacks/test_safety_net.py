@@ -75,16 +75,21 @@ def test_one_tap_approved_by_the_author_owner_does_not_merge(safe: SafetyHarness
 def test_one_tap_thumbs_up_before_a_push_does_not_approve_the_new_head(
     safe: SafetyHarness,
 ) -> None:
-    """Owner 👍 approved head 1, agent pushes head 2 before the merge: refused, new request."""
+    """Owner 👍 approved head 1, which waits for a required check; the agent pushes head 2 and
+    the check passes on it: refused, a new request for head 2."""
     safe.configure()
     safe.task("t-c", level=2)
     number = _task_pr(safe, "t-c", EXAMPLE)
     safe.tick()
+    required = {"required_status_checks": {"strict": False, "contexts": ["ci/test"]}}
+    safe.sb.set_protection(safe.sb.repo, "main", required)
     _tap(safe, number, "bob")
-    safe.tick()  # approved for head 1 (merge would follow next tick)
+    safe.tick()  # approved for head 1, which waits for ci/test
     assert safe.actions("one_tap", number)[-1]["status"] == "approved"
+    assert not safe.pull(number).merged
     safe.advance(minutes=1)
     head2 = safe.push(number, {"examples/other.py": "print('x')\n"})
+    safe.ci(head2, "success", "ci/test")
     safe.tick()
     safe.tick()
     assert not safe.pull(number).merged

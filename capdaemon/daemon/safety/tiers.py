@@ -13,6 +13,7 @@ from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
 from capdaemon.daemon.failure import per_item
+from capdaemon.daemon.reactions import time_or_none
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,
@@ -230,19 +231,29 @@ class Tiers:
         if entry is None:
             return None
         return OneTapResult(
-            OneTapState(entry["state"]), str(entry.get("reason", "")), entry.get("by")
+            OneTapState(entry["state"]),
+            str(entry.get("reason", "")),
+            entry.get("by"),
+            time_or_none(entry.get("voted_at")),
         )
 
-    def poll(self, seen: Sequence[SeenPR], now: datetime, report: Report | None = None) -> None:
-        """Read the 👍/👎 on pending one-tap issues; a decision (or expiry) republishes the PR."""
+    def poll(
+        self, seen: Sequence[SeenPR], now: datetime, report: Report | None = None
+    ) -> list[str]:
+        """Read the 👍/👎 on pending one-tap issues. Returns the PRs whose one-tap was decided
+        (or expired) now: the caller republishes them in the same tick (their fingerprint is
+        cleared too, so a crash before that republishes them in the next)."""
+        decided: list[str] = []
         if self.decision_repo is None:
-            return
+            return decided
         for item in seen:
             rec = item.rec
             entry = self._one_tap(rec)
             if rec.state != "open" or entry is None or entry["state"] != OneTapState.PENDING.value:
                 continue
-            self._poll_one(rec, entry, self.decision_repo, now, report)
+            if self._poll_one(rec, entry, self.decision_repo, now, report):
+                decided.append(rec.ref)
+        return decided
 
     def _poll_one(
         self,
@@ -251,7 +262,8 @@ class Tiers:
         repo: str,
         now: datetime,
         report: Report | None,
-    ) -> None:
+    ) -> bool:
+        """Read one pending one-tap; True when it was decided (or expired) now."""
         s = self.store
         ttl = one_tap_ttl(self.config)
         # Skip the read when the issue's reaction rollup is as at the last read, that read is
@@ -262,7 +274,7 @@ class Tiers:
         if fp and entry.get("seen_fp") == fp and now < deadline:
             try:
                 if now - parse_utc(str(entry["seen_at"]), "seen_at") < QUIET_REREAD:
-                    return
+                    return False
             except (KeyError, ValueError):
                 pass
         with per_item(report, "one_tap.failed", rec.ref, log=log, pr=rec.ref) as item:
@@ -277,15 +289,17 @@ class Tiers:
                 bot_login=self.bot_login(),
             )
         if item.failed:
-            return
+            return False
         if res.state is OneTapState.PENDING:
             if fp:
                 entry.update(seen_fp=fp, seen_at=utc_iso(now))
             else:
                 entry.pop("seen_fp", None)
             s.save()
-            return
+            return False
         entry.update(state=res.state.value, reason=res.reason, by=res.approved_by)
+        if res.at is not None:
+            entry["voted_at"] = utc_iso(res.at)
         s.save()
         self.actions_log.append(
             {
@@ -301,8 +315,9 @@ class Tiers:
         log.info("one_tap.decided", pr=rec.ref, state=res.state.value, by=res.approved_by)
         if res.state is OneTapState.EXPIRED:
             self._close(int(entry["issue"]), f"{res.reason}.")
-        rec.fingerprint = ""  # republish next tick: the check, and a ballot after expiry
+        rec.fingerprint = ""  # republished by the caller: the check, a ballot after expiry
         self.prs.save(rec)
+        return True
 
     def _close(self, number: int, comment: str) -> None:
         if self.decision_repo is None:
