@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capdaemon.decide.ballot import BallotStatus
@@ -105,7 +105,7 @@ _ROUNDS = st.builds(
     reopened=st.booleans(),
     after_rejection=st.booleans(),
 )
-_COUNTED = st.tuples(st.none() | _TEXT, _TEXT, _ISO.map(utc_iso))
+_COUNTED = st.tuples(st.none() | _TEXT, _TEXT, _ISO.map(utc_iso), st.none() | _ISO.map(utc_iso))
 _BALLOTS = st.builds(
     lambda status, head, rnd, counted: BallotRecord(status, head, rnd, *(counted or ())),
     st.sampled_from(BallotStatus),
@@ -156,6 +156,7 @@ _RECORDS = st.builds(
 )
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)  # big composite records
 @given(_RECORDS)
 def test_every_record_round_trips_through_its_json_form(rec: PRRecord) -> None:
     data = json.loads(json.dumps(rec.to_dict()))
