@@ -35,9 +35,12 @@ def normalize_path(path: str) -> str:
     """
     if not isinstance(path, str) or path == "":
         raise PathError("empty path")
-    if "\x00" in path or any(unicodedata.category(ch) == "Cc" for ch in path):
+    if path.isascii() and path.isprintable():
+        p = path  # printable ASCII: no control character, and NFC already (fast path)
+    elif "\x00" in path or any(unicodedata.category(ch) == "Cc" for ch in path):
         raise PathError(f"control character in path {path!r}")
-    p = unicodedata.normalize("NFC", path)
+    else:
+        p = unicodedata.normalize("NFC", path)
     if p.startswith("/") or (len(p) > 1 and p[1] == ":" and p[0].isalpha()):
         raise PathError(f"absolute path {path!r}")
     parts: list[str] = []
@@ -73,6 +76,8 @@ _CONFUSABLES = str.maketrans(
 
 def fold_path(path: str) -> str:
     """A lower-case, NFKC, look-alike-folded form of a path, for restrictive matching only."""
+    if path.isascii():  # NFKC and the look-alike table leave ASCII as it is; casefold = lower
+        return path.lower()
     return unicodedata.normalize("NFKC", path).translate(_CONFUSABLES).casefold()
 
 
