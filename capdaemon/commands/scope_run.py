@@ -34,7 +34,7 @@ from capdaemon.filenames import ACTIONS_LOG
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
-    from capdaemon.capability.model import CapabilitySnapshot
+    from capdaemon.capability.model import Capability, CapabilitySnapshot
 
 PROG = "scope-guard run"
 SHOWN_GRANTS = 200  # writable paths listed in the audit entry (the count is always there)
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     import shlex
 
     # paths judged on disk from the checkout's root (and from here), as `--command` judges them
-    words = word_checker(guard_capability(snap), Path(root), here_in(Path(root), Path.cwd()))
+    cap = guard_capability(snap)  # the regexes stored at dispatch: no pathspec import
+    words = word_checker(cap, Path(root), here_in(Path(root), Path.cwd()))
     violations = check_command(snap, shlex.join(argv), now, paths=words)  # expiry included
     if violations:
         return _refuse(state, task_id, violations, now)
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if program is None:
         error(PROG, f"{argv[0]}: command not found (PATH={os.environ.get('PATH', '')})")
         return 127
-    return _confined(snap, state, root, program, argv)
+    return _confined(cap, state, root, program, argv)
 
 
 def which(program: str) -> str | None:
@@ -114,11 +115,8 @@ def _snapshot(state: Path, task_id: str, now: datetime) -> CapabilitySnapshot | 
     return snap
 
 
-def _confined(
-    snap: CapabilitySnapshot, state: Path, root: str, program: str, argv: list[str]
-) -> int:
+def _confined(cap: Capability, state: Path, root: str, program: str, argv: list[str]) -> int:
     """Build the ruleset (or not, for check-only), audit, run, clean up, audit the exit."""
-    cap = guard_capability(snap)  # the regexes stored at dispatch: no pathspec import
     audit = _Audit(state)
     ruleset: landlock.Ruleset | None = None
     tmpdir = _private_tmp(cap.task_id)
