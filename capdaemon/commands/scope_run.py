@@ -34,6 +34,9 @@ from capdaemon.filenames import ACTIONS_LOG
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
     from capdaemon.capability.model import Capability, CapabilitySnapshot
 
 PROG = "scope-guard run"
@@ -147,8 +150,10 @@ def _confined(cap: Capability, state: Path, root: str, program: str, argv: list[
                 "writable": shown[:SHOWN_GRANTS],
                 "held_back": plan.held_back[:SHOWN_GRANTS],
             }
-        entry = audit("scope_run", cap.task_id, argv, level, root, **record)
-        status = _spawn(program, argv, {**os.environ, **_tmp_env(tmpdir)}, ruleset)
+        child = _Child(program, argv, {**os.environ, **_tmp_env(tmpdir)}, ruleset)
+        # the program starts once the entry is on disk; the head pointer moves meanwhile
+        entry = audit("scope_run", cap.task_id, argv, level, root, durable=child.start, **record)
+        status = child.wait()  # started here when the entry could not be written
     finally:
         if ruleset is not None:
             ruleset.close()
@@ -208,9 +213,18 @@ class _Audit:
         self.path = state / ACTIONS_LOG
 
     def __call__(
-        self, action: str, task_id: str, argv: list[str], level: str, root: str, **extra: object
+        self,
+        action: str,
+        task_id: str,
+        argv: list[str],
+        level: str,
+        root: str,
+        *,
+        durable: Callable[[], None] | None = None,
+        **extra: object,
     ) -> int | None:
-        """Append one entry; its seq, or None when it could not be written (said on stderr)."""
+        """Append one entry; its seq, or None when it could not be written (said on stderr).
+        `durable` is called once the entry is on disk, before the head pointer moves."""
         entry = {
             "action": action,
             "layer": "scope-guard",
@@ -222,7 +236,8 @@ class _Audit:
         }
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            rec = append_entry(self.path, entry, self._repaired)
+            then = None if durable is None else (lambda _rec: durable())
+            rec = append_entry(self.path, entry, self._repaired, then)
             return int(rec["seq"])
         except Exception as exc:  # the run is not refused for a log it cannot write: said
             error(PROG, f"could not write the audit entry {action}: {exc}")
@@ -236,29 +251,63 @@ class _Audit:
         )
 
 
-def _spawn(
-    program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
-) -> int:
-    """fork; the child restricts itself and execs; the parent forwards signals and waits."""
-    pid = os.fork()
-    if pid == 0:  # the child: nothing but the restriction and exec
-        code = 126
+class _Child:
+    """The program: forked once (the child restricts itself and execs), then waited for, with
+    SIGTERM and SIGHUP forwarded to it and SIGINT and SIGQUIT left to it meanwhile."""
+
+    def __init__(
+        self, program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
+    ) -> None:
+        self.program, self.argv, self.env, self.ruleset = program, argv, env, ruleset
+        self.pid = 0
+        self.failed: int | None = None  # scope-guard's own exit status when fork failed
+        self.handlers: dict[signal.Signals, Any] = {}
+
+    def start(self) -> None:
+        """Fork and exec (once); never raises: a failed fork is said, and `wait` returns 126."""
+        if self.pid or self.failed is not None:
+            return
         try:
-            if ruleset is not None:
-                ruleset.restrict_self()
-            os.execve(program, argv, env)
-        except FileNotFoundError:
-            code = 127
-        except BaseException as exc:
-            os.write(2, f"capdaemon {PROG}: error: cannot run {argv[0]}: {exc}\n".encode())
-        os._exit(code)
-    forwarded = (signal.SIGTERM, signal.SIGHUP)
-    old = {s: signal.signal(s, lambda n, _f: os.kill(pid, n)) for s in forwarded}
-    ignored = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+            pid = os.fork()
+        except OSError as exc:
+            error(PROG, f"cannot start {self.argv[0]}: {exc}")
+            self.failed = 126
+            return
+        if pid == 0:  # the child: nothing but the restriction and exec
+            _exec(self.program, self.argv, self.env, self.ruleset)
+        self.pid = pid
+        forward = {s: signal.signal(s, lambda n, _f: os.kill(pid, n)) for s in _FORWARDED}
+        ignore = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+        self.handlers = forward | ignore
+
+    def wait(self) -> int:
+        """The program's exit status (128+N for a signal N), starting it first if need be."""
+        self.start()
+        if self.failed is not None:
+            return self.failed
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        finally:
+            for s, h in self.handlers.items():
+                signal.signal(s, h)
+        code = os.waitstatus_to_exitcode(status)
+        return 128 - code if code < 0 else code
+
+
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _exec(
+    program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
+) -> NoReturn:
+    """In the forked child: restrict, exec; 127 when not found, 126 on any other failure."""
+    code = 126
     try:
-        _, status = os.waitpid(pid, 0)
-    finally:
-        for s, h in (old | ignored).items():
-            signal.signal(s, h)
-    code = os.waitstatus_to_exitcode(status)
-    return 128 - code if code < 0 else code
+        if ruleset is not None:
+            ruleset.restrict_self()
+        os.execve(program, argv, env)
+    except FileNotFoundError:
+        code = 127
+    except BaseException as exc:
+        os.write(2, f"capdaemon {PROG}: error: cannot run {argv[0]}: {exc}\n".encode())
+    os._exit(code)
