@@ -35,7 +35,7 @@ from capdaemon.filenames import ACTIONS_LOG
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, NoReturn
+    from typing import Any
 
     from capdaemon.capability.model import Capability, CapabilitySnapshot
 
@@ -252,29 +252,38 @@ class _Audit:
 
 
 class _Child:
-    """The program: forked once (the child restricts itself and execs), then waited for, with
-    SIGTERM and SIGHUP forwarded to it and SIGINT and SIGQUIT left to it meanwhile."""
+    """The program: started once, then waited for, with SIGTERM and SIGHUP forwarded to it and
+    SIGINT and SIGQUIT left to it meanwhile.
+
+    Started with posix_spawn (no copy of this process's page tables: ~2 ms less than fork),
+    from a short-lived thread that first restricts itself with the ruleset: Landlock and
+    no_new_privs hold for the thread that asks and everything it starts, not for this
+    process's other threads, so scope-guard itself stays free to write the audit log.
+    """
 
     def __init__(
         self, program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
     ) -> None:
         self.program, self.argv, self.env, self.ruleset = program, argv, env, ruleset
         self.pid = 0
-        self.failed: int | None = None  # scope-guard's own exit status when fork failed
+        self.failed: int | None = None  # scope-guard's own exit status when it did not start
         self.handlers: dict[signal.Signals, Any] = {}
 
     def start(self) -> None:
-        """Fork and exec (once); never raises: a failed fork is said, and `wait` returns 126."""
+        """Start the program (once); never raises: a failure is said, and `wait` returns 127
+        (not found) or 126."""
         if self.pid or self.failed is not None:
             return
         try:
-            pid = os.fork()
-        except OSError as exc:
-            error(PROG, f"cannot start {self.argv[0]}: {exc}")
+            pid = _spawn(self.program, self.argv, self.env, self.ruleset)
+        except FileNotFoundError as exc:
+            error(PROG, f"cannot run {self.argv[0]}: {exc.strerror}")
+            self.failed = 127
+            return
+        except Exception as exc:  # restriction or exec refused: the program never ran
+            error(PROG, f"cannot run {self.argv[0]}: {exc}")
             self.failed = 126
             return
-        if pid == 0:  # the child: nothing but the restriction and exec
-            _exec(self.program, self.argv, self.env, self.ruleset)
         self.pid = pid
         forward = {s: signal.signal(s, lambda n, _f: os.kill(pid, n)) for s in _FORWARDED}
         ignore = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
@@ -297,17 +306,30 @@ class _Child:
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP)
 
 
-def _exec(
+def _spawn(
     program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
-) -> NoReturn:
-    """In the forked child: restrict, exec; 127 when not found, 126 on any other failure."""
-    code = 126
-    try:
-        if ruleset is not None:
-            ruleset.restrict_self()
-        os.execve(program, argv, env)
-    except FileNotFoundError:
-        code = 127
-    except BaseException as exc:
-        os.write(2, f"capdaemon {PROG}: error: cannot run {argv[0]}: {exc}\n".encode())
-    os._exit(code)
+) -> int:
+    """posix_spawn `program`, from a new thread restricted by `ruleset` when there is one;
+    its pid. What the thread raised (the restriction refused, exec failed) is raised here."""
+    if ruleset is None:
+        return os.posix_spawn(program, argv, env, setsigmask=())
+    import _thread  # built in: no import cost
+
+    out: list[int | BaseException] = []
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def confined() -> None:
+        try:
+            ruleset.restrict_self()  # this thread only; the spawned program inherits it
+            out.append(os.posix_spawn(program, argv, env, setsigmask=()))
+        except BaseException as exc:
+            out.append(exc)
+        finally:
+            done.release()
+
+    _thread.start_new_thread(confined, ())
+    done.acquire()
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
