@@ -123,35 +123,53 @@ class _Walker:
             decided = self._whole_or_none(segs, path, rel)
             if decided is not None:
                 return _PLAIN if decided else _NO
-        try:
-            with os.scandir(path) as it:
-                entries = list(it)
+        try:  # files are stat'ed by name relative to the open folder
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             return _NO
-        mark = len(self.plan.grants)
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            mark = len(self.plan.grants)
+            proved, files = self._entries(segs, rel, path, entries)
+        except OSError:
+            return _NO
+        finally:
+            os.close(fd)
+        if proved == _PLAIN and segs:  # one folder rule instead of one per file and subfolder
+            self.plan.grants[mark:] = [g for g in self.plan.grants[mark:] if g.kind == WHOLE]
+            self.plan.grants.append(Grant(EXISTING, path, rel))
+            return _PLAIN
+        self.plan.grants += [Grant(FILE, f"{path}/{name}", r) for name, r in files]
+        if not segs or proved == _NO:
+            return _NO
+        self.plan.grants.append(Grant(REMOVE, path, rel))
+        return proved
+
+    def _entries(
+        self, segs: tuple[str, ...], rel: str, path: str, entries: list[os.DirEntry[str]]
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """Walk a folder's entries: what they proved, and its files that may be granted."""
         proved = _PLAIN
+        files: list[tuple[str, str]] = []
         for entry in entries:
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            name = entry.name
+            child_rel = f"{rel}/{name}" if rel else name
             if entry.is_dir(follow_symlinks=False):  # walked even when itself out of scope:
-                got = self.walk((*segs, entry.name), entry.path)  # `src/**` allows below src
+                got = self.walk((*segs, name), f"{path}/{name}")  # `src/**` allows below src
                 if got and not self._path_ok(child_rel):
                     got = _NO
             elif self._path_ok(child_rel):
-                got = self._file(entry, child_rel)
+                got = self._file(entry, child_rel, files)
             else:
                 got = _NO
-            proved = min(proved, got)
-        if not segs or proved == _NO:
-            return _NO
-        if proved == _PLAIN:  # one folder rule instead of a rule per file and subfolder
-            self.plan.grants[mark:] = [g for g in self.plan.grants[mark:] if g.kind == WHOLE]
-            self.plan.grants.append(Grant(EXISTING, path, rel))
-        else:
-            self.plan.grants.append(Grant(REMOVE, path, rel))
-        return proved
+            if got < proved:
+                proved = got
+        return proved, files
 
-    def _file(self, entry: os.DirEntry[str], rel: str) -> int:
-        """Grant an in-scope file; _PLAIN when a folder rule may cover it instead."""
+    def _file(self, entry: os.DirEntry[str], rel: str, files: list[tuple[str, str]]) -> int:
+        """An in-scope file: into `files` when it may be granted; _PLAIN when a folder rule
+        may cover it instead."""
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
@@ -163,7 +181,7 @@ class _Walker:
         if st.st_nlink != 1:
             self.plan.held_back.append(rel)
             return _SOME
-        self.plan.grants.append(Grant(FILE, entry.path, rel))
+        files.append((entry.name, rel))
         return _PLAIN
 
 

@@ -43,8 +43,11 @@ def normalize_path(path: str) -> str:
         p = unicodedata.normalize("NFC", path)
     if p.startswith("/") or (len(p) > 1 and p[1] == ":" and p[0].isalpha()):
         raise PathError(f"absolute path {path!r}")
+    split = p.split("/")
+    if "" not in split and "." not in split and ".." not in split:
+        return p  # nothing to drop or climb: already normal (fast path)
     parts: list[str] = []
-    for part in p.split("/"):
+    for part in split:
         if part in ("", "."):
             continue
         if part == "..":
