@@ -46,6 +46,11 @@ def normalize_path(path: str) -> str:
     split = p.split("/")
     if "" not in split and "." not in split and ".." not in split:
         return p  # nothing to drop or climb: already normal (fast path)
+    return _resolve_parts(split, path)
+
+
+def _resolve_parts(split: list[str], path: str) -> str:
+    """Drop empty and `.` parts, let `..` take one back; PathError when it climbs out."""
     parts: list[str] = []
     for part in split:
         if part in ("", "."):
