@@ -3,9 +3,11 @@
 Run: `.venv/bin/python bench/bench_scope_run.py [--runs N] [--files N] [--before DIR] [--cpu]`
 (`--before DIR`: the `run` cases also with that checkout's code, in the same rounds).
 A checkout with N files under src/, docs/, tests/ and a 20,000-entry audit log (as in
-bench_scope_guard.py); two tasks: forbidden globs anchored (folders granted whole: few rules)
-and one with `*.pem` (no folder can be granted whole: one rule per in-scope file). Prints a
-Markdown table (median / p90 wall time over N interleaved runs, peak RSS of the child).
+bench_scope_guard.py); two tasks: forbidden globs anchored (folders granted whole after a
+hard-link scan: few rules) and one with `*.pem` (no folder can be granted whole: every
+in-scope file is checked and stat'ed, then each folder gets one rule for its existing files).
+Prints a Markdown table (median / p90 wall or CPU time over N interleaved runs, peak RSS of
+the child).
 """
 
 from __future__ import annotations

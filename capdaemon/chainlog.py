@@ -149,9 +149,16 @@ def read_last(path: Path) -> dict[str, Any] | None:
     return rec
 
 
-def append_locked(path: Path, body: dict[str, Any]) -> dict[str, Any]:
+def append_locked(
+    path: Path, body: dict[str, Any], durable: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     """Chain `body` (JSON-ready, with its ts) to the last entry, write, fsync, move the head
-    pointer; the entry as written."""
+    pointer; the entry as written.
+
+    `durable`, when given, is called with the entry once its line is on disk and before the
+    head pointer moves (a state a crash can leave too: the head one entry behind, which
+    `audit verify` accepts); the head then moves when it returns, still under the lock.
+    """
     last = read_last(path)
     body["seq"] = (last["seq"] + 1) if last else 1
     body["prev"] = last["hash"] if last else GENESIS
@@ -163,6 +170,8 @@ def append_locked(path: Path, body: dict[str, Any]) -> dict[str, Any]:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if durable is not None:
+        durable(body)
     head = path.with_name(path.name + ".head")
     atomic_write_json(head, {"seq": body["seq"], "hash": body["hash"]})
     return body
@@ -178,11 +187,15 @@ def repair_torn_tail(path: Path) -> dict[str, Any] | None:
 
 
 def append_entry(
-    path: Path, entry: dict[str, Any], on_repair: Callable[[dict[str, Any]], None]
+    path: Path,
+    entry: dict[str, Any],
+    on_repair: Callable[[dict[str, Any]], None],
+    durable: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """One append by a short-lived writer, under the log's lock: refuse an unreadable head
     pointer, repair a torn tail (`on_repair` is told what was moved), chain `entry` (JSON-ready;
-    ts added when missing; seq/prev/hash replaced) and fsync it; the entry as written."""
+    ts added when missing; seq/prev/hash replaced) and fsync it; the entry as written.
+    `durable`: as for `append_locked` (what may start once the entry is on disk)."""
     body = {k: v for k, v in entry.items() if k not in CHAIN_KEYS}
     body.setdefault("ts", utc_iso(_now()))
     with file_lock(path.with_name(path.name + ".lock")):
@@ -190,7 +203,7 @@ def append_entry(
         moved = repair_torn_tail(path)
         if moved is not None:
             on_repair(moved)
-        return append_locked(path, body)
+        return append_locked(path, body, durable)
 
 
 def _now() -> datetime:

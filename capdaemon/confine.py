@@ -7,8 +7,15 @@ finest grant that is still true for every path it would cover:
 - **whole folder** (create, write, remove, rename, link): every possible path below it is
   allowed and none can be forbidden (proved on the glob text, `capability.subtree`), and
   no file below it has a second hard link;
-- **remove only** (plus write on its files): every path that exists below it now is in
-  scope, but a new name might not be (e.g. `*.pem` is forbidden at any depth);
+- **existing files** (remove, write, truncate; no create, rename in or link): every path
+  that exists below it now is in scope, but a new name might not be (e.g. `*.pem` is
+  forbidden at any depth), and every file below is regular with one link (or a symlink).
+  The program can add no name there, so what it can write is what was checked; one rule
+  for the folder instead of one per file. (A name that another, unconfined process adds
+  there during the run is writable too, as a hard link is below a whole folder: a process
+  outside the sandbox is not what the sandbox holds);
+- **remove only** (plus write on its files): as above, but some file below is not
+  writable as it is (a second hard link, a fifo, a device);
 - **single file** (write, truncate): an existing regular file in scope with one link
   (a second hard link could be a forbidden name for the same file);
 - nothing otherwise. Symlinks are never granted: a write through one is judged by the
@@ -33,7 +40,7 @@ TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are stri
 if TYPE_CHECKING:
     from capdaemon.capability.model import Capability
 
-WHOLE, REMOVE, FILE = "whole", "remove", "file"
+WHOLE, EXISTING, REMOVE, FILE = "whole", "existing", "remove", "file"
 # Character devices every program may write to (the terminal, the bit bucket).
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/random",
            "/dev/urandom")  # fmt: skip
@@ -41,7 +48,8 @@ TERMINALS = "/dev/pts"
 
 
 class Grant:
-    """One rule: `kind` (WHOLE, REMOVE, FILE) on `path` (absolute), `rel` (in the repo or "")."""
+    """One rule: `kind` (WHOLE, EXISTING, REMOVE, FILE) on `path` (absolute), `rel` (in the
+    repo or "")."""
 
     __slots__ = ("kind", "path", "rel")
 
@@ -64,8 +72,17 @@ class Plan:
 
     def writable(self) -> list[str]:
         """Repository-relative grants, as `path/**` (whole), `path/` (remove) and `path`."""
-        shown = {WHOLE: "{}/**", REMOVE: "{}/ (remove only)", FILE: "{}"}
+        shown = {
+            WHOLE: "{}/**",
+            EXISTING: "{}/ (existing files only)",
+            REMOVE: "{}/ (remove only)",
+            FILE: "{}",
+        }
         return [shown[g.kind].format(g.rel) for g in self.grants if g.rel]
+
+
+# What a walked folder proved about everything that exists below it (ordered: min() joins).
+_NO, _SOME, _PLAIN = 0, 1, 2  # not all in scope; all in scope; all in scope and writable as is
 
 
 class _Walker:
@@ -73,14 +90,13 @@ class _Walker:
         self.cap = cap
         self.root = root
         never = (".git", *never)
-        self.never = tuple(f"{n}/" for n in never)
+        self.never = tuple(fold_path(n) + "/" for n in never)
         self.forbidden = (*cap.forbidden_paths, *(f"/{n}" for n in never))
         self.allowed = ("**",) if cap.legacy else cap.paths
         self.plan = Plan(root)
 
     def _never(self, rel: str) -> bool:
-        folded = fold_path(rel) + "/"
-        return any(folded.startswith(fold_path(n)) for n in self.never)
+        return (fold_path(rel) + "/").startswith(self.never)
 
     def _path_ok(self, rel: str) -> bool:
         return not self._never(rel) and check_path(self.cap, rel) is None
@@ -100,63 +116,100 @@ class _Walker:
             return False
         return None
 
-    def walk(self, segs: tuple[str, ...], path: str) -> bool:
-        """Grant what `segs` may get; True when every existing path below it is in scope."""
+    def walk(self, segs: tuple[str, ...], path: str) -> int:
+        """Grant what the folder `segs` may get; what it proved about the paths below it."""
         rel = "/".join(segs)
         if segs:
             decided = self._whole_or_none(segs, path, rel)
             if decided is not None:
-                return decided
-        try:
-            entries = list(os.scandir(path))
+                return _PLAIN if decided else _NO
+        try:  # files are stat'ed by name relative to the open folder
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
-            return False
-        all_ok = True
-        for entry in entries:
-            child = (*segs, entry.name)
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                ok = self.walk(child, entry.path) and self._path_ok(child_rel)
-            else:
-                ok = self._path_ok(child_rel)
-                if ok:
-                    self._file(entry, child_rel)
-            all_ok = all_ok and ok
-        if segs and all_ok:
-            self.plan.grants.append(Grant(REMOVE, path, rel))
-        return all_ok and bool(segs)
+            return _NO
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            mark = len(self.plan.grants)
+            proved, files = self._entries(segs, rel, path, entries)
+        except OSError:
+            return _NO
+        finally:
+            os.close(fd)
+        if proved == _PLAIN and segs:  # one folder rule instead of one per file and subfolder
+            self.plan.grants[mark:] = [g for g in self.plan.grants[mark:] if g.kind == WHOLE]
+            self.plan.grants.append(Grant(EXISTING, path, rel))
+            return _PLAIN
+        self.plan.grants += [Grant(FILE, f"{path}/{name}", r) for name, r in files]
+        if not segs or proved == _NO:
+            return _NO
+        self.plan.grants.append(Grant(REMOVE, path, rel))
+        return proved
 
-    def _file(self, entry: os.DirEntry[str], rel: str) -> None:
+    def _entries(
+        self, segs: tuple[str, ...], rel: str, path: str, entries: list[os.DirEntry[str]]
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """Walk a folder's entries: what they proved, and its files that may be granted."""
+        proved = _PLAIN
+        files: list[tuple[str, str]] = []
+        for entry in entries:
+            name = entry.name
+            child_rel = f"{rel}/{name}" if rel else name
+            if entry.is_dir(follow_symlinks=False):  # walked even when itself out of scope:
+                got = self.walk((*segs, name), f"{path}/{name}")  # `src/**` allows below src
+                if got and not self._path_ok(child_rel):
+                    got = _NO
+            elif self._path_ok(child_rel):
+                got = self._file(entry, child_rel, files)
+            else:
+                got = _NO
+            if got < proved:
+                proved = got
+        return proved, files
+
+    def _file(self, entry: os.DirEntry[str], rel: str, files: list[tuple[str, str]]) -> int:
+        """An in-scope file: into `files` when it may be granted; _PLAIN when a folder rule
+        may cover it instead."""
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
-            return
+            return _SOME  # gone meanwhile: nothing to grant
+        if stat.S_ISLNK(st.st_mode):
+            return _PLAIN  # never granted: a write through it is judged at its target
         if not stat.S_ISREG(st.st_mode):
-            return  # symlinks, sockets, fifos: never granted
+            return _SOME  # sockets, fifos, devices: never granted
         if st.st_nlink != 1:
             self.plan.held_back.append(rel)
-            return
-        self.plan.grants.append(Grant(FILE, entry.path, rel))
+            return _SOME
+        files.append((entry.name, rel))
+        return _PLAIN
 
 
 def _has_hard_links(path: str) -> bool:
     """True when a regular file below `path` has another name (which may be forbidden):
-    the folder is then granted file by file, and that file not at all."""
+    the folder is then granted file by file, and that file not at all. One lstat per file,
+    by name relative to its open folder."""
     try:
-        with os.scandir(path) as it:
-            for entry in it:
-                if entry.is_dir(follow_symlinks=False):
-                    linked = _has_hard_links(entry.path)
-                else:
-                    linked = (
-                        entry.is_file(follow_symlinks=False)
-                        and entry.stat(follow_symlinks=False).st_nlink != 1
-                    )
-                if linked:
-                    return True
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return True  # unreadable: do not grant it whole
-    return False
+    try:
+        folders = []
+        lstat = os.lstat
+        with os.scandir(fd) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.name)
+                elif (
+                    entry.is_file(follow_symlinks=False)
+                    and lstat(entry.name, dir_fd=fd).st_nlink != 1
+                ):
+                    return True
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return any(_has_hard_links(f"{path}/{name}") for name in folders)
 
 
 def plan_for(cap: Capability, root: str, *, never: tuple[str, ...] = ()) -> Plan:
@@ -187,6 +240,7 @@ def build_ruleset(
         every = landlock.handled_fs(abi)
         rights = {
             WHOLE: every,
+            EXISTING: landlock.remove_rights() | landlock.file_rights(abi),
             REMOVE: landlock.remove_rights(),
             FILE: landlock.file_rights(abi),
         }

@@ -35,13 +35,24 @@ def normalize_path(path: str) -> str:
     """
     if not isinstance(path, str) or path == "":
         raise PathError("empty path")
-    if "\x00" in path or any(unicodedata.category(ch) == "Cc" for ch in path):
+    if path.isascii() and path.isprintable():
+        p = path  # printable ASCII: no control character, and NFC already (fast path)
+    elif "\x00" in path or any(unicodedata.category(ch) == "Cc" for ch in path):
         raise PathError(f"control character in path {path!r}")
-    p = unicodedata.normalize("NFC", path)
+    else:
+        p = unicodedata.normalize("NFC", path)
     if p.startswith("/") or (len(p) > 1 and p[1] == ":" and p[0].isalpha()):
         raise PathError(f"absolute path {path!r}")
+    split = p.split("/")
+    if "" not in split and "." not in split and ".." not in split:
+        return p  # nothing to drop or climb: already normal (fast path)
+    return _resolve_parts(split, path)
+
+
+def _resolve_parts(split: list[str], path: str) -> str:
+    """Drop empty and `.` parts, let `..` take one back; PathError when it climbs out."""
     parts: list[str] = []
-    for part in p.split("/"):
+    for part in split:
         if part in ("", "."):
             continue
         if part == "..":
@@ -73,6 +84,8 @@ _CONFUSABLES = str.maketrans(
 
 def fold_path(path: str) -> str:
     """A lower-case, NFKC, look-alike-folded form of a path, for restrictive matching only."""
+    if path.isascii():  # NFKC and the look-alike table leave ASCII as it is; casefold = lower
+        return path.lower()
     return unicodedata.normalize("NFKC", path).translate(_CONFUSABLES).casefold()
 
 

@@ -179,7 +179,8 @@ class Ruleset:
         self.rules += 1
 
     def restrict_self(self) -> None:
-        """no_new_privs, then enforce the ruleset on the calling thread (call in a child)."""
+        """no_new_privs, then enforce the ruleset on the calling thread and what it starts later
+        (call it in a child, or in a thread of its own that then starts the program)."""
         _lib_prctl(_PR_SET_NO_NEW_PRIVS, 1)
         _syscall(self._restrict, self.fd, 0)
 

@@ -62,7 +62,8 @@ def check_path(cap: Capability, path: str) -> Violation | None:
         norm = normalize_path(path)
     except PathError as exc:
         return Violation(ViolationKind.INVALID_PATH, path, str(exc))
-    if any(fold_path(c) == ".git" for c in norm.split("/")):
+    parts = norm.lower().split("/") if norm.isascii() else map(fold_path, norm.split("/"))
+    if ".git" in parts:  # (ASCII: folding a part is lower-casing it)
         return Violation(ViolationKind.FORBIDDEN, norm, "inside a .git folder")
     if cap.legacy:
         return None

@@ -100,3 +100,39 @@ def test_scope_run_path_imports_no_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_what_waits_for_the_entry_starts_after_it_is_on_disk(tmp_path):
+    """`durable` runs once the entry is the log's last line and before the head pointer names
+    it (the state a crash between the two steps leaves, which verify accepts); the head then
+    names it, and interleaving with AuditLog keeps one whole chain."""
+    path = tmp_path / "actions.jsonl"
+    head = tmp_path / "actions.jsonl.head"
+    first = append_entry(path, {"action": "a"}, _no_repair)
+    seen: list[tuple[dict[str, object] | None, int, bool]] = []
+
+    def started(rec: dict[str, object]) -> None:
+        seen.append((read_last(path), json.loads(head.read_text())["seq"], verify(path).ok))
+
+    rec = append_entry(path, {"action": "scope_run"}, _no_repair, started)
+    assert seen == [(rec, first["seq"], True)]
+    assert json.loads(head.read_text()) == {"seq": rec["seq"], "hash": rec["hash"]}
+    AuditLog(path).append({"action": "merge"}, now=T0)
+    assert verify(path).ok and verify(path).count == 3
+
+
+def test_a_failing_durable_step_leaves_the_entry_and_a_head_one_behind(tmp_path):
+    """When what waits for the entry fails, the entry stays written, the head one behind
+    (a state verify accepts), and the next append chains on and moves the head."""
+    path = tmp_path / "actions.jsonl"
+    append_entry(path, {"action": "a"}, _no_repair)
+
+    def boom(rec: dict[str, object]) -> None:
+        raise OSError("cannot fork")
+
+    with pytest.raises(OSError, match="cannot fork"):
+        append_entry(path, {"action": "scope_run"}, _no_repair, boom)
+    assert verify(path).ok and verify(path).count == 2
+    last = append_entry(path, {"action": "scope_run_exit"}, _no_repair)
+    assert last["seq"] == 3 and verify(path).ok
+    assert json.loads((tmp_path / "actions.jsonl.head").read_text())["seq"] == 3
