@@ -36,7 +36,7 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
         for rc in deps.config.repos:
             deps.check_stop()
             try:
-                prs = deps.forge.list_open_prs(rc.name)
+                prs = deps.forge.list_open_prs(rc.name, rc.base)
                 policy = deps.forge.policy_text(rc.name, rc.base)
             except RateLimited:
                 raise

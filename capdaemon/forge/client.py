@@ -113,7 +113,7 @@ class Forge:
         self._files = Files(session)
         self._checks = Checks(session)
         self._reads = Reads(session, self._graphql)
-        self._batch = Batch(self._graphql, self._checks, self._reads.rest_open_prs)
+        self._batch = Batch(self._graphql, self._checks, self._reads.rest_open_prs, session.memo)
         self._protection = Protection(session, self._files)
         self._snapshots = Snapshots(
             session, self._files, self._checks, self._protection, self._batch.pull_facts
@@ -255,9 +255,9 @@ class Forge:
             },
         }
 
-    def list_open_prs(self, repo: str) -> list[PRSummary]:
+    def list_open_prs(self, repo: str, base: str | None = None) -> list[PRSummary]:
         """All open PRs of `repo`, oldest first; never a partial list (a failed page raises)."""
-        return self._batch.list_open_prs(repo, batch=self.batch_gathering)
+        return self._batch.list_open_prs(repo, base=base, batch=self.batch_gathering)
 
     # ================================================================ reads
     def snapshot(

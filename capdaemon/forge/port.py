@@ -100,8 +100,9 @@ class ForgePort(Protocol):
         ...
 
     # ------------------------------------------------------------ reads
-    def list_open_prs(self, repo: str) -> list[PRSummary]:
-        """Every open PR of `repo`."""
+    def list_open_prs(self, repo: str, base: str | None = None) -> list[PRSummary]:
+        """Every open PR of `repo` (`base`: the supervised branch, whose head and protection
+        the same read may carry for this tick)."""
         ...
 
     def snapshot(

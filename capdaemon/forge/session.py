@@ -121,6 +121,8 @@ class TickMemo:
     # policy, the merge gate and the probes all ask; GitHub enforces protection at merge anyway)
     branches: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
     effective: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+    # (repo, branch) → its head sha as this tick's page of open PRs carried it (forge.refrules)
+    heads: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def clear(self) -> None:
         """Forget everything (a new tick)."""
@@ -128,7 +130,7 @@ class TickMemo:
 
     def forget_branch(self, key: tuple[str, str] | None = None) -> None:
         """Forget one branch's reads (after the daemon changed its protection) or all."""
-        for memo in (self.branches, self.effective):
+        for memo in (self.branches, self.effective, self.heads):
             if key is None:
                 memo.clear()
             else:
