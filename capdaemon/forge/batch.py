@@ -214,32 +214,41 @@ class Batch:
         self._memo.heads[(repo, base)] = got.sha
         self._memo.effective[(repo, base)] = got.protection
 
+    def _page(
+        self, repo: str, base: str | None, after: str | None
+    ) -> tuple[dict[str, Any], set[int | None], Any]:
+        """One page: (its pullRequests connection, the PR indexes errors are confined to, the
+        base branch's ref when this page asked for it and no error touched it)."""
+        owner, name = repo.split("/", 1)
+        variables: dict[str, Any] = {"owner": owner, "name": name, "after": after}
+        with_base = base is not None and after is None
+        if with_base:
+            variables["base"] = f"refs/heads/{base}"
+        query = OPEN_PULLS_WITH_BASE_QUERY if with_base else OPEN_PULLS_QUERY
+        data, errors = self._graphql.graphql_partial(query, variables, f"open PRs of {repo}")
+        repository = data.get("repository") or {}
+        ref = repository.get("ref") if with_base and not any(map(_ref_error, errors)) else None
+        errors = [e for e in errors if not _ref_error(e)]
+        confined = {_commits_error(e) for e in errors}
+        if None in confined:
+            text = "; ".join(str(e.get("message", "")) for e in errors)[:300]
+            raise BatchIncomplete(f"GitHub GraphQL open PRs of {repo}: {text}")
+        conn = repository.get("pullRequests")
+        if not isinstance(conn, dict) or not isinstance(conn.get("nodes"), list):
+            raise BatchIncomplete(f"GitHub GraphQL: no open PR list for {repo}")
+        return conn, confined, ref
+
     def _batch(
         self, repo: str, base: str | None
     ) -> tuple[list[PRSummary], dict[tuple[str, str], Kept], dict[tuple[str, int], PullFacts]]:
-        owner, name = repo.split("/", 1)
         prs: list[PRSummary] = []
         checks: dict[tuple[str, str], Kept] = {}
         facts: dict[tuple[str, int], PullFacts] = {}
         after: str | None = None
         ref: Any = None
         for _ in range(MAX_PR_PAGES):
-            variables: dict[str, Any] = {"owner": owner, "name": name, "after": after}
-            query = OPEN_PULLS_QUERY
-            if base is not None and after is None:
-                query = OPEN_PULLS_WITH_BASE_QUERY
-                variables["base"] = f"refs/heads/{base}"
-            data, errors = self._graphql.graphql_partial(query, variables, f"open PRs of {repo}")
-            if query is OPEN_PULLS_WITH_BASE_QUERY and not any(_ref_error(e) for e in errors):
-                ref = (data.get("repository") or {}).get("ref")
-            errors = [e for e in errors if not _ref_error(e)]
-            confined = {_commits_error(e) for e in errors}
-            if None in confined:
-                text = "; ".join(str(e.get("message", "")) for e in errors)[:300]
-                raise BatchIncomplete(f"GitHub GraphQL open PRs of {repo}: {text}")
-            conn = (data.get("repository") or {}).get("pullRequests")
-            if not isinstance(conn, dict) or not isinstance(conn.get("nodes"), list):
-                raise BatchIncomplete(f"GitHub GraphQL: no open PR list for {repo}")
+            conn, confined, got_ref = self._page(repo, base, after)
+            ref = got_ref if after is None else ref
             for i, node in enumerate(conn["nodes"]):
                 pr, pull = _summary(repo, node)
                 prs.append(pr)
