@@ -82,14 +82,19 @@ def _size(text: str) -> tuple[int, int]:
     return int(repos), int(prs)
 
 
-def _drain(sb: Sandbox, tree: Path, config: Path, state: Path) -> tuple[int, dict[str, int]]:
-    """`tick --once` until no new PR is left: (ticks, summed sandbox totals)."""
-    sums = {"requests": 0, "counted": 0, "not_modified": 0}
+def _drain(sb: Sandbox, tree: Path, config: Path, state: Path) -> tuple[int, dict[str, Any]]:
+    """`tick --once` until no new PR is left: (ticks, summed sandbox totals, with counted
+    requests per endpoint under "endpoints")."""
+    sums: dict[str, Any] = {"requests": 0, "counted": 0, "not_modified": 0, "endpoints": {}}
     for n in range(1, MAX_TICKS + 1):
         sb.reset_counters()
         _wall, _rss, code, summary = tick_once(tree, config, state)
-        for k in sums:
-            sums[k] += sb.counters()["total"][k]
+        c = sb.counters()
+        for k in ("requests", "counted", "not_modified"):
+            sums[k] += c["total"][k]
+        for k, v in c["endpoints"].items():
+            if v["counted"]:
+                sums["endpoints"][k] = sums["endpoints"].get(k, 0) + v["counted"]
         if code != 0:
             raise SystemExit(f"tick --once failed (exit {code})")
         if not summary.get("backlog"):
@@ -139,12 +144,15 @@ def main() -> int:
     ap.add_argument("--steady", default="10x100", help="repos x PRs of the steady tick")
     ap.add_argument("--cold", default="2x50", help="repos x PRs of the cold start")
     ap.add_argument("--only", choices=("steady", "cold"), default=None)
-    ap.add_argument("--endpoints", action="store_true", help="requests per endpoint (steady)")
+    ap.add_argument("--after-only", action="store_true", help="skip the older tree")
+    ap.add_argument("--endpoints", action="store_true", help="requests per endpoint")
     args = ap.parse_args()
     before = args.before or merge_base()
     keys = std.generate_keys()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = [(f"before ({before[:10]})", unpack(before, Path(tmp) / "before")), ("after", ROOT)]
+        trees = [("after", ROOT)]
+        if not args.after_only:
+            trees.insert(0, (f"before ({before[:10]})", unpack(before, Path(tmp) / "before")))
         if args.only in (None, "steady"):
             size = _size(args.steady)
             print(
@@ -180,6 +188,9 @@ def main() -> int:
                     f"{r['counted'] / prs:.2f} | {r['not_modified']} | {r['wall']:.1f} |",
                     flush=True,
                 )
+                if args.endpoints:
+                    for k, v in sorted(r["endpoints"].items()):
+                        print(f"|   {k} (counted) | | | {v} | | | |")
     return 0
 
 

@@ -8,7 +8,7 @@ ForgePort methods by delegating to them; `Forge.from_config` connects (see forge
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from github import Github, GithubIntegration
@@ -318,8 +318,8 @@ class Forge:
     def collaborators(self, repo: str) -> list[tuple[str, str]] | None:
         return self._reads.collaborators(repo)
 
-    def repo_permissions(self, repo: str) -> dict[str, bool]:
-        return self._reads.repo_permissions(repo)
+    def repo_permissions(self, repo: str, max_age: timedelta | None = None) -> dict[str, bool]:
+        return self._reads.repo_permissions(repo, max_age)
 
     def rate_limit_core(self) -> JsonObject:
         return self._reads.rate_limit_core()

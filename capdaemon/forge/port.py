@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
@@ -165,8 +166,8 @@ class ForgePort(Protocol):
         """(login, permission) of every collaborator; None when the list cannot be read."""
         ...
 
-    def repo_permissions(self, repo: str) -> dict[str, bool]:
-        """Our permissions on `repo` (`push`, `admin`, …)."""
+    def repo_permissions(self, repo: str, max_age: timedelta | None = None) -> dict[str, bool]:
+        """Our permissions on `repo` (`push`, `admin`, …); `max_age`: a recent answer will do."""
         ...
 
     def get_protection(self, repo: str, branch: str) -> JsonObject | None:

@@ -240,7 +240,7 @@ class Snapshots:
         new_paths = {f["filename"] for f in raw if f["status"] != "removed"}
         wants = _TextPicker(pick)
         try:
-            old = self._files.entries(repo, old_sha, old_paths)
+            old = self._files.entries(repo, old_sha, old_paths, shared=True)
             new = self._files.entries(repo, new_sha, new_paths)
         except RateLimited:
             raise
