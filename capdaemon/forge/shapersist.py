@@ -49,6 +49,18 @@ def _recent(items: list[Any], most: int) -> list[Any]:
     return items[-most:]
 
 
+def _trees(caches: ShaCaches) -> list[dict[str, Any]]:
+    """The merge bases' whole trees, most recent first until ``MAX_TREE_ENTRIES``."""
+    trees: list[dict[str, Any]] = []
+    room = MAX_TREE_ENTRIES
+    for (repo, sha), index in reversed(list(caches.base_tree.items())):
+        if len(index) <= room:
+            room -= len(index)
+            entries = {p: list(e) for p, e in index.items()}
+            trees.insert(0, {"repo": repo, "sha": sha, "entries": entries})
+    return trees
+
+
 def dump(caches: ShaCaches) -> dict[str, list[dict[str, Any]]]:
     """The entries to keep (most recently used last), as the cache file stores them. An entry
     that would not pass its own check on load is left out (never a file set aside later)."""
@@ -67,15 +79,8 @@ def dump(caches: ShaCaches) -> dict[str, list[dict[str, Any]]]:
         for (repo, sha), text in _recent(list(caches.blob.items()), MAX_BLOBS)
         if text is not None
     ]
-    trees: list[dict[str, Any]] = []
-    room = MAX_TREE_ENTRIES
-    for (repo, sha), index in reversed(list(caches.base_tree.items())):
-        if len(index) <= room:
-            room -= len(index)
-            entries = {p: list(e) for p, e in index.items()}
-            trees.insert(0, {"repo": repo, "sha": sha, "entries": entries})
     return {
-        "trees": [e for e in trees if _fits(_tree, e)],
+        "trees": [e for e in _trees(caches) if _fits(_tree, e)],
         "compares": [e for e in compares if _fits(_compare, e)],
         "paths": [e for e in paths if _fits(_paths, e)],
         "blobs": [e for e in blobs if _fits(_blob, e)],
@@ -98,14 +103,7 @@ def _repo(value: Any) -> bool:
     return isinstance(value, str) and value.count("/") == 1
 
 
-def _compare(e: Any, where: str) -> tuple[tuple[str, str, str], Compared]:
-    if not isinstance(e, dict) or not _repo(e.get("repo")):
-        raise ShaCacheError(f"{where}: not an object with a 'repo'")
-    if not _sha(e.get("base")) or not _sha(e.get("head")):
-        raise ShaCacheError(f"{where}: 'base' and 'head' must be full commit shas")
-    body = e.get("body")
-    if not isinstance(body, list) or len(body) != 4 or e.get("sha256") != _digest(body):
-        raise ShaCacheError(f"{where}.body does not match its sha256")
+def _compare_body(body: list[Any], head: str, where: str) -> Compared:
     files, commits, total, merge_base = body
     if not isinstance(files, list) or not all(
         isinstance(f, dict) and isinstance(f.get("filename"), str) for f in files
@@ -119,15 +117,20 @@ def _compare(e: Any, where: str) -> tuple[tuple[str, str, str], Compared]:
         raise ShaCacheError(f"{where}: total_commits is not a number")
     if merge_base is not None and not _sha(merge_base):
         raise ShaCacheError(f"{where}: merge_base is not a full sha")
-    if commits and len(commits) == total and commits[-1]["sha"] != e["head"]:
+    if commits and len(commits) == total and commits[-1]["sha"] != head:
         raise ShaCacheError(f"{where}: its commits do not end at its head")
-    got: Compared = {
-        "files": files,
-        "commits": commits,
-        "total_commits": total,
-        "merge_base": merge_base,
-    }
-    return (e["repo"], e["base"], e["head"]), got
+    return {"files": files, "commits": commits, "total_commits": total, "merge_base": merge_base}
+
+
+def _compare(e: Any, where: str) -> tuple[tuple[str, str, str], Compared]:
+    if not isinstance(e, dict) or not _repo(e.get("repo")):
+        raise ShaCacheError(f"{where}: not an object with a 'repo'")
+    if not _sha(e.get("base")) or not _sha(e.get("head")):
+        raise ShaCacheError(f"{where}: 'base' and 'head' must be full commit shas")
+    body = e.get("body")
+    if not isinstance(body, list) or len(body) != 4 or e.get("sha256") != _digest(body):
+        raise ShaCacheError(f"{where}.body does not match its sha256")
+    return (e["repo"], e["base"], e["head"]), _compare_body(body, e["head"], where)
 
 
 def _entry(value: Any, where: str) -> Entry | None:

@@ -9,7 +9,8 @@ also keeps the App's installation listing (account → installation) for its hou
 The repo policy file (`.capdaemon.yml`, or its absence) at a given commit never changes, so
 it is kept per (repo, commit): a cron tick then does not ask again (on GitHub a missing file
 is a counted 404 every time, never a free 304). So are the compares, tree entries and blobs a
-waiting PR's snapshot read (``shapersist``): a PR left for a later tick is not read again.
+waiting PR's snapshot read (``shapersist``): a PR left for a later tick is not read again;
+and for an hour the App's slug and our access to each repo (``remembered``).
 
 It is only a cache. A 304 is the server's word that the stored body is still current, so a
 stale entry can never change an outcome; a token is reused only while it has more than
@@ -34,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from capdaemon.filenames import FORGE_CACHE_FILE
-from capdaemon.forge import shapersist
+from capdaemon.forge import remembered
 from capdaemon.forge.etagcache import CacheEntry, CacheKey
-from capdaemon.forge.session import ShaCaches
+from capdaemon.forge.shapersist import ShaCacheError
 from capdaemon.forge.transport import auth_identity
 from capdaemon.state import atomic_write_text, set_aside
 from capdaemon.timefmt import TimestampError, parse_utc
@@ -50,8 +51,7 @@ FORMAT = 2
 # A persisted token is dropped this long before it expires (tokens live one hour): a tick that
 # starts with it never runs into its expiry, and a leaked file is worth little.
 REUSE_MARGIN = timedelta(minutes=15)
-# The App's slug (its bot login) is read again after this long (an App can be renamed).
-SLUG_FOR = timedelta(hours=1)
+
 OWNER_ONLY = 0o600
 
 
@@ -153,24 +153,6 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
         raise CacheFileError(f"{path}: field 'installations' is malformed")
     if not isinstance(data.get("etags"), list):
         raise CacheFileError(f"{path}: field 'etags' is not a list")
-    app = data.get("app")
-    if app is not None and not (
-        isinstance(app, dict)
-        and isinstance(app.get("slug"), str)
-        and app["slug"]
-        and isinstance(app.get("read_at"), str)
-    ):
-        raise CacheFileError(f"{path}: field 'app' is malformed")
-    repos = data.get("repos", [])
-    if not isinstance(repos, list) or not all(
-        isinstance(r, dict)
-        and isinstance(r.get("repo"), str)
-        and isinstance(r.get("read_at"), str)
-        and isinstance(r.get("permissions"), dict)
-        and all(isinstance(k, str) and isinstance(v, bool) for k, v in r["permissions"].items())
-        for r in repos
-    ):
-        raise CacheFileError(f"{path}: field 'repos' is malformed")
     if not isinstance(data.get("policies", []), list):
         raise CacheFileError(f"{path}: field 'policies' is not a list")
     return data
@@ -247,23 +229,16 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         data = _parse(path.read_bytes(), path)
         entries = _entries(data, path)
         policies = _policies(data, path)
-        kept_shas = ShaCaches()
-        shapersist.restore(data, path, kept_shas)
+        kept = remembered.read(data, path)
         tokens = _tokens(data, path)
         listing = data["installations"]
-        app = data.get("app")
-        slug_at = _when(app["read_at"], "app.read_at", path) if app else None
-        seen = [
-            (r["repo"], dict(r["permissions"]), _when(r["read_at"], f"repos[{i}].read_at", path))
-            for i, r in enumerate(data.get("repos", []))
-        ]
         listed_at = (
             _when(listing["listed_at"], "installations.listed_at", path) if listing else None
         )
     except _OlderFormat:
         log.info("forge.cache_older_format", file=str(path))
         return Loaded()
-    except (CacheFileError, shapersist.ShaCacheError) as exc:
+    except (CacheFileError, ShaCacheError) as exc:
         moved = _set_aside(path, str(exc), now)
         return Loaded(set_aside=moved.name)
     except OSError as exc:
@@ -274,11 +249,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         return Loaded()
     for where, text in policies:
         forge.session.caches.policy.put(where, (text,))
-    shapersist.adopt(kept_shas, forge.session.caches)
-    for repo, perms, read_at in seen:
-        forge.session.seen.at[repo] = (perms, read_at)
-    if app and slug_at is not None and timedelta(0) <= now - slug_at < SLUG_FOR:
-        forge.session.identity.adopt_slug(app["slug"], slug_at)
+    remembered.adopt(kept, forge.session, now)
     reused = False
     insts = forge.installations
     if insts is not None:
@@ -289,13 +260,13 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
                 insts.token(inst_id).adopt(value, expires)
                 reused = True
     idents = _identities(forge)
-    kept = 0
+    adopted = 0
     for key, entry in entries:
         if key[1] in idents:  # ETags are per token: another token's entries are of no use
             forge.transport.cache.put(key, entry)
-            kept += 1
-    log.info("forge.cache_loaded", reused_grant=reused, entries=kept, policies=len(policies))
-    return Loaded(token_reused=reused, entries=kept)
+            adopted += 1
+    log.info("forge.cache_loaded", reused_grant=reused, entries=adopted, policies=len(policies))
+    return Loaded(token_reused=reused, entries=adopted)
 
 
 def save(forge: Forge, state_dir: Path, base_url: str) -> int:
@@ -339,21 +310,14 @@ def save(forge: Forge, state_dir: Path, base_url: str) -> int:
         {"repo": repo, "sha": sha, "text": value[0]}
         for (repo, sha), value in list(forge.session.caches.policy.items())
     ]
-    ident = forge.session.identity
-    slug, read_at = ident.known_slug, ident.slug_read_at or now
     doc = {
         "format": FORMAT,
-        "app": None if slug is None else {"slug": slug, "read_at": read_at.isoformat()},
         "binding": _binding(forge, base_url),
         "tokens": tokens,
         "installations": listing,
         "etags": etags,
         "policies": policies,
-        **shapersist.dump(forge.session.caches),
-        "repos": [
-            {"repo": repo, "permissions": perms, "read_at": at.isoformat()}
-            for repo, (perms, at) in forge.session.seen.at.items()
-        ],
+        **remembered.dump(forge.session, now),
     }
     atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=OWNER_ONLY)
     return len(etags)
