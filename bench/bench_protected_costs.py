@@ -8,9 +8,10 @@ Run: .venv/bin/python bench/bench_protected_costs.py [--before REF] [--latency-m
    required, no force pushes) plus an active ruleset requiring `ci`. Cron processes tick until
    nothing new is left (write limits lifted), one more tick settles, then the measured steady
    tick runs with `--latency-ms` added to every request (the sandbox's `delay` fault).
-2. Cron cold start within GitHub's write limits (500 an hour, 80 a minute): `cold` repos × PRs,
-   `tick --once` processes one after the other until the backlog is drained; every request the
-   sandbox saw over the whole drain, and the counted ones per PR.
+2. Cold start within GitHub's write limits (500 an hour, 80 a minute): `cold` repos × PRs,
+   `tick --once` processes one after the other (cron), then one `run`-style process whose
+   ticks are a minute apart on its clock (run), until the backlog is drained; every request
+   the sandbox saw over the whole drain, and the counted ones per PR.
 
 Columns: requests, counted requests (against the REST rate limit), 304s, wall time.
 The "before" tree is `git archive REF` (default: the merge base with main).
@@ -19,9 +20,13 @@ The "before" tree is `git archive REF` (default: the merge base with main).
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_cron_tick import merge_base, seeded, tick_once, unpack  # noqa: E402
+from bench_cron_tick import CLOCKED, merge_base, seeded, tick_once, unpack  # noqa: E402
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
@@ -82,13 +87,49 @@ def _size(text: str) -> tuple[int, int]:
     return int(repos), int(prs)
 
 
-def _drain(sb: Sandbox, tree: Path, config: Path, state: Path) -> tuple[int, dict[str, Any]]:
-    """`tick --once` until no new PR is left: (ticks, summed sandbox totals, with counted
-    requests per endpoint under "endpoints")."""
+class Clocked:
+    """One `run`-style process from `tree` whose ticks are a minute apart on the daemon's clock
+    (the write budget's minute and hour), however fast they run."""
+
+    def __init__(self, tree: Path, config: Path, state: Path) -> None:
+        self.at = datetime.now(UTC)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CLOCKED, str(config), str(state)],
+            cwd=str(tree),
+            env={**os.environ, "PYTHONPATH": str(tree)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def tick(self) -> tuple[float, float, int, dict[str, Any]]:
+        """One tick, a minute after the last: (0, 0, exit code, summary)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(self.at.isoformat() + "\n")
+        self.proc.stdin.flush()
+        self.at += timedelta(seconds=61)
+        line = self.proc.stdout.readline()
+        return (0.0, 0.0, 0, json.loads(line)) if line else (0.0, 0.0, 1, {})
+
+    def close(self) -> None:
+        """End the process (closing stdin ends its loop)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(120)
+
+
+def _drain(
+    sb: Sandbox, tree: Path, config: Path, state: Path, daemon: Clocked | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Tick until no new PR is left (`tick --once` processes, or one `run`-style `daemon`):
+    (ticks, summed sandbox totals, with counted requests per endpoint under "endpoints")."""
     sums: dict[str, Any] = {"requests": 0, "counted": 0, "not_modified": 0, "endpoints": {}}
     for n in range(1, MAX_TICKS + 1):
         sb.reset_counters()
-        _wall, _rss, code, summary = tick_once(tree, config, state)
+        if daemon is not None:
+            _wall, _rss, code, summary = daemon.tick()
+        else:
+            _wall, _rss, code, summary = tick_once(tree, config, state)
         c = sb.counters()
         for k in ("requests", "counted", "not_modified"):
             sums[k] += c["total"][k]
@@ -123,8 +164,9 @@ def steady(tree: Path, size: tuple[int, int], keys: Any, latency: float) -> dict
         return {**c["total"], "wall": wall, "code": code, "endpoints": ends}
 
 
-def cold(tree: Path, size: tuple[int, int], keys: Any) -> dict[str, Any]:
-    """A cron cold start within GitHub's write limits, drained: totals over every tick."""
+def cold(tree: Path, size: tuple[int, int], keys: Any, mode: str) -> dict[str, Any]:
+    """A cold start within GitHub's write limits, drained (`mode` cron: a process per tick;
+    run: one process): totals over every tick."""
 
     def github_limits(gh: dict[str, Any]) -> None:
         for limit in ("writes_per_hour", "writes_per_minute"):
@@ -132,7 +174,11 @@ def cold(tree: Path, size: tuple[int, int], keys: Any) -> dict[str, Any]:
 
     with seeded(*size, keys, github_limits) as (sb, config, tmp):
         t0 = time.perf_counter()
-        ticks, sums = _drain(sb, tree, config, Path(tmp) / "state")
+        state = Path(tmp) / "state"
+        daemon = Clocked(tree, config, state) if mode == "run" else None
+        ticks, sums = _drain(sb, tree, config, state, daemon)
+        if daemon is not None:
+            daemon.close()
         return {**sums, "ticks": ticks, "wall": time.perf_counter() - t0}
 
 
@@ -176,21 +222,21 @@ def main() -> int:
             size = _size(args.cold)
             prs = size[0] * size[1]
             print(
-                f"Cron cold start within GitHub's write limits, {size[0]} × {size[1]} open PRs, "
-                "drained (`tick --once` until no new PR is left)"
+                f"Cold start within GitHub's write limits, {size[0]} × {size[1]} open PRs, "
+                "drained (ticks until no new PR is left)"
             )
-            print("| tree | ticks | requests | counted | counted per PR | 304 | wall s |")
-            print("|---|---:|---:|---:|---:|---:|---:|")
-            for name, tree in trees:
-                r = cold(tree, size, keys)
+            print("| tree | mode | ticks | requests | counted | counted per PR | 304 | wall s |")
+            print("|---|---|---:|---:|---:|---:|---:|---:|")
+            for (name, tree), mode in ((t, m) for m in ("cron", "run") for t in trees):
+                r = cold(tree, size, keys, mode)
                 print(
-                    f"| {name} | {r['ticks']} | {r['requests']} | {r['counted']} | "
+                    f"| {name} | {mode} | {r['ticks']} | {r['requests']} | {r['counted']} | "
                     f"{r['counted'] / prs:.2f} | {r['not_modified']} | {r['wall']:.1f} |",
                     flush=True,
                 )
                 if args.endpoints:
                     for k, v in sorted(r["endpoints"].items()):
-                        print(f"|   {k} (counted) | | | {v} | | | |")
+                        print(f"|   {k} (counted) | | | | {v} | | | |")
     return 0
 
 
