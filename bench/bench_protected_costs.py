@@ -190,6 +190,7 @@ def main() -> int:
     ap.add_argument("--steady", default="10x100", help="repos x PRs of the steady tick")
     ap.add_argument("--cold", default="2x50", help="repos x PRs of the cold start")
     ap.add_argument("--only", choices=("steady", "cold"), default=None)
+    ap.add_argument("--modes", default="cron,run", help="cold start modes (cron, run)")
     ap.add_argument("--after-only", action="store_true", help="skip the older tree")
     ap.add_argument("--endpoints", action="store_true", help="requests per endpoint")
     args = ap.parse_args()
@@ -227,7 +228,7 @@ def main() -> int:
             )
             print("| tree | mode | ticks | requests | counted | counted per PR | 304 | wall s |")
             print("|---|---|---:|---:|---:|---:|---:|---:|")
-            for (name, tree), mode in ((t, m) for m in ("cron", "run") for t in trees):
+            for (name, tree), mode in ((t, m) for m in args.modes.split(",") for t in trees):
                 r = cold(tree, size, keys, mode)
                 print(
                     f"| {name} | {mode} | {r['ticks']} | {r['requests']} | {r['counted']} | "
