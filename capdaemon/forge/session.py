@@ -109,7 +109,7 @@ class ShaCaches:
     compare: Lru[tuple[str, str, str], Compared] = field(default_factory=lambda: Lru(128))
     tree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(16))
     # merge bases' trees (shared by many PRs: kept apart from PR heads, and across processes)
-    base_tree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(4))
+    base_tree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(8))
     subtree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(512))
     blob: Lru[tuple[str, str], str | None] = field(default_factory=lambda: Lru(512))
     # (repo, base, head, picker) → FileChanges with modes
