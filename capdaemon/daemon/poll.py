@@ -38,7 +38,7 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
         for rc in deps.config.repos:
             deps.check_stop()
             try:
-                prs = deps.forge.list_open_prs(rc.name)
+                prs = deps.forge.list_open_prs(rc.name, rc.base)
                 policy = deps.forge.policy_text(rc.name, rc.base)
             except NotFound as exc:  # a typo, a deleted repo, an App no longer installed
                 _unknown_repo(deps, report, rc.name, exc)

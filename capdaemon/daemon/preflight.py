@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -24,6 +25,11 @@ from capdaemon.forge.errors import (
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
     from capdaemon.forge.port import ForgePort
+
+
+# A repo seen visible this recently (by this or an earlier cron process) is not asked about
+# again at start-up; the tick's own page of open PRs still names one that has gone.
+REPO_RECHECK = timedelta(hours=1)
 
 
 class CredentialsError(RuntimeError):
@@ -127,7 +133,8 @@ def repo_problems(
     """One line per repo the config names (supervised, and the decision repo) that GitHub does
     not show us (a typo, a repo outside the App's installation, an account without the App),
     and per installation lacking a permission the daemon needs. Repos in `known` (lower case:
-    the running config's, at a reload) are not asked about again."""
+    the running config's, at a reload) are not asked about again, nor are repos seen visible
+    within `REPO_RECHECK`."""
     where = host_port(config.github.base_url)
     source = f"{config.config_dir}/capdaemon.yml: " if config.config_dir else ""
     named = [
@@ -141,7 +148,7 @@ def repo_problems(
     with _one_attempt(forge):
         for field, name in named:
             try:
-                forge.repo_permissions(name)
+                forge.repo_permissions(name, max_age=REPO_RECHECK)
             except NotInstalled as exc:
                 problems.append(f"{source}{field} {name}: {_short(exc)}")
             except NotFound:

@@ -26,8 +26,16 @@ from typing import Any
 from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import _dt, log
 from capdaemon.forge.errors import ForgeError
-from capdaemon.forge.gql import OPEN_PULLS_QUERY, Graphql, GraphqlUnavailable, _author
+from capdaemon.forge.gql import (
+    OPEN_PULLS_QUERY,
+    OPEN_PULLS_WITH_BASE_QUERY,
+    Graphql,
+    GraphqlUnavailable,
+    _author,
+)
 from capdaemon.forge.pullfacts import MERGEABLE_STATE, PullFacts, facts_from_node, mergeable_of
+from capdaemon.forge.refrules import BranchFacts, branch_facts
+from capdaemon.forge.session import TickMemo
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
 
@@ -131,6 +139,12 @@ def _summary(repo: str, node: Any) -> tuple[PRSummary, PullFacts | None]:
     return pr, facts_from_node(node, author, tuple(names))
 
 
+def _ref_error(err: dict[str, Any]) -> bool:
+    """Is an error confined to the base branch's ``ref`` (its facts are then read via REST)?"""
+    path = err.get("path")
+    return isinstance(path, list) and path[:2] == ["repository", "ref"]
+
+
 def _commits_error(err: dict[str, Any]) -> int | None:
     """The page index of the PR an error is confined to (under its ``commits``), else None."""
     path = err.get("path")
@@ -148,10 +162,13 @@ def _commits_error(err: dict[str, Any]) -> int | None:
 class Batch:
     """``list_open_prs`` through GraphQL, keeping each head's checks for this tick."""
 
-    def __init__(self, graphql: Graphql, checks: Checks, rest_open_prs: OpenPrLister) -> None:
+    def __init__(
+        self, graphql: Graphql, checks: Checks, rest_open_prs: OpenPrLister, memo: TickMemo
+    ) -> None:
         self._graphql = graphql
         self._checks = checks
         self._rest_open_prs = rest_open_prs
+        self._memo = memo
         self._kept: dict[tuple[str, str], Kept] = {}
         self._facts: dict[tuple[str, int], PullFacts] = {}
 
@@ -160,9 +177,13 @@ class Batch:
         self._kept.clear()
         self._facts.clear()
 
-    def list_open_prs(self, repo: str, *, batch: bool = True) -> list[PRSummary]:
+    def list_open_prs(
+        self, repo: str, *, base: str | None = None, batch: bool = True
+    ) -> list[PRSummary]:
         """All open PRs of `repo`, oldest first; never a partial list (a failed page raises).
 
+        `base`: the supervised base branch, whose head and protection the first page carries
+        into this tick's memo (``refrules``; REST reads them when the page could not).
         `batch` off: the REST list and per-PR check reads (benchmarks compare the two).
         """
         for key in [k for k in self._kept if k[0] == repo]:
@@ -171,7 +192,7 @@ class Batch:
             del self._facts[fkey]
         if batch and self._graphql.available:
             try:
-                prs, checks, facts = self._batch(repo)
+                prs, checks, facts = self._batch(repo, base)
             except GraphqlUnavailable:
                 self._graphql.fall_back()
             except ForgeError as exc:
@@ -182,26 +203,50 @@ class Batch:
                 return prs
         return self._rest_open_prs(repo)
 
-    def _batch(
-        self, repo: str
-    ) -> tuple[list[PRSummary], dict[tuple[str, str], Kept], dict[tuple[str, int], PullFacts]]:
+    def _carry(self, repo: str, base: str, ref: Any) -> None:
+        """Keep what the page said of the base branch for this tick (nothing when unsure)."""
+        got: BranchFacts | None = branch_facts(ref)
+        if got is None:
+            log.info("forge.base_branch_via_rest", repo=repo, branch=base)
+            return
+        self._memo.heads[(repo, base)] = got.sha
+        self._memo.effective[(repo, base)] = got.protection
+
+    def _page(
+        self, repo: str, base: str | None, after: str | None
+    ) -> tuple[dict[str, Any], set[int | None], Any]:
+        """One page: (its pullRequests connection, the PR indexes errors are confined to, the
+        base branch's ref when this page asked for it and no error touched it)."""
         owner, name = repo.split("/", 1)
+        variables: dict[str, Any] = {"owner": owner, "name": name, "after": after}
+        with_base = base is not None and after is None
+        if with_base:
+            variables["base"] = f"refs/heads/{base}"
+        query = OPEN_PULLS_WITH_BASE_QUERY if with_base else OPEN_PULLS_QUERY
+        data, errors = self._graphql.graphql_partial(query, variables, f"open PRs of {repo}")
+        repository = data.get("repository") or {}
+        ref = repository.get("ref") if with_base and not any(map(_ref_error, errors)) else None
+        errors = [e for e in errors if not _ref_error(e)]
+        confined = {_commits_error(e) for e in errors}
+        if None in confined:
+            text = "; ".join(str(e.get("message", "")) for e in errors)[:300]
+            raise BatchIncomplete(f"GitHub GraphQL open PRs of {repo}: {text}")
+        conn = repository.get("pullRequests")
+        if not isinstance(conn, dict) or not isinstance(conn.get("nodes"), list):
+            raise BatchIncomplete(f"GitHub GraphQL: no open PR list for {repo}")
+        return conn, confined, ref
+
+    def _batch(
+        self, repo: str, base: str | None
+    ) -> tuple[list[PRSummary], dict[tuple[str, str], Kept], dict[tuple[str, int], PullFacts]]:
         prs: list[PRSummary] = []
         checks: dict[tuple[str, str], Kept] = {}
         facts: dict[tuple[str, int], PullFacts] = {}
         after: str | None = None
+        ref: Any = None
         for _ in range(MAX_PR_PAGES):
-            variables = {"owner": owner, "name": name, "after": after}
-            data, errors = self._graphql.graphql_partial(
-                OPEN_PULLS_QUERY, variables, f"open PRs of {repo}"
-            )
-            confined = {_commits_error(e) for e in errors}
-            if None in confined:
-                text = "; ".join(str(e.get("message", "")) for e in errors)[:300]
-                raise BatchIncomplete(f"GitHub GraphQL open PRs of {repo}: {text}")
-            conn = (data.get("repository") or {}).get("pullRequests")
-            if not isinstance(conn, dict) or not isinstance(conn.get("nodes"), list):
-                raise BatchIncomplete(f"GitHub GraphQL: no open PR list for {repo}")
+            conn, confined, got_ref = self._page(repo, base, after)
+            ref = got_ref if after is None else ref
             for i, node in enumerate(conn["nodes"]):
                 pr, pull = _summary(repo, node)
                 prs.append(pr)
@@ -212,6 +257,8 @@ class Batch:
                     facts[(repo, pr.number)] = pull
             info = conn.get("pageInfo") or {}
             if not info.get("hasNextPage"):
+                if base is not None:
+                    self._carry(repo, base, ref)
                 return prs, checks, facts
             after = info.get("endCursor")
             if not after:

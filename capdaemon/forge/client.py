@@ -8,7 +8,7 @@ ForgePort methods by delegating to them; `Forge.from_config` connects (see forge
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from github import Github, GithubIntegration
@@ -113,7 +113,7 @@ class Forge:
         self._files = Files(session)
         self._checks = Checks(session)
         self._reads = Reads(session, self._graphql)
-        self._batch = Batch(self._graphql, self._checks, self._reads.rest_open_prs)
+        self._batch = Batch(self._graphql, self._checks, self._reads.rest_open_prs, session.memo)
         self._protection = Protection(session, self._files)
         self._snapshots = Snapshots(
             session, self._files, self._checks, self._protection, self._batch.pull_facts
@@ -255,9 +255,9 @@ class Forge:
             },
         }
 
-    def list_open_prs(self, repo: str) -> list[PRSummary]:
+    def list_open_prs(self, repo: str, base: str | None = None) -> list[PRSummary]:
         """All open PRs of `repo`, oldest first; never a partial list (a failed page raises)."""
-        return self._batch.list_open_prs(repo, batch=self.batch_gathering)
+        return self._batch.list_open_prs(repo, base=base, batch=self.batch_gathering)
 
     # ================================================================ reads
     def snapshot(
@@ -318,8 +318,8 @@ class Forge:
     def collaborators(self, repo: str) -> list[tuple[str, str]] | None:
         return self._reads.collaborators(repo)
 
-    def repo_permissions(self, repo: str) -> dict[str, bool]:
-        return self._reads.repo_permissions(repo)
+    def repo_permissions(self, repo: str, max_age: timedelta | None = None) -> dict[str, bool]:
+        return self._reads.repo_permissions(repo, max_age)
 
     def rate_limit_core(self) -> JsonObject:
         return self._reads.rate_limit_core()

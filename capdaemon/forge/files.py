@@ -19,16 +19,37 @@ class Files:
         self._http = session.http
         self._caches = session.caches
 
-    def entries(self, repo: str, commit_sha: str, paths: set[str]) -> dict[str, Entry]:
+    def entries(
+        self, repo: str, commit_sha: str, paths: set[str], *, shared: bool = False
+    ) -> dict[str, Entry]:
         """(mode, type, sha) of each of `paths` at a commit (absent paths left out).
 
-        One recursive tree per commit (cached: a sha never changes); if GitHub truncates it (huge
-        repos), walk only the directories on the changed paths, one non-recursive tree each.
+        `shared`: the commit is a merge base many PRs share; its whole tree is kept apart
+        (``ShaCaches.base_tree``, also across processes), not pushed out by PR heads.
+
+        The answer for the paths asked is kept per commit (``ShaCaches.paths``, also across
+        processes); otherwise one recursive tree per commit (cached: a sha never changes); if
+        GitHub truncates it (huge repos), walk only the directories on the changed paths, one
+        non-recursive tree each.
         """
         if not paths:
             return {}
         key = (repo, commit_sha)
-        index = self._caches.tree.get_(key)
+        known = self._caches.paths.get_(key)
+        if known is not None and paths <= known.keys():
+            return {p: e for p in paths if (e := known[p]) is not None}
+        found = self._entries(repo, commit_sha, paths, shared)
+        record = dict(known or {})
+        record.update({p: found.get(p) for p in paths})
+        self._caches.paths.put(key, record)
+        return found
+
+    def _entries(
+        self, repo: str, commit_sha: str, paths: set[str], shared: bool
+    ) -> dict[str, Entry]:
+        key = (repo, commit_sha)
+        trees = self._caches.base_tree if shared else self._caches.tree
+        index = trees.get_(key)
         if index is None:
             data = self._http.get(f"/repos/{repo}/git/trees/{commit_sha}", {"recursive": "1"})
             if not data.get("truncated"):
@@ -37,7 +58,7 @@ class Files:
                     for e in data.get("tree", ())
                     if e.get("type") != "tree"
                 }
-                self._caches.tree.put(key, index)
+                trees.put(key, index)
         if index is not None:
             return {p: index[p] for p in paths if p in index}
         return {p: e for p in paths if (e := self._walk(repo, commit_sha, p)) is not None}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
@@ -100,8 +101,9 @@ class ForgePort(Protocol):
         ...
 
     # ------------------------------------------------------------ reads
-    def list_open_prs(self, repo: str) -> list[PRSummary]:
-        """Every open PR of `repo`."""
+    def list_open_prs(self, repo: str, base: str | None = None) -> list[PRSummary]:
+        """Every open PR of `repo` (`base`: the supervised branch, whose head and protection
+        the same read may carry for this tick)."""
         ...
 
     def snapshot(
@@ -164,8 +166,8 @@ class ForgePort(Protocol):
         """(login, permission) of every collaborator; None when the list cannot be read."""
         ...
 
-    def repo_permissions(self, repo: str) -> dict[str, bool]:
-        """Our permissions on `repo` (`push`, `admin`, …)."""
+    def repo_permissions(self, repo: str, max_age: timedelta | None = None) -> dict[str, bool]:
+        """Our permissions on `repo` (`push`, `admin`, …); `max_age`: a recent answer will do."""
         ...
 
     def get_protection(self, repo: str, branch: str) -> JsonObject | None:

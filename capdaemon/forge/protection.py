@@ -114,8 +114,8 @@ class Protection:
         GitHub's branch object says `protected` when classic protection or an active ruleset
         applies, so an unprotected branch costs one ETag-cached read (a free 304) per tick and
         nothing else; a protected one adds the classic document and the ruleset rules. Read
-        once a tick (the merge gate and the probes both ask). GitHub enforces both at merge
-        time whatever this says.
+        once a tick (the merge gate and the probes both ask), or carried by the tick's page of
+        open PRs (``refrules``). GitHub enforces both at merge time whatever this says.
         """
         key = (repo, branch)
         if key not in self._memo.effective:
@@ -135,8 +135,10 @@ class Protection:
         The branch read is a free 304 while the branch does not move; the file (or its absence)
         at a given commit never changes, so it is read once per commit.
         """
-        info = self._branch(repo, branch)
-        sha = ((info or {}).get("commit") or {}).get("sha")
+        sha = self._memo.heads.get((repo, branch))
+        if sha is None:
+            info = self._branch(repo, branch)
+            sha = ((info or {}).get("commit") or {}).get("sha")
         if not isinstance(sha, str):
             return self._files.read_file(repo, REPO_POLICY_FILE, branch)
         key = (repo, sha)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -36,6 +37,8 @@ class Reads:
         self._identity = session.identity
         self._caches = session.caches
         self._graphql = graphql
+        self._seen = session.seen
+        self._clock = session.clock
 
     def rest_open_prs(self, repo: str) -> list[PRSummary]:
         """All open PRs of `repo` through REST (a failed page raises Incomplete: never a partial
@@ -161,9 +164,17 @@ class Reads:
         self._caches.parents.put(key, parents)
         return parents
 
-    def repo_permissions(self, repo: str) -> dict[str, bool]:
-        """Our permissions on `repo` (`push`, `admin`, …); NotFound when it is not visible."""
-        return dict(self._http.get(f"/repos/{repo}").get("permissions") or {})
+    def repo_permissions(self, repo: str, max_age: timedelta | None = None) -> dict[str, bool]:
+        """Our permissions on `repo` (`push`, `admin`, …); NotFound when it is not visible.
+        `max_age`: an answer read less than that long ago (by this or an earlier process, see
+        ``tokencache``) is given without asking."""
+        now = self._clock()
+        hit = self._seen.at.get(repo.lower())
+        if max_age is not None and hit is not None and timedelta(0) <= now - hit[1] < max_age:
+            return dict(hit[0])
+        perms = dict(self._http.get(f"/repos/{repo}").get("permissions") or {})
+        self._seen.at[repo.lower()] = (perms, now)
+        return perms
 
     def rate_limit_core(self) -> dict[str, Any]:
         """The core REST budget: `limit`, `remaining`, `reset` (GET /rate_limit is free)."""

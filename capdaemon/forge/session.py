@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -34,6 +35,7 @@ class Identity:
         self.installations = installations
         self._login = login
         self._app_slug: str | None = None
+        self.slug_read_at: datetime | None = None  # set when adopted from the cache file
 
     @property
     def as_app(self) -> bool:
@@ -52,6 +54,17 @@ class Identity:
             else:
                 self._login = str(self._http.get("/user")["login"])
         return self._login
+
+    def adopt_slug(self, slug: str, read_at: datetime) -> None:
+        """The App's slug as an earlier process read it at `read_at` (the cross-process cache):
+        no GET /app in this one."""
+        if self.integration is not None and self._login is None:
+            self._app_slug, self._login, self.slug_read_at = slug, f"{slug}[bot]", read_at
+
+    @property
+    def known_slug(self) -> str | None:
+        """The App's slug if already read or adopted (never a request)."""
+        return self._app_slug
 
     @property
     def app_slug(self) -> str | None:
@@ -95,6 +108,8 @@ class ShaCaches:
 
     compare: Lru[tuple[str, str, str], Compared] = field(default_factory=lambda: Lru(128))
     tree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(16))
+    # merge bases' trees (shared by many PRs: kept apart from PR heads, and across processes)
+    base_tree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(8))
     subtree: Lru[tuple[str, str], dict[str, Entry]] = field(default_factory=lambda: Lru(512))
     blob: Lru[tuple[str, str], str | None] = field(default_factory=lambda: Lru(512))
     # (repo, base, head, picker) → FileChanges with modes
@@ -102,6 +117,8 @@ class ShaCaches:
         default_factory=lambda: Lru(1024)
     )
     parents: Lru[tuple[str, str], tuple[str, ...]] = field(default_factory=lambda: Lru(1024))
+    # (repo, commit) → {path: its entry, or None when absent} for exactly the paths asked
+    paths: Lru[tuple[str, str], dict[str, Entry | None]] = field(default_factory=lambda: Lru(1024))
     # (repo, commit) → (`.capdaemon.yml` at that commit or None,)
     policy: Lru[tuple[str, str], tuple[str | None]] = field(default_factory=lambda: Lru(1024))
 
@@ -121,6 +138,8 @@ class TickMemo:
     # policy, the merge gate and the probes all ask; GitHub enforces protection at merge anyway)
     branches: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
     effective: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+    # (repo, branch) → its head sha as this tick's page of open PRs carried it (forge.refrules)
+    heads: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def clear(self) -> None:
         """Forget everything (a new tick)."""
@@ -128,11 +147,19 @@ class TickMemo:
 
     def forget_branch(self, key: tuple[str, str] | None = None) -> None:
         """Forget one branch's reads (after the daemon changed its protection) or all."""
-        for memo in (self.branches, self.effective):
+        for memo in (self.branches, self.effective, self.heads):
             if key is None:
                 memo.clear()
             else:
                 memo.pop(key, None)
+
+
+@dataclass
+class SeenRepos:
+    """Our permissions on each repo as last read, and when (kept across processes: a cron
+    tick's start-up check of the configured repos need not ask every minute)."""
+
+    at: dict[str, tuple[dict[str, bool], datetime]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -146,3 +173,4 @@ class ForgeSession:
     caches: ShaCaches
     overflow: OverflowDir
     memo: TickMemo
+    seen: SeenRepos = field(default_factory=SeenRepos)

@@ -239,7 +239,7 @@ class Snapshots:
         new_paths = {f["filename"] for f in raw if f["status"] != "removed"}
         wants = _TextPicker(pick)
         try:
-            old = self._files.entries(repo, old_sha, old_paths)
+            old = self._files.entries(repo, old_sha, old_paths, shared=True)
             new = self._files.entries(repo, new_sha, new_paths)
         except ForgeError as exc:
             log.warning("forge.modes_unavailable", repo=repo, error=str(exc))

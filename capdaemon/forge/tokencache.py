@@ -8,7 +8,9 @@ also keeps the App's installation listing (account → installation) for its hou
 
 The repo policy file (`.capdaemon.yml`, or its absence) at a given commit never changes, so
 it is kept per (repo, commit): a cron tick then does not ask again (on GitHub a missing file
-is a counted 404 every time, never a free 304).
+is a counted 404 every time, never a free 304). So are the compares, tree entries and blobs a
+waiting PR's snapshot read (``shapersist``): a PR left for a later tick is not read again;
+and for an hour the App's slug and our access to each repo (``remembered``).
 
 It is only a cache. A 304 is the server's word that the stored body is still current, so a
 stale entry can never change an outcome; a token is reused only while it has more than
@@ -33,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from capdaemon.filenames import FORGE_CACHE_FILE
+from capdaemon.forge import remembered
 from capdaemon.forge.etagcache import CacheEntry, CacheKey
+from capdaemon.forge.shapersist import ShaCacheError
 from capdaemon.forge.transport import auth_identity
 from capdaemon.state import atomic_write_text, set_aside
 from capdaemon.timefmt import TimestampError, parse_utc
@@ -47,6 +51,7 @@ FORMAT = 2
 # A persisted token is dropped this long before it expires (tokens live one hour): a tick that
 # starts with it never runs into its expiry, and a leaked file is worth little.
 REUSE_MARGIN = timedelta(minutes=15)
+
 OWNER_ONLY = 0o600
 
 
@@ -224,6 +229,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         data = _parse(path.read_bytes(), path)
         entries = _entries(data, path)
         policies = _policies(data, path)
+        kept = remembered.read(data, path)
         tokens = _tokens(data, path)
         listing = data["installations"]
         listed_at = (
@@ -232,7 +238,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
     except _OlderFormat:
         log.info("forge.cache_older_format", file=str(path))
         return Loaded()
-    except CacheFileError as exc:
+    except (CacheFileError, ShaCacheError) as exc:
         moved = _set_aside(path, str(exc), now)
         return Loaded(set_aside=moved.name)
     except OSError as exc:
@@ -243,6 +249,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
         return Loaded()
     for where, text in policies:
         forge.session.caches.policy.put(where, (text,))
+    remembered.adopt(kept, forge.session, now)
     reused = False
     insts = forge.installations
     if insts is not None:
@@ -253,13 +260,13 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
                 insts.token(inst_id).adopt(value, expires)
                 reused = True
     idents = _identities(forge)
-    kept = 0
+    adopted = 0
     for key, entry in entries:
         if key[1] in idents:  # ETags are per token: another token's entries are of no use
             forge.transport.cache.put(key, entry)
-            kept += 1
-    log.info("forge.cache_loaded", reused_grant=reused, entries=kept, policies=len(policies))
-    return Loaded(token_reused=reused, entries=kept)
+            adopted += 1
+    log.info("forge.cache_loaded", reused_grant=reused, entries=adopted, policies=len(policies))
+    return Loaded(token_reused=reused, entries=adopted)
 
 
 def save(forge: Forge, state_dir: Path, base_url: str) -> int:
@@ -310,6 +317,7 @@ def save(forge: Forge, state_dir: Path, base_url: str) -> int:
         "installations": listing,
         "etags": etags,
         "policies": policies,
+        **remembered.dump(forge.session, now),
     }
     atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=OWNER_ONLY)
     return len(etags)

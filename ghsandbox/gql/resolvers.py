@@ -37,6 +37,7 @@ from .nodes import (
     cursor,
     page,
 )
+from .refs import REF_FIELDS, repo_ref
 from .schema import github_schema
 
 REST_TO_REACTION = {
@@ -365,6 +366,7 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "pullRequest": repo_pull,
         "issueOrPullRequest": repo_issue_or_pull,
         "pullRequests": repo_pulls,
+        "ref": repo_ref,
     },
     "Issue": {**_ISSUE_COMMON, "state": _get(lambda i: i.rec["state"].upper())},
     "PullRequest": {
@@ -444,9 +446,13 @@ for _item in (
     "Label",
     "PullRequestCommit",
     "StatusCheckRollupContext",
+    "RepositoryRule",
 ):
     FIELDS[f"{_item}Connection"] = _conn_fields()
     FIELDS[f"{_item}Edge"] = dict(_EDGE)
+
+
+FIELDS.update(REF_FIELDS)
 
 
 def served(type_name: str, field_name: str) -> bool:

@@ -67,7 +67,9 @@ def test_second_cron_tick_reuses_token_and_etags(daemon: Harness) -> None:
     assert proc.returncode == 0, proc.stderr
     requests, counted, mints = _counted(daemon)
     assert mints == 0
-    assert requests >= 5 and counted <= 2, (requests, counted)
+    # the page of open PRs (with the base branch), the issue list, the collaborators: the App's
+    # slug and the repos' visibility are remembered from the first process
+    assert 3 <= requests <= 5 and counted == 0, (requests, counted)
     assert token not in proc.stderr and token not in proc.stdout
     loaded = [e for e in _events(proc) if e["event"] == "forge.cache_loaded"]
     assert loaded and loaded[0]["reused_grant"] is True

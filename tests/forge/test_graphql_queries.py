@@ -12,7 +12,7 @@ from ghsandbox.gql import github_schema
 from ghsandbox.gql.cost import plan_query
 from ghsandbox.gql.resolvers import REST_TO_REACTION, served
 
-VARIABLES = {"owner": "acme", "name": "widgets", "number": 1, "after": None}
+VARIABLES = {"owner": "acme", "name": "widgets", "number": 1, "after": None, "base": "main"}
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -21,7 +21,7 @@ def test_query_is_valid_on_githubs_schema(name: str) -> None:
     assert validate(github_schema(), parse(QUERIES[name])) == []
 
 
-COST = {"comments": 1, "reactions": 1, "open_pulls": 3}
+COST = {"comments": 1, "reactions": 1, "open_pulls": 3, "open_pulls_with_base": 3}
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
