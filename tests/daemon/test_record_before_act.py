@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 
 from capdaemon.daemon.digest_job import pr_records
+from capdaemon.stores.prrecord import Pending
 
 from .conftest import Harness
 
@@ -43,15 +43,13 @@ def _statuses(daemon: Harness, n: int) -> list[str]:
     return [str(r["status"]) for r in daemon.actions("close", n)]
 
 
-def _pending(daemon: Harness, n: int) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = pr_records(daemon.state_dir)[f"{daemon.sb.repo}#{n}"].get(
-        "pending"
-    )
-    return found
+def _pending(daemon: Harness, n: int) -> Pending | None:
+    return pr_records(daemon.state_dir)[f"{daemon.sb.repo}#{n}"].pending
 
 
 def _pending_op(daemon: Harness, n: int) -> object:
-    return (_pending(daemon, n) or {}).get("op")
+    found = _pending(daemon, n)
+    return found.op.value if found is not None else None
 
 
 def _close_comments(daemon: Harness, n: int) -> int:
