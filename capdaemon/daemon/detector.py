@@ -118,7 +118,9 @@ class ChangeDetector:
     # ------------------------------------------------------------------ a look
     def look(self) -> set[str]:
         """Read every feed once when a look is due; the repos whose feed moved since the last
-        look (a first read only sets the mark). A failed read leaves its mark as it was."""
+        look. The first look only sets the marks (`capdaemon run` takes it before its first
+        tick); a feed read for the first time later counts as moved. A failed read leaves its
+        mark as it was."""
         feeds = self.feeds()
         interval = self.interval(len(feeds))
         now = self.clock()
@@ -151,6 +153,8 @@ class ChangeDetector:
             return set(), None
         old = self.marks.get(feed)
         self.marks[feed] = got.items
+        if old is None and self.stats.looks > 1:  # unread until now (a failed read, a new repo)
+            old = ()  # what changed meanwhile is not known: taken as changed
         if old is None or old == got.items:
             return set(), got.poll_interval
         if kind == "pulls":

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
-from capdaemon.daemon.detector import ChangeDetector, add_detect_job
+from capdaemon.daemon.detector import ChangeDetector, add_detect_job, detect_job
 from capdaemon.daemon.notify import Notifier
 from capdaemon.daemon.preflight import (
     CredentialsError,
@@ -259,7 +259,9 @@ def serve(
     from capdaemon.channels.tgjob import add_poll_job
 
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
-    add_detect_job(sched, ChangeDetector(ticker))  # changes between ticks, on its own thread
+    detector = ChangeDetector(ticker)
+    detect_job(detector)  # its marks, before the first tick: a change from now on is seen
+    add_detect_job(sched, detector)  # changes between ticks, on its own thread
     watch_overruns(sched, tick_seconds)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import json
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -193,3 +198,37 @@ def test_poll_interval_header_is_a_whole_number_of_seconds_or_nothing(value: str
     else:
         assert got is None
     assert _poll_interval({"x-poll-interval": "60"}) == 60 and _poll_interval({}) is None
+
+
+@pytest.mark.slow
+def test_run_merges_a_new_pr_within_seconds_not_at_the_next_tick(daemon: Harness) -> None:
+    """`capdaemon run` with a 60 s tick: a PR opened after the first tick is merged by a
+    targeted tick within seconds, long before the second tick; SIGTERM still exits 0."""
+    daemon.configure(schedule={"tick_seconds": 60, "detect_seconds": 1})
+    args = ["--config", str(daemon.config_dir), "--state", str(daemon.state_dir)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capdaemon.cli", "run", *args, "--log-format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (daemon.state_dir / "tick_metrics.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "no first tick"
+            time.sleep(0.2)
+        n = daemon.open_pr({"docs/fast.md": "# fast\n"})
+        opened = time.monotonic()
+        while not daemon.pull(n).merged:
+            assert time.monotonic() - opened < 20, "not merged within 20 s"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            print(proc.communicate()[1][-6000:])
+    assert proc.returncode == 0, err
+    events = [json.loads(line)["event"] for line in err.splitlines() if line.startswith("{")]
+    assert events.count("tick.done") == 1  # merged between ticks, not by the second one
+    assert "detect.changed" in events and "tick.targeted.done" in events
