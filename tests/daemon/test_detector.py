@@ -232,3 +232,19 @@ def test_run_merges_a_new_pr_within_seconds_not_at_the_next_tick(daemon: Harness
     events = [json.loads(line)["event"] for line in err.splitlines() if line.startswith("{")]
     assert events.count("tick.done") == 1  # merged between ticks, not by the second one
     assert "detect.changed" in events and "tick.targeted.done" in events
+
+
+def test_an_owner_vote_on_a_ballot_is_seen_by_the_next_look(daemon: Harness) -> None:
+    """A D PR's ballot: an owner's `/approve` comment, then a 👍 on the issue (which moves no
+    update time), each move the decision repo's issue list: the look flags the PR's repo."""
+    n = daemon.open_pr({"cron_settings.json": '{"jobs": ["z"]}\n'})
+    daemon.tick()
+    det = _detector(daemon)
+    assert ("acme/capdaemon-bot", "issues") in det.feeds()
+    det.look()
+    assert det.look() == set()
+    daemon.ballot(n, daemon.sb.owner).create_comment("/approve")
+    assert det.look() == {daemon.sb.repo}
+    assert det.look() == set()
+    daemon.ballot(n, daemon.sb.owner).create_reaction("+1")
+    assert det.look() == {daemon.sb.repo}
