@@ -72,6 +72,8 @@ class ChangeDetector:
         """One wake-up: look when a look is due, then a targeted tick for what changed (or
         for what an earlier look saw while a tick ran). Its report, or None."""
         with self._lock:
+            if self.ticker.deps.stop.is_set():
+                return None
             self.pending |= self.look()
             if not self.pending:
                 return None

@@ -213,6 +213,8 @@ class Ticker:
         if not self.busy.acquire(blocking=False):
             return None
         try:
+            if self.deps.stop.is_set():  # the daemon is stopping: nothing new starts
+                return None
             return self._tick(now, frozenset(repos))
         finally:
             self.busy.release()
