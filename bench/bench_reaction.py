@@ -8,7 +8,8 @@ One sandbox per variant, seeded with `repos` × `prs` open PRs, enforce mode, `l
 injected before every answer; a Ticker (built as `capdaemon run` builds it) ticks every `tick`
 seconds in a thread and, in the "detector" variant, a ChangeDetector wakes every second as the
 `run` job does (`detect` s between looks at most, `detect-rpm` requests a minute at most).
-First `quiet` minutes with nothing happening (what idling costs), then a script opens a new
+The seeded PRs are ticked until nothing more merges; then `quiet` minutes with nothing
+happening (what idling costs), then a script opens a new
 A-quadrant PR (a guide page) every `every` seconds, round robin over the repos. GitHub computes
 a PR's mergeability in the background: the sandbox answers null for `computing` seconds after
 the first read (fidelity `mergeable_seconds`). Reaction = the PR's merge time minus the time it
@@ -113,6 +114,9 @@ def _scenario(
     ticks = [0]
     with open_ticker(config, tmp / "state", rules=rules) as ticker:
         ticker.tick()  # the cold start, before the clock of the measurement starts
+        for _ in range(20):  # the seeded A/B/C PRs merged: a steady state to measure from
+            if not ticker.tick().merged:
+                break
         sb.set_fidelity(mergeable_reads=0, mergeable_seconds=args.computing)
         if args.latency:
             sb.faults("*", ".", kind="delay", delay=args.latency, count=10**9)
