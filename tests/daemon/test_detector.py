@@ -248,3 +248,25 @@ def test_an_owner_vote_on_a_ballot_is_seen_by_the_next_look(daemon: Harness) -> 
     assert det.look() == set()
     daemon.ballot(n, daemon.sb.owner).create_reaction("+1")
     assert det.look() == {daemon.sb.repo}
+
+
+def test_a_change_that_shows_a_look_late_is_acted_on_once(daemon: Harness) -> None:
+    """The feed lags: the look right after the push still answers (502 here), the one after it
+    shows the change — the targeted tick then merges the PR, once."""
+    daemon.tick()
+    ticker = daemon.ticker
+    assert ticker is not None
+    ticker.forge.transport.backoff_base = ticker.forge.transport.backoff_max = 0.01
+    det = _detector(daemon)
+    det.run(daemon.sb.now())
+    n = daemon.open_pr({"docs/late.md": "# late\n"})
+    daemon.sb.faults(
+        "GET", r"/pulls\?.*sort=updated", status=502, count=ticker.forge.transport.attempts
+    )
+    assert det.run(daemon.sb.now()) is None and not daemon.pull(n).merged
+    report = det.run(daemon.sb.now())
+    assert report is not None and report.merged == [f"{daemon.sb.repo}#{n}"]
+    for _ in range(3):
+        later = det.run(daemon.sb.now())
+        assert later is None or later.merged == []
+    assert _merges(daemon, n) == 1
