@@ -211,7 +211,11 @@ def serve(
         if sched.running:
             sched.shutdown(wait=False)
 
+    detector = ChangeDetector(ticker)
+
     def job() -> None:
+        if not detector.stats.looks:  # its marks, before the first tick lists anything
+            detect_job(detector)
         code = tick_job(ticker)
         if code is not None:
             stop(code)
@@ -259,8 +263,6 @@ def serve(
     from capdaemon.channels.tgjob import add_poll_job
 
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
-    detector = ChangeDetector(ticker)
-    detect_job(detector)  # its marks, before the first tick: a change from now on is seen
     add_detect_job(sched, detector)  # changes between ticks, on its own thread
     watch_overruns(sched, tick_seconds)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
