@@ -55,7 +55,9 @@ _CHECKED_REPO_KEYS = frozenset(
     {"name", "base", "merge_method", "extra_checks", "owners", "blocking_labels",
      "task_branch_pattern"}
 )  # fmt: skip
-SCHEDULE_KEYS = frozenset({"tick_seconds", "digest_time", "timezone"})
+SCHEDULE_KEYS = frozenset(
+    {"tick_seconds", "digest_time", "timezone", "detect_seconds", "detect_requests_per_minute"}
+)
 TIER_KEYS = frozenset(
     {"many_files", "large_diff_lines", "one_tap_ttl_hours"}
     | set(RESTRICTIVE_TIER_LISTS)
@@ -250,10 +252,22 @@ def _schedule(sec: _Section) -> ScheduleConfig:
             ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
             raise sc.error("timezone", f"unknown time zone {quote_value(tz)}") from None
+    tick = sc.int("tick_seconds", sd.tick_seconds, minimum=1)
+    detect = sc.int("detect_seconds", sd.detect_seconds, minimum=0)
+    if detect and detect >= tick:
+        raise sc.error(
+            "detect_seconds",
+            f"must be less than tick_seconds ({tick}), or 0 to look for changes only at ticks;"
+            f" got {detect}",
+        )
     return ScheduleConfig(
-        tick_seconds=sc.int("tick_seconds", sd.tick_seconds, minimum=1),
+        tick_seconds=tick,
         digest_time=sc.str("digest_time", sd.digest_time, pattern=_HHMM_RE, what="a time HH:MM"),
         timezone=tz,
+        detect_seconds=detect,
+        detect_requests_per_minute=sc.int(
+            "detect_requests_per_minute", sd.detect_requests_per_minute, minimum=1
+        ),
     )
 
 

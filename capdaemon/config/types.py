@@ -213,11 +213,16 @@ class RepoConfig:
 
 @dataclass(frozen=True)
 class ScheduleConfig:
-    """Tick interval and the digest's wall-clock time."""
+    """Tick interval, the change detector's between ticks, and the digest's wall-clock time.
+
+    `detect_seconds`: how often `capdaemon run` looks for a change between ticks (0: never);
+    `detect_requests_per_minute`: the most requests a minute it may spend doing so."""
 
     tick_seconds: int = 60
     digest_time: str = "09:00"
     timezone: str = "Asia/Seoul"
+    detect_seconds: int = 5
+    detect_requests_per_minute: int = 30
 
 
 # SPEC 4.1 tier 3's protected families (seed 000), each a named list so tests and docs

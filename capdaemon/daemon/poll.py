@@ -22,20 +22,26 @@ from capdaemon.stores.policystate import save_policies
 from capdaemon.stores.prrecord import PRState
 
 
-def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_Seen]:
+def poll_and_classify(
+    deps: TickDeps, ctx: TickContext, now: datetime, only: frozenset[str] | None = None
+) -> list[_Seen]:
     """Steps 1-2 for every supervised repo; the open PRs into its base that this tick handled.
 
     Every repo is listed first. PRs already known are decided, recorded and acted on repo by
     repo; new ones are read and classified within the budget and, when the writes left cannot
     cover them all, published by value once every repo is polled (capdaemon.daemon.backlog).
+    With `only` (a targeted tick: the repos a change detector flagged), the other repos are
+    neither listed nor touched: a PR is taken as closed only when its own repo's full open
+    list leaves it out, and the repo policy summary is written by full ticks alone.
     """
     report = ctx.report
     seen: list[_Seen] = []
     backlog = Backlog(deps, ctx, now)
     _ = deps.bot_login  # resolve who we are once, before any gather thread starts
+    repos = [rc for rc in deps.config.repos if only is None or rc.name in only]
     try:
         listed: list[tuple[RepoConfig, list[PRSummary]]] = []
-        for rc in deps.config.repos:
+        for rc in repos:
             deps.check_stop()
             try:
                 prs = deps.forge.list_open_prs(rc.name, rc.base)
@@ -55,7 +61,8 @@ def poll_and_classify(deps: TickDeps, ctx: TickContext, now: datetime) -> list[_
     finally:
         backlog.close(report, [rc.name for rc in deps.config.repos])
     report.prs_seen = len(seen)
-    _save_policies(deps, ctx)
+    if only is None:
+        _save_policies(deps, ctx)
     return seen
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
+from capdaemon.daemon.detector import ChangeDetector, add_detect_job, detect_job
 from capdaemon.daemon.notify import Notifier
 from capdaemon.daemon.preflight import (
     CredentialsError,
@@ -184,7 +185,8 @@ def serve(
     reloader: Reloader | None = None,
     fixed_interval: bool = False,
 ) -> int:
-    """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0).
+    """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0),
+    and between ticks the change detector (`schedule.detect_seconds`; capdaemon.daemon.detector).
 
     The signal handler asks the tick to stop after its current step and stops the scheduler;
     the main thread then waits for the running tick to return. A fatal tick error (corrupt
@@ -209,7 +211,11 @@ def serve(
         if sched.running:
             sched.shutdown(wait=False)
 
+    detector = ChangeDetector(ticker)
+
     def job() -> None:
+        if not detector.stats.looks:  # its marks, before the first tick lists anything
+            detect_job(detector)
         code = tick_job(ticker)
         if code is not None:
             stop(code)
@@ -257,6 +263,7 @@ def serve(
     from capdaemon.channels.tgjob import add_poll_job
 
     add_poll_job(sched, ticker)  # Telegram taps, on its own thread; idle when nothing is live
+    add_detect_job(sched, detector)  # changes between ticks, on its own thread
     watch_overruns(sched, tick_seconds)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)

@@ -203,46 +203,89 @@ class Ticker:
     def tick(self, now: datetime | None = None) -> TickReport:
         """Run steps 0-8 once. `now` (aware) is injected by tests and the demo."""
         with self.busy:
-            now = now or self.clock()
-            if now.tzinfo is None:
-                raise ValueError("tick(now=...) needs an aware datetime")
-            config_errors = self.before_tick(now) if self.before_tick is not None else []
-            started = time.monotonic()
-            self.forge.new_tick()
-            before = self._budget()
-            ctx = self._ctx = self._new_context(now)
-            report = ctx.report
-            report.config_errors.extend(config_errors)
-            self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
-            self.log.info("tick.start", at=_iso(now), repos=len(self.config.repos))
-            self.safety.channels.start_tick(now)  # before the tick's first record
-            try:
+            return self._tick(now, None)
+
+    def targeted_tick(self, repos: Iterable[str], now: datetime | None = None) -> TickReport | None:
+        """A tick for just the repos a change detector flagged: their open PRs listed, decided,
+        recorded and acted on (steps 1-4), under the same lock as the full tick — never a
+        second writer. None, doing nothing, while another tick runs (the caller keeps the
+        repos for its next look). The other steps, and PRs of other repos, stay with the full
+        tick."""
+        if not self.busy.acquire(blocking=False):
+            return None
+        try:
+            if self.deps.stop.is_set():  # the daemon is stopping: nothing new starts
+                return None
+            return self._tick(now, frozenset(repos))
+        finally:
+            self.busy.release()
+
+    def _tick(self, now: datetime | None, only: frozenset[str] | None) -> TickReport:
+        """One tick under the held lock: every step (`only` None), or a targeted one."""
+        now = now or self.clock()
+        if now.tzinfo is None:
+            raise ValueError("tick(now=...) needs an aware datetime")
+        full = only is None
+        config_errors = self.before_tick(now) if full and self.before_tick is not None else []
+        started = time.monotonic()
+        self.forge.new_tick(full=full)
+        before = self._budget()
+        ctx = self._ctx = self._new_context(now)
+        report = ctx.report
+        report.config_errors.extend(config_errors)
+        self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
+        event = "tick" if full else "tick.targeted"
+        self.log.info(
+            f"{event}.start", at=_iso(now), repos=sorted(only or ()) or len(self.config.repos)
+        )
+        self.safety.channels.start_tick(now)  # before the tick's first record
+        try:
+            if only is None:
                 self._run_steps(ctx, now)
-            except _Stopped:
-                report.interrupted = True
-                self.log.info("tick.interrupted")
-            except RateLimited as exc:
-                report.errors.append(f"rate limited: {exc}")
-                self.log.warning("tick.rate_limited", wait_seconds=exc.wait_seconds)
-            finally:
-                ctx.close_pool()
-                self.safety.save()
+            else:
+                self._run_targeted(ctx, now, only)
+        except _Stopped:
+            report.interrupted = True
+            self.log.info(f"{event}.interrupted")
+        except RateLimited as exc:
+            report.errors.append(f"rate limited: {exc}")
+            self.log.warning(f"{event}.rate_limited", wait_seconds=exc.wait_seconds)
+        finally:
+            ctx.close_pool()
+            self.safety.save()
+            if full:
                 self.prs.compact()
-                report.seconds = round(time.monotonic() - started, 3)
-                self._note_clock(report)
+            report.seconds = round(time.monotonic() - started, 3)
+            self._note_clock(report)
+            if full:
                 self._step_metrics(report, before, now)  # step 8
-                self.safety.channels.notify(now, report)  # owners' channels, after GitHub
-            self.log.info(
-                "tick.done",
-                seconds=report.seconds,
-                prs_seen=report.prs_seen,
-                classified=len(report.classified),
-                merged=len(report.merged),
-                errors=len(report.errors),
-                api_requests=report.api_requests,
-                backlog_left=report.backlog_left,
-            )
-            return report
+            else:
+                self._spent(report, before, now)
+            self.safety.channels.notify(now, report)  # owners' channels, after GitHub
+        self.log.info(
+            f"{event}.done",
+            seconds=report.seconds,
+            prs_seen=report.prs_seen,
+            classified=len(report.classified),
+            merged=len(report.merged),
+            errors=len(report.errors),
+            api_requests=report.api_requests,
+            backlog_left=report.backlog_left,
+        )
+        return report
+
+    def _run_targeted(self, ctx: TickContext, now: datetime, only: frozenset[str]) -> None:
+        """Steps 1-4 for the flagged repos only (after the audit logs' integrity gate)."""
+        deps, report = self.deps, ctx.report
+        deps.safety.integrity.gate(now, report)
+        seen = poll.poll_and_classify(deps, ctx, now, only)
+        if ctx.decision_writes:
+            ctx.activity = None
+        deps.check_stop()
+        ballots.step_ballots(deps, ctx, seen, now, report)
+        deps.check_stop()
+        merging.step_merge(deps, ctx, seen, now, report)
+        deps.safety.channels.after_merge(self, report)
 
     def _run_steps(self, ctx: TickContext, now: datetime) -> None:
         """Steps 0-7 in order; a stop request is honoured between them."""
@@ -328,7 +371,11 @@ class Ticker:
         except FORGE_FAILURES:
             return {}
 
-    def _step_metrics(self, report: TickReport, before: Mapping[str, Any], now: datetime) -> None:
+    def _spent(
+        self, report: TickReport, before: Mapping[str, Any], now: datetime
+    ) -> tuple[dict[str, Any], int | None, dict[str, Any]]:
+        """What the tick spent, into the report and the work budget: (the forge's figures
+        after it, requests sent, backlog figures)."""
         after = self._budget()
         used = None
         if before.get("requests") is not None and after.get("requests") is not None:
@@ -345,6 +392,10 @@ class Ticker:
             (used or 0) - _delta(before, after, "not_modified"),
             backlog,
         )
+        return after, used, backlog
+
+    def _step_metrics(self, report: TickReport, before: Mapping[str, Any], now: datetime) -> None:
+        after, used, backlog = self._spent(report, before, now)
         open_by_q = {q.value: 0 for q in Quadrant}
         for rec in self.prs.records.values():
             if rec.state == "open" and rec.quadrant:

@@ -46,7 +46,15 @@ from capdaemon.forge.session import ForgeSession, Identity, OverflowDir, ShaCach
 from capdaemon.forge.snapshot import Snapshots
 from capdaemon.forge.taskprs import TaskPulls
 from capdaemon.forge.transport import Clock, Sleeper, Transport
-from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
+from capdaemon.forge.types import (
+    Comment,
+    IssueActivity,
+    MarkedIssue,
+    PRStatus,
+    PRSummary,
+    Reaction,
+    RecentChanges,
+)
 from capdaemon.forge.writes import Writes
 from capdaemon.model import CheckRun, PRSnapshot
 
@@ -218,10 +226,13 @@ class Forge:
         """This tick's wait budget."""
         return self.transport.budget
 
-    def new_tick(self) -> None:
-        """Call at the start of each tick: resets the wait budget and per-tick negative caches."""
+    def new_tick(self, *, full: bool = True) -> None:
+        """Call at the start of each tick: resets the wait budget and per-tick negative caches.
+        A targeted tick (`full` False) reads a few repos only: the ETag cache is not aged by it
+        (the full tick's working set stays held)."""
         self.transport.budget.reset()
-        self.transport.cache.new_tick()
+        if full:
+            self.transport.cache.new_tick()
         self.session.memo.clear()
         self._batch.forget()
 
@@ -311,6 +322,9 @@ class Forge:
 
     def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
         return self._reads.issue_activity(repo, state)
+
+    def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
+        return self._reads.recent_changes(repo, kind, count)
 
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from capdaemon.forge.convert import CHECK_NAME
-from capdaemon.forge.types import Comment, IssueActivity, MarkedIssue, PRStatus, PRSummary, Reaction
+from capdaemon.forge.types import (
+    Comment,
+    IssueActivity,
+    MarkedIssue,
+    PRStatus,
+    PRSummary,
+    Reaction,
+    RecentChanges,
+)
 from capdaemon.model import CheckRun, PRSnapshot
 
 if TYPE_CHECKING:
@@ -79,8 +87,8 @@ class ForgePort(Protocol):
         """As an App: the home installation's token, minted when none is held or it is due."""
         ...
 
-    def new_tick(self) -> None:
-        """Reset the wait budget and the per-tick caches."""
+    def new_tick(self, *, full: bool = True) -> None:
+        """Reset the wait budget and the per-tick caches (`full` False: a targeted tick)."""
         ...
 
     def rate_budget(self) -> RateBudget:
@@ -156,6 +164,10 @@ class ForgePort(Protocol):
 
     def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
         """Issue number → its activity as the issue list shows it."""
+        ...
+
+    def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
+        """The top of a repo's PR ("pulls") or issue ("issues") list by update time."""
         ...
 
     def permission(self, repo: str, login: str) -> str:

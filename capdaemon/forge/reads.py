@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -15,7 +17,14 @@ from capdaemon.forge.gql import (
     comment_from_node,
     reaction_from_node,
 )
-from capdaemon.forge.types import Comment, IssueActivity, PRStatus, PRSummary, Reaction
+from capdaemon.forge.types import (
+    Comment,
+    IssueActivity,
+    PRStatus,
+    PRSummary,
+    Reaction,
+    RecentChanges,
+)
 
 if TYPE_CHECKING:
     from capdaemon.forge.session import ForgeSession
@@ -129,6 +138,22 @@ class Reads:
             )
         return out
 
+    def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
+        """The `count` most recently updated open PRs (`kind` "pulls") or issues and PRs of any
+        state (`kind` "issues": comments, reactions, closing) of `repo`: one page, never
+        followed, sent with the ETag of the last answer (a 304 is not counted)."""
+        if kind not in ("pulls", "issues"):
+            raise ValueError(f"recent_changes: kind must be pulls or issues, not {kind!r}")
+        params: dict[str, Any] = {
+            "state": "open" if kind == "pulls" else "all",
+            "sort": "updated",
+            "direction": "desc",
+            "per_page": count,
+        }
+        headers, data = self._http.req("GET", f"/repos/{repo}/{kind}", params=params)
+        items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
+        return RecentChanges(repo, items, _poll_interval(headers))
+
     def permission(self, repo: str, login: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` for `login` on `repo`."""
         try:
@@ -195,3 +220,29 @@ def _summary(repo: str, p: dict[str, Any]) -> PRSummary:
         state=p.get("state", "open"),
         updated_at=_dt(p.get("updated_at")),
     )
+
+
+def _change_mark(item: Mapping[str, Any]) -> str:
+    """What moves when a listed PR or issue changes: its update time, head, state, comment
+    count and reaction rollup (a reaction does not move GitHub's `updated_at`)."""
+    head = item.get("head")
+    return json.dumps(
+        [
+            item.get("updated_at"),
+            head.get("sha") if isinstance(head, dict) else None,
+            item.get("state"),
+            item.get("comments"),
+            item.get("reactions"),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _poll_interval(headers: Mapping[str, Any]) -> int | None:
+    """`X-Poll-Interval` in seconds (None when absent or not a whole number of seconds)."""
+    for key, value in headers.items():
+        if key.lower() == "x-poll-interval":
+            text = str(value).strip()
+            return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else None
+    return None

@@ -92,6 +92,17 @@ class MarkedIssue:
 
 
 @dataclass(frozen=True, slots=True)
+class RecentChanges:
+    """The top of one of a repo's lists sorted by update time, newest first (one conditional
+    GET: a free 304 while nothing changed): each item's number with a mark that moves when it
+    changes, and the poll interval GitHub asked for (`X-Poll-Interval`; None when not sent)."""
+
+    repo: str
+    items: tuple[tuple[int, str], ...]
+    poll_interval: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class IssueActivity:
     """An issue's activity as GitHub's issue list shows it (one request lists 100 issues).
 
