@@ -15,6 +15,7 @@ import tokenize
 from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
+from capdaemon.classify.pywindow import lex_python_pair
 from capdaemon.classify.tokens import Comment, Lexed, LexError, lex
 from capdaemon.languages import HTML, PYTHON, language_of
 
@@ -55,14 +56,21 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
     if base == head:
         return Carve(False, "no textual change to inspect")
     try:
-        old = lex(language, base)
-        new = lex(language, head)
+        old, new = _lex_both(language, base, head)
     except LexError as exc:
         return Carve(False, f"{language} tokenizer: {exc}")
     why = _code_difference(old, new) or _trap(language, base, head, old, new)
     if why:
         return Carve(False, why)
     return Carve(True, f"comments only ({language} tokens identical)")
+
+
+def _lex_both(language: str, base: str, head: str) -> tuple[Lexed, Lexed]:
+    """Both sides' tokens; for Python only the lines around the change (`pywindow` proves
+    the tokens outside them equal, and their comments cancel out in `_changed`)."""
+    if language == PYTHON:
+        return lex_python_pair(base, head)
+    return lex(language, base), lex(language, head)
 
 
 def _code_difference(old: Lexed, new: Lexed) -> str:

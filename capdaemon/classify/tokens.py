@@ -52,6 +52,10 @@ class LexError(ValueError):
     """A file the exact tokenizer could not read (the carve-out then does not apply)."""
 
 
+class OpenAtEnd(LexError):
+    """Python text that ends inside a bracket, a string or a `\\` continuation."""
+
+
 @dataclass(frozen=True, slots=True)
 class Comment:
     """One comment: its text and the 1-based line it starts on."""
@@ -70,12 +74,17 @@ class Lexed:
     comments: tuple[Comment, ...]
 
 
-def lex(language: str, text: str) -> Lexed:
-    """Tokenize a whole file; raises LexError when it cannot be read exactly."""
+def check_text(text: str) -> None:
+    """Raise LexError for a file no tokenizer here reads: over the budget, or not UTF-8."""
     if len(text) > MAX_LEX_CHARS:
         raise LexError(f"{len(text)} characters, over the tokenizer budget of {MAX_LEX_CHARS}")
     if "\ufffd" in text or "\x00" in text:
         raise LexError("the file is not valid UTF-8 text")
+
+
+def lex(language: str, text: str) -> Lexed:
+    """Tokenize a whole file; raises LexError when it cannot be read exactly."""
+    check_text(text)
     if language == PYTHON:
         return _lex_python(text)
     if language == HTML:
@@ -89,20 +98,30 @@ def lex(language: str, text: str) -> Lexed:
 _SKIP_PY = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING})
 
 
-def _lex_python(text: str) -> Lexed:
+def lex_python(text: str, first_line: int = 1) -> Lexed:
+    """Tokenize Python text that starts at line `first_line` of its file, with the tokenizer
+    at rest there (see `pywindow`); the caller has checked the whole file (`check_text`).
+    Raises OpenAtEnd when the text ends with the tokenizer not at rest."""
+    return _lex_python(text, first_line - 1)
+
+
+def _lex_python(text: str, offset: int = 0) -> Lexed:
     tokens: list[tuple[str, str]] = []
     lines: list[int] = []
     comments: list[Comment] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.COMMENT:
-                comments.append(Comment(tok.string, tok.start[0]))
+                comments.append(Comment(tok.string, tok.start[0] + offset))
             elif tok.type == tokenize.ERRORTOKEN and not tok.string.isspace():
-                raise LexError(f"line {tok.start[0]}: Python's tokenizer rejects {tok.string!r}")
+                line = tok.start[0] + offset
+                raise LexError(f"line {line}: Python's tokenizer rejects {tok.string!r}")
             elif tok.type not in _SKIP_PY:
                 tokens.append((tokenize.tok_name[tok.type], tok.string))
-                lines.append(tok.start[0])
-    except (tokenize.TokenError, IndentationError, SyntaxError) as exc:
+                lines.append(tok.start[0] + offset)
+    except tokenize.TokenError as exc:
+        raise OpenAtEnd(f"Python's tokenizer failed: {exc}") from None
+    except (IndentationError, SyntaxError) as exc:
         raise LexError(f"Python's tokenizer failed: {exc}") from None
     return Lexed(PYTHON, tuple(tokens), tuple(lines), tuple(comments))
 
