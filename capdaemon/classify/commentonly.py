@@ -16,7 +16,7 @@ from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
 from capdaemon.classify.pywindow import lex_python_pair
-from capdaemon.classify.tokens import Comment, Lexed, LexError, lex
+from capdaemon.classify.tokens import LINE_BREAK, Comment, Lexed, LexError, lex
 from capdaemon.languages import HTML, PYTHON, language_of
 
 WHAT_PASSES = (
@@ -79,6 +79,13 @@ def _code_difference(old: Lexed, new: Lexed) -> str:
     i = 0
     while i < min(len(old.tokens), len(new.tokens)) and old.tokens[i] == new.tokens[i]:
         i += 1
+    kinds = {t[i][0] for t in (old.tokens, new.tokens) if i < len(t)}
+    if LINE_BREAK in kinds:
+        return (
+            f"{_at(new.lines, i) or _at(old.lines, i)}a line break between code tokens came or "
+            "went (Go and JavaScript end statements there, and at a comment holding one): "
+            "not comment-only"
+        )
     if len(new.tokens) < len(old.tokens) and _is_subsequence(new.tokens, old.tokens):
         return (
             f"{_at(old.lines, i)}code {_short(old.tokens[i][1])} of the base file is gone from "

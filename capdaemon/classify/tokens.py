@@ -45,6 +45,12 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 # Parents whose children's gaps are literal text (string bodies), not insignificant space.
 _HTML_VERBATIM = frozenset({"pre", "textarea", "listing", "script", "style", "plaintext", "xmp"})
+# Languages where a line break between two tokens can change the code: Go and JavaScript
+# insert semicolons there (and a comment holding a line break counts as one), so whether
+# code tokens are on one line is part of the stream.
+_LINE_BREAKS = frozenset({"go", "javascript", "typescript", "tsx"})
+LINE_BREAK = "line-break"  # the token kind marking a line break between code tokens
+_LINE_END = re.compile("[\n\r\u2028\u2029]")
 _LITERAL_PARENT = re.compile(r"string|char|template|raw|heredoc|literal|rune", re.IGNORECASE)
 
 
@@ -186,6 +192,8 @@ def _lex_tree_sitter(language: str, text: str) -> Lexed:
     pos = 0
     prev_literal = False
     literal_type = _literal_type
+    breaks = language in _LINE_BREAKS
+    broke = False  # a line ended since the last code token (in space or in a comment)
     for node in _leaves(tree.root_node):
         start = node.start_byte
         end = node.end_byte
@@ -199,11 +207,17 @@ def _lex_tree_sitter(language: str, text: str) -> Lexed:
             if (prev_literal and literal) or gap.strip(_BYTES_SPACE):
                 tokens.append(("gap", gap))
                 lines.append(line)
+            broke = broke or (breaks and _LINE_END.search(gap) is not None)
         body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
         if kind in _COMMENT_TYPES:
             comments.append(Comment(body, line))
             prev_literal = False
+            broke = broke or (breaks and _LINE_END.search(body) is not None)
         else:
+            if broke and tokens:  # a line break before the first code token is layout
+                tokens.append((LINE_BREAK, ""))
+                lines.append(line)
+            broke = False
             tokens.append((kind, body))
             lines.append(line)
             prev_literal = literal
