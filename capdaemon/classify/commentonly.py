@@ -16,7 +16,15 @@ from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
 from capdaemon.classify.pywindow import lex_python_pair
-from capdaemon.classify.tokens import LINE_BREAK, Comment, Lexed, LexError, lex
+from capdaemon.classify.tokens import (
+    LINE_BREAK,
+    TREE_SITTER_LANGUAGES,
+    Comment,
+    Lexed,
+    LexError,
+    lex,
+)
+from capdaemon.classify.tswindow import lex_tree_sitter_pair
 from capdaemon.languages import HTML, PYTHON, language_of
 
 WHAT_PASSES = (
@@ -66,10 +74,13 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
 
 
 def _lex_both(language: str, base: str, head: str) -> tuple[Lexed, Lexed]:
-    """Both sides' tokens; for Python only the lines around the change (`pywindow` proves
-    the tokens outside them equal, and their comments cancel out in `_changed`)."""
+    """Both sides' tokens; for Python and the tree-sitter languages only the parts around
+    the change (`pywindow`, `tswindow` prove the tokens outside them equal, and their
+    comments cancel out in `_changed`)."""
     if language == PYTHON:
         return lex_python_pair(base, head)
+    if language in TREE_SITTER_LANGUAGES:
+        return lex_tree_sitter_pair(language, base, head)
     return lex(language, base), lex(language, head)
 
 

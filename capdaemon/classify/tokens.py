@@ -13,8 +13,8 @@ import functools
 import io
 import re
 import tokenize
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import html5lib
@@ -41,6 +41,7 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
     "go": tree_sitter_go.language,
     "rust": tree_sitter_rust.language,
 }
+TREE_SITTER_LANGUAGES = frozenset(_GRAMMARS)
 # Node types that are comments in each grammar (anything else is code, `html_comment` too).
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 # Parents whose children's gaps are literal text (string bodies), not insignificant space.
@@ -140,7 +141,15 @@ def _parser(language: str) -> tree_sitter.Parser:
 
 def parse_tree(language: str, text: str) -> tree_sitter.Tree:
     """The tree-sitter tree of a file; raises LexError when the grammar does not accept it."""
-    tree = _parser(language).parse(text.encode("utf-8"))
+    return parse_bytes(language, text.encode("utf-8"))
+
+
+def parse_bytes(
+    language: str, data: bytes, old: tree_sitter.Tree | None = None
+) -> tree_sitter.Tree:
+    """`parse_tree` of UTF-8 bytes, reusing an edited earlier tree when given."""
+    parser = _parser(language)
+    tree = parser.parse(data) if old is None else parser.parse(data, old)
     if tree.root_node.has_error:
         node = _first_error(tree.root_node)
         line = node.start_point[0] + 1 if node is not None else 0
@@ -180,52 +189,99 @@ def _literal_type(node_type: str) -> bool:
 _BYTES_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: the gap test of every file
 
 
-def _lex_tree_sitter(language: str, text: str) -> Lexed:
-    tree = parse_tree(language, text)
-    # tree-sitter reports byte offsets; in ASCII text they are character offsets too, so
-    # slices of the text itself stand for the decoded bytes (no per-token decoding)
-    ascii_only = text.isascii()
-    data = b"" if ascii_only else text.encode("utf-8")
-    tokens: list[tuple[str, str]] = []
-    lines: list[int] = []
-    comments: list[Comment] = []
-    pos = 0
-    prev_literal = False
-    literal_type = _literal_type
-    breaks = language in _LINE_BREAKS
-    broke = False  # a line ended since the last code token (in space or in a comment)
-    for node in _leaves(tree.root_node):
-        start = node.start_byte
-        end = node.end_byte
-        kind = node.type
-        line = node.start_point.row + 1
-        literal = literal_type(kind)
-        if start > pos:
-            gap = text[pos:start] if ascii_only else data[pos:start].decode("utf-8", "replace")
-            # text between two leaves: whitespace is insignificant, except where it may be
-            # part of a literal (next to a quote or a string body: kept exactly)
-            if (prev_literal and literal) or gap.strip(_BYTES_SPACE):
-                tokens.append(("gap", gap))
-                lines.append(line)
-            broke = broke or (breaks and _LINE_END.search(gap) is not None)
-        body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
-        if kind in _COMMENT_TYPES:
-            comments.append(Comment(body, line))
-            prev_literal = False
-            broke = broke or (breaks and _LINE_END.search(body) is not None)
-        else:
-            if broke and tokens:  # a line break before the first code token is layout
+@dataclass(slots=True)
+class LeafWalk:
+    """Reading a tree-sitter tree's leaves in order into code tokens and comments: the
+    text between two leaves is dropped when it is space (kept next to literals, where it
+    may be part of one), and in Go and JavaScript a line break between code tokens is a
+    token of its own. Its state (`pos`, `prev_literal`, `broke`, `seen`) is what carries
+    from one leaf to the next."""
+
+    text: str
+    breaks: bool
+    ascii_only: bool
+    data: bytes
+    tokens: list[tuple[str, str]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    pos: int = 0  # byte offset where the last leaf ended
+    prev_literal: bool = False  # the last leaf can border literal text
+    broke: bool = False  # a line ended since the last code token (in space or in a comment)
+    seen: bool = False  # a code token was read
+
+    @classmethod
+    def of(cls, language: str, text: str) -> LeafWalk:
+        """A walk from the start of a file."""
+        # tree-sitter reports byte offsets; in ASCII text they are character offsets too,
+        # so slices of the text itself stand for the decoded bytes (no per-token decoding)
+        ascii_only = text.isascii()
+        data = b"" if ascii_only else text.encode("utf-8")
+        return cls(text, language in _LINE_BREAKS, ascii_only, data)
+
+    def _slice(self, start: int, end: int | None) -> str:
+        if self.ascii_only:
+            return self.text[start:end]
+        return self.data[start:end].decode("utf-8", "replace")
+
+    def read(self, leaves: Iterable[tree_sitter.Node], until_code: bool = False) -> bool:
+        """Read leaves; with `until_code`, stop after the first code token (True then)."""
+        text, data, ascii_only, breaks = self.text, self.data, self.ascii_only, self.breaks
+        tokens, lines, literal_type = self.tokens, self.lines, _literal_type
+        pos, prev_literal, broke, seen = self.pos, self.prev_literal, self.broke, self.seen
+        stopped = False
+        for node in leaves:
+            start = node.start_byte
+            end = node.end_byte
+            kind = node.type
+            line = node.start_point.row + 1
+            literal = literal_type(kind)
+            if start > pos:
+                gap = text[pos:start] if ascii_only else data[pos:start].decode("utf-8", "replace")
+                # text between two leaves: whitespace is insignificant, except where it may
+                # be part of a literal (next to a quote or a string body: kept exactly)
+                if (prev_literal and literal) or gap.strip(_BYTES_SPACE):
+                    tokens.append(("gap", gap))
+                    lines.append(line)
+                broke = broke or (breaks and _LINE_END.search(gap) is not None)
+            body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
+            pos = end
+            if kind in _COMMENT_TYPES:
+                self.comments.append(Comment(body, line))
+                prev_literal = False
+                broke = broke or (breaks and _LINE_END.search(body) is not None)
+                continue
+            if broke and seen:  # a line break before the first code token is layout
                 tokens.append((LINE_BREAK, ""))
                 lines.append(line)
             broke = False
+            seen = True
             tokens.append((kind, body))
             lines.append(line)
             prev_literal = literal
-        pos = end
-    rest = text[pos:] if ascii_only else data[pos:].decode("utf-8", "replace")
-    if rest.strip(_BYTES_SPACE):
-        raise LexError("text after the end of the parsed file")
-    return Lexed(language, tuple(tokens), tuple(lines), tuple(comments))
+            if until_code:
+                stopped = True
+                break
+        self.pos, self.prev_literal, self.broke, self.seen = pos, prev_literal, broke, seen
+        return stopped
+
+    def finish(self, language: str) -> Lexed:
+        """The tokens read, once the whole file has been (text after the last leaf fails)."""
+        if self._slice(self.pos, None).strip(_BYTES_SPACE):
+            raise LexError("text after the end of the parsed file")
+        return Lexed(language, tuple(self.tokens), tuple(self.lines), tuple(self.comments))
+
+
+def leaves_of(nodes: Iterable[tree_sitter.Node]) -> Iterator[tree_sitter.Node]:
+    """The leaves (comments whole) of some sibling nodes, in order."""
+    for node in nodes:
+        yield from _leaves(node)
+
+
+def _lex_tree_sitter(language: str, text: str) -> Lexed:
+    tree = parse_tree(language, text)
+    walk = LeafWalk.of(language, text)
+    walk.read(_leaves(tree.root_node))
+    return walk.finish(language)
 
 
 # ----------------------------------------------------------------------------- html
