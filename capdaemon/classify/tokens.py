@@ -43,7 +43,7 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
 }
 TREE_SITTER_LANGUAGES = frozenset(_GRAMMARS)
 # Node types that are comments in each grammar (anything else is code, `html_comment` too).
-_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 # Parents whose children's gaps are literal text (string bodies), not insignificant space.
 _HTML_VERBATIM = frozenset({"pre", "textarea", "listing", "script", "style", "plaintext", "xmp"})
 # Languages where a line break between two tokens can change the code: Go and JavaScript
@@ -166,13 +166,19 @@ def _first_error(node: tree_sitter.Node) -> tree_sitter.Node | None:
     return None
 
 
-def _leaves(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+def _leaves(
+    root: tree_sitter.Node, shared: Callable[[tree_sitter.Node], Shared | None] | None = None
+) -> Iterator[tree_sitter.Node | Shared]:
+    """The leaves (comments whole) under a node, in order; with `shared`, a subtree it
+    returns a `Shared` for is yielded as that instead of its leaves."""
     cursor = root.walk()
-    comment_types = _COMMENT_TYPES
+    comment_types = COMMENT_TYPES
     while True:
         node = cursor.node
         if node is not None and (node.child_count == 0 or node.type in comment_types):
             yield node
+        elif node is not None and shared is not None and (same := shared(node)) is not None:
+            yield same
         elif cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():
@@ -187,6 +193,22 @@ def _literal_type(node_type: str) -> bool:
 
 
 _BYTES_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: the gap test of every file
+
+
+SHARED = "shared subtree"  # the token kind standing for a subtree both files have
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """A subtree that base and head have in common (the same tree-sitter subtree over the
+    same text), with its first and last leaves, both code tokens. Read as its first leaf
+    (what it yields depends on what came before) and then one token naming the subtree:
+    after the first code token the tokens depend on the subtree alone, and after the last
+    one the reading state is fixed by it (position, last token kind, no pending break)."""
+
+    node: tree_sitter.Node
+    first: tree_sitter.Node
+    last: tree_sitter.Node
 
 
 @dataclass(slots=True)
@@ -223,13 +245,19 @@ class LeafWalk:
             return self.text[start:end]
         return self.data[start:end].decode("utf-8", "replace")
 
-    def read(self, leaves: Iterable[tree_sitter.Node], until_code: bool = False) -> bool:
-        """Read leaves; with `until_code`, stop after the first code token (True then)."""
+    def read(self, leaves: Iterable[tree_sitter.Node | Shared]) -> None:
+        """Read leaves in order; a `Shared` subtree is read as its first leaf and then one
+        token naming the subtree (see `Shared`)."""
         text, data, ascii_only, breaks = self.text, self.data, self.ascii_only, self.breaks
         tokens, lines, literal_type = self.tokens, self.lines, _literal_type
         pos, prev_literal, broke, seen = self.pos, self.prev_literal, self.broke, self.seen
-        stopped = False
-        for node in leaves:
+        for item in leaves:
+            if isinstance(item, Shared):
+                shared: Shared | None = item
+                node = item.first
+            else:
+                shared = None
+                node = item
             start = node.start_byte
             end = node.end_byte
             kind = node.type
@@ -245,7 +273,7 @@ class LeafWalk:
                 broke = broke or (breaks and _LINE_END.search(gap) is not None)
             body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
             pos = end
-            if kind in _COMMENT_TYPES:
+            if kind in COMMENT_TYPES:
                 self.comments.append(Comment(body, line))
                 prev_literal = False
                 broke = broke or (breaks and _LINE_END.search(body) is not None)
@@ -258,11 +286,12 @@ class LeafWalk:
             tokens.append((kind, body))
             lines.append(line)
             prev_literal = literal
-            if until_code:
-                stopped = True
-                break
+            if shared is not None:
+                tokens.append((SHARED, str(shared.node.id)))
+                lines.append(line)
+                pos = shared.node.end_byte
+                prev_literal = literal_type(shared.last.type)
         self.pos, self.prev_literal, self.broke, self.seen = pos, prev_literal, broke, seen
-        return stopped
 
     def finish(self, language: str) -> Lexed:
         """The tokens read, once the whole file has been (text after the last leaf fails)."""
@@ -271,17 +300,20 @@ class LeafWalk:
         return Lexed(language, tuple(self.tokens), tuple(self.lines), tuple(self.comments))
 
 
-def leaves_of(nodes: Iterable[tree_sitter.Node]) -> Iterator[tree_sitter.Node]:
-    """The leaves (comments whole) of some sibling nodes, in order."""
-    for node in nodes:
-        yield from _leaves(node)
+def read_tree(
+    language: str,
+    text: str,
+    tree: tree_sitter.Tree,
+    shared: Callable[[tree_sitter.Node], Shared | None] | None = None,
+) -> Lexed:
+    """The tokens and comments of a parsed file (subtrees `shared` picks read as `Shared`)."""
+    walk = LeafWalk.of(language, text)
+    walk.read(_leaves(tree.root_node, shared))
+    return walk.finish(language)
 
 
 def _lex_tree_sitter(language: str, text: str) -> Lexed:
-    tree = parse_tree(language, text)
-    walk = LeafWalk.of(language, text)
-    walk.read(_leaves(tree.root_node))
-    return walk.finish(language)
+    return read_tree(language, text, parse_tree(language, text))
 
 
 # ----------------------------------------------------------------------------- html

@@ -40,6 +40,8 @@ LINES: dict[str, list[str]] = {
         "#endif",
         'char *s = "a" /* c */ "b";',
         "T * p;",
+        "int h(void) { return (1); } /* c */",
+        "int k(void) { /* c */ return 1; }",
     ],
     "javascript": [
         *_C_LIKE,
@@ -78,6 +80,10 @@ LINES: dict[str, list[str]] = {
         "const A: i32 = 1;",
         'static S: &str = r"// x";',
         "fn g() {",
+        "/// doc",
+        "//! inner doc",
+        "/** block doc */",
+        "fn h() { /* c */ 1 } // d",
     ],
     "typescript": [
         *_C_LIKE,
