@@ -168,17 +168,18 @@ def _first_error(node: tree_sitter.Node) -> tree_sitter.Node | None:
 
 def _leaves(
     root: tree_sitter.Node, shared: Callable[[tree_sitter.Node], Shared | None] | None = None
-) -> Iterator[tree_sitter.Node | Shared]:
+) -> Iterator[tuple[tree_sitter.Node, Shared | None]]:
     """The leaves (comments whole) under a node, in order; with `shared`, a subtree it
-    returns a `Shared` for is yielded as that instead of its leaves."""
+    returns a `Shared` for is yielded as its first leaf with that, instead of its leaves
+    (each leaf comes with None)."""
     cursor = root.walk()
     comment_types = COMMENT_TYPES
     while True:
         node = cursor.node
         if node is not None and (node.child_count == 0 or node.type in comment_types):
-            yield node
+            yield node, None
         elif node is not None and shared is not None and (same := shared(node)) is not None:
-            yield same
+            yield same.first, same
         elif cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():
@@ -193,6 +194,10 @@ def _literal_type(node_type: str) -> bool:
 
 
 _BYTES_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: the gap test of every file
+
+
+def _no_line_end(_text: str) -> None:
+    """Where line breaks do not matter: never one."""
 
 
 SHARED = "shared subtree"  # the token kind standing for a subtree both files have
@@ -245,19 +250,14 @@ class LeafWalk:
             return self.text[start:end]
         return self.data[start:end].decode("utf-8", "replace")
 
-    def read(self, leaves: Iterable[tree_sitter.Node | Shared]) -> None:
+    def read(self, leaves: Iterable[tuple[tree_sitter.Node, Shared | None]]) -> None:
         """Read leaves in order; a `Shared` subtree is read as its first leaf and then one
         token naming the subtree (see `Shared`)."""
-        text, data, ascii_only, breaks = self.text, self.data, self.ascii_only, self.breaks
+        text, data, ascii_only = self.text, self.data, self.ascii_only
         tokens, lines, literal_type = self.tokens, self.lines, _literal_type
+        line_end = _LINE_END.search if self.breaks else _no_line_end
         pos, prev_literal, broke, seen = self.pos, self.prev_literal, self.broke, self.seen
-        for item in leaves:
-            if isinstance(item, Shared):
-                shared: Shared | None = item
-                node = item.first
-            else:
-                shared = None
-                node = item
+        for node, shared in leaves:
             start = node.start_byte
             end = node.end_byte
             kind = node.type
@@ -270,13 +270,15 @@ class LeafWalk:
                 if (prev_literal and literal) or gap.strip(_BYTES_SPACE):
                     tokens.append(("gap", gap))
                     lines.append(line)
-                broke = broke or (breaks and _LINE_END.search(gap) is not None)
+                if line_end(gap):
+                    broke = True
             body = text[start:end] if ascii_only else data[start:end].decode("utf-8", "replace")
             pos = end
             if kind in COMMENT_TYPES:
                 self.comments.append(Comment(body, line))
                 prev_literal = False
-                broke = broke or (breaks and _LINE_END.search(body) is not None)
+                if line_end(body):
+                    broke = True
                 continue
             if broke and seen:  # a line break before the first code token is layout
                 tokens.append((LINE_BREAK, ""))
