@@ -10,12 +10,14 @@ engine with base and head contents (as the gatherers now read them for such file
   one very long line, many small strings (sizes differ; compare time per character too);
 - the realistic mix of bench_classify_core (few files qualify for whole-file reading);
 
-`--baseline DIR` also runs the benign PR against the classifier in DIR (a checkout of the
-code before the tokenizer carve-out) in a subprocess, and prints it as the first row.
+`--baseline DIR` also runs each row against the classifier in DIR (a checkout of earlier
+code) in a subprocess, in the same run: the "before" columns.
 Each case runs once in its own process. Columns: input, files, characters, time before (the
 baseline, when given) and now, their ratio, the ratio to the benign run, CPU seconds of the
 classification before and now (unlike wall time, not inflated by other load on the
-machine), files that got the comment-only carve-out, peak RSS of the process.
+machine), CPU time per character as a multiple of the benign row's (the "same size"
+comparison: the rows' sizes differ), files that got the comment-only carve-out, peak RSS
+of the process.
 `--kinds plain,nested` runs only those rows.
 """
 
@@ -246,22 +248,30 @@ def main() -> None:
     before = Path(args.baseline).resolve() if args.baseline else None
     print(
         f"{'input':<24} {'files':>6} {'chars':>11} {'before':>8} {'now':>8} {'×before':>8} "
-        f"{'×benign':>8} {'cpu bef.':>8} {'cpu now':>8} {'carved':>7} {'peak MiB':>9}"
+        f"{'×benign':>8} {'cpu bef.':>8} {'cpu now':>8} {'cpu/char':>8} {'carved':>7} "
+        f"{'peak MiB':>9}"
     )
     benign = 0.0
+    benign_per_char = 0.0
     for label, kind in kinds:
         now = _child(kind, here)
-        old = _child(kind, before) if before is not None and kind in ("mix", "plain") else None
+        old = _child(kind, before) if before is not None else None
         if kind == "plain":
             benign = now["seconds"]
+            benign_per_char = now["cpu"] / now["chars"]
         old_s = f"{old['seconds']:>7.2f}s" if old else f"{'-':>8}"
         vs_old = f"{now['seconds'] / old['seconds']:>7.1f}x" if old else f"{'-':>8}"
         cpu_old = f"{old['cpu']:>7.2f}s" if old else f"{'-':>8}"
         vs_benign = f"{now['seconds'] / benign:>7.2f}x" if benign and kind != "mix" else f"{'-':>8}"
+        per_char = (
+            f"{now['cpu'] / now['chars'] / benign_per_char:>7.2f}x"
+            if benign_per_char and kind != "mix"
+            else f"{'-':>8}"
+        )
         print(
             f"{label:<24} {FILES:>6,} {int(now['chars']):>11,} {old_s} {now['seconds']:>7.2f}s "
-            f"{vs_old} {vs_benign} {cpu_old} {now['cpu']:>7.2f}s {int(now['carved']):>7,} "
-            f"{now['peak']:>9.1f}"
+            f"{vs_old} {vs_benign} {cpu_old} {now['cpu']:>7.2f}s {per_char} "
+            f"{int(now['carved']):>7,} {now['peak']:>9.1f}"
         )
 
 

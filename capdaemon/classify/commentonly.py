@@ -15,7 +15,16 @@ import tokenize
 from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
-from capdaemon.classify.tokens import Comment, Lexed, LexError, lex
+from capdaemon.classify.pywindow import lex_python_pair
+from capdaemon.classify.tokens import (
+    LINE_BREAK,
+    TREE_SITTER_LANGUAGES,
+    Comment,
+    Lexed,
+    LexError,
+    lex,
+)
+from capdaemon.classify.tswindow import lex_tree_sitter_pair
 from capdaemon.languages import HTML, PYTHON, language_of
 
 WHAT_PASSES = (
@@ -55,8 +64,7 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
     if base == head:
         return Carve(False, "no textual change to inspect")
     try:
-        old = lex(language, base)
-        new = lex(language, head)
+        old, new = _lex_both(language, base, head)
     except LexError as exc:
         return Carve(False, f"{language} tokenizer: {exc}")
     why = _code_difference(old, new) or _trap(language, base, head, old, new)
@@ -65,12 +73,30 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
     return Carve(True, f"comments only ({language} tokens identical)")
 
 
+def _lex_both(language: str, base: str, head: str) -> tuple[Lexed, Lexed]:
+    """Both sides' tokens; for Python and the tree-sitter languages only the parts around
+    the change (`pywindow`, `tswindow` prove the tokens outside them equal, and their
+    comments cancel out in `_changed`)."""
+    if language == PYTHON:
+        return lex_python_pair(base, head)
+    if language in TREE_SITTER_LANGUAGES:
+        return lex_tree_sitter_pair(language, base, head)
+    return lex(language, base), lex(language, head)
+
+
 def _code_difference(old: Lexed, new: Lexed) -> str:
     if old.tokens == new.tokens:
         return ""
     i = 0
     while i < min(len(old.tokens), len(new.tokens)) and old.tokens[i] == new.tokens[i]:
         i += 1
+    kinds = {t[i][0] for t in (old.tokens, new.tokens) if i < len(t)}
+    if LINE_BREAK in kinds:
+        return (
+            f"{_at(new.lines, i) or _at(old.lines, i)}a line break between code tokens came or "
+            "went (Go and JavaScript end statements there, and at a comment holding one): "
+            "not comment-only"
+        )
     if len(new.tokens) < len(old.tokens) and _is_subsequence(new.tokens, old.tokens):
         return (
             f"{_at(old.lines, i)}code {_short(old.tokens[i][1])} of the base file is gone from "

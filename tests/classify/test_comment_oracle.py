@@ -184,6 +184,24 @@ TRAPS = [
         id="js-html-close-comment-line",
     ),
     pytest.param(
+        "javascript",
+        "function f(x) { return /* note */ x; }\nconsole.log(f(1));\n",
+        "function f(x) { return /* note\n */ x; }\nconsole.log(f(1));\n",
+        id="js-line-break-in-a-comment-after-return",
+    ),
+    pytest.param(
+        "javascript",
+        "function f(x) { return x /* note\n */ }\nconsole.log(f(1));\n",
+        "function f(x) { return /* moved\n */ x }\nconsole.log(f(1));\n",
+        id="js-multi-line-comment-moved-after-return",
+    ),
+    pytest.param(
+        "javascript",
+        "let a = 1, b = 2;\nlet c = a /* n */ --> b;\nconsole.log(c, a);\n",
+        "let a = 1, b = 2;\nlet c = a /* n\n */ --> b;\nconsole.log(c, a);\n",
+        id="js-line-break-in-a-comment-makes-html-close",
+    ),
+    pytest.param(
         "html",
         "<!doctype html><title>t</title><p>a</p>\n<!-- note -->\n",
         "<!doctype html><title>t</title><p>a</p>\n"

@@ -58,6 +58,20 @@ REFUSED = [
     pytest.param(
         "a.ts", "let x = 1; // a\n", "let x = 1; // @ts-ignore\n", "directive", id="ts-pragma"
     ),
+    pytest.param(
+        "a.go",
+        "package p\n\nfunc f(x int) int { return /* a */ x }\n",
+        "package p\n\nfunc f(x int) int { return /* a\n */ x }\n",
+        "line break",
+        id="go-line-break-in-a-comment-inserts-a-semicolon",
+    ),
+    pytest.param(
+        "a.tsx",
+        "function f(x) { return /* a */ x }\n",
+        "function f(x) { return /* a\n */ x }\n",
+        "line break",
+        id="tsx-line-break-in-a-comment-after-return",
+    ),
     pytest.param("a.c", "int x; /* a */\n", "int x; /* a ??/\n*/\n", "trigraph", id="c-trigraph"),
     pytest.param(
         "a.html",
