@@ -61,7 +61,8 @@ def test_a_merge_and_a_vote_are_measured_from_their_events(
     section = text[text.index("## Reaction times") :]
     found = re.search(r"- merge done: p50 (\d+) s, p95 (\d+) s, max (\d+) s \(2 actions\)", section)
     assert found is not None, section
-    assert int(found[1]) == round(merges[0]) and int(found[3]) == round(merges[1])
+    # whole seconds of the figures kept to a tenth
+    assert abs(int(found[1]) - merges[0]) < 1 and abs(int(found[3]) - merges[1]) < 1
     counted = f"p50 {day['ballot_counted']['p50']:.0f} s"
     assert f"- vote counted: {counted}, p95" in section and "(1 action)" in section
     assert re.search(r"- L1.C3 published: p50 3\d s, p95 3\d s, max 3\d s \(2 actions\)", section)
