@@ -32,24 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from capdaemon.classify.tokens import Lexed, OpenAtEnd, check_text, lex_python
+from capdaemon.classify.tokens import Lexed, OpenAtEnd, check_text, lex_python, shared_lines
 
 
 def _code_start(line: str) -> bool:
     """Whether a line starts in column 0 with something other than space or a comment."""
     return bool(line) and line[0] not in " \t\f\v\r#\\"
-
-
-def _shared_lines(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
-    """How many lines the two files share at the start, and then at the end."""
-    most = min(len(old), len(new))
-    head = 0
-    while head < most and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < most - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    return head, tail
 
 
 def _join(lines: Sequence[str], start: int, end: int) -> str:
@@ -79,7 +67,7 @@ def lex_python_pair(base: str, head: str) -> tuple[Lexed, Lexed]:
     check_text(head)
     old = base.split("\n")  # as `tokenize` reads lines: "\n" ends a line, nothing else
     new = head.split("\n")
-    same_head, same_tail = _shared_lines(old, new)
+    same_head, same_tail = shared_lines(old, new)
     start = _start_line(old, same_head)
     shift = len(new) - len(old)
     first_tail = max(len(old) - same_tail + 1, start + 1)

@@ -13,7 +13,7 @@ import functools
 import io
 import re
 import tokenize
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +79,19 @@ class Lexed:
     tokens: tuple[tuple[str, str], ...]
     lines: tuple[int, ...]
     comments: tuple[Comment, ...]
+
+
+def shared_lines(old: Sequence[Any], new: Sequence[Any]) -> tuple[int, int]:
+    """How many lines two files (as lists of lines) share at the start, and then at the end
+    (the two runs never overlap)."""
+    most = min(len(old), len(new))
+    head = 0
+    while head < most and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail
 
 
 def check_text(text: str) -> None:

@@ -32,20 +32,14 @@ from capdaemon.classify.tokens import (
     check_text,
     parse_bytes,
     read_tree,
+    shared_lines,
 )
 
 
 def _shared_bytes(old: bytes, new: bytes) -> tuple[int, int]:
     """Bytes the two files share at the start and then at the end, in whole lines."""
     a = old.split(b"\n")
-    b = new.split(b"\n")
-    most = min(len(a), len(b))
-    head = 0
-    while head < most and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < most - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head, tail = shared_lines(a, new.split(b"\n"))
     start = sum(len(line) + 1 for line in a[:head])
     end = sum(len(line) + 1 for line in a[len(a) - tail :]) - 1 if tail else 0
     return min(start, len(old), len(new)), max(end, 0)
