@@ -6,7 +6,8 @@ import contextlib
 import logging
 import re
 import sys
-from collections.abc import Iterator, MutableMapping
+import threading
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, TextIO, cast
 
 import structlog
@@ -42,7 +43,7 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
 
     Returns the format chosen ("json" or "console")."""
     # a duck-typed stream: the loggers below only write, flush and ask isatty
-    out = stream if stream is not None else cast(TextIO, _CurrentStderr())
+    out = cast(TextIO, _WholeLines((lambda: stream) if stream is not None else _stderr))
     if fmt == "auto":
         fmt = "console" if out.isatty() else "json"
     if fmt not in ("json", "console"):
@@ -75,17 +76,38 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
     return fmt
 
 
-class _CurrentStderr:
-    """Writes to whatever `sys.stderr` is at the moment (it may be replaced after set-up)."""
+def _stderr() -> TextIO:
+    """Whatever `sys.stderr` is at the moment (it may be replaced after set-up)."""
+    return sys.stderr
+
+
+class _WholeLines:
+    """The log stream, passed on a whole line at a time under one lock: structlog's print
+    writes a message and its newline separately, and the stdlib handler writes from other
+    threads (the scheduler's, the detector's), so without it two events could share a line
+    and a JSON log would no longer be one event per line."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, target: Callable[[], TextIO]) -> None:
+        self._target = target
+        self._partial = threading.local()  # this thread's text since its last newline
 
     def write(self, text: str) -> int:
-        return sys.stderr.write(text)
+        pending = getattr(self._partial, "text", "") + text
+        lines, newline, rest = pending.rpartition("\n")
+        self._partial.text = rest
+        if newline:
+            with self._lock:
+                self._target().write(lines + newline)
+        return len(text)
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        with self._lock:
+            self._target().flush()
 
     def isatty(self) -> bool:
-        return sys.stderr.isatty()
+        return self._target().isatty()
 
 
 @contextlib.contextmanager

@@ -77,3 +77,38 @@ def test_an_overrunning_tick_is_one_structured_event() -> None:
     overruns = [e for e in events if e["event"] == "tick.overrun"]
     assert overruns and overruns[0]["job"] == "tick" and overruns[0]["level"] == "warning"
     assert not any("maximum number of running instances" in str(e["event"]) for e in events)
+
+
+class _SlowStream(io.StringIO):
+    """A stream as slow to take a write as a busy journal pipe: another thread may run
+    between any two writes."""
+
+    def write(self, text: str) -> int:
+        time.sleep(0.0002)
+        return super().write(text)
+
+
+def test_events_logged_from_several_threads_at_once_stay_one_per_line() -> None:
+    """The scheduler's thread, the change detector's and the tick log at the same moment, some
+    through structlog and some through stdlib logging: every line is still one JSON event, and
+    none is lost."""
+    buf = _SlowStream()
+    configure_logging("json", "info", stream=buf)
+    log = structlog.get_logger("capdaemon.test")
+    stdlib = logging.getLogger("apscheduler.test")
+
+    def talk(n: int) -> None:
+        for i in range(60):
+            if (n + i) % 2:
+                log.info("tick.step", thread=n, i=i)
+            else:
+                stdlib.warning("job %s run %s", n, i)
+
+    threads = [threading.Thread(target=talk, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    events = _events(buf.getvalue())
+    assert len(events) == 240
+    assert sum(1 for e in events if e["event"] == "tick.step") == 120
