@@ -82,14 +82,19 @@ def _last_newline(fh: BinaryIO, end: int) -> int:
     return 0
 
 
+def _size(path: Path) -> int:
+    """The log's length in bytes (0 when it does not exist yet)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def cut_torn_tail(path: Path) -> dict[str, Any] | None:
     """Move the bytes after the last newline (a crash mid-write) to `<log>.torn-<n>`, cut the
     log back, fsync; what was moved (length, SHA-256, where), or None when the tail is whole."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return None
-    if size == 0:
+    size = _size(path)
+    if size == 0:  # missing or empty
         return None
     with open(path, "rb+") as fh:
         fh.seek(-1, os.SEEK_END)
@@ -118,11 +123,8 @@ def cut_torn_tail(path: Path) -> dict[str, Any] | None:
 def read_last(path: Path) -> dict[str, Any] | None:
     """The last complete record (validated), or None for an empty log. Reads only the last
     line (back from the end), however long the log is."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return None
-    if size == 0:
+    size = _size(path)
+    if size == 0:  # missing or empty
         return None
     with open(path, "rb") as fh:
         back = min(size, _TAIL_STEP)

@@ -76,7 +76,7 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _git(
+def run_git(
     repo: Path,
     args: Sequence[str | bytes],
     *,
@@ -84,7 +84,8 @@ def _git(
     input: bytes | None = None,
     ok_codes: tuple[int, ...] = (0,),
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `git -C repo args`; raise GitError naming the repo (and ref) on failure."""
+    """Run `git -C repo args` with capdaemon's fixed settings (no replace refs, grafts or
+    commit-graph); GitError naming the repo (and ref) on failure."""
     repo = Path(repo)
     if not repo.is_dir():
         raise GitError(f"not a git repository: {repo} (no such directory)")
@@ -106,19 +107,6 @@ def _git(
         where = f" (ref {ref!r})" if ref else ""
         raise GitError(f"git {os.fsdecode(args[0])} failed in {repo}{where}: {first}")
     return proc
-
-
-def run_git(
-    repo: Path,
-    args: Sequence[str | bytes],
-    *,
-    ref: str | None = None,
-    input: bytes | None = None,
-    ok_codes: tuple[int, ...] = (0,),
-) -> subprocess.CompletedProcess[bytes]:
-    """Run `git -C repo args` with capdaemon's fixed settings (no replace refs, grafts or
-    commit-graph); GitError naming the repo (and ref) on failure."""
-    return _git(repo, args, ref=ref, input=input, ok_codes=ok_codes)
 
 
 def _check_ref(repo: Path, ref: str) -> None:
@@ -148,7 +136,7 @@ def resolve_many(repo: Path, refs: Sequence[str]) -> list[str]:
     todo = [r for r in dict.fromkeys(refs) if not _known(repo, r)]
     found: dict[str, str] = {}
     if todo:
-        proc = _git(
+        proc = run_git(
             repo,
             ["rev-parse", "--end-of-options", *(f"{r}^{{commit}}" for r in todo)],
             ref=todo[0],
@@ -170,7 +158,7 @@ def resolve_many(repo: Path, refs: Sequence[str]) -> list[str]:
 
 
 def _resolve_one(repo: Path, ref: str) -> str:
-    proc = _git(
+    proc = run_git(
         repo,
         ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
         ref=ref,
@@ -191,7 +179,9 @@ def merge_base(repo: Path, base: str, head: str) -> str:
 
 
 def _merge_base_shas(repo: Path, base_sha: str, head_sha: str, base: str, head: str) -> str:
-    proc = _git(repo, ["merge-base", base_sha, head_sha], ref=f"{base}...{head}", ok_codes=(0, 1))
+    proc = run_git(
+        repo, ["merge-base", base_sha, head_sha], ref=f"{base}...{head}", ok_codes=(0, 1)
+    )
     out = proc.stdout.decode("ascii", "replace").split()
     if proc.returncode != 0 or not out:
         raise GitError(f"no merge base between {base!r} and {head!r} in {repo}")
@@ -311,7 +301,7 @@ def _patches_one_run(
     repo: Path, mb: str, head_sha: str, entries: list[RawEntry]
 ) -> list[str | None] | None:
     """Patches for every entry from ONE git process; None when the chunks don't line up."""
-    proc = _git(repo, ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
+    proc = run_git(repo, ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
     chunks = _split_patches(proc.stdout)
     expected = sum(2 if e[4] == "T" else 1 for e in entries)
     if len(chunks) != expected:
@@ -336,7 +326,7 @@ def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: RawEntry) -> str 
     """The patch of one entry (fallback path: one git process per file)."""
     path, previous = entry[5], entry[6]
     paths = [path] if previous is None else [previous, path]
-    proc = _git(
+    proc = run_git(
         repo,
         ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha, "--", *[os.fsencode(p) for p in paths]],
         ref=head_sha,
@@ -370,7 +360,7 @@ def _cat_blobs(repo: Path, shas: list[str]) -> dict[str, str | None]:
     wanted = list(dict.fromkeys(s for s in shas if s and s != ZERO_SHA))
     if not wanted:
         return {}
-    proc = _git(repo, ["cat-file", "--batch"], input="".join(f"{s}\n" for s in wanted).encode())
+    proc = run_git(repo, ["cat-file", "--batch"], input="".join(f"{s}\n" for s in wanted).encode())
     out = proc.stdout
     result: dict[str, str | None] = {}
     pos = 0
@@ -436,7 +426,7 @@ def diff_range(
     repo = Path(repo)
     base_sha, head_sha = resolve_many(repo, [base, head])
     mb = _merge_base_shas(repo, base_sha, head_sha, base, head)
-    raw = _git(
+    raw = run_git(
         repo, ["diff", "-z", "--raw", "--no-abbrev", *_DIFF_FIXED, mb, head_sha], ref=head
     ).stdout
     entries = _parse_raw(raw)
@@ -464,7 +454,7 @@ def _numstat_counts(
 ) -> list[tuple[int | None, int | None]]:
     """Added/deleted line counts per entry from `git diff --numstat` (None for binary)."""
     by_path: dict[str, tuple[int | None, int | None]] = {}
-    numstat = _git(repo, ["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
+    numstat = run_git(repo, ["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
     for a, d, p in _parse_numstat(numstat.stdout):
         if p in by_path:  # same path twice (should not happen): add up, binary wins
             pa, pd = by_path[p]

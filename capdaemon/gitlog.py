@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from capdaemon.gitdiff import _git, _is_binary, resolve, resolve_many
+from capdaemon.gitdiff import _is_binary, resolve, resolve_many, run_git
 from capdaemon.model import Commit
 from capdaemon.timefmt import parse_utc
 
@@ -26,7 +26,7 @@ def commits_range(repo: Path, base: str, head: str) -> list[Commit]:
     repo = Path(repo)
     base_sha, head_sha = resolve_many(repo, [base, head])
     fmt = "%x00".join(_LOG_FIELDS)
-    proc = _git(
+    proc = run_git(
         repo,
         [
             "log",
@@ -70,7 +70,7 @@ def read_file(repo: Path, rev: str, path: str) -> str | None:
     """The text of `path` at commit `rev` (e.g. the base's `.capdaemon.yml`); None if absent."""
     repo = Path(repo)
     sha = resolve(repo, rev)
-    proc = _git(repo, ["cat-file", "--batch"], input=f"{sha}:{path}\n".encode(), ref=rev)
+    proc = run_git(repo, ["cat-file", "--batch"], input=f"{sha}:{path}\n".encode(), ref=rev)
     out = proc.stdout
     nl = out.find(b"\n")
     header = out[:nl].decode("utf-8", "replace").split()
