@@ -104,7 +104,7 @@ DAEMON = """
 import argparse, json, resource, sys, time
 from pathlib import Path
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.runner import open_ticker
+from capdaemon.daemon.service.runner import open_ticker
 from capdaemon.logging import configure_logging
 configure_logging("json", "error")
 config, rules = load_config_and_rules(argparse.Namespace(config=sys.argv[1]))
@@ -221,7 +221,7 @@ import argparse, json, sys
 from datetime import datetime
 from pathlib import Path
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.runner import open_ticker
+from capdaemon.daemon.service.runner import open_ticker
 from capdaemon.logging import configure_logging
 configure_logging("json", "error")
 config, rules = load_config_and_rules(argparse.Namespace(config=sys.argv[1]))

@@ -1,5 +1,5 @@
 """Benchmark reaction time to a new PR under `capdaemon run`: the tick alone, and the tick with
-the change detector between ticks (capdaemon.daemon.detector), side by side in one run.
+the change detector between ticks (capdaemon.daemon.polling.detector), side by side in one run.
 
 Run: .venv/bin/python bench/bench_reaction.py [--repos 3] [--prs 30] [--tick 60] [--minutes 3]
      [--every 7] [--computing 3] [--latency 0.1] [--quiet 1] [--detect 5] [--detect-rpm 30]
@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_tick import seed_repo, write_config  # noqa: E402
 
 from capdaemon.commands._common import load_config_and_rules  # noqa: E402
-from capdaemon.daemon.detector import ChangeDetector  # noqa: E402
-from capdaemon.daemon.runner import open_ticker  # noqa: E402
+from capdaemon.daemon.polling.detector import ChangeDetector  # noqa: E402
+from capdaemon.daemon.service.runner import open_ticker  # noqa: E402
 from capdaemon.logging import configure_logging  # noqa: E402
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402

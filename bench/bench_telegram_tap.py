@@ -79,7 +79,7 @@ def run(taps: int, idle_seconds: float) -> dict[str, float]:
     from capdaemon.capability.taskfile import parse_task
     from capdaemon.channels.tgjob import add_poll_job
     from capdaemon.commands._common import load_config_and_rules
-    from capdaemon.daemon.runner import open_ticker
+    from capdaemon.daemon.service.runner import open_ticker
     from capdaemon.stores.registry import dispatch
     from ghsandbox.testing import user_github
 

@@ -140,7 +140,7 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any, batch: bool = True)
     import argparse as _ap
 
     from capdaemon.commands._common import load_config_and_rules
-    from capdaemon.daemon.runner import open_ticker
+    from capdaemon.daemon.service.runner import open_ticker
     from capdaemon.forge.pacing import ContentPacer
     from capdaemon.logging import configure_logging
 

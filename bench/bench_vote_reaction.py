@@ -37,7 +37,7 @@ from bench_tick import write_config  # noqa: E402
 from capdaemon.capability.taskfile import parse_task  # noqa: E402
 from capdaemon.commands._common import load_config_and_rules  # noqa: E402
 from capdaemon.daemon import ballots  # noqa: E402
-from capdaemon.daemon.runner import open_ticker  # noqa: E402
+from capdaemon.daemon.service.runner import open_ticker  # noqa: E402
 from capdaemon.decide.reaction import percentile  # noqa: E402
 from capdaemon.logging import configure_logging  # noqa: E402
 from capdaemon.stores.registry import dispatch  # noqa: E402

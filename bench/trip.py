@@ -38,7 +38,7 @@ from bench_tick import pending_ci, seed_repo, write_config  # noqa: E402
 
 from capdaemon.classify.user_rules import load_user_rules, rule_dir  # noqa: E402
 from capdaemon.config import load_config  # noqa: E402
-from capdaemon.daemon.runner import open_ticker, run_once  # noqa: E402
+from capdaemon.daemon.service.runner import open_ticker, run_once  # noqa: E402
 from capdaemon.logging import configure_logging  # noqa: E402
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402

@@ -14,7 +14,7 @@ from capdaemon.commands._common import (
     command_inputs,
     error,
 )
-from capdaemon.daemon.safety import owners_reset
+from capdaemon.daemon.safety.breaker import owners_reset
 from capdaemon.state import StateError
 from capdaemon.stores.safety_state import read_breaker
 from capdaemon.timefmt import utc_iso

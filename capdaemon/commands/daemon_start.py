@@ -16,10 +16,11 @@ from capdaemon.commands._common import (
     state_dir,
 )
 from capdaemon.config import Config
-from capdaemon.daemon.notify import Notifier
-from capdaemon.daemon.preflight import CredentialsError, UnreachableError, repo_problems
-from capdaemon.daemon.reload import ConfigRefused, Reloader
-from capdaemon.daemon.runner import (
+from capdaemon.daemon.core.tick import Ticker
+from capdaemon.daemon.service.notify import Notifier
+from capdaemon.daemon.service.preflight import CredentialsError, UnreachableError, repo_problems
+from capdaemon.daemon.service.reload import ConfigRefused, Reloader
+from capdaemon.daemon.service.runner import (
     EXIT_CONFIG,
     EXIT_FAILED,
     EXIT_OK,
@@ -29,7 +30,6 @@ from capdaemon.daemon.runner import (
     serve,
     with_base_url,
 )
-from capdaemon.daemon.tick import Ticker
 from capdaemon.logging import configure_logging, get_logger
 from capdaemon.state import LockedError, StateError
 

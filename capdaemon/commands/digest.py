@@ -11,8 +11,8 @@ from capdaemon.commands._common import (
     command_inputs,
     error,
 )
-from capdaemon.daemon import digest_job
-from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
+from capdaemon.daemon.service import digest_job
+from capdaemon.daemon.service.runner import CredentialsError, github_credentials, with_base_url
 from capdaemon.decide.digest import digest_day, digest_period
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import FORGE_FAILURES

@@ -23,14 +23,14 @@ from capdaemon.commands._common import (
     load_config_and_rules,
     state_dir,
 )
-from capdaemon.daemon.checkup import (
+from capdaemon.daemon.service.checkup import (
     check_clock,
     check_github,
     check_landlock,
     check_state_dir,
     check_time_zone,
 )
-from capdaemon.daemon.preflight import (
+from capdaemon.daemon.service.preflight import (
     CredentialsError,
     UnreachableError,
     authenticate,
@@ -38,7 +38,12 @@ from capdaemon.daemon.preflight import (
     check_key_pem,
     host_port,
 )
-from capdaemon.daemon.runner import app_key_path, github_credentials, is_loopback, with_base_url
+from capdaemon.daemon.service.runner import (
+    app_key_path,
+    github_credentials,
+    is_loopback,
+    with_base_url,
+)
 from capdaemon.filenames import PRS_FILE
 from capdaemon.findings import FAIL, OK, SKIP, Finding
 from capdaemon.forge.errors import FORGE_FAILURES

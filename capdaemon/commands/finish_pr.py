@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.commands._common import CLIError, config_dir
-from capdaemon.daemon.preflight import CredentialsError, build_forge
-from capdaemon.daemon.runner import github_credentials, is_loopback
+from capdaemon.daemon.service.preflight import CredentialsError, build_forge
+from capdaemon.daemon.service.runner import github_credentials, is_loopback
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.gitdiff import GitError, run_git
 

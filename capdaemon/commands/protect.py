@@ -24,10 +24,10 @@ from capdaemon.commands._common import (
     printable,
     state_dir,
 )
-from capdaemon.daemon.access import decision_repo_writers
-from capdaemon.daemon.protection_issue import protect_command
-from capdaemon.daemon.runner import CredentialsError, github_credentials, with_base_url
-from capdaemon.daemon.safety import protection_problems
+from capdaemon.daemon.issues.access import decision_repo_writers
+from capdaemon.daemon.issues.protection_issue import protect_command
+from capdaemon.daemon.safety.protection import protection_problems
+from capdaemon.daemon.service.runner import CredentialsError, github_credentials, with_base_url
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.filenames import PRS_FILE
 from capdaemon.forge.client import Forge

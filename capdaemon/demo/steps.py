@@ -17,7 +17,7 @@ import yaml
 from capdaemon.capability.taskfile import parse_task
 from capdaemon.classify.user_rules import UserRule, load_user_rules, rule_dir
 from capdaemon.config import Config, load_config
-from capdaemon.daemon.runner import open_ticker, run_once
+from capdaemon.daemon.service.runner import open_ticker, run_once
 from capdaemon.demo.scenario import AGENT_SESSION, BOT_REPO, OWNER, PRS, REPO, TASKS
 from capdaemon.filenames import MAIN_CONFIG_FILE
 from capdaemon.forge.markers import parse_marker

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from capdaemon.capability.taskfile import parse_task
-from capdaemon.daemon.runner import open_ticker
+from capdaemon.daemon.service.runner import open_ticker
 from capdaemon.demo.steps import config_and_rules
 from capdaemon.filenames import MAIN_CONFIG_FILE
 from capdaemon.stores.registry import dispatch

@@ -294,7 +294,7 @@ class PRRecord:
     draft, policy, capability) at the last full evaluation; `firm_d` is True when the quadrant
     is D by votes no check run can lift (None: not known, recorded before this field);
     `ballot_seen` tells the last full read of the ballot's votes. Together they let a steady
-    tick skip reads (the skip rules are in capdaemon/daemon/gather.py).
+    tick skip reads (the skip rules are in capdaemon/daemon/polling/gather.py).
     `auto_revert_head` / `auto_revert_floor`: the head at which the newest `labeled
     decision:auto-revert` event already present was recorded (ISO time, "" when none): only
     a label event newer than that floor can verify the label for that head (R2).

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.runner import github_credentials, open_ticker
+from capdaemon.daemon.service.runner import github_credentials, open_ticker
 from capdaemon.forge.client import Forge
 from capdaemon.state import StateError
 from tests.attacks.conftest import quadrant

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capdaemon.channels import callback
-from capdaemon.daemon.runner import CredentialsError
+from capdaemon.daemon.service.runner import CredentialsError
 
 from .conftest import ALICE_TG, BOB_TG, CHAT, HMAC_KEY, TgHarness
 

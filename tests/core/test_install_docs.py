@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from capdaemon import appspec
-from capdaemon.daemon import checkup
+from capdaemon.daemon.service import checkup
 
 ROOT = Path(__file__).resolve().parents[2]
 GITHUB_APP_DOC = ROOT / "docs" / "github-app.md"

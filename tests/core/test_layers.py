@@ -56,8 +56,8 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 BAD = {
     "module-level, channels -> daemon": (
         "capdaemon/channels/hub.py",
-        "\nfrom capdaemon.daemon import runner as _runner  # noqa\n",
-        "capdaemon.channels.hub -> capdaemon.daemon.runner",
+        "\nfrom capdaemon.daemon.service import runner as _runner  # noqa\n",
+        "capdaemon.channels.hub -> capdaemon.daemon.service.runner",
     ),
     "function-level, bot-state -> dashboard": (
         "capdaemon/stores/policystate.py",
@@ -72,8 +72,8 @@ BAD = {
     ),
     "dashboard -> daemon (the read model reads bot-state only)": (
         "capdaemon/dashboard/readmodel.py",
-        "\nfrom capdaemon.daemon.digest_job import cron_trigger  # noqa\n",
-        "capdaemon.dashboard.readmodel -> capdaemon.daemon.digest_job",
+        "\nfrom capdaemon.daemon.service.digest_job import cron_trigger  # noqa\n",
+        "capdaemon.dashboard.readmodel -> capdaemon.daemon.service.digest_job",
     ),
     "PyGithub outside forge/": (
         "capdaemon/decide/merge.py",

@@ -50,7 +50,7 @@ def test_the_daemon_never_imports_the_sandbox() -> None:
     """Importing the CLI and the tick's runner pulls in neither ghsandbox nor werkzeug."""
     code = (
         "import sys\n"
-        "import capdaemon.cli, capdaemon.daemon.runner, capdaemon.commands.tick\n"
+        "import capdaemon.cli, capdaemon.daemon.service.runner, capdaemon.commands.tick\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('ghsandbox', 'werkzeug', 'graphql', 'jsonschema')))\n"
     )

@@ -16,8 +16,8 @@ import yaml
 
 from capdaemon.audit import log_paths
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.runner import open_ticker
-from capdaemon.daemon.tick import Ticker, TickReport
+from capdaemon.daemon.core.tick import Ticker, TickReport
+from capdaemon.daemon.service.runner import open_ticker
 from capdaemon.forge.markers import parse_marker
 from ghsandbox import Sandbox
 from ghsandbox.testing import user_github

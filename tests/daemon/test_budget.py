@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from capdaemon.config import GitHubConfig
-from capdaemon.daemon.budget import TickBudget, Waiting, rank_of, writes_for
+from capdaemon.daemon.core.budget import TickBudget, Waiting, rank_of, writes_for
 from capdaemon.filenames import BUDGET_FILE
 from capdaemon.model import Quadrant
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from capdaemon.config import GitHubConfig
-from capdaemon.daemon.runner import CredentialsError, github_credentials, is_loopback
+from capdaemon.daemon.service.runner import CredentialsError, github_credentials, is_loopback
 
 
 def test_relative_app_key_is_found_in_the_credentials_directory(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from capdaemon.config import ConfigError, load_config
-from capdaemon.daemon.detector import ChangeDetector
+from capdaemon.daemon.polling.detector import ChangeDetector
 from capdaemon.forge.reads import _poll_interval
 
 from .conftest import Harness, write_config

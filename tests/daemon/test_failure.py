@@ -6,9 +6,9 @@ import pytest
 from structlog.testing import capture_logs
 
 from capdaemon.config import GitHubConfig
-from capdaemon.daemon.failure import per_item
-from capdaemon.daemon.preflight import CredentialsError, forge_errors
-from capdaemon.daemon.tickdata import TickReport, _Stopped
+from capdaemon.daemon.core.failure import per_item
+from capdaemon.daemon.core.tickdata import TickReport, _Stopped
+from capdaemon.daemon.service.preflight import CredentialsError, forge_errors
 from capdaemon.forge.errors import ForgeError, RateLimited, TickAbort, Transient
 from capdaemon.timefmt import parse_utc
 

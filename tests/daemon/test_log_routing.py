@@ -16,7 +16,7 @@ import structlog
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from capdaemon.daemon.runner import watch_overruns
+from capdaemon.daemon.service.runner import watch_overruns
 from capdaemon.logging import configure_logging
 
 

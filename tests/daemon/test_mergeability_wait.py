@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from capdaemon.daemon.mergewait import RETRY_AFTER, TICK_WAIT_LIMIT
+from capdaemon.daemon.merging.mergewait import RETRY_AFTER, TICK_WAIT_LIMIT
 
 from .conftest import Harness
 

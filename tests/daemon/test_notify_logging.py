@@ -9,7 +9,7 @@ from pathlib import Path
 
 import structlog
 
-from capdaemon.daemon.notify import Notifier, sd_notify
+from capdaemon.daemon.service.notify import Notifier, sd_notify
 from capdaemon.logging import configure_logging, get_logger
 
 

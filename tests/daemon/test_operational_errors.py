@@ -144,7 +144,7 @@ def test_a_scheduled_tick_that_cannot_authenticate_writes_nothing(
     one `tick.skipped` event; prs.json and tick_metrics.json are untouched, no tick counted."""
     from structlog.testing import capture_logs
 
-    from capdaemon.daemon.runner import tick_job
+    from capdaemon.daemon.service.runner import tick_job
 
     token = daemon.sb.tokens[daemon.sb.owner]
     _edit(daemon, app_id=None, private_key_file=None, installation_id=None, token_env="GH_T")

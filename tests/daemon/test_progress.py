@@ -6,8 +6,8 @@ import io
 
 from structlog.testing import capture_logs
 
-from capdaemon.daemon.progress import Progress
-from capdaemon.daemon.tickdata import TickReport
+from capdaemon.daemon.core.progress import Progress
+from capdaemon.daemon.core.tickdata import TickReport
 
 from .conftest import T0, Harness
 

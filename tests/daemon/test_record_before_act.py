@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from capdaemon.daemon.digest_job import pr_records
+from capdaemon.daemon.service.digest_job import pr_records
 from capdaemon.stores.prrecord import Pending
 
 from .conftest import Harness

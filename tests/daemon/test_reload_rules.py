@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from capdaemon.commands._common import CLIError, load_config_and_rules
 from capdaemon.config import Config
-from capdaemon.daemon.preflight import repo_problems
-from capdaemon.daemon.reload import ConfigRefused, Reloader
+from capdaemon.daemon.service.preflight import repo_problems
+from capdaemon.daemon.service.reload import ConfigRefused, Reloader
 from capdaemon.forge.appclock import date_offset, is_skew_refusal
 
 from .conftest import Harness

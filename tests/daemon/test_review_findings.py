@@ -270,7 +270,7 @@ def test_auto_revert_floor_and_filter() -> None:
     newer ones, unlabeled events and other labels kept."""
     from datetime import UTC, datetime, timedelta
 
-    from capdaemon.daemon.tick import auto_revert_floor, without_stale_auto_revert
+    from capdaemon.daemon.core.tick import auto_revert_floor, without_stale_auto_revert
     from capdaemon.model import LabelEvent, PRSnapshot
 
     t0 = datetime(2026, 5, 25, 12, 0, 0, 500000, tzinfo=UTC)
@@ -292,7 +292,7 @@ def test_auto_revert_floor_and_filter() -> None:
 
 def test_required_checks_keep_their_app_pins() -> None:
     """Protection's checks[] keep app_id (-1/null: any source); legacy contexts are unpinned."""
-    from capdaemon.daemon.tick import required_checks
+    from capdaemon.daemon.core.tick import required_checks
     from capdaemon.decide.merge import RequiredCheck
 
     prot = {

@@ -8,7 +8,7 @@ import pytest
 
 from capdaemon.classify.rules import BUILTIN_RULES
 from capdaemon.classify.ruletable import RULE_TABLE
-from capdaemon.daemon.tick import CHECK_READING_RULES
+from capdaemon.daemon.core.tick import CHECK_READING_RULES
 
 from .conftest import SESSION, Harness
 

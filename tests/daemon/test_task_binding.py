@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from capdaemon.capability.taskfile import parse_task
-from capdaemon.daemon.tasks import evaluate
+from capdaemon.daemon.polling.tasks import evaluate
 from capdaemon.model import FileChange, FileStatus, PRSnapshot
 from capdaemon.stores.capabilities import load_snapshot
 from capdaemon.stores.registry import dispatch

@@ -6,7 +6,7 @@ import pytest
 
 from capdaemon import config as config_mod
 from capdaemon.config import RepoPolicy
-from capdaemon.daemon import poll
+from capdaemon.daemon.polling import poll
 
 from .conftest import Harness
 

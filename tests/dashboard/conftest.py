@@ -13,7 +13,7 @@ from capdaemon.capability.taskfile import parse_task
 from capdaemon.cli import main
 from capdaemon.commands._common import load_config_from_args
 from capdaemon.config import Config
-from capdaemon.daemon import digest_job
+from capdaemon.daemon.service import digest_job
 from capdaemon.stores.registry import dispatch
 from ghsandbox import testing as std
 from tests.conftest import start_sandbox

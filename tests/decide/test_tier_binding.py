@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from capdaemon.capability.model import Capability, CapabilityError, CapabilitySnapshot
 from capdaemon.config import TierConfig
-from capdaemon.daemon.tasks import bind_policy
+from capdaemon.daemon.polling.tasks import bind_policy
 from capdaemon.decide.tiers import (
     MERGE_POLICIES,
     Binding,
@@ -47,7 +47,7 @@ def put(state: Path, task_id: str, policy: str, ttl: int = 24, **bound: tuple[st
 
 
 def store(state: Path) -> tuple[list[CapabilitySnapshot], str | None]:
-    """The store as the tick reads it (capdaemon.daemon.context.TickContext.all_caps)."""
+    """The store as the tick reads it (capdaemon.daemon.core.context.TickContext.all_caps)."""
     snaps, errors = [], []
     for task_id in snapshot_ids(state):
         try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from capdaemon.daemon.core.tickdata import required_checks
 from capdaemon.daemon.safety.protection import protection_problems
-from capdaemon.daemon.tickdata import required_checks
 from capdaemon.forge.client import CHECK_NAME, Forge
 from capdaemon.forge.convert import review_count
 from ghsandbox import Sandbox

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capdaemon.daemon.tickdata import required_checks
+from capdaemon.daemon.core.tickdata import required_checks
 from capdaemon.forge.refrules import branch_facts
 from capdaemon.forge.session import ShaCaches
 from capdaemon.forge.shapersist import ShaCacheError, dump, restore

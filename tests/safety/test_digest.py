@@ -10,7 +10,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from capdaemon.audit import read_records
 from capdaemon.cli import main as cli
 from capdaemon.config import Config, ScheduleConfig
-from capdaemon.daemon import digest_job
+from capdaemon.daemon.service import digest_job
 
 from .conftest import SafetyHarness
 

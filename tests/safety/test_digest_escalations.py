@@ -10,7 +10,7 @@ import pytest
 from capdaemon.capability.taskfile import parse_task
 from capdaemon.cli import main as cli
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon import digest_job
+from capdaemon.daemon.service import digest_job
 from capdaemon.decide.digest import digest_period, render_digest
 from capdaemon.stores.registry import dispatch
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from capdaemon.audit import AuditCorruptError, AuditLog, log_paths, verify
-from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.breaker import breaker_state
+from capdaemon.daemon.safety.logtail import BreakerLogTail
 from capdaemon.state import StateError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from capdaemon.cli import main as cli
-from capdaemon.daemon.safety import protection_problems
+from capdaemon.daemon.safety.protection import protection_problems
 
 from .conftest import SafetyHarness, decision_writer_warnings
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
-from capdaemon.daemon.logtail import BreakerLogTail
 from capdaemon.daemon.safety.common import API_FAIL_TICKS, INCIDENT, Report, log
+from capdaemon.daemon.safety.logtail import BreakerLogTail
 from capdaemon.decide._common import Action, ActionKind
 from capdaemon.decide.ballot import edit_reason
 from capdaemon.decide.breaker import (

@@ -12,14 +12,14 @@ from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.channels.hub import Channels
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.basebind import BaseBinding
-from capdaemon.daemon.failure import per_item
-from capdaemon.daemon.integrity import AuditGate
-from capdaemon.daemon.intent import no_crash
-from capdaemon.daemon.logtail import BreakerLogTail
+from capdaemon.daemon.core.failure import per_item
+from capdaemon.daemon.merging.basebind import BaseBinding
+from capdaemon.daemon.merging.intent import no_crash
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.burnin import BurnIn
 from capdaemon.daemon.safety.common import ActivityFn, OwnersFn, Report, log
+from capdaemon.daemon.safety.integrity import AuditGate
+from capdaemon.daemon.safety.logtail import BreakerLogTail
 from capdaemon.daemon.safety.probes import Probes
 from capdaemon.daemon.safety.protection import Protection
 from capdaemon.daemon.safety.reviews import RandomReviews

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon import probe_sources
-from capdaemon.daemon.failure import per_item, report_error
-from capdaemon.daemon.intent import Intent, no_crash
+from capdaemon.daemon.core.failure import per_item, report_error
+from capdaemon.daemon.merging.intent import Intent, no_crash
+from capdaemon.daemon.safety import probe_sources
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
-from capdaemon.daemon import protection_issue
-from capdaemon.daemon.failure import per_item
+from capdaemon.daemon.core.failure import per_item
+from capdaemon.daemon.issues import protection_issue
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import Report, log
 from capdaemon.decide.breaker import Incident, IncidentKind

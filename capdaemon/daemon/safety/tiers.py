@@ -12,8 +12,8 @@ from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
-from capdaemon.daemon.failure import per_item
-from capdaemon.daemon.reactions import time_or_none
+from capdaemon.daemon.core.failure import per_item
+from capdaemon.daemon.core.reactions import time_or_none
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,

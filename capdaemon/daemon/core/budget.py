@@ -7,7 +7,7 @@ of approved PRs. So each tick gets two allowances for *new* PRs (never published
 what is left in the last hour and minute after a reserve kept for ballots and merges of PRs
 already known: how many new PRs it may read and classify (counted reads), and how many
 content-creating writes it may spend on publishing them. The writes are what binds; they are
-spent by value (capdaemon.daemon.backlog): ballots first, then A PRs, then B/C PRs. PRs
+spent by value (capdaemon.daemon.polling.backlog): ballots first, then A PRs, then B/C PRs. PRs
 already known are never deferred, and conditional reads answered 304 cost nothing, so the
 budget never stops them.
 

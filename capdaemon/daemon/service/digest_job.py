@@ -13,9 +13,9 @@ from zoneinfo import ZoneInfo
 from capdaemon.anchors import Anchor, head_anchor
 from capdaemon.audit import AuditLog, log_paths, read_records
 from capdaemon.config import Config
-from capdaemon.daemon.probe_sources import UNTRUSTED_ACTION
-from capdaemon.daemon.protection_issue import protect_command, unprotected
-from capdaemon.daemon.texts import issue_web_url
+from capdaemon.daemon.issues.protection_issue import protect_command, unprotected
+from capdaemon.daemon.issues.texts import issue_web_url
+from capdaemon.daemon.safety.probe_sources import UNTRUSTED_ACTION
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.burnin import BurnInState, burn_in_raw
 from capdaemon.decide.digest import (
@@ -48,7 +48,7 @@ from capdaemon.stores.safety_state import read_breaker
 from capdaemon.timefmt import parse_utc, utc_iso
 
 if TYPE_CHECKING:
-    from capdaemon.daemon.tick import Ticker
+    from capdaemon.daemon.core.tick import Ticker
     from capdaemon.forge.port import ForgePort
 
 MISFIRE_GRACE_SECONDS = 6 * 3600  # a daemon down at 09:00 still sends it when back by 15:00

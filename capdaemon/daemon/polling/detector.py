@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from capdaemon.daemon.tickdata import TickReport
+from capdaemon.daemon.core.tickdata import TickReport
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
 from capdaemon.stores.prrecord import PRState
 
 if TYPE_CHECKING:
-    from capdaemon.daemon.tick import Ticker
+    from capdaemon.daemon.core.tick import Ticker
 
 JOB_ID = "detect"
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due

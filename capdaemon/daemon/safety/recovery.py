@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from capdaemon.daemon.polling.tasks import CapabilityVerdict
 from capdaemon.daemon.safety.probes import Probes
-from capdaemon.daemon.tasks import CapabilityVerdict
 from capdaemon.model import PRSnapshot
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.audit import log_paths, verify
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.access import decision_repo_writers
+from capdaemon.daemon.issues.access import decision_repo_writers
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
 from capdaemon.findings import FAIL, OK, WARN, Finding
 from capdaemon.forge.appclock import (

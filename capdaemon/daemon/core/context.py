@@ -14,12 +14,12 @@ from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
 from capdaemon.config import Config
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
-from capdaemon.daemon import texts
-from capdaemon.daemon.budget import TickBudget
-from capdaemon.daemon.mergewait import MergeabilityWaits
-from capdaemon.daemon.progress import Progress
-from capdaemon.daemon.reactions import ReactionClock
-from capdaemon.daemon.tickdata import TickReport, _Stopped
+from capdaemon.daemon.core.budget import TickBudget
+from capdaemon.daemon.core.progress import Progress
+from capdaemon.daemon.core.reactions import ReactionClock
+from capdaemon.daemon.core.tickdata import TickReport, _Stopped
+from capdaemon.daemon.issues import texts
+from capdaemon.daemon.merging.mergewait import MergeabilityWaits
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import CheckRun
@@ -28,7 +28,7 @@ from capdaemon.stores.capabilities import load_snapshot, snapshot_ids
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
-    from capdaemon.daemon.safety import SafetyNet
+    from capdaemon.daemon.safety.net import SafetyNet
     from capdaemon.forge.port import ForgePort
 
 
@@ -54,7 +54,7 @@ class TickDeps:
     # repo → the policy hash whose parse error is already in the actions log (once per text)
     policy_error_audited: dict[str, str] = field(default_factory=dict)
     # the daemon's safety net, built once right after these deps (its callables read them and
-    # the tick now running: see capdaemon.daemon.tick.build_safety)
+    # the tick now running: see capdaemon.daemon.core.tick.build_safety)
     safety: SafetyNet = field(init=False)
 
     @property
@@ -80,7 +80,7 @@ class TickDeps:
     def crash(self, point: str) -> None:
         """Test hook: die like `kill -9` at a named point (env CAPDAEMON_CRASH_AFTER, read once
         when the Ticker is built; never set in production). Points, for each irreversible
-        write (`merge`, `close`, `revert`; see capdaemon.daemon.intent): `audit:` (after the
+        write (`merge`, `close`, `revert`; see capdaemon.daemon.merging.intent): `audit:` (after the
         "attempted" record), `act:` (after GitHub answered), `done:` (after the "done" record,
         before the kept intent is dropped)."""
         if self.crash_after == point:

@@ -29,13 +29,12 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.classify.ruletable import CHECK_READING_RULES
 from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon import ballots, issues, merging, poll
-from capdaemon.daemon.budget import TickBudget
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.progress import PROGRESS_SECONDS, Progress
-from capdaemon.daemon.reactions import save_reactions
-from capdaemon.daemon.safety import SafetyNet
-from capdaemon.daemon.tickdata import (
+from capdaemon.daemon.ballots import votes as ballots
+from capdaemon.daemon.core.budget import TickBudget
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
+from capdaemon.daemon.core.reactions import save_reactions
+from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
     CRASH_ENV,
@@ -56,6 +55,10 @@ from capdaemon.daemon.tickdata import (
     required_checks,
     without_stale_auto_revert,
 )
+from capdaemon.daemon.issues import ensure as issues
+from capdaemon.daemon.merging import merge as merging
+from capdaemon.daemon.polling import poll
+from capdaemon.daemon.safety.net import SafetyNet
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.forge.errors import FORGE_FAILURES, RateLimited, TickAbort
@@ -322,7 +325,7 @@ class Ticker:
         """Warn (log, audit → digest "attention") when a non-owner, non-bot login can write to
         the decision repo (R5). Candidates: its collaborators when listable, else the PR
         authors (agents) the daemon knows. Returns "login (role)" strings; never blocks."""
-        from capdaemon.daemon.access import decision_repo_writers
+        from capdaemon.daemon.issues.access import decision_repo_writers
 
         authors = {r.author for r in self.prs.records.values() if r.author}
         try:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
-from capdaemon.daemon.detector import ChangeDetector, add_detect_job, detect_job
-from capdaemon.daemon.notify import Notifier
-from capdaemon.daemon.preflight import (
+from capdaemon.daemon.polling.detector import ChangeDetector, add_detect_job, detect_job
+from capdaemon.daemon.service.notify import Notifier
+from capdaemon.daemon.service.preflight import (
     CredentialsError,
     UnreachableError,
     authenticate,
@@ -30,8 +30,8 @@ from capdaemon.state import StateLock
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
-    from capdaemon.daemon.reload import Reloader
-    from capdaemon.daemon.tick import Ticker
+    from capdaemon.daemon.core.tick import Ticker
+    from capdaemon.daemon.service.reload import Reloader
     from capdaemon.forge import tokencache
     from capdaemon.forge.client import Forge
     from capdaemon.forge.port import ForgePort
@@ -115,7 +115,7 @@ def open_ticker(
     Raises CredentialsError, UnreachableError, LockedError (another daemon holds the dir),
     StateError (a corrupt state file, named). The lock is held until the context exits.
     """
-    from capdaemon.daemon.tick import Ticker
+    from capdaemon.daemon.core.tick import Ticker
     from capdaemon.forge import tokencache
 
     cache: tokencache.Loaded | None = None  # set when this function builds the Forge
@@ -186,7 +186,8 @@ def serve(
     fixed_interval: bool = False,
 ) -> int:
     """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0),
-    and between ticks the change detector (`schedule.detect_seconds`; capdaemon.daemon.detector).
+    and between ticks the change detector (`schedule.detect_seconds`;
+    capdaemon.daemon.polling.detector).
 
     The signal handler asks the tick to stop after its current step and stops the scheduler;
     the main thread then waits for the running tick to return. A fatal tick error (corrupt
@@ -198,7 +199,7 @@ def serve(
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    from capdaemon.daemon.digest_job import add_digest_job, cron_trigger
+    from capdaemon.daemon.service.digest_job import add_digest_job, cron_trigger
 
     log = get_logger("capdaemon.daemon")
     notifier = notifier or Notifier()
@@ -283,7 +284,7 @@ def tick_job(ticker: Ticker) -> int | None:
     """One scheduled tick. The credentials are proven first: a tick that cannot authenticate
     (key or token revoked, GitHub unreachable) is skipped — nothing written, not counted.
     Returns EXIT_FAILED when the daemon must stop (corrupt state), else None."""
-    from capdaemon.daemon.preflight import recheck
+    from capdaemon.daemon.service.preflight import recheck
     from capdaemon.state import StateError
 
     log = get_logger("capdaemon.daemon")

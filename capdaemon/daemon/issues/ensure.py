@@ -7,10 +7,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from capdaemon.daemon import texts
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.failure import per_item, report_error
-from capdaemon.daemon.tickdata import (
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.failure import per_item, report_error
+from capdaemon.daemon.core.tickdata import (
     BALLOT,
     REVIEW,
     WATCHED_KINDS,
@@ -18,6 +17,7 @@ from capdaemon.daemon.tickdata import (
     _iso,
     issue_text_hash,
 )
+from capdaemon.daemon.issues import texts
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.config import Config, GitHubConfig
-from capdaemon.daemon.checkup import missing_permissions
+from capdaemon.daemon.service.checkup import missing_permissions
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import (
     FORGE_FAILURES,

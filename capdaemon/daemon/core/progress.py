@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from capdaemon.daemon.tickdata import TickReport
+    from capdaemon.daemon.core.tickdata import TickReport
 
 PROGRESS_SECONDS = 5.0
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import read_records
-from capdaemon.daemon.context import TickDeps
-from capdaemon.daemon.intent import Intent
+from capdaemon.daemon.core.context import TickDeps
+from capdaemon.daemon.merging.intent import Intent
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import Pending, PendingOp
 from capdaemon.timefmt import utc_iso

@@ -7,18 +7,18 @@ from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.failure import per_item
-from capdaemon.daemon.issues import close_issue
-from capdaemon.daemon.prstate import ballot_outcome
-from capdaemon.daemon.reactions import MERGE_DONE, merge_cause, time_or_none
-from capdaemon.daemon.reconcile import pr_intent, recorded_outcome, settle
-from capdaemon.daemon.tickdata import (
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.failure import per_item
+from capdaemon.daemon.core.reactions import MERGE_DONE, merge_cause, time_or_none
+from capdaemon.daemon.core.tickdata import (
     BALLOT,
     TickReport,
     _Seen,
     required_checks,
 )
+from capdaemon.daemon.issues.ensure import close_issue
+from capdaemon.daemon.merging.reconcile import pr_intent, recorded_outcome, settle
+from capdaemon.daemon.polling.prstate import ballot_outcome
 from capdaemon.decide.merge import (
     MergeAction,
     MergeFacts,
@@ -222,7 +222,7 @@ def readiness_of(
 ) -> Readiness:
     """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
     yet (None) reads the PR again for it in enforce mode, at once and after the waits of
-    capdaemon.daemon.mergewait, in this tick; still unknown (or another head) it waits: None
+    capdaemon.daemon.merging.mergewait, in this tick; still unknown (or another head) it waits: None
     is never mergeable. In shadow mode it waits for the next tick's page (a `would_merge`
     record a tick later costs no read)."""
     facts = merge_facts(deps, ctx, s, checks, now)

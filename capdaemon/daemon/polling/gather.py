@@ -8,14 +8,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.prstate import (
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.tickdata import GATHER_WORKERS, _Gathered, _Stopped
+from capdaemon.daemon.polling.prstate import (
     full_fingerprint,
     light_fingerprint,
     published,
 )
-from capdaemon.daemon.tasks import capability_state
-from capdaemon.daemon.tickdata import GATHER_WORKERS, _Gathered, _Stopped
+from capdaemon.daemon.polling.tasks import capability_state
 from capdaemon.forge.errors import TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun, Quadrant

@@ -68,7 +68,7 @@ class TickReport:
     interrupted: bool = False
     api_requests: int | None = None
     api_remaining: int | None = None
-    # new PRs left for a later tick by the request/write budget (capdaemon.daemon.backlog):
+    # new PRs left for a later tick by the request/write budget (capdaemon.daemon.polling.backlog):
     # unread, and classified but waiting for writes by quadrant; backlog_left is their sum
     backlog_left: int = 0
     backlog_unread: int = 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from capdaemon.daemon import texts
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.issues import ensure_issue
-from capdaemon.daemon.tickdata import BALLOT, TickReport
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.tickdata import BALLOT, TickReport
+from capdaemon.daemon.issues import texts
+from capdaemon.daemon.issues.ensure import ensure_issue
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.checks import ballot_issue_body
 from capdaemon.decide.labels import Label

@@ -6,14 +6,14 @@ from datetime import datetime
 from functools import partial
 
 from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
-from capdaemon.daemon import texts
-from capdaemon.daemon.backlog import Backlog, one_pr
-from capdaemon.daemon.context import RepoPolicy, TickContext, TickDeps
-from capdaemon.daemon.failure import per_item, report_error
-from capdaemon.daemon.gather import gather
-from capdaemon.daemon.issues import close_issue
-from capdaemon.daemon.publish import prepare_new, process_pr
-from capdaemon.daemon.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso, _Seen
+from capdaemon.daemon.core.context import RepoPolicy, TickContext, TickDeps
+from capdaemon.daemon.core.failure import per_item, report_error
+from capdaemon.daemon.core.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso, _Seen
+from capdaemon.daemon.issues import texts
+from capdaemon.daemon.issues.ensure import close_issue
+from capdaemon.daemon.polling.backlog import Backlog, one_pr
+from capdaemon.daemon.polling.gather import gather
+from capdaemon.daemon.polling.publish import prepare_new, process_pr
 from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.errors import ForgeError, NotFound
 from capdaemon.forge.types import PRSummary
@@ -29,7 +29,7 @@ def poll_and_classify(
 
     Every repo is listed first. PRs already known are decided, recorded and acted on repo by
     repo; new ones are read and classified within the budget and, when the writes left cannot
-    cover them all, published by value once every repo is polled (capdaemon.daemon.backlog).
+    cover them all, published by value once every repo is polled (capdaemon.daemon.polling.backlog).
     With `only` (a targeted tick: the repos a change detector flagged), the other repos are
     neither listed nor touched: a PR is taken as closed only when its own repo's full open
     list leaves it out, and the repo policy summary is written by full ticks alone.

@@ -39,7 +39,7 @@ ISSUE_MARKER = {"kind": INCIDENT, "key": "config-refused"}
 
 
 class Ticker(Protocol):
-    """What the reloader needs of the daemon's Ticker (capdaemon.daemon.tick)."""
+    """What the reloader needs of the daemon's Ticker (capdaemon.daemon.core.tick)."""
 
     @property
     def config(self) -> Config:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from capdaemon.daemon.tickdata import _digest
+from capdaemon.daemon.core.tickdata import _digest
 from capdaemon.decide.ballot import BallotOutcome, Vote
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.forge.types import PRSummary

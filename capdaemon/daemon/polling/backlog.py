@@ -34,12 +34,12 @@ from functools import partial
 from typing import TypeVar
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon.budget import WRITES_PER_NEW_PR, Waiting
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.failure import report_error
-from capdaemon.daemon.gather import gather, plan
-from capdaemon.daemon.publish import Prepared, prepare_new, publish_new
-from capdaemon.daemon.tickdata import TickReport, _Seen
+from capdaemon.daemon.core.budget import WRITES_PER_NEW_PR, Waiting
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.failure import report_error
+from capdaemon.daemon.core.tickdata import TickReport, _Seen
+from capdaemon.daemon.polling.gather import gather, plan
+from capdaemon.daemon.polling.publish import Prepared, prepare_new, publish_new
 from capdaemon.forge.errors import ForgeError, TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import Quadrant

@@ -7,25 +7,10 @@ from datetime import datetime
 
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
-from capdaemon.daemon import recovery, texts
-from capdaemon.daemon.ballot_issue import ensure_ballot, note_reopened
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.gather import plan, unchanged
-from capdaemon.daemon.issues import close_issue, ensure_issue
-from capdaemon.daemon.prstate import (
-    ballot_outcome,
-    full_fingerprint,
-    light_fingerprint,
-)
-from capdaemon.daemon.reactions import CHECK_PUBLISHED
-from capdaemon.daemon.tasks import (
-    CapabilityVerdict,
-    bind_policy,
-    capability_state,
-    evaluate,
-    linked_tasks,
-)
-from capdaemon.daemon.tickdata import (
+from capdaemon.daemon.ballots.ballot_issue import ensure_ballot, note_reopened
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.reactions import CHECK_PUBLISHED
+from capdaemon.daemon.core.tickdata import (
     BALLOT,
     REVIEW,
     SCOPE,
@@ -38,6 +23,22 @@ from capdaemon.daemon.tickdata import (
     firm_d,
     without_stale_auto_revert,
 )
+from capdaemon.daemon.issues import texts
+from capdaemon.daemon.issues.ensure import close_issue, ensure_issue
+from capdaemon.daemon.polling.gather import plan, unchanged
+from capdaemon.daemon.polling.prstate import (
+    ballot_outcome,
+    full_fingerprint,
+    light_fingerprint,
+)
+from capdaemon.daemon.polling.tasks import (
+    CapabilityVerdict,
+    bind_policy,
+    capability_state,
+    evaluate,
+    linked_tasks,
+)
+from capdaemon.daemon.safety import recovery
 from capdaemon.decide.checks import (
     CheckFacts,
     passive_issue_body,

@@ -8,17 +8,10 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon import texts
-from capdaemon.daemon.context import TickContext, TickDeps
-from capdaemon.daemon.failure import per_item, report_error
-from capdaemon.daemon.gather import concurrently
-from capdaemon.daemon.issues import close_issue, decision_owners, issue_activity
-from capdaemon.daemon.poll import read_repo_policy
-from capdaemon.daemon.prstate import ballot_outcome
-from capdaemon.daemon.publish import process_pr
-from capdaemon.daemon.reactions import BALLOT_COUNTED
-from capdaemon.daemon.reconcile import pr_intent
-from capdaemon.daemon.tickdata import (
+from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.failure import per_item, report_error
+from capdaemon.daemon.core.reactions import BALLOT_COUNTED
+from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
     TickReport,
@@ -27,6 +20,13 @@ from capdaemon.daemon.tickdata import (
     _iso,
     _Seen,
 )
+from capdaemon.daemon.issues import texts
+from capdaemon.daemon.issues.ensure import close_issue, decision_owners, issue_activity
+from capdaemon.daemon.merging.reconcile import pr_intent
+from capdaemon.daemon.polling.gather import concurrently
+from capdaemon.daemon.polling.poll import read_repo_policy
+from capdaemon.daemon.polling.prstate import ballot_outcome
+from capdaemon.daemon.polling.publish import process_pr
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote, resolve_ballot
 from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound

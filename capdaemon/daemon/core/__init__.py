@@ -1,0 +1,1 @@
+"""The tick itself: its steps in order, what it works with, its budget, failures and metrics."""
