@@ -34,11 +34,16 @@ import stat
 from capdaemon import landlock
 from capdaemon.capability.scope import check_path
 from capdaemon.capability.subtree import covers_below, may_reach
-from capdaemon.globs import fold_path
+from capdaemon.globs import RegexGlobSet, fold_path, is_plain_ascii
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from capdaemon.capability.model import Capability
+
+    _Reach = tuple[tuple[str, ...], tuple[str, ...]]  # (forbidden, allowed) globs
+    _FileOk = Callable[[str, str], bool]  # (name, repository-relative path) -> in scope
 
 WHOLE, EXISTING, REMOVE, FILE = "whole", "existing", "remove", "file"
 # Character devices every program may write to (the terminal, the bit bucket).
@@ -81,6 +86,10 @@ class Plan:
         return [shown[g.kind].format(g.rel) for g in self.grants if g.rel]
 
 
+def _refuse_file(_name: str, _rel: str) -> bool:
+    return False
+
+
 # What a walked folder proved about everything that exists below it (ordered: min() joins).
 _NO, _SOME, _PLAIN = 0, 1, 2  # not all in scope; all in scope; all in scope and writable as is
 
@@ -101,26 +110,65 @@ class _Walker:
     def _path_ok(self, rel: str) -> bool:
         return not self._never(rel) and check_path(self.cap, rel) is None
 
-    def _whole_or_none(self, segs: tuple[str, ...], path: str, rel: str) -> bool | None:
+    def _path_ok_here(self, _name: str, rel: str) -> bool:
+        return self._path_ok(rel)
+
+    def _file_check(self, segs: tuple[str, ...], rel: str, reach: _Reach) -> _FileOk:
+        """`_path_ok` for the files of the folder `segs` (called with name and path), set up
+        once per folder: only the globs that may reach the folder (`reach`) are matched, as
+        `check_path` matches a printable ASCII path (its own normal form, lower-cased for
+        forbidden globs). Other names, folders and matchers (pathspec's, for snapshots
+        from before stored regexes) get `_path_ok` itself."""
+        cap = self.cap
+        if not segs or not is_plain_ascii(rel) or (len(rel) > 1 and rel[1] == ":"):
+            return self._path_ok_here  # (`c:x` is refused as absolute by normalize_path)
+        forbidden = allowed = None
+        if isinstance(cap.forbidden, RegexGlobSet) and isinstance(cap.allowed, RegexGlobSet):
+            forbidden = cap.forbidden.searchers(set(reach[0]).__contains__)
+            allowed = cap.allowed.searchers(set(reach[1]).__contains__)
+        if cap.legacy or forbidden is None or allowed is None:
+            return self._path_ok_here
+        low = rel.lower() + "/"
+        if ".git" in low.split("/"):
+            return _refuse_file
+        prefix, never = rel + "/", self.never
+
+        def ok(name: str, child: str) -> bool:
+            if not (name.isascii() and name.isprintable()):
+                return self._path_ok(child)
+            lowered = low + name.lower()
+            if (lowered + "/").startswith(never) or lowered.endswith("/.git"):
+                return False
+            for rx in forbidden:
+                if rx.search(lowered) is not None:
+                    return False
+            return any(rx.search(prefix + name) is not None for rx in allowed)
+
+        return ok
+
+    def _whole_or_none(
+        self, segs: tuple[str, ...], path: str, rel: str, reach: _Reach
+    ) -> bool | None:
         """True: granted whole; False: nothing below can be granted; None: look inside."""
         if self._never(rel):
             return False
-        if (
-            covers_below(self.allowed, segs)
-            and not may_reach(self.forbidden, segs, folded=True)
-            and not _has_hard_links(path)
-        ):
+        if covers_below(self.allowed, segs) and not reach[0] and not _has_hard_links(path):
             self.plan.grants.append(Grant(WHOLE, path, rel))
             return True
-        if not may_reach(self.allowed, segs, folded=False):
+        if not reach[1]:
             return False
         return None
 
-    def walk(self, segs: tuple[str, ...], path: str) -> int:
-        """Grant what the folder `segs` may get; what it proved about the paths below it."""
+    def walk(self, segs: tuple[str, ...], path: str, reach: _Reach) -> int:
+        """Grant what the folder `segs` may get; what it proved about the paths below it.
+        `reach`: the (forbidden, allowed) globs that may reach its parent folder."""
         rel = "/".join(segs)
-        if segs:
-            decided = self._whole_or_none(segs, path, rel)
+        if segs:  # a glob that cannot reach a folder cannot reach its subfolders either
+            reach = (
+                tuple(g for g in reach[0] if may_reach((g,), segs, folded=True)),
+                tuple(g for g in reach[1] if may_reach((g,), segs, folded=False)),
+            )
+            decided = self._whole_or_none(segs, path, rel, reach)
             if decided is not None:
                 return _PLAIN if decided else _NO
         try:  # files are stat'ed by name relative to the open folder
@@ -131,7 +179,7 @@ class _Walker:
             with os.scandir(fd) as it:
                 entries = list(it)
             mark = len(self.plan.grants)
-            proved, files = self._entries(segs, rel, path, entries)
+            proved, files = self._entries(segs, rel, path, entries, reach)
         except OSError:
             return _NO
         finally:
@@ -147,19 +195,25 @@ class _Walker:
         return proved
 
     def _entries(
-        self, segs: tuple[str, ...], rel: str, path: str, entries: list[os.DirEntry[str]]
+        self,
+        segs: tuple[str, ...],
+        rel: str,
+        path: str,
+        entries: list[os.DirEntry[str]],
+        reach: _Reach,
     ) -> tuple[int, list[tuple[str, str]]]:
         """Walk a folder's entries: what they proved, and its files that may be granted."""
         proved = _PLAIN
         files: list[tuple[str, str]] = []
+        file_ok = self._file_check(segs, rel, reach)
         for entry in entries:
             name = entry.name
             child_rel = f"{rel}/{name}" if rel else name
             if entry.is_dir(follow_symlinks=False):  # walked even when itself out of scope:
-                got = self.walk((*segs, name), f"{path}/{name}")  # `src/**` allows below src
+                got = self.walk((*segs, name), f"{path}/{name}", reach)  # `src/**`: below src
                 if got and not self._path_ok(child_rel):
                     got = _NO
-            elif self._path_ok(child_rel):
+            elif file_ok(name, child_rel):
                 got = self._file(entry, child_rel, files)
             else:
                 got = _NO
@@ -219,7 +273,7 @@ def plan_for(cap: Capability, root: str, *, never: tuple[str, ...] = ()) -> Plan
     says (the state directory when it lives inside the checkout).
     """
     w = _Walker(cap, root, never)
-    w.walk((), root)
+    w.walk((), root, (w.forbidden, w.allowed))
     return w.plan
 
 

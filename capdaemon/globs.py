@@ -14,7 +14,7 @@ import unicodedata
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; every annotation here is a string
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import pathspec
 
@@ -298,6 +298,20 @@ class RegexGlobSet:
     def matching(self, path: str) -> list[str]:
         """The patterns that match the path (as GlobSet.matching)."""
         return [p for p, c in zip(self.patterns, self._each, strict=True) if self._match(c, path)]
+
+    def searchers(self, keep: Callable[[str], bool]) -> list[re.Pattern[str]] | None:
+        """The regexes of the patterns `keep` accepts: `match(path)` is True, for a printable
+        ASCII path that no dropped pattern can match, exactly when one of them finds
+        (`search`) the path (lower-cased for a case-insensitive set). None when some
+        pattern excludes (then order decides: use `match`)."""
+        out: list[re.Pattern[str]] = []
+        for pattern, compiled in zip(self.patterns, self._each, strict=True):
+            for rx, include in compiled:
+                if not include:
+                    return None
+                if keep(pattern):
+                    out.append(rx)
+        return out
 
     def __bool__(self) -> bool:
         return bool(self.patterns)

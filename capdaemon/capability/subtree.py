@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from capdaemon.globs import fold_path
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _WILD = frozenset("*?[]\\")
 
 
+@lru_cache(maxsize=256)
 def _parts(glob: str) -> tuple[tuple[str, ...], bool, bool]:
     """(segments, dir_only, last_is_literal) in anchored form: an unanchored glob (no slash
     but a trailing one) starts with `**`; empty segments (`a//b`) are dropped."""
@@ -115,6 +117,7 @@ def covers_below(globs: Iterable[str], folder: tuple[str, ...]) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)
 def _segment_regex(seg: str) -> re.Pattern[str] | None:
     """`*` and `?` of one glob part as a regex; None for classes and escapes (`[…]`, `\\`),
     which are then taken to match any name."""
