@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from capdaemon.canon import canonical_json, entry_hash
 from capdaemon.chain import CHAIN_KEYS, HEX64
 from capdaemon.jsonl import AuditCorruptError
-from capdaemon.state import StateError, atomic_write_json, file_lock, read_json
+from capdaemon.state import StateError, atomic_write_json, file_lock, read_json, sync_data
 from capdaemon.timefmt import utc_iso
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
@@ -92,7 +92,7 @@ def _size(path: Path) -> int:
 
 def cut_torn_tail(path: Path) -> dict[str, Any] | None:
     """Move the bytes after the last newline (a crash mid-write) to `<log>.torn-<n>`, cut the
-    log back, fsync; what was moved (length, SHA-256, where), or None when the tail is whole."""
+    log back, sync; what was moved (length, SHA-256, where), or None when the tail is whole."""
     size = _size(path)
     if size == 0:  # missing or empty
         return None
@@ -110,7 +110,7 @@ def cut_torn_tail(path: Path) -> dict[str, Any] | None:
         keep.write_bytes(torn)
         fh.truncate(cut)
         fh.flush()
-        os.fsync(fh.fileno())
+        sync_data(fh.fileno())  # the new size is flushed with the data
     return {
         "log": path.name,
         "moved_to": keep.name,
@@ -154,7 +154,7 @@ def read_last(path: Path) -> dict[str, Any] | None:
 def append_locked(
     path: Path, body: dict[str, Any], durable: Callable[[dict[str, Any]], None] | None = None
 ) -> dict[str, Any]:
-    """Chain `body` (JSON-ready, with its ts) to the last entry, write, fsync, move the head
+    """Chain `body` (JSON-ready, with its ts) to the last entry, write, sync, move the head
     pointer; the entry as written.
 
     `durable`, when given, is called with the entry once its line is on disk and before the
@@ -169,7 +169,9 @@ def append_locked(
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
-        os.fsync(fd)
+        # an appended line needs its data and the file's new size on disk (fdatasync);
+        # a log just created, its whole inode
+        (sync_data if last is not None else os.fsync)(fd)
     finally:
         os.close(fd)
     if durable is not None:

@@ -35,15 +35,22 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def sync_data(fd: int) -> None:
+    """Flush a file's data and the metadata needed to read it back (its size) to disk:
+    `fdatasync`, which skips timestamps (fsync where the platform has no fdatasync)."""
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
-    """Write a file atomically: temp file in the same folder, fsync, rename, fsync folder."""
+    """Write a file atomically: temp file in the same folder, its data synced, rename, fsync
+    folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            sync_data(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
