@@ -129,20 +129,27 @@ class _Walker:
         if cap.legacy or forbidden is None or allowed is None:
             return self._path_ok_here
         low = rel.lower() + "/"
-        if ".git" in low.split("/"):
+        if ".git" in low.split("/") or low.startswith(self.never):
             return _refuse_file
-        prefix, never = rel + "/", self.never
+        # names that are `.git` or a never-writable folder here (as `_never` folds them)
+        refused = {".git", *(n[len(low) : -1] for n in self.never if n.startswith(low))}
+        prefix = rel + "/"
+        everywhere = covers_below(self.allowed, segs)  # every path below is allowed
 
         def ok(name: str, child: str) -> bool:
             if not (name.isascii() and name.isprintable()):
                 return self._path_ok(child)
-            lowered = low + name.lower()
-            if (lowered + "/").startswith(never) or lowered.endswith("/.git"):
+            lname = name.lower()
+            if lname in refused:
                 return False
+            lowered = low + lname
             for rx in forbidden:
                 if rx.search(lowered) is not None:
                     return False
-            return any(rx.search(prefix + name) is not None for rx in allowed)
+            if everywhere:
+                return True
+            path = prefix + name
+            return any(rx.search(path) is not None for rx in allowed)
 
         return ok
 
@@ -179,7 +186,7 @@ class _Walker:
             with os.scandir(fd) as it:
                 entries = list(it)
             mark = len(self.plan.grants)
-            proved, files = self._entries(segs, rel, path, entries, reach)
+            proved, files = self._entries(segs, rel, (path, fd), entries, reach)
         except OSError:
             return _NO
         finally:
@@ -198,11 +205,13 @@ class _Walker:
         self,
         segs: tuple[str, ...],
         rel: str,
-        path: str,
+        where: tuple[str, int],
         entries: list[os.DirEntry[str]],
         reach: _Reach,
     ) -> tuple[int, list[tuple[str, str]]]:
-        """Walk a folder's entries: what they proved, and its files that may be granted."""
+        """Walk a folder's entries (`where`: its path and open descriptor): what they
+        proved, and its files that may be granted."""
+        path, fd = where
         proved = _PLAIN
         files: list[tuple[str, str]] = []
         file_ok = self._file_check(segs, rel, reach)
@@ -214,18 +223,18 @@ class _Walker:
                 if got and not self._path_ok(child_rel):
                     got = _NO
             elif file_ok(name, child_rel):
-                got = self._file(entry, child_rel, files)
+                got = self._file(fd, name, child_rel, files)
             else:
                 got = _NO
             if got < proved:
                 proved = got
         return proved, files
 
-    def _file(self, entry: os.DirEntry[str], rel: str, files: list[tuple[str, str]]) -> int:
-        """An in-scope file: into `files` when it may be granted; _PLAIN when a folder rule
-        may cover it instead."""
+    def _file(self, fd: int, name: str, rel: str, files: list[tuple[str, str]]) -> int:
+        """An in-scope file (`name` in the open folder `fd`): into `files` when it may be
+        granted; _PLAIN when a folder rule may cover it instead."""
         try:
-            st = entry.stat(follow_symlinks=False)
+            st = os.lstat(name, dir_fd=fd)
         except OSError:
             return _SOME  # gone meanwhile: nothing to grant
         if stat.S_ISLNK(st.st_mode):
@@ -235,7 +244,7 @@ class _Walker:
         if st.st_nlink != 1:
             self.plan.held_back.append(rel)
             return _SOME
-        files.append((entry.name, rel))
+        files.append((name, rel))
         return _PLAIN
 
 
