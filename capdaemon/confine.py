@@ -90,6 +90,15 @@ def _refuse_file(_name: str, _rel: str) -> bool:
     return False
 
 
+def _narrow(reach: _Reach, segs: tuple[str, ...]) -> _Reach:
+    """The globs of `reach` (which may reach the parent folder) that may reach `segs`: a
+    glob that cannot reach a folder cannot reach its subfolders either."""
+    return (
+        tuple(g for g in reach[0] if may_reach((g,), segs, folded=True)),
+        tuple(g for g in reach[1] if may_reach((g,), segs, folded=False)),
+    )
+
+
 # What a walked folder proved about everything that exists below it (ordered: min() joins).
 _NO, _SOME, _PLAIN = 0, 1, 2  # not all in scope; all in scope; all in scope and writable as is
 
@@ -170,11 +179,8 @@ class _Walker:
         """Grant what the folder `segs` may get; what it proved about the paths below it.
         `reach`: the (forbidden, allowed) globs that may reach its parent folder."""
         rel = "/".join(segs)
-        if segs:  # a glob that cannot reach a folder cannot reach its subfolders either
-            reach = (
-                tuple(g for g in reach[0] if may_reach((g,), segs, folded=True)),
-                tuple(g for g in reach[1] if may_reach((g,), segs, folded=False)),
-            )
+        if segs:
+            reach = _narrow(reach, segs)
             decided = self._whole_or_none(segs, path, rel, reach)
             if decided is not None:
                 return _PLAIN if decided else _NO

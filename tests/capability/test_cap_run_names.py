@@ -35,9 +35,7 @@ def _dispatch(tmp_path: Path, state: Path, task_id: str, paths: str) -> None:
     assert main(["dispatch", str(task), "--state", str(state)]) == 0
 
 
-def test_out_of_scope_names_in_granted_folders_stay_unwritable(
-    tmp_path: Path, state: Path
-) -> None:
+def test_out_of_scope_names_in_granted_folders_stay_unwritable(tmp_path: Path, state: Path) -> None:
     g = checkout(tmp_path / "repo")
     planted = ["src/pkg/OLD.PEM", "src/a/b/c/k.Pem", "src/pkg/.GIT", "src/pkg/x.\u0440em"]
     for p in [*planted, "src/a/b/c/ok.py"]:  # on disk, untracked (git refuses `.GIT`)
@@ -55,7 +53,11 @@ def test_out_of_scope_names_in_granted_folders_stay_unwritable(
     writable = [a for a in actions(state) if a["action"] == "scope_run"][-1]["writable"]
     assert {"src/a/b/c/ok.py", "src/pkg/mod.py"} <= set(writable)  # type: ignore[arg-type]
     assert not {w.split(" ")[0].rstrip("/") for w in writable} & {  # type: ignore[union-attr]
-        "src/pkg", "src/a", "src/a/b", "src/a/b/c", *planted
+        "src/pkg",
+        "src/a",
+        "src/a/b",
+        "src/a/b/c",
+        *planted,
     }  # no folder rule where a planted file lives, no rule naming one
 
 
