@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from capdaemon.canon import canonical_json, entry_hash
 from capdaemon.chain import CHAIN_KEYS, HEX64
 from capdaemon.jsonl import AuditCorruptError
-from capdaemon.state import StateError, atomic_write_json, file_lock, read_json, sync_data
+from capdaemon.state import AtomicWrite, StateError, file_lock, json_text, read_json, sync_data
 from capdaemon.timefmt import utc_iso
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
@@ -166,18 +166,25 @@ def append_locked(
     body["prev"] = last["hash"] if last else GENESIS
     body["hash"] = entry_hash(body)
     line = (canonical_json(body) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        # an appended line needs its data and the file's new size on disk (fdatasync);
-        # a log just created, its whole inode
-        (sync_data if last is not None else os.fsync)(fd)
-    finally:
-        os.close(fd)
-    if durable is not None:
-        durable(body)
+    # the head pointer's new file is written and synced while the line is: it replaces the
+    # head only once the line is on disk (and `durable` has returned)
     head = path.with_name(path.name + ".head")
-    atomic_write_json(head, {"seq": body["seq"], "hash": body["hash"]})
+    moved = AtomicWrite(head, json_text({"seq": body["seq"], "hash": body["hash"]}), meanwhile=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            # an appended line needs its data and the file's new size on disk (fdatasync);
+            # a log just created, its whole inode
+            (sync_data if last is not None else os.fsync)(fd)
+        finally:
+            os.close(fd)
+        if durable is not None:
+            durable(body)
+    except BaseException:
+        moved.abort()
+        raise
+    moved.finish()
     return body
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread  # built in (threading costs an import on scope-guard's path)
 import contextlib
 import errno
 import fcntl
@@ -41,23 +42,69 @@ def sync_data(fd: int) -> None:
     getattr(os, "fdatasync", os.fsync)(fd)
 
 
+class AtomicWrite:
+    """An atomic write of `text` to `path` in two steps: made, it writes a temporary file
+    beside `path` and syncs its data (with `meanwhile`, in a thread of its own, so that
+    another file's sync can run at the same time); `finish` waits for that sync, renames
+    the file over `path` and fsyncs the folder; `abort` removes it. `path` changes only in
+    `finish`, from its old content to the whole new one."""
+
+    def __init__(self, path: Path, text: str, *, mode: int = 0o644, meanwhile: bool = False):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.mode = path, mode
+        fd, self.tmp = _create_temp(path)
+        self._failed: list[BaseException] = []
+        self._synced = _thread.allocate_lock()
+        self._synced.acquire()
+        try:
+            data = memoryview(text.encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+        except BaseException:
+            os.close(fd)
+            self._synced.release()
+            self.abort()
+            raise
+        if meanwhile:
+            _thread.start_new_thread(self._sync, (fd,))
+        else:
+            self._sync(fd)
+
+    def _sync(self, fd: int) -> None:
+        try:
+            sync_data(fd)
+        except BaseException as exc:
+            self._failed.append(exc)
+        finally:
+            os.close(fd)
+            self._synced.release()
+
+    def finish(self) -> None:
+        """Wait for the data's sync, then rename over `path` and fsync the folder."""
+        with self._synced:
+            pass
+        try:
+            if self._failed:
+                raise self._failed[0]
+            os.chmod(self.tmp, self.mode)
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        """Remove the temporary file (after its sync has ended); `path` is left as it was."""
+        with self._synced:
+            pass
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp)
+
+
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
     """Write a file atomically: temp file in the same folder, its data synced, rename, fsync
     folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            sync_data(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
+    AtomicWrite(path, text, mode=mode).finish()
 
 
 def _create_temp(path: Path) -> tuple[int, str]:
@@ -72,11 +119,14 @@ def _create_temp(path: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(path.parent))
 
 
+def json_text(obj: Any) -> str:
+    """A state file's JSON text: pretty, sorted keys, trailing newline."""
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def atomic_write_json(path: Path, obj: Any, *, mode: int = 0o644) -> None:
     """Write JSON atomically (pretty, sorted keys, trailing newline)."""
-    atomic_write_text(
-        path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", mode=mode
-    )
+    atomic_write_text(path, json_text(obj), mode=mode)
 
 
 def write_new_json(path: Path, obj: Any, *, mode: int = 0o444) -> bool:

@@ -136,3 +136,33 @@ def test_a_failing_durable_step_leaves_the_entry_and_a_head_one_behind(tmp_path)
     last = append_entry(path, {"action": "scope_run_exit"}, _no_repair)
     assert last["seq"] == 3 and verify(path).ok
     assert json.loads((tmp_path / "actions.jsonl.head").read_text())["seq"] == 3
+
+
+KILLED_IN_DURABLE = """
+import os, signal, sys
+from pathlib import Path
+from capdaemon.chainlog import append_entry
+
+def die(rec):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+append_entry(Path(sys.argv[1]), {"action": "scope_run"}, print, die)
+"""
+
+
+def test_killed_with_the_new_head_written_but_not_in_place(tmp_path):
+    """The head pointer's new file is written (and synced) while the line is: a writer killed
+    once the line is on disk, before the rename, leaves the old head (one behind: verify
+    accepts), a stray temporary file that names nothing, and a log the next append extends."""
+    path = tmp_path / "actions.jsonl"
+    append_entry(path, {"action": "a"}, _no_repair)
+    proc = subprocess.run([sys.executable, "-c", KILLED_IN_DURABLE, str(path)], check=False)
+    assert proc.returncode == -9
+    head = tmp_path / "actions.jsonl.head"
+    assert json.loads(head.read_text())["seq"] == 1
+    stray = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert [json.loads(p.read_text())["seq"] for p in stray] == [2]
+    report = verify(path)
+    assert report.ok and report.count == 2
+    last = append_entry(path, {"action": "scope_run_exit"}, _no_repair)
+    assert last["seq"] == 3 and json.loads(head.read_text())["seq"] == 3 and verify(path).ok
