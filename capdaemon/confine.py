@@ -21,6 +21,12 @@ finest grant that is still true for every path it would cover:
 - nothing otherwise. Symlinks are never granted: a write through one is judged by the
   kernel at its target.
 
+The walk judges a folder's files once per folder, against only the globs that may reach
+that folder (`capability.subtree.may_reach`, narrowed from its parent's). The proof of no
+second hard link stays one `lstat` per file: a link's other name may be anywhere on the
+file system (a file outside the checkout), and a new link changes the file's inode, not its
+folder, so no cheaper sign (a folder's times, a cache) would show it.
+
 Outside the checkout: a private temporary folder, and writing to the harmless devices.
 Reading, listing and running stay unrestricted. The repository's `.git` and the state
 directory (when inside the checkout) are never writable.
