@@ -11,6 +11,7 @@ kernel: each write fails with EACCES, and the in-scope files beside them stay wr
 from __future__ import annotations
 
 import errno
+import os
 import textwrap
 from pathlib import Path
 
@@ -74,3 +75,41 @@ def test_a_name_the_allowed_pattern_leaves_out_stays_unwritable(
     assert run.errnos() == [EACCES, EACCES, OK, EACCES], run.probe
     assert (g.root / "src/pkg/notes.txt").read_text(encoding="utf-8") == "KEEP\n"
     assert (g.root / "src/pkg/Mod.PY").read_text(encoding="utf-8") == "KEEP\n"
+
+
+def test_a_second_name_of_a_file_outside_the_checkout_is_never_writable(
+    tmp_path: Path, state: Path
+) -> None:
+    """A hard link made before the run, from a folder the task may write whole (`src/**`,
+    anchored globs) or for its existing files (`*.pem`), to a file outside the checkout (a
+    shell's start-up file): looking only at the checkout's forbidden files would not find
+    it; the per-file proof holds it back and the kernel refuses the write. Linking that
+    file in during the run is refused too (the folder would grant it more)."""
+    g = checkout(tmp_path / "repo")
+    outside = tmp_path / "home" / ".bashrc"
+    outside.parent.mkdir()
+    outside.write_text("KEEP\n", encoding="utf-8")
+    (g.root / "src/pkg/deep").mkdir()
+    os.link(outside, g.root / "src/pkg/deep/rc.py")
+    (tmp_path / "any.yml").write_text(
+        textwrap.dedent(TASK.format(id="names-3", paths='"src/**"')), encoding="utf-8"
+    )
+    assert main(["dispatch", str(tmp_path / "any.yml"), "--state", str(state)]) == 0
+    anchored = TASK.format(id="names-4", paths='"src/**"').replace('"*.pem", ', "")
+    (tmp_path / "anchored.yml").write_text(textwrap.dedent(anchored), encoding="utf-8")
+    assert main(["dispatch", str(tmp_path / "anchored.yml"), "--state", str(state)]) == 0
+    ops = [
+        ["append", "src/pkg/deep/rc.py"],
+        ["truncate", "src/pkg/deep/rc.py"],
+        ["link", str(outside), "src/pkg/rc2.py"],
+        ["append", "src/pkg/mod.py"],
+    ]
+    for task_id in ("names-3", "names-4"):
+        run = confined(state, g.root, task_id, *PROBE, ops=ops)
+        assert run.errnos()[:2] == [EACCES, EACCES], (task_id, run.probe)
+        assert run.errnos()[2] in (EACCES, errno.EXDEV), (task_id, run.probe)
+        assert run.errnos()[3] == OK, (task_id, run.probe)
+        assert outside.read_text(encoding="utf-8") == "KEEP\n"
+        assert not (g.root / "src/pkg/rc2.py").exists()
+        start = [a for a in actions(state) if a["action"] == "scope_run"][-1]
+        assert start["held_back"] == ["src/pkg/deep/rc.py"], task_id
