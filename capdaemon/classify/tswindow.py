@@ -17,6 +17,17 @@ range), so equal files still read as equal; the comments of a shared subtree are
 on both sides and are left out on both. Most of a file is shared after a comment edit
 (nine nodes in ten in C, JavaScript, Java and Go, nesting included), so reading costs what
 the changed part and the top levels around it cost.
+
+Quicker still, and common (a reworded comment, a licence header): when the only change lies
+inside one comment, the head's tree can be the base's with that one leaf swapped. That is
+checked on the trees, not assumed: the two comments are leaves of the same type at the same
+start, the change lies within both, and every node on the path from the root to them has the
+same type and children on both sides, each other child being the same reused subtree (same
+id, same bytes shifted past the edit). Then every leaf but the comment is the same on both
+sides, at the same bytes; so is the text between leaves, and in Go and JavaScript whether the
+comment holds a line break is checked too. Both token streams read whole would be equal, and
+the only changed comments are those two: the answer is the one reading the whole trees gives,
+without reading them. Any other tree shape takes the leaf-by-leaf reading above.
 """
 
 from __future__ import annotations
@@ -27,6 +38,9 @@ import tree_sitter
 
 from capdaemon.classify.tokens import (
     COMMENT_TYPES,
+    LINE_BREAK_LANGUAGES,
+    LINE_END,
+    Comment,
     Lexed,
     Shared,
     check_text,
@@ -116,8 +130,121 @@ def lex_tree_sitter_pair(language: str, base: str, head: str) -> tuple[Lexed, Le
         new_end_point=_point(new_bytes, new_end),
     )
     new_tree = parse_bytes(language, new_bytes, edited)
+    swapped = _one_comment_swapped(
+        language, (old_tree, new_tree), (old_bytes, new_bytes), (start, same_tail)
+    )
+    if swapped is not None:
+        return swapped
     shift = new_end - old_end
     return (
         read_tree(language, base, old_tree, _finder(new_tree.root_node, start, old_end, shift)),
         read_tree(language, head, new_tree, _finder(edited.root_node, start, new_end, 0)),
+    )
+
+
+def _changed_bytes(old: bytes, new: bytes, lo: int, tail: int) -> tuple[int, int, int]:
+    """The byte range [lo, hi) of `old` that `new` replaces (lo, hi, and hi's place in new),
+    the two files being the same before lo and after hi; starting from `lo` bytes known to
+    be shared at the start and `tail` at the end (whole lines: only the changed lines are
+    compared byte by byte)."""
+    most = min(len(old), len(new))
+    while lo < most and old[lo] == new[lo]:
+        lo += 1
+    tail = min(tail, most - lo)
+    while tail < most - lo and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return lo, len(old) - tail, len(new) - tail
+
+
+def _comment_at(root: tree_sitter.Node, lo: int, hi: int) -> tree_sitter.Node | None:
+    """The comment leaf of a tree that holds the bytes [lo, hi) (hi > lo), or None."""
+    node = root.descendant_for_byte_range(lo, hi)
+    if node is None or node.type not in COMMENT_TYPES:
+        return None
+    if not (node.start_byte <= lo and hi <= node.end_byte):
+        return None
+    return node
+
+
+def _same_subtrees(pairs: list[tuple[tree_sitter.Node, tree_sitter.Node, int]]) -> bool:
+    """Whether each pair of subtrees (the second `moved` bytes on from the first) has the
+    same leaves (a comment counting as one) of the same types over the same bytes: a reused
+    subtree (same id) at the moved place has; otherwise the two are compared level by level."""
+    while pairs:
+        a, b, moved = pairs.pop()
+        if b.start_byte != a.start_byte + moved or b.end_byte != a.end_byte + moved:
+            return False
+        if a.id == b.id:
+            continue
+        if a.type != b.type or a.child_count != b.child_count:
+            return False
+        if a.child_count and a.type not in COMMENT_TYPES:
+            pairs.extend((x, y, moved) for x, y in zip(a.children, b.children, strict=True))
+    return True
+
+
+def _same_but_one(old: tree_sitter.Node, new: tree_sitter.Node, lo: int, shift: int) -> bool:
+    """Whether two comment leaves' paths up to their roots have the same types and the same
+    children, every child off the path the same subtree over the same bytes (moved by
+    `shift` when after the change, which starts at `lo` and ends within the comments)."""
+    hi = old.end_byte
+    pairs: list[tuple[tree_sitter.Node, tree_sitter.Node, int]] = []
+    while True:
+        o_up, n_up = old.parent, new.parent
+        if o_up is None or n_up is None:
+            return o_up is None and n_up is None and _same_subtrees(pairs)
+        if o_up.type != n_up.type or o_up.type in COMMENT_TYPES:
+            return False
+        o_kids, n_kids = o_up.children, n_up.children
+        if len(o_kids) != len(n_kids):
+            return False
+        for a, b in zip(o_kids, n_kids, strict=True):
+            if a.id == old.id:
+                if b.id != new.id:
+                    return False
+            elif a.end_byte <= lo and a.end_byte <= old.start_byte:
+                pairs.append((a, b, 0))
+            elif a.start_byte >= hi:
+                pairs.append((a, b, shift))
+            else:
+                return False  # a sibling overlapping the change or the path
+        old, new = o_up, n_up
+
+
+def _one_comment_swapped(
+    language: str,
+    trees: tuple[tree_sitter.Tree, tree_sitter.Tree],
+    data: tuple[bytes, bytes],
+    shared: tuple[int, int],
+) -> tuple[Lexed, Lexed] | None:
+    """Base and head read as one comment each (their code tokens equal) when the head's tree
+    is the base's with one comment leaf swapped (see the module's docstring); else None.
+    `shared`: the bytes the files share at the start and at the end, in whole lines."""
+    (old_tree, new_tree), (old_bytes, new_bytes) = trees, data
+    lo, hi, new_hi = _changed_bytes(old_bytes, new_bytes, shared[0], shared[1])
+    # the comment holding the change: its own bytes, or the one the change appends to
+    at = lo - 1 if hi == lo or new_hi == lo else lo
+    if at < 0:
+        return None
+    old_c = _comment_at(old_tree.root_node, at, hi)
+    new_c = _comment_at(new_tree.root_node, at, new_hi)
+    if old_c is None or new_c is None or old_c.type != new_c.type:
+        return None
+    shift = len(new_bytes) - len(old_bytes)
+    if new_c.start_byte != old_c.start_byte or new_c.end_byte != old_c.end_byte + shift:
+        return None
+    for tree, text in ((old_tree, old_bytes), (new_tree, new_bytes)):
+        if text[tree.root_node.end_byte :].strip():  # read whole, this fails: so it does
+            return None
+    old_text = old_bytes[old_c.start_byte : old_c.end_byte].decode("utf-8", "replace")
+    new_text = new_bytes[new_c.start_byte : new_c.end_byte].decode("utf-8", "replace")
+    if language in LINE_BREAK_LANGUAGES and bool(LINE_END.search(old_text)) != bool(
+        LINE_END.search(new_text)
+    ):
+        return None
+    if not _same_but_one(old_c, new_c, at, shift):
+        return None
+    return (
+        Lexed(language, (), (), (Comment(old_text, old_c.start_point.row + 1),)),
+        Lexed(language, (), (), (Comment(new_text, new_c.start_point.row + 1),)),
     )
