@@ -15,7 +15,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AnyStr
 
 import html5lib
 import tree_sitter
@@ -92,6 +92,28 @@ def shared_lines(old: Sequence[Any], new: Sequence[Any]) -> tuple[int, int]:
     while tail < most - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
     return head, tail
+
+
+def shared_chars(old: AnyStr, new: AnyStr) -> tuple[int, int]:
+    """How many characters (or bytes) two texts share at the start, and then at the end (the
+    two runs never overlap); found by halving, each step one comparison of slices."""
+    most = min(len(old), len(new))
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    head = lo
+    lo, hi = 0, most - head
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid :] == new[len(new) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return head, lo
 
 
 def check_text(text: str) -> None:

@@ -214,6 +214,16 @@ TRAPS = [
         "<!doctype html><title>t</title><p>a</p>\n<!--><script>document.title='x'</script>-->\n",
         id="html-abrupt-closer",
     ),
+    pytest.param(
+        "html",
+        "<!doctype html><title>t</title><noscript><!-- 1 --></noscript>\n"
+        "<script>document.title = eval(document.querySelector('noscript').textContent"
+        ".slice(4, -3))</script>\n",
+        "<!doctype html><title>t</title><noscript><!-- 2 --></noscript>\n"
+        "<script>document.title = eval(document.querySelector('noscript').textContent"
+        ".slice(4, -3))</script>\n",
+        id="html-noscript-comment-that-a-script-runs",
+    ),
 ]
 
 
