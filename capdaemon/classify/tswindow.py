@@ -46,6 +46,7 @@ from capdaemon.classify.tokens import (
     check_text,
     parse_bytes,
     read_tree,
+    shared_chars,
     shared_lines,
 )
 
@@ -130,9 +131,7 @@ def lex_tree_sitter_pair(language: str, base: str, head: str) -> tuple[Lexed, Le
         new_end_point=_point(new_bytes, new_end),
     )
     new_tree = parse_bytes(language, new_bytes, edited)
-    swapped = _one_comment_swapped(
-        language, (old_tree, new_tree), (old_bytes, new_bytes), (start, same_tail)
-    )
+    swapped = _one_comment_swapped(language, (old_tree, new_tree), (old_bytes, new_bytes))
     if swapped is not None:
         return swapped
     shift = new_end - old_end
@@ -142,17 +141,10 @@ def lex_tree_sitter_pair(language: str, base: str, head: str) -> tuple[Lexed, Le
     )
 
 
-def _changed_bytes(old: bytes, new: bytes, lo: int, tail: int) -> tuple[int, int, int]:
+def _changed_bytes(old: bytes, new: bytes) -> tuple[int, int, int]:
     """The byte range [lo, hi) of `old` that `new` replaces (lo, hi, and hi's place in new),
-    the two files being the same before lo and after hi; starting from `lo` bytes known to
-    be shared at the start and `tail` at the end (whole lines: only the changed lines are
-    compared byte by byte)."""
-    most = min(len(old), len(new))
-    while lo < most and old[lo] == new[lo]:
-        lo += 1
-    tail = min(tail, most - lo)
-    while tail < most - lo and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    the two files being the same before lo and after hi."""
+    lo, tail = shared_chars(old, new)
     return lo, len(old) - tail, len(new) - tail
 
 
@@ -215,13 +207,11 @@ def _one_comment_swapped(
     language: str,
     trees: tuple[tree_sitter.Tree, tree_sitter.Tree],
     data: tuple[bytes, bytes],
-    shared: tuple[int, int],
 ) -> tuple[Lexed, Lexed] | None:
     """Base and head read as one comment each (their code tokens equal) when the head's tree
-    is the base's with one comment leaf swapped (see the module's docstring); else None.
-    `shared`: the bytes the files share at the start and at the end, in whole lines."""
+    is the base's with one comment leaf swapped (see the module's docstring); else None."""
     (old_tree, new_tree), (old_bytes, new_bytes) = trees, data
-    lo, hi, new_hi = _changed_bytes(old_bytes, new_bytes, shared[0], shared[1])
+    lo, hi, new_hi = _changed_bytes(old_bytes, new_bytes)
     # the comment holding the change: its own bytes, or the one the change appends to
     at = lo - 1 if hi == lo or new_hi == lo else lo
     if at < 0:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capdaemon.classify.commentonly import comment_only_files
-from capdaemon.classify.tokens import Lexed, LexError, lex
+from capdaemon.classify.tokens import Lexed, LexError, lex, shared_chars
 from capdaemon.classify.tswindow import lex_tree_sitter_pair
 
 _C_LIKE = [
@@ -261,3 +261,17 @@ def test_an_edit_inside_a_comment_that_reaches_code_is_refused(
     path: str, base: str, head: str
 ) -> None:
     assert not comment_only_files(path, base, head)
+
+
+@settings(max_examples=500, deadline=None)
+@given(old=st.binary(max_size=40), new=st.binary(max_size=40))
+def test_shared_chars_is_the_longest_shared_start_then_end(old: bytes, new: bytes) -> None:
+    head, tail = shared_chars(old, new)
+    most = min(len(old), len(new))
+    naive = 0
+    while naive < most and old[naive] == new[naive]:
+        naive += 1
+    assert head == naive
+    assert head + tail <= most
+    assert old[len(old) - tail :] == new[len(new) - tail :]
+    assert tail == most - head or old[len(old) - tail - 1] != new[len(new) - tail - 1]
