@@ -52,6 +52,7 @@ _JAVA_UNICODE = re.compile(r"\\+u", re.ASCII)
 _BACKSLASH_EOL = re.compile(r"\\[ \t\f\v]*(?:\r?\n|\r|$)")
 _C_SPLICE = re.compile(r"[/*]\\[ \t\f\v]*\r?\n|\\[ \t\f\v]*\r?\n[/*]")
 _NON_UTF8_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*(?!utf-?8\b)[\w-]", re.IGNORECASE)
+_LONE_CR = re.compile(r"\r(?!\n)")
 _NOSCRIPT = re.compile(r"<noscript", re.IGNORECASE)
 _C_FAMILY = frozenset({"c", "cpp", "java", "javascript", "typescript", "tsx", "go", "rust"})
 
@@ -175,20 +176,32 @@ def _python_header(base: str, head: str) -> str:
 
 def _file_trap(language: str, base: str, head: str) -> str:
     """Whole-file conditions under which comments cannot be told from code exactly."""
-    for text in (base, head):
-        if language == "java" and _JAVA_UNICODE.search(text):
-            return "a Java file with \\u escapes (Java translates them before lexing)"
-        if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
-            return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
+    if language == HTML:
+        return _html_file_trap(base, head)
+    why = _text_trap(language, base) or _text_trap(language, head)
+    if why:
+        return why
     if language == PYTHON and not (_utf8_python(base) and _utf8_python(head)):
         return (
             "a Python file declaring an encoding other than UTF-8 (PEP 263): its comments "
             "cannot be read as the interpreter decodes them"
         )
-    if language == HTML:
-        return _html_file_trap(base, head)
     if language == "go" and re.search(r'^\s*import\s+(?:\(\s*)?"C"', head, re.MULTILINE):
         return 'a Go file with a cgo preamble (import "C"): its comments are C code'
+    return ""
+
+
+def _text_trap(language: str, text: str) -> str:
+    """`_file_trap`'s conditions on one file of a language other than HTML."""
+    if "\r" in text and _LONE_CR.search(text):
+        return (
+            "a carriage return not followed by a line feed: compilers and interpreters end "
+            "lines there, so a comment may end early"
+        )
+    if language == "java" and _JAVA_UNICODE.search(text):
+        return "a Java file with \\u escapes (Java translates them before lexing)"
+    if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
+        return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
     return ""
 
 

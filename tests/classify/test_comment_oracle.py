@@ -224,6 +224,30 @@ TRAPS = [
         ".slice(4, -3))</script>\n",
         id="html-noscript-comment-that-a-script-runs",
     ),
+    pytest.param(
+        "python",
+        "x = 1\n# note\nprint(x)\n",
+        "x = 1\n# note\rx = 2\nprint(x)\n",
+        id="python-carriage-return-ends-a-comment",
+    ),
+    pytest.param(
+        "c",
+        "int f(void) { int z = 1;\n// note\nreturn z; }\n",
+        "int f(void) { int z = 1;\n// note\rz = 2;\nreturn z; }\n",
+        id="c-carriage-return-ends-a-comment",
+    ),
+    pytest.param(
+        "javascript",
+        "let z = 1\n// note\nconsole.log(z)\n",
+        "let z = 1\n// note\rz = 2\nconsole.log(z)\n",
+        id="js-carriage-return-ends-a-comment",
+    ),
+    pytest.param(
+        "java",
+        "class T { static int f() { int z = 1;\n// note\nreturn z; } }\n",
+        "class T { static int f() { int z = 1;\n// note\rz = 2;\nreturn z; } }\n",
+        id="java-carriage-return-ends-a-comment",
+    ),
 ]
 
 
