@@ -65,6 +65,10 @@ class _Probe(HTMLTokenizer):
         return result
 
 
+def _no_errors(_data: str) -> None:
+    """Report no character errors."""
+
+
 class _ProbeParser(html5lib.HTMLParser):
     """html5lib's parser, its tokenizer a `_Probe` (as `HTMLParser._parse`, otherwise)."""
 
@@ -85,6 +89,9 @@ class _ProbeParser(html5lib.HTMLParser):
         self.scripting = scripting
         self.tokenizer = _Probe(stream, parser=self, **kwargs)
         self.tokenizer.target = self.target
+        # invalid characters only add parse errors, which the probe does not read (the
+        # comment texts are checked for them): skip html5lib's scan for them
+        self.tokenizer.stream.reportCharacterErrors = _no_errors
         self.reset()
         self.mainLoop()
 

@@ -125,8 +125,10 @@ def test_the_quick_reading_decides_as_parsing_both_files_whole_does(
         (f"<!doctype html>{LONG * 2}<p>a</p>\n<!-- note -->\n<p>b</p>\n",
          f"<!doctype html>{LONG * 2}<p>a</p>\n<!-- a new note -->\n<p>b</p>\n"),
         ("<svg><!-- note --><circle/></svg>", "<svg><!-- new --><circle/></svg>"),
+        (f"<!doctype html><p>{'y' * 10_216}</p><!-- note -->\n",  # `<!--` across 10,240
+         f"<!doctype html><p>{'y' * 10_216}</p><!-- new note -->\n"),
     ],
-    ids=["reworded", "past-two-chunks", "in-svg"],
+    ids=["reworded", "past-two-chunks", "in-svg", "opened-across-a-chunk-boundary"],
 )  # fmt: skip
 def test_a_reworded_comment_is_read_without_parsing_the_head(base: str, head: str) -> None:
     old, new = lex_html_pair(base, head)
