@@ -27,6 +27,7 @@ or removed, whose presence can split text runs or keep a `<pre>` newline) is par
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import html5lib
@@ -72,9 +73,7 @@ def _no_errors(_data: str) -> None:
 class _ProbeParser(html5lib.HTMLParser):
     """html5lib's parser, its tokenizer a `_Probe` (as `HTMLParser._parse`, otherwise)."""
 
-    def __init__(self, target: tuple[int, int]) -> None:
-        super().__init__(tree=html5lib.getTreeBuilder("etree"))
-        self.target = target
+    target: tuple[int, int] = (0, 0)
 
     def _parse(
         self,
@@ -102,10 +101,22 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1)
 
 
+_PARSERS = threading.local()  # one parser per thread: building one costs more than a parse
+
+
+def _parser() -> _ProbeParser:
+    parser: _ProbeParser | None = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = _ProbeParser(tree=html5lib.getTreeBuilder("etree"))
+    return parser
+
+
 def _comment_starts_at(base: str, start: int) -> bool:
     """Whether html5lib's parse of base enters a comment's text at offset `start`."""
+    parser = _parser()
+    parser.target = _line_col(base, start)
     try:
-        _ProbeParser(_line_col(base, start)).parse(base)
+        parser.parse(base)
     except _Reached as reached:
         return reached.at
     except Exception:  # anything html5lib raises: the files are read whole, as before

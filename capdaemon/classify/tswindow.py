@@ -22,12 +22,14 @@ Quicker still, and common (a reworded comment, a licence header): when the only 
 inside one comment, the head's tree can be the base's with that one leaf swapped. That is
 checked on the trees, not assumed: the two comments are leaves of the same type at the same
 start, the change lies within both, and every node on the path from the root to them has the
-same type and children on both sides, each other child being the same reused subtree (same
-id, same bytes shifted past the edit). Then every leaf but the comment is the same on both
-sides, at the same bytes; so is the text between leaves, and in Go and JavaScript whether the
-comment holds a line break is checked too. Both token streams read whole would be equal, and
-the only changed comments are those two: the answer is the one reading the whole trees gives,
-without reading them. Any other tree shape takes the leaf-by-leaf reading above.
+same type and number of children on both sides, each other child being the same subtree over
+the same bytes (shifted past the edit): the same reused one (same id), or, level by level,
+nodes of the same types down to reused subtrees and leaves. Then every leaf but the comment
+is the same on both sides, at the same bytes; so is the text between leaves, and in Go and
+JavaScript whether the comment holds a line break is checked too. Both token streams read
+whole would be equal, and the only changed comments are those two: the answer is the one
+reading the whole trees gives, without reading them. Any other tree shape takes the
+leaf-by-leaf reading above.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ parser's 10,240-character chunks; and the attacks a quick path invites, refused.
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given, settings
@@ -222,3 +223,14 @@ _PAGE = "<!doctype html><title>t</title>\n"
 )
 def test_comment_lookalikes_and_closers_are_refused(base: str, head: str) -> None:
     assert not comment_only_files("a.html", base, head)
+
+
+def test_threads_reading_at_once_each_get_their_own_answer() -> None:
+    """The probe's parser is kept per thread: parses running at once do not mix."""
+    pairs = [
+        (f"<p>{'x' * n}</p><!-- a -->", f"<p>{'x' * n}</p><!-- b -->", True) for n in range(20)
+    ] + [(f"<script>{'x' * n}<!-- a --></script>", f"<script>{'x' * n}<!-- b --></script>",
+          False) for n in range(20)]  # fmt: skip
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda p: comment_only_files("a.html", p[0], p[1]).ok, pairs * 5))
+    assert got == [ok for _, _, ok in pairs] * 5
