@@ -166,7 +166,8 @@ def _same_subtrees(pairs: list[tuple[tree_sitter.Node, tree_sitter.Node, int]]) 
     subtree (same id) at the moved place has; otherwise the two are compared level by level."""
     while pairs:
         a, b, moved = pairs.pop()
-        if b.start_byte != a.start_byte + moved or b.end_byte != a.end_byte + moved:
+        start, end = a.byte_range
+        if b.byte_range != (start + moved, end + moved):
             return False
         if a.id == b.id:
             continue
