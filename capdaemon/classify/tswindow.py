@@ -1,7 +1,7 @@
 """Tree-sitter tokens of a changed file, read only where the head's tree is not the base's.
 
 The base is parsed whole; a copy of its tree is told of the edit (`Tree.edit`: the bytes
-between the lines the two files share at the start and at the end) and the head is parsed
+between those the two files share at the start and at the end) and the head is parsed
 reusing it (`Parser.parse(head, old_tree)`). py-tree-sitter documents `Node.id` so: a node
 reused from the old tree has the same id in both trees. Such a subtree, outside the edit,
 covers the same text on both sides and has the same leaves: the same tokens and comments.
@@ -49,17 +49,7 @@ from capdaemon.classify.tokens import (
     parse_bytes,
     read_tree,
     shared_chars,
-    shared_lines,
 )
-
-
-def _shared_bytes(old: bytes, new: bytes) -> tuple[int, int]:
-    """Bytes the two files share at the start and then at the end, in whole lines."""
-    a = old.split(b"\n")
-    head, tail = shared_lines(a, new.split(b"\n"))
-    start = sum(len(line) + 1 for line in a[:head])
-    end = sum(len(line) + 1 for line in a[len(a) - tail :]) - 1 if tail else 0
-    return min(start, len(old), len(new)), max(end, 0)
 
 
 def _point(data: bytes, offset: int) -> tuple[int, int]:
@@ -120,7 +110,7 @@ def lex_tree_sitter_pair(language: str, base: str, head: str) -> tuple[Lexed, Le
     check_text(head)
     old_bytes = base.encode("utf-8")
     new_bytes = head.encode("utf-8")
-    start, same_tail = _shared_bytes(old_bytes, new_bytes)
+    start, same_tail = shared_chars(old_bytes, new_bytes)
     old_tree = parse_bytes(language, old_bytes)
     edited = old_tree.copy()
     old_end, new_end = len(old_bytes) - same_tail, len(new_bytes) - same_tail
@@ -133,21 +123,16 @@ def lex_tree_sitter_pair(language: str, base: str, head: str) -> tuple[Lexed, Le
         new_end_point=_point(new_bytes, new_end),
     )
     new_tree = parse_bytes(language, new_bytes, edited)
-    swapped = _one_comment_swapped(language, (old_tree, new_tree), (old_bytes, new_bytes))
+    shift = new_end - old_end
+    swapped = _one_comment_swapped(
+        language, (old_tree, new_tree), (old_bytes, new_bytes), (start, old_end, new_end)
+    )
     if swapped is not None:
         return swapped
-    shift = new_end - old_end
     return (
         read_tree(language, base, old_tree, _finder(new_tree.root_node, start, old_end, shift)),
         read_tree(language, head, new_tree, _finder(edited.root_node, start, new_end, 0)),
     )
-
-
-def _changed_bytes(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """The byte range [lo, hi) of `old` that `new` replaces (lo, hi, and hi's place in new),
-    the two files being the same before lo and after hi."""
-    lo, tail = shared_chars(old, new)
-    return lo, len(old) - tail, len(new) - tail
 
 
 def _comment_at(root: tree_sitter.Node, lo: int, hi: int) -> tree_sitter.Node | None:
@@ -210,11 +195,13 @@ def _one_comment_swapped(
     language: str,
     trees: tuple[tree_sitter.Tree, tree_sitter.Tree],
     data: tuple[bytes, bytes],
+    change: tuple[int, int, int],
 ) -> tuple[Lexed, Lexed] | None:
     """Base and head read as one comment each (their code tokens equal) when the head's tree
-    is the base's with one comment leaf swapped (see the module's docstring); else None."""
+    is the base's with one comment leaf swapped (see the module's docstring); else None.
+    `change`: the bytes [lo, hi) of the base that the head replaces, and hi's place in it."""
     (old_tree, new_tree), (old_bytes, new_bytes) = trees, data
-    lo, hi, new_hi = _changed_bytes(old_bytes, new_bytes)
+    lo, hi, new_hi = change
     # the comment holding the change: its own bytes, or the one the change appends to
     at = lo - 1 if hi == lo or new_hi == lo else lo
     if at < 0:
