@@ -12,13 +12,16 @@ engine with base and head contents (as the gatherers now read them for such file
 
 `--baseline DIR` also runs each row against the classifier in DIR (a checkout of earlier
 code) in a subprocess, in the same run: the "before" columns.
-Each case runs once in its own process. Columns: input, files, characters, time before (the
-baseline, when given) and now, their ratio, the ratio to the benign run, CPU seconds of the
-classification before and now (unlike wall time, not inflated by other load on the
-machine), CPU time per character as a multiple of the benign row's (the "same size"
-comparison: the rows' sizes differ), files that got the comment-only carve-out, peak RSS
-of the process.
-`--kinds plain,nested` runs only those rows.
+Each case runs in its own process, once (the quick rows — the mix, the benign PR and the
+comment-per-line one, whose ratio is taken to the benign — three times, the median kept).
+Columns: input, files, characters, time before (the baseline, when given) and now, their
+ratio, the ratio to the benign run, CPU seconds of the classification before and now (unlike
+wall time, not inflated by other load on the machine), CPU time per character as a multiple
+of the benign row's (the "same size" comparison: the rows' sizes differ), files that got the
+comment-only carve-out, peak RSS of the process.
+`--kinds plain,nested` runs only those rows. `--by-language` adds, for the benign PR, the
+CPU milliseconds per file of the comment-only check alone, language by language (before and
+now, each in its own process).
 """
 
 from __future__ import annotations
@@ -188,7 +191,7 @@ def measure(kind: str) -> dict[str, float]:
     classify(_snapshot(warm, _patches(warm)), config, now=NOW, budget=budget)  # type: ignore[arg-type]
     times = []
     cpus = []
-    for _ in range(3 if kind == "mix" else 1):  # the mix is quick: median of three
+    for _ in range(3 if kind in ("mix", "plain", "comments") else 1):  # quick: median of 3
         gc.collect()
         t0, c0 = time.perf_counter(), time.process_time()
         verdict = classify(snap, config, now=NOW, budget=budget)  # type: ignore[arg-type]
@@ -207,6 +210,25 @@ def measure(kind: str) -> dict[str, float]:
         "chars": chars,
         "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def measure_languages() -> dict[str, float]:
+    """CPU milliseconds per file of the comment-only check of the benign PR, by extension
+    (the word list and grammars loaded first)."""
+    from capdaemon.classify.commentonly import comment_only_files
+
+    files = make_pr("plain")
+    for path, base, head in files[: 2 * len(LANGS)]:  # warm: grammars, parsers
+        comment_only_files(path, base, head)
+    cpu = dict.fromkeys(LANGS, 0.0)
+    count = dict.fromkeys(LANGS, 0)
+    for path, base, head in files:
+        ext = path.rsplit(".", 1)[1]
+        c0 = time.process_time()
+        comment_only_files(path, base, head)
+        cpu[ext] += time.process_time() - c0
+        count[ext] += 1
+    return {ext: 1000 * cpu[ext] / count[ext] for ext in LANGS}
 
 
 def _child(kind: str, root: Path) -> dict[str, float]:
@@ -228,10 +250,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", help="a checkout of the classifier before this change")
     parser.add_argument("--kinds", help="comma-separated rows to run: mix,plain,nested,...")
+    parser.add_argument("--by-language", action="store_true", help="per-language CPU")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # a child run: measure one kind with whatever capdaemon is on sys.path
-        print(json.dumps(measure(args.one)))
+        print(json.dumps(measure_languages() if args.one == "languages" else measure(args.one)))
         return
     here = Path(__file__).resolve().parents[1]
     kinds = [
@@ -273,6 +296,19 @@ def main() -> None:
             f"{vs_old} {vs_benign} {cpu_old} {now['cpu']:>7.2f}s {per_char} "
             f"{int(now['carved']):>7,} {now['peak']:>9.1f}"
         )
+    if args.by_language:
+        _print_languages(here, before)
+
+
+def _print_languages(here: Path, before: Path | None) -> None:
+    """The benign PR's comment-only check alone, CPU ms per file by language."""
+    now = _child("languages", here)
+    old = _child("languages", before) if before is not None else None
+    print(f"\n{'language':<10} {'ms/file before':>15} {'ms/file now':>12} {'×before':>8}")
+    for ext in LANGS:
+        was = f"{old[ext]:>15.3f}" if old else f"{'-':>15}"
+        ratio = f"{now[ext] / old[ext]:>7.2f}x" if old else f"{'-':>8}"
+        print(f"{ext:<10} {was} {now[ext]:>12.3f} {ratio}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import tokenize
 from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
+from capdaemon.classify.htmlwindow import lex_html_pair
 from capdaemon.classify.pywindow import lex_python_pair
 from capdaemon.classify.tokens import (
     LINE_BREAK,
@@ -51,6 +52,8 @@ _JAVA_UNICODE = re.compile(r"\\+u", re.ASCII)
 _BACKSLASH_EOL = re.compile(r"\\[ \t\f\v]*(?:\r?\n|\r|$)")
 _C_SPLICE = re.compile(r"[/*]\\[ \t\f\v]*\r?\n|\\[ \t\f\v]*\r?\n[/*]")
 _NON_UTF8_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*(?!utf-?8\b)[\w-]", re.IGNORECASE)
+_LONE_CR = re.compile(r"\r(?!\n)")
+_NOSCRIPT = re.compile(r"<noscript", re.IGNORECASE)
 _C_FAMILY = frozenset({"c", "cpp", "java", "javascript", "typescript", "tsx", "go", "rust"})
 
 
@@ -74,13 +77,15 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
 
 
 def _lex_both(language: str, base: str, head: str) -> tuple[Lexed, Lexed]:
-    """Both sides' tokens; for Python and the tree-sitter languages only the parts around
-    the change (`pywindow`, `tswindow` prove the tokens outside them equal, and their
-    comments cancel out in `_changed`)."""
+    """Both sides' tokens; for Python, the tree-sitter languages and HTML only the parts
+    around the change (`pywindow`, `tswindow`, `htmlwindow` prove the tokens outside them
+    equal, and their comments cancel out in `_changed`)."""
     if language == PYTHON:
         return lex_python_pair(base, head)
     if language in TREE_SITTER_LANGUAGES:
         return lex_tree_sitter_pair(language, base, head)
+    if language == HTML:
+        return lex_html_pair(base, head)
     return lex(language, base), lex(language, head)
 
 
@@ -171,20 +176,45 @@ def _python_header(base: str, head: str) -> str:
 
 def _file_trap(language: str, base: str, head: str) -> str:
     """Whole-file conditions under which comments cannot be told from code exactly."""
-    for text in (base, head):
-        if language == "java" and _JAVA_UNICODE.search(text):
-            return "a Java file with \\u escapes (Java translates them before lexing)"
-        if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
-            return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
+    if language == HTML:
+        return _html_file_trap(base, head)
+    why = _text_trap(language, base) or _text_trap(language, head)
+    if why:
+        return why
     if language == PYTHON and not (_utf8_python(base) and _utf8_python(head)):
         return (
             "a Python file declaring an encoding other than UTF-8 (PEP 263): its comments "
             "cannot be read as the interpreter decodes them"
         )
-    if language == HTML and any(_NON_UTF8_CHARSET.search(t) for t in (base, head)):
-        return "an HTML file declaring a charset other than UTF-8: comments cannot be located"
     if language == "go" and re.search(r'^\s*import\s+(?:\(\s*)?"C"', head, re.MULTILINE):
         return 'a Go file with a cgo preamble (import "C"): its comments are C code'
+    return ""
+
+
+def _text_trap(language: str, text: str) -> str:
+    """`_file_trap`'s conditions on one file of a language other than HTML."""
+    if "\r" in text and _LONE_CR.search(text):
+        return (
+            "a carriage return not followed by a line feed: compilers and interpreters end "
+            "lines there, so a comment may end early"
+        )
+    if language == "java" and _JAVA_UNICODE.search(text):
+        return "a Java file with \\u escapes (Java translates them before lexing)"
+    if language in ("c", "cpp") and (_C_SPLICE.search(text) or "??/" in text):
+        return "a line splice next to '/' or '*', or a '??/' trigraph, in a C file"
+    return ""
+
+
+def _html_file_trap(base: str, head: str) -> str:
+    """Whole-file conditions under which an HTML comment cannot be told from text or code."""
+    for text in (base, head):
+        if _NON_UTF8_CHARSET.search(text):
+            return "an HTML file declaring a charset other than UTF-8: comments cannot be located"
+        if _NOSCRIPT.search(text):
+            return (
+                "an HTML file with <noscript>: browsers running scripts read its content as "
+                "text (a script can run it), html5lib as markup with comments"
+            )
     return ""
 
 

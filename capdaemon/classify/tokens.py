@@ -15,7 +15,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AnyStr
 
 import html5lib
 import tree_sitter
@@ -49,9 +49,9 @@ _HTML_VERBATIM = frozenset({"pre", "textarea", "listing", "script", "style", "pl
 # Languages where a line break between two tokens can change the code: Go and JavaScript
 # insert semicolons there (and a comment holding a line break counts as one), so whether
 # code tokens are on one line is part of the stream.
-_LINE_BREAKS = frozenset({"go", "javascript", "typescript", "tsx"})
+LINE_BREAK_LANGUAGES = frozenset({"go", "javascript", "typescript", "tsx"})
 LINE_BREAK = "line-break"  # the token kind marking a line break between code tokens
-_LINE_END = re.compile("[\n\r\u2028\u2029]")
+LINE_END = re.compile("[\n\r\u2028\u2029]")
 _LITERAL_PARENT = re.compile(r"string|char|template|raw|heredoc|literal|rune", re.IGNORECASE)
 
 
@@ -92,6 +92,28 @@ def shared_lines(old: Sequence[Any], new: Sequence[Any]) -> tuple[int, int]:
     while tail < most - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
     return head, tail
+
+
+def shared_chars(old: AnyStr, new: AnyStr) -> tuple[int, int]:
+    """How many characters (or bytes) two texts share at the start, and then at the end (the
+    two runs never overlap); found by halving, each step one comparison of slices."""
+    most = min(len(old), len(new))
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    head = lo
+    lo, hi = 0, most - head
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid :] == new[len(new) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return head, lo
 
 
 def check_text(text: str) -> None:
@@ -256,7 +278,7 @@ class LeafWalk:
         # so slices of the text itself stand for the decoded bytes (no per-token decoding)
         ascii_only = text.isascii()
         data = b"" if ascii_only else text.encode("utf-8")
-        return cls(text, language in _LINE_BREAKS, ascii_only, data)
+        return cls(text, language in LINE_BREAK_LANGUAGES, ascii_only, data)
 
     def _slice(self, start: int, end: int | None) -> str:
         if self.ascii_only:
@@ -268,7 +290,7 @@ class LeafWalk:
         token naming the subtree (see `Shared`)."""
         text, data, ascii_only = self.text, self.data, self.ascii_only
         tokens, lines, literal_type = self.tokens, self.lines, _literal_type
-        line_end = _LINE_END.search if self.breaks else _no_line_end
+        line_end = LINE_END.search if self.breaks else _no_line_end
         pos, prev_literal, broke, seen = self.pos, self.prev_literal, self.broke, self.seen
         for node, shared in leaves:
             start = node.start_byte

@@ -214,6 +214,40 @@ TRAPS = [
         "<!doctype html><title>t</title><p>a</p>\n<!--><script>document.title='x'</script>-->\n",
         id="html-abrupt-closer",
     ),
+    pytest.param(
+        "html",
+        "<!doctype html><title>t</title><noscript><!-- 1 --></noscript>\n"
+        "<script>document.title = eval(document.querySelector('noscript').textContent"
+        ".slice(4, -3))</script>\n",
+        "<!doctype html><title>t</title><noscript><!-- 2 --></noscript>\n"
+        "<script>document.title = eval(document.querySelector('noscript').textContent"
+        ".slice(4, -3))</script>\n",
+        id="html-noscript-comment-that-a-script-runs",
+    ),
+    pytest.param(
+        "python",
+        "x = 1\n# note\nprint(x)\n",
+        "x = 1\n# note\rx = 2\nprint(x)\n",
+        id="python-carriage-return-ends-a-comment",
+    ),
+    pytest.param(
+        "c",
+        "int f(void) { int z = 1;\n// note\nreturn z; }\n",
+        "int f(void) { int z = 1;\n// note\rz = 2;\nreturn z; }\n",
+        id="c-carriage-return-ends-a-comment",
+    ),
+    pytest.param(
+        "javascript",
+        "let z = 1\n// note\nconsole.log(z)\n",
+        "let z = 1\n// note\rz = 2\nconsole.log(z)\n",
+        id="js-carriage-return-ends-a-comment",
+    ),
+    pytest.param(
+        "java",
+        "class T { static int f() { int z = 1;\n// note\nreturn z; } }\n",
+        "class T { static int f() { int z = 1;\n// note\rz = 2;\nreturn z; } }\n",
+        id="java-carriage-return-ends-a-comment",
+    ),
 ]
 
 

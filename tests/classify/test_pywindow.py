@@ -159,3 +159,54 @@ def test_a_comment_edit_deep_in_a_long_file_reads_only_around_it() -> None:
     assert comment_only_files("m.py", base, head)
     assert len(old.tokens) < 50 and len(new.tokens) < 50  # not the 12,000 of the whole file
     assert [c.line for c in new.comments] == [1001]
+
+
+@st.composite
+def _comment_interior_edits(draw: st.DrawFn) -> tuple[str, str]:
+    """A file with a line holding a comment (alone, after code, inside a string or a
+    bracket), and the same file with that line's text after the `#` edited."""
+    lines = draw(st.lists(st.sampled_from(LINES), max_size=12))
+    at = draw(st.integers(0, len(lines)))
+    line = draw(st.sampled_from(["# note", "x = 1  # note", "    # note", "'#' # note", "#"]))
+    cut = draw(st.integers(line.index("#") + 1, len(line)))
+    put = "".join(draw(st.lists(st.sampled_from(["x", " ", "\\", "'''", '"', "#", ")"]))))
+    edited = line[:cut] + put + line[cut + draw(st.integers(0, len(line) - cut)) :]
+    end = draw(st.sampled_from(["\n", ""]))
+    base = "\n".join([*lines[:at], line, *lines[at:]]) + end
+    return base, "\n".join([*lines[:at], edited, *lines[at:]]) + end
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_comment_interior_edits())
+def test_one_comment_swapped_decides_as_the_whole_files_do(edit: tuple[str, str]) -> None:
+    base, head = edit
+    whole = _whole(base, head)
+    window = _window(base, head)
+    if whole == window:
+        return
+    # as for the window: an error the whole files share after the proven part
+    assert whole == "error" and not _compiles(base) and not _compiles(head), (whole, window)
+
+
+def test_a_reworded_comment_line_reads_no_tokens() -> None:
+    body = [f"v{i} = f({i})" for i in range(2000)]
+    base = "\n".join(["# a licence header", *body]) + "\n"
+    head = "\n".join(["# a licence header, reworded", *body]) + "\n"
+    old, new = lex_python_pair(base, head)
+    assert (old.tokens, new.tokens) == ((), ())  # the rest of the file was not read
+    assert [c.text for c in new.comments] == ["# a licence header, reworded"]
+    assert comment_only_files("m.py", base, head)
+
+
+@pytest.mark.parametrize(
+    ("base", "head"),
+    [
+        pytest.param('s = """\n# a\n"""\n', 's = """\n# b\n"""\n', id="inside-a-string"),
+        pytest.param("x = 1  # a\n", "x = 2  # a\n", id="code-before-the-hash"),
+        pytest.param("x = 1\n# a\n", "x = 1\n# a\rx = 2\n", id="carriage-return"),
+        pytest.param("# a\nx = 1\n", "# -*- coding: latin-1 -*-\nx = 1\n", id="coding-line"),
+        pytest.param("x = 1  # a\n", "x = 1  # type: ignore\n", id="directive"),
+    ],
+)
+def test_a_changed_line_that_is_not_only_a_comment_is_refused(base: str, head: str) -> None:
+    assert not comment_only_files("m.py", base, head)

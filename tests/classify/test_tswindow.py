@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capdaemon.classify.commentonly import comment_only_files
-from capdaemon.classify.tokens import Lexed, LexError, lex
+from capdaemon.classify.tokens import Lexed, LexError, lex, shared_chars
 from capdaemon.classify.tswindow import lex_tree_sitter_pair
 
 _C_LIKE = [
@@ -168,3 +168,110 @@ def test_changes_reaching_unchanged_code_are_not_comment_only(
     path: str, base: str, head: str
 ) -> None:
     assert not comment_only_files(path, base, head)
+
+
+# ---------------------------------------------------------------- one comment swapped
+_INSIDE = ["x", " ", "\n", "*/", "/*", "\\", "\\\n", "*", "/", '"', "`", "-->", "\u2028", "é"]
+
+
+@st.composite
+def _comment_interior_edits(draw: st.DrawFn, language: str) -> tuple[str, str]:
+    """A file with a comment in it, and the same file with text put into, taken out of or
+    replaced in that comment's interior (which may end it early, or reach code)."""
+    lines = draw(st.lists(st.sampled_from(LINES[language]), min_size=0, max_size=10))
+    comment = draw(st.sampled_from(["// note here", "/* note\n here */", "/* a */", "//"]))
+    at = draw(st.integers(0, len(lines)))
+    before, after = "\n".join(lines[:at]), "\n".join(lines[at:])
+    cut = draw(st.integers(2, len(comment)))
+    gone = draw(st.integers(0, len(comment) - cut))
+    put = "".join(draw(st.lists(st.sampled_from(_INSIDE), max_size=3)))
+    edited = comment[:cut] + put + comment[cut + gone :]
+    return (
+        f"{before}\n{comment}\n{after}\n",
+        f"{before}\n{edited}\n{after}\n",
+    )
+
+
+@pytest.mark.parametrize("language", sorted(LINES))
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_a_comment_swapped_alone_decides_as_the_whole_files_do(
+    language: str, data: st.DataObject
+) -> None:
+    base, head = data.draw(_comment_interior_edits(language))
+    assert _window(language, base, head) == _whole(language, base, head)
+
+
+@pytest.mark.parametrize(
+    ("language", "base", "head"),
+    [
+        ("c", "int a;\n// note\nint b(void) { return 1; }\n", "int a;\n// note, reworded\n"
+         "int b(void) { return 1; }\n"),
+        ("go", "package p\n\n/* note */\nvar a = 1\n", "package p\n\n/* a longer note */\n"
+         "var a = 1\n"),
+        ("javascript", "let a = 1\nfunction f(x) {\n  // old\n  return x\n}\n",
+         "let a = 1\nfunction f(x) {\n  // new\n  return x\n}\n"),
+    ],
+)  # fmt: skip
+def test_a_reworded_comment_is_read_as_one_leaf_swapped(
+    language: str, base: str, head: str
+) -> None:
+    old, new = lex_tree_sitter_pair(language, base, head)
+    assert (old.tokens, new.tokens) == ((), ())  # the quick reading: no token was read
+    assert [c.text for c in old.comments] != [c.text for c in new.comments]
+    assert _view(old, new) == _whole(language, base, head)
+
+
+@pytest.mark.parametrize(
+    ("path", "base", "head"),
+    [
+        pytest.param(
+            "a.c",
+            "int a;\n/* note */\nint b;\nint c;\n",
+            "int a;\n/* note */ int x; /* */\nint b;\nint c;\n",
+            id="c-code-put-between-two-comments",
+        ),
+        pytest.param(
+            "a.c",
+            "int a;\n// note\nint b;\n",
+            "int a;\n// note \\\nint b;\n",
+            id="c-comment-continued-over-the-next-line",
+        ),
+        pytest.param(
+            "a.js",
+            "function f(x) {\n  return /* a */ x\n}\n",
+            "function f(x) {\n  return /* a\n */ x\n}\n",
+            id="js-line-break-put-into-a-comment",
+        ),
+        pytest.param(
+            "a.go",
+            "package p\n\n/* note */\nvar a = 1\n",
+            "package p\n\n/* note */ var b = 2 /* */\nvar a = 1\n",
+            id="go-code-between-comment-delimiters",
+        ),
+        pytest.param(
+            "a.rs",
+            "/* outer /* inner */ still */\nfn f() -> i32 { 1 }\n",
+            "/* outer /* inner */ still */ */\nfn f() -> i32 { 1 }\n",
+            id="rust-nested-comment-closed-early",
+        ),
+    ],
+)
+def test_an_edit_inside_a_comment_that_reaches_code_is_refused(
+    path: str, base: str, head: str
+) -> None:
+    assert not comment_only_files(path, base, head)
+
+
+@settings(max_examples=500, deadline=None)
+@given(old=st.binary(max_size=40), new=st.binary(max_size=40))
+def test_shared_chars_is_the_longest_shared_start_then_end(old: bytes, new: bytes) -> None:
+    head, tail = shared_chars(old, new)
+    most = min(len(old), len(new))
+    naive = 0
+    while naive < most and old[naive] == new[naive]:
+        naive += 1
+    assert head == naive
+    assert head + tail <= most
+    assert old[len(old) - tail :] == new[len(new) - tail :]
+    assert tail == most - head or old[len(old) - tail - 1] != new[len(new) - tail - 1]
