@@ -1,4 +1,5 @@
-"""What a tick works with: `TickDeps` (built once per daemon), `TickContext` (new each tick)."""
+"""What a tick works with: `TickDeps` (built once per daemon), `TickContext` (new each tick),
+and `Tick`, the one argument of every step."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
+from capdaemon.channels.onetap import DeskHost
 from capdaemon.config import Config
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.daemon.core.budget import TickBudget
@@ -20,6 +23,7 @@ from capdaemon.daemon.core.reactions import ReactionClock
 from capdaemon.daemon.core.tickdata import TickReport, _Stopped
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.merging.mergewait import MergeabilityWaits
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import CheckRun
@@ -53,6 +57,8 @@ class TickDeps:
     stop: threading.Event = field(default_factory=threading.Event)
     # repo → the policy hash whose parse error is already in the actions log (once per text)
     policy_error_audited: dict[str, str] = field(default_factory=dict)
+    # what is done once per daemon and config (e.g. "access": the decision repo's writers)
+    once: set[str] = field(default_factory=set)
     # the daemon's safety net, built once right after these deps (its callables read them and
     # the tick now running: see capdaemon.daemon.core.tick.build_safety)
     safety: SafetyNet = field(init=False)
@@ -125,6 +131,7 @@ class TickContext:
     decision_writes: bool = False  # an issue was written: step 3 lists the issues again
     merge_waits: MergeabilityWaits = field(default_factory=MergeabilityWaits)  # unknown → re-read
     reactions: ReactionClock = field(default_factory=ReactionClock)  # event → action times
+    seen: list[TickPR] = field(default_factory=list)  # the open PRs steps 1-2 handled
 
     def config_for(self, repo: str) -> Config:
         """The effective config of a supervised repo this tick (central config until polled)."""
@@ -171,3 +178,35 @@ class TickContext:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+
+
+class TickHost(DeskHost, Protocol):
+    """The daemon a tick runs in (the Ticker): the Telegram desk's host, and its start-up
+    check of who can write to the decision repo."""
+
+    def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
+        """Warn when a non-owner can write to the decision repo; the logins found."""
+        ...
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One tick as every step receives it: the daemon's collaborators (`deps`), what this tick
+    read and decided so far (`ctx`, with its report), the tick's time, the repos it is
+    limited to (None: every supervised repo) and the daemon it runs in (the Telegram desk's
+    host)."""
+
+    deps: TickDeps
+    ctx: TickContext
+    now: datetime
+    host: TickHost
+    only: frozenset[str] | None = None
+
+    @property
+    def report(self) -> TickReport:
+        """What this tick saw and did."""
+        return self.ctx.report
+
+    def check_stop(self) -> None:
+        """Leave the tick (raise _Stopped) when a stop was requested."""
+        self.deps.check_stop()

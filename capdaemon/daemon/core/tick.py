@@ -31,7 +31,7 @@ from capdaemon.classify.ruletable import CHECK_READING_RULES
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.ballots import votes as ballots
 from capdaemon.daemon.core.budget import TickBudget
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.core.reactions import save_reactions
 from capdaemon.daemon.core.tickdata import (
@@ -70,6 +70,7 @@ from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.escalations import list_escalations
 
 if TYPE_CHECKING:
+    from capdaemon.channels.onetap import TelegramDesk
     from capdaemon.classify.user_rules import UserRule
     from capdaemon.forge.port import ForgePort
 
@@ -107,6 +108,7 @@ class Ticker:
         env: Mapping[str, str] | None = None,
         heartbeat: Callable[[], object] | None = None,
         clock: Callable[[], datetime] | None = None,
+        desk: TelegramDesk | None = None,
     ) -> None:
         self.config = config
         self.state_dir = Path(state_dir)
@@ -140,11 +142,10 @@ class Ticker:
             crash_after=(os.environ if env is None else env).get(CRASH_ENV, ""),
         )
         self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
-        self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
         self._ctx = self._new_context(datetime.now(UTC))
         # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
-        self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
+        self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx, desk)
 
     def apply_config(self, config: Config, rules: Iterable[UserRule]) -> None:
         """Run the next ticks on `config` (between two ticks: the caller holds no tick). The
@@ -161,10 +162,8 @@ class Ticker:
             contents_for=_contents_for(config),
         )
         self.deps = deps
-        self._access_checked = False
         self._ctx = self._new_context(datetime.now(UTC))
-        self.safety = deps.safety = build_safety(deps, lambda: self._ctx)
-        self.safety.channels.desk = desk
+        self.safety = deps.safety = build_safety(deps, lambda: self._ctx, desk)
 
     def _new_context(self, now: datetime) -> TickContext:
         progress = Progress(self.log, every=self.progress_every)
@@ -235,6 +234,7 @@ class Ticker:
         before = self._budget()
         ctx = self._ctx = self._new_context(now)
         report = ctx.report
+        tick = Tick(self.deps, ctx, now, self, only)
         report.config_errors.extend(config_errors)
         self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
         event = "tick" if full else "tick.targeted"
@@ -243,10 +243,7 @@ class Ticker:
         )
         self.safety.channels.start_tick(now)  # before the tick's first record
         try:
-            if only is None:
-                self._run_steps(ctx, now)
-            else:
-                self._run_targeted(ctx, now, only)
+            run_steps(tick, STEPS if full else TARGETED_STEPS)
         except _Stopped:
             report.interrupted = True
             self.log.info(f"{event}.interrupted")
@@ -276,49 +273,6 @@ class Ticker:
             backlog_left=report.backlog_left,
         )
         return report
-
-    def _run_targeted(self, ctx: TickContext, now: datetime, only: frozenset[str]) -> None:
-        """Steps 1-4 for the flagged repos only (after the audit logs' integrity gate)."""
-        deps, report = self.deps, ctx.report
-        deps.safety.integrity.gate(now, report)
-        seen = poll.poll_and_classify(deps, ctx, now, only)
-        if ctx.decision_writes:
-            ctx.activity = None
-        deps.check_stop()
-        ballots.step_ballots(deps, ctx, seen, now, report)
-        deps.check_stop()
-        merging.step_merge(deps, ctx, seen, now, report)
-        deps.safety.channels.after_merge(self, report)
-
-    def _run_steps(self, ctx: TickContext, now: datetime) -> None:
-        """Steps 0-7 in order; a stop request is honoured between them."""
-        deps, report = self.deps, ctx.report
-        deps.safety.integrity.gate(now, report)  # a corrupt log: an incident, then no tick
-        deps.check_stop()
-        if not self._access_checked:
-            self._access_checked = True
-            self.check_decision_access(now, report)
-        deps.safety.channels.read_taps(self, now, report)  # taps since the last tick (cron)
-        merging.step_reconcile(deps, now, report)
-        issues.find_tampered(deps, ctx, report)
-        issues.restore_reviews(deps, ctx, now, report)
-        seen = poll.poll_and_classify(deps, ctx, now)  # steps 1-2
-        if ctx.decision_writes:
-            ctx.activity = None  # step 3 lists the issues again, after our writes
-        deps.check_stop()
-        ballots.step_ballots(deps, ctx, seen, now, report)  # step 3
-        deps.safety.channels.sync_desk(self, now, report)  # mirror one-taps into Telegram
-        deps.check_stop()
-        merging.step_merge(deps, ctx, seen, now, report)  # step 4
-        deps.safety.channels.after_merge(self, report)  # Telegram says "merged" at once
-        deps.check_stop()
-        issues.step_passive_reviews(deps, ctx, now, report)  # step 5
-        issues.step_escalations(deps, now, report)
-        deps.check_stop()
-        # step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)
-        deps.safety.burn_in.step(seen, now, report)
-        # step 7: post-merge probes, auto-revert, branch protection drift and the breaker
-        deps.safety.step_probes_and_breaker(now, report)
 
     # ------------------------------------------------------------------ start-up
     def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
@@ -436,7 +390,9 @@ def _contents_for(config: Config) -> Callable[[str], bool]:
     return GlobSet.of((*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")).match
 
 
-def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNet:
+def build_safety(
+    deps: TickDeps, current: Callable[[], TickContext], desk: TelegramDesk | None = None
+) -> SafetyNet:
     """The daemon's SafetyNet over `deps`. What it reads per tick (task capabilities, owners
     under the repo's policy, required checks, the decision repo's issue activity) comes from
     `current()`, the context of the tick now running, looked up at each call: nothing one tick
@@ -468,6 +424,7 @@ def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNe
         required_checks=required,
         issue_activity=activity,
         crash=deps.crash,
+        desk=desk,
     )
 
 
@@ -475,3 +432,79 @@ def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int
     """How much a forge counter grew during the tick (0 when the forge does not say)."""
     a, b = after.get(key), before.get(key)
     return int(a) - int(b) if isinstance(a, int) and isinstance(b, int) else 0
+
+
+# ---------------------------------------------------------------------- the steps
+Step = Callable[[Tick], None]
+
+
+def _integrity_gate(t: Tick) -> None:
+    """The audit logs' integrity: a corrupt log is an incident, then no tick."""
+    t.deps.safety.integrity.gate(t.now, t.report)
+
+
+def _decision_access(t: Tick) -> None:
+    """Who can write to the decision repo: checked once per daemon and config."""
+    if "access" not in t.deps.once:
+        t.deps.once.add("access")
+        t.host.check_decision_access(t.now, t.report)
+
+
+def _read_taps(t: Tick) -> None:
+    """Telegram taps since the last tick (a daemon run by cron reads them here)."""
+    t.deps.safety.channels.read_taps(t.host, t.now, t.report)
+
+
+def _ballots_and_desk(t: Tick) -> None:
+    """Step 3, then the one-taps mirrored into Telegram."""
+    ballots.step_ballots(t)
+    t.deps.safety.channels.sync_desk(t.host, t.now, t.report)
+
+
+def _merge(t: Tick) -> None:
+    """Step 4, then Telegram says "merged" at once."""
+    merging.step_merge(t)
+    t.deps.safety.channels.after_merge(t.host, t.report)
+
+
+def _burn_in(t: Tick) -> None:
+    """Step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)."""
+    t.deps.safety.burn_in.step(t.ctx.seen, t.now, t.report)
+
+
+def _probes_and_breaker(t: Tick) -> None:
+    """Step 7: post-merge probes, auto-revert, branch protection drift and the breaker."""
+    t.deps.safety.step_probes_and_breaker(t.now, t.report)
+
+
+# A full tick (steps 0-7; step 8, the metrics, runs after them even when one fails).
+STEPS: tuple[Step, ...] = (
+    _integrity_gate,
+    _decision_access,
+    _read_taps,
+    merging.step_reconcile,  # step 0
+    issues.find_tampered,
+    issues.restore_reviews,
+    poll.poll_and_classify,  # steps 1-2
+    _ballots_and_desk,  # step 3
+    _merge,  # step 4
+    issues.step_passive_reviews,  # step 5
+    issues.step_escalations,
+    _burn_in,  # step 6
+    _probes_and_breaker,  # step 7
+)
+# A targeted tick: steps 1-4 for the repos a change detector flagged (`Tick.only`).
+TARGETED_STEPS: tuple[Step, ...] = (
+    _integrity_gate,
+    poll.poll_and_classify,
+    ballots.step_ballots,
+    _merge,
+)
+
+
+def run_steps(t: Tick, steps: Iterable[Step]) -> None:
+    """Run `steps` in order; a stop request is honoured between any two of them."""
+    for i, step in enumerate(steps):
+        if i:
+            t.check_stop()
+        step(t)

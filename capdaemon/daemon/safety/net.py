@@ -29,6 +29,7 @@ from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.safety_state import SafetyStore, new_actions
 
 if TYPE_CHECKING:
+    from capdaemon.channels.onetap import TelegramDesk
     from capdaemon.forge.port import ForgePort
 
 
@@ -65,6 +66,7 @@ class SafetyNet:
         required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]],
         issue_activity: ActivityFn | None = None,
         crash: Callable[[str], None] = no_crash,
+        desk: TelegramDesk | None = None,
     ) -> SafetyNet:
         """Wire the parts (safety.json is read on first use, not here)."""
         state_dir = Path(state_dir)
@@ -148,7 +150,7 @@ class SafetyNet:
                 breaker=breaker,
             ),
             basebind=BaseBinding(prs=prs, actions_log=actions_log, forge=forge, probes=probes),
-            channels=Channels(config, state_dir),
+            channels=Channels(config, state_dir, desk),
         )
 
     def save(self) -> None:
