@@ -99,7 +99,7 @@ def _open_rounds(
 def _one_taps(t: Tick) -> None:
     """Read the pending one-tap requests; one decided now gets its new check at once."""
     deps, ctx, seen, now, report = t.deps, t.ctx, t.ctx.seen, t.now, t.report
-    decided = set(deps.safety.tiers.poll(seen, now, report))
+    decided = set(deps.safety.tiers.poll(seen, now, t.reads, report))
     for s in seen:
         if s.rec.ref not in decided or s.rec.state != PRState.OPEN:
             continue

@@ -32,6 +32,7 @@ from capdaemon.stores.capabilities import load_snapshot, snapshot_ids
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.safety.common import TickReads
     from capdaemon.daemon.safety.net import SafetyNet
     from capdaemon.forge.port import ForgePort
 
@@ -59,8 +60,7 @@ class TickDeps:
     policy_error_audited: dict[str, str] = field(default_factory=dict)
     # what is done once per daemon and config (e.g. "access": the decision repo's writers)
     once: set[str] = field(default_factory=set)
-    # the daemon's safety net, built once right after these deps (its callables read them and
-    # the tick now running: see capdaemon.daemon.core.tick.build_safety)
+    # the daemon's safety net, built once right after these deps (capdaemon.daemon.core.tick)
     safety: SafetyNet = field(init=False)
 
     @property
@@ -192,20 +192,20 @@ class TickHost(DeskHost, Protocol):
 @dataclass(frozen=True)
 class Tick:
     """One tick as every step receives it: the daemon's collaborators (`deps`), what this tick
-    read and decided so far (`ctx`, with its report), the tick's time, the repos it is
-    limited to (None: every supervised repo) and the daemon it runs in (the Telegram desk's
-    host)."""
+    read and decided so far (`ctx`, with its report), the tick's time, the daemon it runs in
+    (the Telegram desk's host), what the safety net reads through this tick (`reads`, over
+    `ctx`'s caches) and the repos it is limited to (None: every supervised repo)."""
 
     deps: TickDeps
     ctx: TickContext
     now: datetime
     host: TickHost
+    reads: TickReads
     only: frozenset[str] | None = None
+    report: TickReport = field(init=False)  # what this tick saw and did: `ctx.report`
 
-    @property
-    def report(self) -> TickReport:
-        """What this tick saw and did."""
-        return self.ctx.report
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "report", self.ctx.report)
 
     def check_stop(self) -> None:
         """Leave the tick (raise _Stopped) when a stop was requested."""

@@ -9,9 +9,11 @@ through the Forge, after its audit record is fsynced.
 
 This module holds the Ticker: it builds the daemon's long-lived collaborators once (TickDeps,
 in context, with the SafetyNet as `deps.safety`) and runs each tick on a fresh TickContext.
-The steps are functions receiving (deps, ctx, now): poll (steps 1-2) with gather (its reads)
-and publish (its writes), issues, ballots (step 3), merging (steps 0 and 4); shared records
-and pure helpers are in tickdata and prstate.
+Every step is a function of one `Tick` (context.py); `STEPS` (a full tick) and
+`TARGETED_STEPS` (steps 1-4 for the repos a change detector flagged) list them in order:
+poll (steps 1-2) with gather (its reads) and publish (its writes), each PR one `TickPR`;
+issues, ballots (step 3), merging (steps 0 and 4), the safety net. Shared records and pure
+helpers are in tickdata and prstate.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +69,7 @@ from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
+from capdaemon.report import Report
 from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.escalations import list_escalations
 
@@ -143,9 +147,9 @@ class Ticker:
         )
         self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
-        self._ctx = self._new_context(datetime.now(UTC))
+        self._ctx = self.new_context(datetime.now(UTC))
         # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
-        self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx, desk)
+        self.safety = self.deps.safety = build_safety(self.deps, desk)
 
     def apply_config(self, config: Config, rules: Iterable[UserRule]) -> None:
         """Run the next ticks on `config` (between two ticks: the caller holds no tick). The
@@ -162,10 +166,11 @@ class Ticker:
             contents_for=_contents_for(config),
         )
         self.deps = deps
-        self._ctx = self._new_context(datetime.now(UTC))
-        self.safety = deps.safety = build_safety(deps, lambda: self._ctx, desk)
+        self._ctx = self.new_context(datetime.now(UTC))
+        self.safety = deps.safety = build_safety(deps, desk)
 
-    def _new_context(self, now: datetime) -> TickContext:
+    def new_context(self, now: datetime) -> TickContext:
+        """A fresh context for a tick starting at `now` (nothing an earlier tick read)."""
         progress = Progress(self.log, every=self.progress_every)
         return TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
 
@@ -232,9 +237,9 @@ class Ticker:
         started = time.monotonic()
         self.forge.new_tick(full=full)
         before = self._budget()
-        ctx = self._ctx = self._new_context(now)
+        ctx = self._ctx = self.new_context(now)
         report = ctx.report
-        tick = Tick(self.deps, ctx, now, self, only)
+        tick = Tick(self.deps, ctx, now, self, TickReader(self.deps, ctx), only)
         report.config_errors.extend(config_errors)
         self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
         event = "tick" if full else "tick.targeted"
@@ -390,26 +395,11 @@ def _contents_for(config: Config) -> Callable[[str], bool]:
     return GlobSet.of((*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")).match
 
 
-def build_safety(
-    deps: TickDeps, current: Callable[[], TickContext], desk: TelegramDesk | None = None
-) -> SafetyNet:
+def build_safety(deps: TickDeps, desk: TelegramDesk | None = None) -> SafetyNet:
     """The daemon's SafetyNet over `deps`. What it reads per tick (task capabilities, owners
-    under the repo's policy, required checks, the decision repo's issue activity) comes from
-    `current()`, the context of the tick now running, looked up at each call: nothing one tick
-    read is seen by the next."""
-
-    def load_cap(task_id: str) -> CapabilitySnapshot:
-        return current().load_cap(task_id)
-
-    def owners(repo: str, users: Iterable[str]) -> set[str]:
-        return issues.decision_owners(deps, current(), repo, users)
-
-    def required(rc: RepoConfig) -> tuple[RequiredCheck, ...]:
-        return merging.required_checks_for(deps, current(), rc)
-
-    def activity(report: TickReport | None = None) -> dict[int, IssueActivity]:
-        return issues.issue_activity(deps, current(), report)
-
+    under the repo's policy, required checks, the decision repo's issue activity) each step
+    receives from the tick now running (`Tick.reads`): nothing one tick read is seen by the
+    next."""
     return SafetyNet.build(
         config=deps.config,
         state_dir=deps.state_dir,
@@ -419,13 +409,34 @@ def build_safety(
         prs=deps.prs,
         metrics=deps.metrics,
         bot_login=lambda: deps.bot_login,
-        load_cap=load_cap,
-        owners=owners,
-        required_checks=required,
-        issue_activity=activity,
         crash=deps.crash,
         desk=desk,
     )
+
+
+@dataclass(frozen=True)
+class TickReader:
+    """What the safety net reads through one tick (safety.common.TickReads), over that tick's
+    context and its caches."""
+
+    deps: TickDeps
+    ctx: TickContext
+
+    def load_cap(self, task_id: str) -> CapabilitySnapshot:
+        """A task's capability snapshot, verified once per tick."""
+        return self.ctx.load_cap(task_id)
+
+    def owners(self, repo: str, users: Iterable[str]) -> set[str]:
+        """The owners among `users` under the repo's policy this tick."""
+        return issues.decision_owners(self.deps, self.ctx, repo, users)
+
+    def required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
+        """The repo's required checks, read once per tick."""
+        return merging.required_checks_for(self.deps, self.ctx, rc)
+
+    def issue_activity(self, report: Report | None = None) -> dict[int, IssueActivity]:
+        """The decision repo's issue list, read once per tick."""
+        return issues.issue_activity(self.deps, self.ctx, report)
 
 
 def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:
@@ -455,9 +466,8 @@ def _read_taps(t: Tick) -> None:
     t.deps.safety.channels.read_taps(t.host, t.now, t.report)
 
 
-def _ballots_and_desk(t: Tick) -> None:
-    """Step 3, then the one-taps mirrored into Telegram."""
-    ballots.step_ballots(t)
+def _sync_desk(t: Tick) -> None:
+    """The one-taps mirrored into Telegram (after step 3 counted the votes)."""
     t.deps.safety.channels.sync_desk(t.host, t.now, t.report)
 
 
@@ -474,7 +484,7 @@ def _burn_in(t: Tick) -> None:
 
 def _probes_and_breaker(t: Tick) -> None:
     """Step 7: post-merge probes, auto-revert, branch protection drift and the breaker."""
-    t.deps.safety.step_probes_and_breaker(t.now, t.report)
+    t.deps.safety.step_probes_and_breaker(t.now, t.reads, t.report)
 
 
 # A full tick (steps 0-7; step 8, the metrics, runs after them even when one fails).
@@ -486,14 +496,16 @@ STEPS: tuple[Step, ...] = (
     issues.find_tampered,
     issues.restore_reviews,
     poll.poll_and_classify,  # steps 1-2
-    _ballots_and_desk,  # step 3
+    ballots.step_ballots,  # step 3
+    _sync_desk,
     _merge,  # step 4
     issues.step_passive_reviews,  # step 5
     issues.step_escalations,
     _burn_in,  # step 6
     _probes_and_breaker,  # step 7
 )
-# A targeted tick: steps 1-4 for the repos a change detector flagged (`Tick.only`).
+# A targeted tick: steps 1-4 for the repos a change detector flagged (`Tick.only`); the same
+# steps as a full tick's, fewer of them.
 TARGETED_STEPS: tuple[Step, ...] = (
     _integrity_gate,
     poll.poll_and_classify,

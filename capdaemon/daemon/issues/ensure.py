@@ -22,6 +22,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
+from capdaemon.report import Report
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.escalations import list_escalations, mark_notified
 from capdaemon.stores.prrecord import IssueRef, IssueText, PRState
@@ -29,7 +30,7 @@ from capdaemon.timefmt import parse_utc
 
 
 def issue_activity(
-    deps: TickDeps, ctx: TickContext, report: TickReport | None = None
+    deps: TickDeps, ctx: TickContext, report: Report | None = None
 ) -> dict[int, IssueActivity]:
     """The decision repo's open issues' activity, listed once per tick ({} when unreadable:
     every ballot and one-tap is then read in full, as before)."""

@@ -167,7 +167,7 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     fp = full_fingerprint(item.pr, item.checks, item.policy_hash, item.cap)
     new_head = rec.head_sha != snap.head_sha  # a PR opened or pushed: its first L1.C3
     _note_verdict(rec, snap, verdict, capv, now)
-    deps.safety.tiers.on_classified(rec, snap, now)
+    deps.safety.tiers.on_classified(rec, snap, now, t.reads)
     if rec.audited != fp:
         audit_classification(deps, rec, snap, verdict, capv, fp, now)
         report.classified.append(rec.ref)
