@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from capdaemon.daemon.core.context import Tick
-from capdaemon.daemon.core.tick import STEPS, TARGETED_STEPS, TickReader, run_steps
+from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
 from capdaemon.daemon.core.tickdata import _Stopped
 from capdaemon.daemon.merging import merge as merging
 from capdaemon.daemon.polling import poll

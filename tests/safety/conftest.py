@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from capdaemon.daemon.core.tick import TickReader
+from capdaemon.daemon.core.steps import TickReader
 from capdaemon.decide.breaker import BreakerState
 from capdaemon.stores.safety_state import read_breaker
 from ghsandbox import Sandbox

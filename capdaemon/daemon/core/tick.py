@@ -9,7 +9,7 @@ through the Forge, after its audit record is fsynced.
 
 This module holds the Ticker: it builds the daemon's long-lived collaborators once (TickDeps,
 in context, with the SafetyNet as `deps.safety`) and runs each tick on a fresh TickContext.
-Every step is a function of one `Tick` (context.py); `STEPS` (a full tick) and
+Every step is a function of one `Tick` (context.py); steps.py's `STEPS` (a full tick) and
 `TARGETED_STEPS` (steps 1-4 for the repos a change detector flagged) list them in order:
 poll (steps 1-2) with gather (its reads) and publish (its writes), each PR one `TickPR`;
 issues, ballots (step 3), merging (steps 0 and 4), the safety net. Shared records and pure
@@ -23,20 +23,18 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
-from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.classify.ruletable import CHECK_READING_RULES
-from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.ballots import votes as ballots
+from capdaemon.config import Config
 from capdaemon.daemon.core.budget import TickBudget
 from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.core.reactions import save_reactions
+from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -58,18 +56,12 @@ from capdaemon.daemon.core.tickdata import (
     required_checks,
     without_stale_auto_revert,
 )
-from capdaemon.daemon.issues import ensure as issues
-from capdaemon.daemon.merging import merge as merging
-from capdaemon.daemon.polling import poll
 from capdaemon.daemon.safety.net import SafetyNet
-from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.forge.errors import FORGE_FAILURES, RateLimited, TickAbort
-from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
-from capdaemon.report import Report
 from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.escalations import list_escalations
 
@@ -414,109 +406,7 @@ def build_safety(deps: TickDeps, desk: TelegramDesk | None = None) -> SafetyNet:
     )
 
 
-@dataclass(frozen=True)
-class TickReader:
-    """What the safety net reads through one tick (safety.common.TickReads), over that tick's
-    context and its caches."""
-
-    deps: TickDeps
-    ctx: TickContext
-
-    def load_cap(self, task_id: str) -> CapabilitySnapshot:
-        """A task's capability snapshot, verified once per tick."""
-        return self.ctx.load_cap(task_id)
-
-    def owners(self, repo: str, users: Iterable[str]) -> set[str]:
-        """The owners among `users` under the repo's policy this tick."""
-        return issues.decision_owners(self.deps, self.ctx, repo, users)
-
-    def required_checks(self, rc: RepoConfig) -> tuple[RequiredCheck, ...]:
-        """The repo's required checks, read once per tick."""
-        return merging.required_checks_for(self.deps, self.ctx, rc)
-
-    def issue_activity(self, report: Report | None = None) -> dict[int, IssueActivity]:
-        """The decision repo's issue list, read once per tick."""
-        return issues.issue_activity(self.deps, self.ctx, report)
-
-
 def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:
     """How much a forge counter grew during the tick (0 when the forge does not say)."""
     a, b = after.get(key), before.get(key)
     return int(a) - int(b) if isinstance(a, int) and isinstance(b, int) else 0
-
-
-# ---------------------------------------------------------------------- the steps
-Step = Callable[[Tick], None]
-
-
-def _integrity_gate(t: Tick) -> None:
-    """The audit logs' integrity: a corrupt log is an incident, then no tick."""
-    t.deps.safety.integrity.gate(t.now, t.report)
-
-
-def _decision_access(t: Tick) -> None:
-    """Who can write to the decision repo: checked once per daemon and config."""
-    if "access" not in t.deps.once:
-        t.deps.once.add("access")
-        t.host.check_decision_access(t.now, t.report)
-
-
-def _read_taps(t: Tick) -> None:
-    """Telegram taps since the last tick (a daemon run by cron reads them here)."""
-    t.deps.safety.channels.read_taps(t.host, t.now, t.report)
-
-
-def _sync_desk(t: Tick) -> None:
-    """The one-taps mirrored into Telegram (after step 3 counted the votes)."""
-    t.deps.safety.channels.sync_desk(t.host, t.now, t.report)
-
-
-def _merge(t: Tick) -> None:
-    """Step 4, then Telegram says "merged" at once."""
-    merging.step_merge(t)
-    t.deps.safety.channels.after_merge(t.host, t.report)
-
-
-def _burn_in(t: Tick) -> None:
-    """Step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)."""
-    t.deps.safety.burn_in.step(t.ctx.seen, t.now, t.report)
-
-
-def _probes_and_breaker(t: Tick) -> None:
-    """Step 7: post-merge probes, auto-revert, branch protection drift and the breaker."""
-    t.deps.safety.step_probes_and_breaker(t.now, t.reads, t.report)
-
-
-# A full tick (steps 0-7; step 8, the metrics, runs after them even when one fails).
-STEPS: tuple[Step, ...] = (
-    _integrity_gate,
-    _decision_access,
-    _read_taps,
-    merging.step_reconcile,  # step 0
-    issues.find_tampered,
-    issues.restore_reviews,
-    poll.poll_and_classify,  # steps 1-2
-    ballots.step_ballots,  # step 3
-    _sync_desk,
-    _merge,  # step 4
-    issues.step_passive_reviews,  # step 5
-    issues.step_escalations,
-    _burn_in,  # step 6
-    _probes_and_breaker,  # step 7
-)
-# A targeted tick: steps 1-4 for the repos a change detector flagged (`Tick.only`); the same
-# steps as a full tick's, fewer of them.
-TARGETED_STEPS: tuple[Step, ...] = (
-    _integrity_gate,
-    poll.poll_and_classify,
-    ballots.step_ballots,
-    _merge,
-)
-
-
-def run_steps(t: Tick, steps: Iterable[Step]) -> None:
-    """Run `steps` in order; a stop request is honoured between any two of them."""
-    for i, step in enumerate(steps):
-        if i:
-            t.check_stop()
-        step(t)
