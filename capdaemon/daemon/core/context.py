@@ -37,6 +37,17 @@ if TYPE_CHECKING:
     from capdaemon.forge.port import ForgePort
 
 
+def bot_login_of(forge: ForgePort, config: Config) -> str:
+    """Who the bot acts as: the forge's login, else the configured one."""
+    return getattr(forge, "login", None) or config.bot_login
+
+
+def crash_at(crash_after: str, point: str) -> None:
+    """Die like `kill -9` when `point` is the test hook's named point (see TickDeps.crash)."""
+    if crash_after == point:
+        os._exit(137)
+
+
 @dataclass
 class TickDeps:
     """The long-lived collaborators of one daemon: config, state, forge, stores and logs."""
@@ -54,14 +65,13 @@ class TickDeps:
     policy_hash: str
     contents_for: Callable[[str], bool]
     heartbeat: Callable[[], object]
+    safety: SafetyNet  # the daemon's safety net (capdaemon.daemon.core.tick.build_safety)
     crash_after: str = ""
     stop: threading.Event = field(default_factory=threading.Event)
     # repo → the policy hash whose parse error is already in the actions log (once per text)
     policy_error_audited: dict[str, str] = field(default_factory=dict)
     # what is done once per daemon and config (e.g. "access": the decision repo's writers)
     once: set[str] = field(default_factory=set)
-    # the daemon's safety net, built once right after these deps (capdaemon.daemon.core.tick)
-    safety: SafetyNet = field(init=False)
 
     @property
     def shadow(self) -> bool:
@@ -76,7 +86,7 @@ class TickDeps:
     @property
     def bot_login(self) -> str:
         """Who the bot acts as (the forge's login, else the configured one)."""
-        return getattr(self.forge, "login", None) or self.config.bot_login
+        return bot_login_of(self.forge, self.config)
 
     def check_stop(self) -> None:
         """Leave the tick (raise _Stopped) when a stop was requested."""
@@ -89,8 +99,7 @@ class TickDeps:
         write (`merge`, `close`, `revert`; see capdaemon.daemon.merging.intent): `audit:` (after the
         "attempted" record), `act:` (after GitHub answered), `done:` (after the "done" record,
         before the kept intent is dropped)."""
-        if self.crash_after == point:
-            os._exit(137)
+        crash_at(self.crash_after, point)
 
     def issue_url(self, number: int | None) -> str:
         """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""

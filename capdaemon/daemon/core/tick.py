@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,13 @@ from capdaemon.audit import AuditLog, log_paths
 from capdaemon.classify.ruletable import CHECK_READING_RULES
 from capdaemon.config import Config
 from capdaemon.daemon.core.budget import TickBudget
-from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
+from capdaemon.daemon.core.context import (
+    Tick,
+    TickContext,
+    TickDeps,
+    bot_login_of,
+    crash_at,
+)
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.core.reactions import save_reactions
 from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
@@ -121,6 +128,9 @@ class Ticker:
         self.prs = PRStore(self.state_dir)
         self.metrics = Metrics(self.state_dir)
         list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
+        crash_after = (os.environ if env is None else env).get(CRASH_ENV, "")
+        # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
+        self.safety = self._safety(config, crash_after, desk)
         self.deps = TickDeps(
             config=config,
             state_dir=self.state_dir,
@@ -135,31 +145,33 @@ class Ticker:
             policy_hash=config_hash(config, self.rules),
             contents_for=_contents_for(config),
             heartbeat=heartbeat or (lambda: None),
-            crash_after=(os.environ if env is None else env).get(CRASH_ENV, ""),
+            safety=self.safety,
+            crash_after=crash_after,
         )
         self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
         self._ctx = self.new_context(datetime.now(UTC))
-        # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
-        self.safety = self.deps.safety = build_safety(self.deps, desk)
 
     def apply_config(self, config: Config, rules: Iterable[UserRule]) -> None:
         """Run the next ticks on `config` (between two ticks: the caller holds no tick). The
         state, the logs and the Telegram desk carry over; the parts reading the config are
         built again for it. Its `github:` must be the running one (a restart changes that)."""
-        desk = self.safety.channels.desk
         self.config = config
         self.rules = tuple(rules)
-        deps = dataclasses.replace(
+        self.safety = self._safety(config, self.deps.crash_after, self.safety.channels.desk)
+        self.deps = dataclasses.replace(
             self.deps,
             config=config,
             rules=self.rules,
             policy_hash=config_hash(config, self.rules),
             contents_for=_contents_for(config),
+            safety=self.safety,
         )
-        self.deps = deps
         self._ctx = self.new_context(datetime.now(UTC))
-        self.safety = deps.safety = build_safety(deps, desk)
+
+    def _safety(self, config: Config, crash_after: str, desk: TelegramDesk | None) -> SafetyNet:
+        logs, stores = (self.classifier_log, self.actions_log), (self.prs, self.metrics)
+        return build_safety(config, self.state_dir, self.forge, logs, stores, crash_after, desk)
 
     def new_context(self, now: datetime) -> TickContext:
         """A fresh context for a tick starting at `now` (nothing an earlier tick read)."""
@@ -387,21 +399,30 @@ def _contents_for(config: Config) -> Callable[[str], bool]:
     return GlobSet.of((*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")).match
 
 
-def build_safety(deps: TickDeps, desk: TelegramDesk | None = None) -> SafetyNet:
-    """The daemon's SafetyNet over `deps`. What it reads per tick (task capabilities, owners
-    under the repo's policy, required checks, the decision repo's issue activity) each step
+def build_safety(
+    config: Config,
+    state_dir: Path,
+    forge: ForgePort,
+    logs: tuple[AuditLog, AuditLog],
+    stores: tuple[PRStore, Metrics],
+    crash_after: str,
+    desk: TelegramDesk | None = None,
+) -> SafetyNet:
+    """The daemon's SafetyNet, built before the TickDeps that carry it (logs: classifier,
+    actions; stores: PRs, metrics). What it reads per tick (task capabilities, owners under
+    the repo's policy, required checks, the decision repo's issue activity) each step
     receives from the tick now running (`Tick.reads`): nothing one tick read is seen by the
     next."""
     return SafetyNet.build(
-        config=deps.config,
-        state_dir=deps.state_dir,
-        forge=deps.forge,
-        classifier_log=deps.classifier_log,
-        actions_log=deps.actions_log,
-        prs=deps.prs,
-        metrics=deps.metrics,
-        bot_login=lambda: deps.bot_login,
-        crash=deps.crash,
+        config=config,
+        state_dir=state_dir,
+        forge=forge,
+        classifier_log=logs[0],
+        actions_log=logs[1],
+        prs=stores[0],
+        metrics=stores[1],
+        bot_login=partial(bot_login_of, forge, config),
+        crash=partial(crash_at, crash_after),
         desk=desk,
     )
 
