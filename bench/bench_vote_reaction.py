@@ -36,7 +36,7 @@ from bench_tick import write_config  # noqa: E402
 
 from capdaemon.capability.taskfile import parse_task  # noqa: E402
 from capdaemon.commands._common import load_config_and_rules  # noqa: E402
-from capdaemon.daemon import ballots  # noqa: E402
+from capdaemon.daemon.ballots import votes as ballots  # noqa: E402
 from capdaemon.daemon.service.runner import open_ticker  # noqa: E402
 from capdaemon.decide.reaction import percentile  # noqa: E402
 from capdaemon.logging import configure_logging  # noqa: E402
@@ -49,10 +49,9 @@ TRAILER = f"Agent-Session: claude-code/claude-opus-4/sess-bench\nTask-Id: {TASK}
 BASE = {"src/app.py": "def f():\n    return 1\n", "docs/old.md": "# old\n"}
 
 
-def _old_one_taps(
-    deps: Any, ctx: Any, seen: Any, now: datetime, report: Any
-) -> None:  # the step before: record the one-tap, republish (and merge) at the next tick
-    deps.safety.tiers.poll(seen, now, report)
+def _old_one_taps(t: Any) -> None:
+    """The step before: record the one-tap, republish (and merge) at the next tick."""
+    t.deps.safety.tiers.poll(t.ctx.seen, t.now, t.reads, t.report)
 
 
 def run_variant(name: str, args: argparse.Namespace, keys: Any) -> dict[str, Any]:

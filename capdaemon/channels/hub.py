@@ -15,12 +15,12 @@ if TYPE_CHECKING:
 
 
 class Channels:
-    """Built once per daemon; the desk is attached by the runner when Telegram is on."""
+    """Built once per daemon, with its Telegram desk when Telegram is on (None: off)."""
 
-    def __init__(self, config: Config, state_dir: Path) -> None:
+    def __init__(self, config: Config, state_dir: Path, desk: TelegramDesk | None = None) -> None:
         self.state_dir = Path(state_dir)
         self.notify_step = NotifyStep(config)
-        self.desk: TelegramDesk | None = None
+        self.desk = desk
 
     def start_tick(self, now: datetime) -> None:
         """The tick's first step: the notifier's cursor starts before anything is recorded."""

@@ -15,10 +15,7 @@ from typing import TYPE_CHECKING, Any
 from capdaemon.audit import AuditLog
 from capdaemon.capability.model import (
     BadTaskIdError,
-    SnapshotError,
-    UnknownTaskError,
     Violation,
-    ViolationKind,
     validate_task_id,
 )
 from capdaemon.capability.scope import check_file_changes
@@ -37,7 +34,7 @@ from capdaemon.commands.qc import run_qc
 from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.gitdiff import GitError, diff_range, resolve, run_git
 from capdaemon.model import MODE_SYMLINK, FileStatus
-from capdaemon.stores.capabilities import load_snapshot
+from capdaemon.stores.capabilities import snapshot_or_violation
 from capdaemon.stores.escalations import write_escalation
 from capdaemon.stores.registry import recorded_base
 
@@ -93,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo) if args.repo else Path.cwd()
     state = state_dir(args)
     now = datetime.now(UTC)
-    snap, violations = _snapshot(state, task_id)
+    snap, violations = snapshot_or_violation(state, task_id)
     try:
         base_name, base = _base(state, task_id, snap, args.base)
     except CLIError as exc:
@@ -151,16 +148,6 @@ def _base(
         f"refused: task {task_id} has no base recorded at dispatch, and a local branch "
         "can be moved by the agent; dispatch the task with --repo DIR [--base BRANCH]"
     )
-
-
-def _snapshot(state: Path, task_id: str) -> tuple[CapabilitySnapshot | None, list[Violation]]:
-    """The task's proven snapshot, or None and the violation that says why there is none."""
-    try:
-        return load_snapshot(state, task_id), []
-    except UnknownTaskError as exc:
-        return None, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))]
-    except SnapshotError as exc:
-        return None, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")]
 
 
 def _changes(

@@ -112,24 +112,10 @@ def snapshot_or_refuse(state: Path, task_id: str, now: datetime) -> CapabilitySn
     """The task's verified capability snapshot, or the exit status of refusing (an unknown or
     tampered task: one line, escalation record, audit entry)."""
     # lazily: only what this run needs loads (scope-guard runs before every edit)
-    from capdaemon.capability.model import (
-        SnapshotError,
-        UnknownTaskError,
-        Violation,
-        ViolationKind,
-    )
-    from capdaemon.stores.capabilities import load_snapshot
+    from capdaemon.stores.capabilities import snapshot_or_violation
 
-    try:
-        return load_snapshot(state, task_id)
-    except UnknownTaskError as exc:
-        return _refuse(
-            state, task_id, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))], now
-        )
-    except SnapshotError as exc:
-        return _refuse(
-            state, task_id, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")], now
-        )
+    snap, violations = snapshot_or_violation(state, task_id)
+    return _refuse(state, task_id, violations, now) if snap is None else snap
 
 
 def _refuse(state: Path, task_id: str, violations: list[Violation], now: datetime) -> int:

@@ -14,8 +14,11 @@ from pathlib import Path
 from capdaemon.canon import canonical_json, entry_hash
 from capdaemon.capability.model import (
     CapabilitySnapshot,
+    SnapshotError,
     TamperedError,
     UnknownTaskError,
+    Violation,
+    ViolationKind,
     validate_task_id,
 )
 from capdaemon.capability.snapshot import snapshot_from_body
@@ -115,6 +118,20 @@ def find_dispatch_records(state_dir: Path, task_id: str) -> list[dict[str, Any]]
                 raise TamperedError(f"{log}: the last record differs from the one written")
         found.append(rec)
     return found
+
+
+def snapshot_or_violation(
+    state_dir: Path, task_id: str
+) -> tuple[CapabilitySnapshot | None, list[Violation]]:
+    """The task check every agent-side command makes (scope-guard, scope-guard run,
+    finish-task): the task's proven snapshot, or None and the one violation that says why
+    there is none (never dispatched: no capability; hash or audit mismatch: tampered)."""
+    try:
+        return load_snapshot(state_dir, task_id), []
+    except UnknownTaskError as exc:
+        return None, [Violation(ViolationKind.NO_CAPABILITY, task_id, str(exc))]
+    except SnapshotError as exc:
+        return None, [Violation(ViolationKind.TAMPERED, task_id, f"refused: {exc}")]
 
 
 def load_snapshot(state_dir: Path, task_id: str) -> CapabilitySnapshot:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from capdaemon.daemon.core.steps import TickReader
 from capdaemon.decide.breaker import BreakerState
 from capdaemon.stores.safety_state import read_breaker
 from ghsandbox import Sandbox
@@ -80,7 +81,9 @@ class SafetyHarness(Harness):
         """Run the safety step 7 directly (idempotent; the tick calls it too once hooked)."""
         ticker = self.ticker or self.start()
         ticker.forge.new_tick()  # as at the start of a tick: the forge reads afresh
-        ticker.safety.step_probes_and_breaker(now or self.sb.now())
+        now = now or self.sb.now()
+        reads = TickReader(ticker.deps, ticker.new_context(now))  # as a tick reads, afresh
+        ticker.safety.step_probes_and_breaker(now, reads)
 
 
 @pytest.fixture

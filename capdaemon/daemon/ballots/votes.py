@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.failure import per_item, report_error
 from capdaemon.daemon.core.reactions import BALLOT_COUNTED
 from capdaemon.daemon.core.tickdata import (
@@ -18,15 +18,15 @@ from capdaemon.daemon.core.tickdata import (
     _BallotReads,
     _digest,
     _iso,
-    _Seen,
 )
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.issues.ensure import close_issue, decision_owners, issue_activity
 from capdaemon.daemon.merging.reconcile import pr_intent
-from capdaemon.daemon.polling.gather import concurrently
+from capdaemon.daemon.polling.gather import concurrently, plan
 from capdaemon.daemon.polling.poll import read_repo_policy
 from capdaemon.daemon.polling.prstate import ballot_outcome
 from capdaemon.daemon.polling.publish import process_pr
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.decide.ballot import BallotOutcome, BallotStatus, Vote, resolve_ballot
 from capdaemon.decide.checks import reject_comment, rejected_check
 from capdaemon.decide.rounds import BallotRound
@@ -38,11 +38,10 @@ from capdaemon.timefmt import parse_utc
 
 
 # ------------------------------------------------------------------ step 3
-def step_ballots(
-    deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
-) -> None:
+def step_ballots(t: Tick) -> None:
     """Count the owners' votes on the ballots and the one-tap requests of the PRs seen; a
     decision republishes the PR at once, so step 4 of this tick can merge it."""
+    deps, ctx, seen, now, report = t.deps, t.ctx, t.ctx.seen, t.now, t.report
     todo = _open_rounds(deps, seen, now, report)
     fps: dict[str, str | None] = {}
     wanted: dict[str, int] = {}
@@ -63,7 +62,7 @@ def step_ballots(
         deps.check_stop()
         status: str | None = None
         with per_item(report, "ballot.failed", rec.ref, pr=rec.ref) as item:
-            status = count_votes(deps, ctx, s, now, report, reads[rec.ref])
+            status = count_votes(t, s, reads[rec.ref])
         if item.failed:
             ctx.ballot_unread.add(rec.ref)  # no merge on an approval we could not re-read
         fp = fps.get(rec.ref)
@@ -73,15 +72,15 @@ def step_ballots(
             rec.ballot_seen = None
         deps.prs.save(rec)
         deps.heartbeat()
-    _one_taps(deps, ctx, seen, now, report)
+    _one_taps(t)
 
 
 def _open_rounds(
-    deps: TickDeps, seen: list[_Seen], now: datetime, report: TickReport
-) -> list[_Seen]:
+    deps: TickDeps, seen: list[TickPR], now: datetime, report: TickReport
+) -> list[TickPR]:
     """The PRs whose ballot round is open on the head seen (a rejected round whose close did
     not happen is retried here)."""
-    todo: list[_Seen] = []
+    todo: list[TickPR] = []
     for s in seen:
         rec = s.rec
         needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
@@ -97,11 +96,10 @@ def _open_rounds(
     return todo
 
 
-def _one_taps(
-    deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
-) -> None:
+def _one_taps(t: Tick) -> None:
     """Read the pending one-tap requests; one decided now gets its new check at once."""
-    decided = set(deps.safety.tiers.poll(seen, now, report))
+    deps, ctx, seen, now, report = t.deps, t.ctx, t.ctx.seen, t.now, t.report
+    decided = set(deps.safety.tiers.poll(seen, now, t.reads, report))
     for s in seen:
         if s.rec.ref not in decided or s.rec.state != PRState.OPEN:
             continue
@@ -110,7 +108,7 @@ def _one_taps(
         deps.check_stop()
         # a failure leaves its fingerprint cleared: the next tick does it
         with per_item(report, "one_tap.republish_failed", s.rec.ref, pr=s.rec.ref):
-            republish(deps, ctx, s, now, report)
+            republish(t, s)
 
 
 def _issue_of(rec: PRRecord) -> int:
@@ -182,15 +180,9 @@ def read_ballots(
     return out
 
 
-def count_votes(
-    deps: TickDeps,
-    ctx: TickContext,
-    s: _Seen,
-    now: datetime,
-    report: TickReport,
-    reads: _BallotReads | None = None,
-) -> str:
+def count_votes(t: Tick, s: TickPR, reads: _BallotReads | None = None) -> str:
     """Count the owners' votes and apply a changed outcome; returns the resolved status."""
+    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
     rec = s.rec
     assert rec.ballot_round is not None and deps.decision_repo is not None
     issue, rnd = _issue_of(rec), rec.ballot_round
@@ -220,7 +212,7 @@ def count_votes(
     report.ballots[rec.ref] = outcome.status.value
     previous = rec.ballot_status(s.pr.head_sha).value
     if outcome.status.value != previous:
-        apply_ballot(deps, ctx, s, issue, rnd, outcome, previous, now, report)
+        apply_ballot(t, s, issue, rnd, outcome, previous)
     return outcome.status.value
 
 
@@ -283,16 +275,9 @@ def _answer_unknown_commands(
 
 
 def apply_ballot(
-    deps: TickDeps,
-    ctx: TickContext,
-    s: _Seen,
-    issue: int,
-    rnd: BallotRound,
-    outcome: BallotOutcome,
-    previous: str,
-    now: datetime,
-    report: TickReport,
+    t: Tick, s: TickPR, issue: int, rnd: BallotRound, outcome: BallotOutcome, previous: str
 ) -> None:
+    deps, now, report = t.deps, t.now, t.report
     rec = s.rec
     assert deps.decision_repo is not None
     status = outcome.status
@@ -338,19 +323,18 @@ def apply_ballot(
     if rejected and close_pr(deps, rec, reject_comment(outcome), now, report):
         close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
     if rec.state == PRState.OPEN and not (rec.ballot_round and rec.ballot_round.rejected_at):
-        republish(deps, ctx, s, now, report)
+        republish(t, s)
 
 
-def republish(
-    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
-) -> None:
+def republish(t: Tick, s: TickPR) -> None:
     """Republish the check and the decision issues of a PR whose owner decision changed this
-    tick (same code path as step 2), so step 4 of the same tick sees the new check."""
-    rec = s.rec
+    tick (same code path as step 2), so step 4 of the same tick sees the new check. Everything
+    is read again, on a fresh TickPR: the PR's own item keeps what step 2 decided."""
+    deps, ctx, rec = t.deps, t.ctx, s.rec
     if rec.repo not in ctx.policies:
-        read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), now)
+        read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), t.now)
     policy_hash = ctx.policies[rec.repo].policy_hash
-    process_pr(deps, ctx, s.rc, s.pr, policy_hash, now, report)
+    process_pr(t, plan(t, TickPR(s.rc, s.pr, policy_hash)))
 
 
 def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome) -> None:
@@ -388,7 +372,7 @@ def record_ballot(
     deps.prs.save(rec)
 
 
-def retry_rejection(deps: TickDeps, s: _Seen, now: datetime, report: TickReport) -> None:
+def retry_rejection(deps: TickDeps, s: TickPR, now: datetime, report: TickReport) -> None:
     """A rejection recorded on the round whose close did not happen (failed, or lost to a
     crash): close the PR now. Votes are not read again: the round is over."""
     rec = s.rec

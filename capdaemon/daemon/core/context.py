@@ -1,4 +1,5 @@
-"""What a tick works with: `TickDeps` (built once per daemon), `TickContext` (new each tick)."""
+"""What a tick works with: `TickDeps` (built once per daemon), `TickContext` (new each tick),
+and `Tick`, the one argument of every step."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from capdaemon.audit import AuditLog
 from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
+from capdaemon.channels.onetap import DeskHost
 from capdaemon.config import Config
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.daemon.core.budget import TickBudget
@@ -20,6 +23,7 @@ from capdaemon.daemon.core.reactions import ReactionClock
 from capdaemon.daemon.core.tickdata import TickReport, _Stopped
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.merging.mergewait import MergeabilityWaits
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
 from capdaemon.model import CheckRun
@@ -28,8 +32,20 @@ from capdaemon.stores.capabilities import load_snapshot, snapshot_ids
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
+    from capdaemon.daemon.safety.common import TickReads
     from capdaemon.daemon.safety.net import SafetyNet
     from capdaemon.forge.port import ForgePort
+
+
+def bot_login_of(forge: ForgePort, config: Config) -> str:
+    """Who the bot acts as: the forge's login, else the configured one."""
+    return getattr(forge, "login", None) or config.bot_login
+
+
+def crash_at(crash_after: str, point: str) -> None:
+    """Die like `kill -9` when `point` is the test hook's named point (see TickDeps.crash)."""
+    if crash_after == point:
+        os._exit(137)
 
 
 @dataclass
@@ -49,13 +65,13 @@ class TickDeps:
     policy_hash: str
     contents_for: Callable[[str], bool]
     heartbeat: Callable[[], object]
+    safety: SafetyNet  # the daemon's safety net (capdaemon.daemon.core.tick.build_safety)
     crash_after: str = ""
     stop: threading.Event = field(default_factory=threading.Event)
     # repo → the policy hash whose parse error is already in the actions log (once per text)
     policy_error_audited: dict[str, str] = field(default_factory=dict)
-    # the daemon's safety net, built once right after these deps (its callables read them and
-    # the tick now running: see capdaemon.daemon.core.tick.build_safety)
-    safety: SafetyNet = field(init=False)
+    # what is done once per daemon and config (e.g. "access": the decision repo's writers)
+    once: set[str] = field(default_factory=set)
 
     @property
     def shadow(self) -> bool:
@@ -70,7 +86,7 @@ class TickDeps:
     @property
     def bot_login(self) -> str:
         """Who the bot acts as (the forge's login, else the configured one)."""
-        return getattr(self.forge, "login", None) or self.config.bot_login
+        return bot_login_of(self.forge, self.config)
 
     def check_stop(self) -> None:
         """Leave the tick (raise _Stopped) when a stop was requested."""
@@ -83,8 +99,7 @@ class TickDeps:
         write (`merge`, `close`, `revert`; see capdaemon.daemon.merging.intent): `audit:` (after the
         "attempted" record), `act:` (after GitHub answered), `done:` (after the "done" record,
         before the kept intent is dropped)."""
-        if self.crash_after == point:
-            os._exit(137)
+        crash_at(self.crash_after, point)
 
     def issue_url(self, number: int | None) -> str:
         """An issue's web address when the API base is github.com's, else "" (a raw ref is used)."""
@@ -125,6 +140,7 @@ class TickContext:
     decision_writes: bool = False  # an issue was written: step 3 lists the issues again
     merge_waits: MergeabilityWaits = field(default_factory=MergeabilityWaits)  # unknown → re-read
     reactions: ReactionClock = field(default_factory=ReactionClock)  # event → action times
+    seen: list[TickPR] = field(default_factory=list)  # the open PRs steps 1-2 handled
 
     def config_for(self, repo: str) -> Config:
         """The effective config of a supervised repo this tick (central config until polled)."""
@@ -171,3 +187,35 @@ class TickContext:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+
+
+class TickHost(DeskHost, Protocol):
+    """The daemon a tick runs in (the Ticker): the Telegram desk's host, and its start-up
+    check of who can write to the decision repo."""
+
+    def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
+        """Warn when a non-owner can write to the decision repo; the logins found."""
+        ...
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One tick as every step receives it: the daemon's collaborators (`deps`), what this tick
+    read and decided so far (`ctx`, with its report), the tick's time, the daemon it runs in
+    (the Telegram desk's host), what the safety net reads through this tick (`reads`, over
+    `ctx`'s caches) and the repos it is limited to (None: every supervised repo)."""
+
+    deps: TickDeps
+    ctx: TickContext
+    now: datetime
+    host: TickHost
+    reads: TickReads
+    only: frozenset[str] | None = None
+    report: TickReport = field(init=False)  # what this tick saw and did: `ctx.report`
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "report", self.ctx.report)
+
+    def check_stop(self) -> None:
+        """Leave the tick (raise _Stopped) when a stop was requested."""
+        self.deps.check_stop()

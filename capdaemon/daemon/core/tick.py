@@ -9,9 +9,11 @@ through the Forge, after its audit record is fsynced.
 
 This module holds the Ticker: it builds the daemon's long-lived collaborators once (TickDeps,
 in context, with the SafetyNet as `deps.safety`) and runs each tick on a fresh TickContext.
-The steps are functions receiving (deps, ctx, now): poll (steps 1-2) with gather (its reads)
-and publish (its writes), issues, ballots (step 3), merging (steps 0 and 4); shared records
-and pure helpers are in tickdata and prstate.
+Every step is a function of one `Tick` (context.py); steps.py's `STEPS` (a full tick) and
+`TARGETED_STEPS` (steps 1-4 for the repos a change detector flagged) list them in order:
+poll (steps 1-2) with gather (its reads) and publish (its writes), each PR one `TickPR`;
+issues, ballots (step 3), merging (steps 0 and 4), the safety net. Shared records and pure
+helpers are in tickdata and prstate.
 """
 
 from __future__ import annotations
@@ -22,18 +24,24 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
-from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.classify.ruletable import CHECK_READING_RULES
-from capdaemon.config import Config, RepoConfig
-from capdaemon.daemon.ballots import votes as ballots
+from capdaemon.config import Config
 from capdaemon.daemon.core.budget import TickBudget
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import (
+    Tick,
+    TickContext,
+    TickDeps,
+    bot_login_of,
+    crash_at,
+)
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.core.reactions import save_reactions
+from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -55,14 +63,9 @@ from capdaemon.daemon.core.tickdata import (
     required_checks,
     without_stale_auto_revert,
 )
-from capdaemon.daemon.issues import ensure as issues
-from capdaemon.daemon.merging import merge as merging
-from capdaemon.daemon.polling import poll
 from capdaemon.daemon.safety.net import SafetyNet
-from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.forge.errors import FORGE_FAILURES, RateLimited, TickAbort
-from capdaemon.forge.types import IssueActivity
 from capdaemon.globs import GlobSet
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
@@ -70,6 +73,7 @@ from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.escalations import list_escalations
 
 if TYPE_CHECKING:
+    from capdaemon.channels.onetap import TelegramDesk
     from capdaemon.classify.user_rules import UserRule
     from capdaemon.forge.port import ForgePort
 
@@ -107,6 +111,7 @@ class Ticker:
         env: Mapping[str, str] | None = None,
         heartbeat: Callable[[], object] | None = None,
         clock: Callable[[], datetime] | None = None,
+        desk: TelegramDesk | None = None,
     ) -> None:
         self.config = config
         self.state_dir = Path(state_dir)
@@ -123,6 +128,9 @@ class Ticker:
         self.prs = PRStore(self.state_dir)
         self.metrics = Metrics(self.state_dir)
         list_escalations(self.state_dir)  # a corrupt escalation record refuses start-up too
+        crash_after = (os.environ if env is None else env).get(CRASH_ENV, "")
+        # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
+        self.safety = self._safety(config, crash_after, desk)
         self.deps = TickDeps(
             config=config,
             state_dir=self.state_dir,
@@ -137,36 +145,36 @@ class Ticker:
             policy_hash=config_hash(config, self.rules),
             contents_for=_contents_for(config),
             heartbeat=heartbeat or (lambda: None),
-            crash_after=(os.environ if env is None else env).get(CRASH_ENV, ""),
+            safety=self.safety,
+            crash_after=crash_after,
         )
         self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
-        self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
-        self._ctx = self._new_context(datetime.now(UTC))
-        # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
-        self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
+        self._ctx = self.new_context(datetime.now(UTC))
 
     def apply_config(self, config: Config, rules: Iterable[UserRule]) -> None:
         """Run the next ticks on `config` (between two ticks: the caller holds no tick). The
         state, the logs and the Telegram desk carry over; the parts reading the config are
         built again for it. Its `github:` must be the running one (a restart changes that)."""
-        desk = self.safety.channels.desk
         self.config = config
         self.rules = tuple(rules)
-        deps = dataclasses.replace(
+        self.safety = self._safety(config, self.deps.crash_after, self.safety.channels.desk)
+        self.deps = dataclasses.replace(
             self.deps,
             config=config,
             rules=self.rules,
             policy_hash=config_hash(config, self.rules),
             contents_for=_contents_for(config),
+            safety=self.safety,
         )
-        self.deps = deps
-        self._access_checked = False
-        self._ctx = self._new_context(datetime.now(UTC))
-        self.safety = deps.safety = build_safety(deps, lambda: self._ctx)
-        self.safety.channels.desk = desk
+        self._ctx = self.new_context(datetime.now(UTC))
 
-    def _new_context(self, now: datetime) -> TickContext:
+    def _safety(self, config: Config, crash_after: str, desk: TelegramDesk | None) -> SafetyNet:
+        logs, stores = (self.classifier_log, self.actions_log), (self.prs, self.metrics)
+        return build_safety(config, self.state_dir, self.forge, logs, stores, crash_after, desk)
+
+    def new_context(self, now: datetime) -> TickContext:
+        """A fresh context for a tick starting at `now` (nothing an earlier tick read)."""
         progress = Progress(self.log, every=self.progress_every)
         return TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
 
@@ -233,8 +241,9 @@ class Ticker:
         started = time.monotonic()
         self.forge.new_tick(full=full)
         before = self._budget()
-        ctx = self._ctx = self._new_context(now)
+        ctx = self._ctx = self.new_context(now)
         report = ctx.report
+        tick = Tick(self.deps, ctx, now, self, TickReader(self.deps, ctx), only)
         report.config_errors.extend(config_errors)
         self.deps.work_budget.start(now, before.get("remaining"), before.get("limit"))
         event = "tick" if full else "tick.targeted"
@@ -243,10 +252,7 @@ class Ticker:
         )
         self.safety.channels.start_tick(now)  # before the tick's first record
         try:
-            if only is None:
-                self._run_steps(ctx, now)
-            else:
-                self._run_targeted(ctx, now, only)
+            run_steps(tick, STEPS if full else TARGETED_STEPS)
         except _Stopped:
             report.interrupted = True
             self.log.info(f"{event}.interrupted")
@@ -276,49 +282,6 @@ class Ticker:
             backlog_left=report.backlog_left,
         )
         return report
-
-    def _run_targeted(self, ctx: TickContext, now: datetime, only: frozenset[str]) -> None:
-        """Steps 1-4 for the flagged repos only (after the audit logs' integrity gate)."""
-        deps, report = self.deps, ctx.report
-        deps.safety.integrity.gate(now, report)
-        seen = poll.poll_and_classify(deps, ctx, now, only)
-        if ctx.decision_writes:
-            ctx.activity = None
-        deps.check_stop()
-        ballots.step_ballots(deps, ctx, seen, now, report)
-        deps.check_stop()
-        merging.step_merge(deps, ctx, seen, now, report)
-        deps.safety.channels.after_merge(self, report)
-
-    def _run_steps(self, ctx: TickContext, now: datetime) -> None:
-        """Steps 0-7 in order; a stop request is honoured between them."""
-        deps, report = self.deps, ctx.report
-        deps.safety.integrity.gate(now, report)  # a corrupt log: an incident, then no tick
-        deps.check_stop()
-        if not self._access_checked:
-            self._access_checked = True
-            self.check_decision_access(now, report)
-        deps.safety.channels.read_taps(self, now, report)  # taps since the last tick (cron)
-        merging.step_reconcile(deps, now, report)
-        issues.find_tampered(deps, ctx, report)
-        issues.restore_reviews(deps, ctx, now, report)
-        seen = poll.poll_and_classify(deps, ctx, now)  # steps 1-2
-        if ctx.decision_writes:
-            ctx.activity = None  # step 3 lists the issues again, after our writes
-        deps.check_stop()
-        ballots.step_ballots(deps, ctx, seen, now, report)  # step 3
-        deps.safety.channels.sync_desk(self, now, report)  # mirror one-taps into Telegram
-        deps.check_stop()
-        merging.step_merge(deps, ctx, seen, now, report)  # step 4
-        deps.safety.channels.after_merge(self, report)  # Telegram says "merged" at once
-        deps.check_stop()
-        issues.step_passive_reviews(deps, ctx, now, report)  # step 5
-        issues.step_escalations(deps, now, report)
-        deps.check_stop()
-        # step 6: advance L4 burn-in clocks (rejections are read from the "rejection" records)
-        deps.safety.burn_in.step(seen, now, report)
-        # step 7: post-merge probes, auto-revert, branch protection drift and the breaker
-        deps.safety.step_probes_and_breaker(now, report)
 
     # ------------------------------------------------------------------ start-up
     def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
@@ -436,38 +399,31 @@ def _contents_for(config: Config) -> Callable[[str], bool]:
     return GlobSet.of((*cc.config_file_globs, f"{cc.source_root.rstrip('/')}/**")).match
 
 
-def build_safety(deps: TickDeps, current: Callable[[], TickContext]) -> SafetyNet:
-    """The daemon's SafetyNet over `deps`. What it reads per tick (task capabilities, owners
-    under the repo's policy, required checks, the decision repo's issue activity) comes from
-    `current()`, the context of the tick now running, looked up at each call: nothing one tick
-    read is seen by the next."""
-
-    def load_cap(task_id: str) -> CapabilitySnapshot:
-        return current().load_cap(task_id)
-
-    def owners(repo: str, users: Iterable[str]) -> set[str]:
-        return issues.decision_owners(deps, current(), repo, users)
-
-    def required(rc: RepoConfig) -> tuple[RequiredCheck, ...]:
-        return merging.required_checks_for(deps, current(), rc)
-
-    def activity(report: TickReport | None = None) -> dict[int, IssueActivity]:
-        return issues.issue_activity(deps, current(), report)
-
+def build_safety(
+    config: Config,
+    state_dir: Path,
+    forge: ForgePort,
+    logs: tuple[AuditLog, AuditLog],
+    stores: tuple[PRStore, Metrics],
+    crash_after: str,
+    desk: TelegramDesk | None = None,
+) -> SafetyNet:
+    """The daemon's SafetyNet, built before the TickDeps that carry it (logs: classifier,
+    actions; stores: PRs, metrics). What it reads per tick (task capabilities, owners under
+    the repo's policy, required checks, the decision repo's issue activity) each step
+    receives from the tick now running (`Tick.reads`): nothing one tick read is seen by the
+    next."""
     return SafetyNet.build(
-        config=deps.config,
-        state_dir=deps.state_dir,
-        forge=deps.forge,
-        classifier_log=deps.classifier_log,
-        actions_log=deps.actions_log,
-        prs=deps.prs,
-        metrics=deps.metrics,
-        bot_login=lambda: deps.bot_login,
-        load_cap=load_cap,
-        owners=owners,
-        required_checks=required,
-        issue_activity=activity,
-        crash=deps.crash,
+        config=config,
+        state_dir=state_dir,
+        forge=forge,
+        classifier_log=logs[0],
+        actions_log=logs[1],
+        prs=stores[0],
+        metrics=stores[1],
+        bot_login=partial(bot_login_of, forge, config),
+        crash=partial(crash_at, crash_after),
+        desk=desk,
     )
 
 

@@ -1,4 +1,4 @@
-"""The tick's shared constants, records (TickReport, _Seen ...) and pure helpers."""
+"""The tick's shared constants, records (TickReport, _BallotReads) and pure helpers."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from capdaemon.classify.ruletable import CHECK_READING_RULES, RULE_NAMES
-from capdaemon.config import Config, RepoConfig
+from capdaemon.config import Config
 from capdaemon.daemon.safety.common import QUIET_REREAD
 from capdaemon.decide.labels import Label
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.errors import TickAbort
-from capdaemon.forge.types import Comment, PRSummary, Reaction
-from capdaemon.model import CheckRun, LabelEvent, PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.forge.types import Comment, Reaction
+from capdaemon.model import LabelEvent, PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.state import canonical_json
-from capdaemon.stores.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND, PRRecord
+from capdaemon.stores.botstate import BALLOT_KIND, REVIEW_KIND, SCOPE_KIND
 from capdaemon.timefmt import utc_iso
 
 CRASH_ENV = "CAPDAEMON_CRASH_AFTER"
@@ -86,36 +86,6 @@ class TickReport:
         out = asdict(self)
         out["started_at"] = _iso(self.started_at)
         return out
-
-
-@dataclass
-class _Seen:
-    """One open PR of this tick: its repo config, list entry, record, and the Verdict when it
-    was classified this tick (None: its inputs did not change; the record says the rest)."""
-
-    rc: RepoConfig
-    pr: PRSummary
-    rec: PRRecord
-    verdict: Verdict | None = None
-
-    @property
-    def quadrant(self) -> Quadrant:
-        """This tick's quadrant, else the recorded one (D when none is recorded: fail closed)."""
-        if self.verdict is not None:
-            return self.verdict.quadrant
-        return Quadrant(self.rec.quadrant) if self.rec.quadrant else Quadrant.D
-
-
-@dataclass
-class _Gathered:
-    """What the gather phase read for one PR (or why it read nothing), before any decision."""
-
-    light: str
-    cap: str
-    settled: str | None = None  # why nothing needs reading (then checks/snapshot stay None)
-    checks: list[CheckRun] | None = None
-    snapshot: PRSnapshot | None = None
-    error: BaseException | None = None
 
 
 @dataclass

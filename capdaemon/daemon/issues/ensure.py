@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.failure import per_item, report_error
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
@@ -22,6 +22,7 @@ from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
+from capdaemon.report import Report
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.escalations import list_escalations, mark_notified
 from capdaemon.stores.prrecord import IssueRef, IssueText, PRState
@@ -29,7 +30,7 @@ from capdaemon.timefmt import parse_utc
 
 
 def issue_activity(
-    deps: TickDeps, ctx: TickContext, report: TickReport | None = None
+    deps: TickDeps, ctx: TickContext, report: Report | None = None
 ) -> dict[int, IssueActivity]:
     """The decision repo's open issues' activity, listed once per tick ({} when unreadable:
     every ballot and one-tap is then read in full, as before)."""
@@ -129,10 +130,11 @@ def _note_issue(
         deps.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
 
 
-def restore_reviews(deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport) -> None:
+def restore_reviews(t: Tick) -> None:
     """Restore passive review issues someone else edited, from the text capdaemon wrote
     (their PR has usually merged: it is not reprocessed). Ballots are restored when
     their PR is processed (a new round starts)."""
+    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
     repo = deps.decision_repo
     if repo is None:
         return
@@ -230,12 +232,13 @@ def _tamper_kind(kind: str, info: IssueRef, act: Any) -> str | None:
     return "edited" if issue_text_hash(act.title, act.body) != info.body_sha else None
 
 
-def find_tampered(deps: TickDeps, ctx: TickContext, report: TickReport) -> None:
+def find_tampered(t: Tick) -> None:
     """Decision issues whose live title/body differs from what capdaemon last wrote, or a
     ballot closed by someone else (R5), from the issue list the tick reads anyway.
 
     Only open PRs with a watched open issue and a stored hash are compared; the list is
     read only when there is one (a steady tick reads it for its ballots anyway)."""
+    deps, ctx, report = t.deps, t.ctx, t.report
     watched = _watched(deps)
     for rec, kind, info in watched:
         if not info.body_sha and kind == BALLOT:
@@ -276,10 +279,9 @@ def close_issue(deps: TickDeps, rec: PRRecord, kind: str, comment: str, now: dat
 
 
 # ------------------------------------------------------------------ step 5
-def step_passive_reviews(
-    deps: TickDeps, ctx: TickContext, now: datetime, report: TickReport
-) -> None:
+def step_passive_reviews(t: Tick) -> None:
     """B/C review issues close after `passive_review_days` unless an owner commented."""
+    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
     repo = deps.decision_repo
     days = deps.config.passive_review_days
     if repo is None:
@@ -317,8 +319,9 @@ def step_passive_reviews(
                 deps.log.info("passive.kept_open", pr=rec.ref, issue=info.number)
 
 
-def step_escalations(deps: TickDeps, now: datetime, report: TickReport) -> None:
+def step_escalations(t: Tick) -> None:
     """Escalation records of scope-guard / finish-task become owner issues, once each."""
+    deps, now, report = t.deps, t.now, t.report
     repo = deps.decision_repo
     if repo is None:
         return

@@ -7,18 +7,18 @@ from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.config import RepoConfig
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.failure import per_item
 from capdaemon.daemon.core.reactions import MERGE_DONE, merge_cause, time_or_none
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     TickReport,
-    _Seen,
     required_checks,
 )
 from capdaemon.daemon.issues.ensure import close_issue
 from capdaemon.daemon.merging.reconcile import pr_intent, recorded_outcome, settle
 from capdaemon.daemon.polling.prstate import ballot_outcome
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.decide.merge import (
     MergeAction,
     MergeFacts,
@@ -26,6 +26,7 @@ from capdaemon.decide.merge import (
     RequiredCheck,
     merge_readiness,
 )
+from capdaemon.decide.tiers import OneTapResult
 from capdaemon.forge.errors import (
     BaseMoved,
     ForgeError,
@@ -38,8 +39,9 @@ from capdaemon.stores.prrecord import PRState
 
 
 # ------------------------------------------------------------------ step 0
-def step_reconcile(deps: TickDeps, now: datetime, report: TickReport) -> None:
+def step_reconcile(t: Tick) -> None:
     """Finish what a crash left between an "attempted" record and its outcome (by PR state)."""
+    deps, now, report = t.deps, t.now, t.report
     for rec in list(deps.prs.records.values()):
         if not rec.pending:
             continue
@@ -120,10 +122,10 @@ def required_checks_for(
     return ctx.required[rc.name]
 
 
-def step_merge(
-    deps: TickDeps, ctx: TickContext, seen: list[_Seen], now: datetime, report: TickReport
-) -> None:
-    for s in seen:
+def step_merge(t: Tick) -> None:
+    """Step 4: merge, at the head sha, each PR seen this tick whose readiness says so."""
+    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
+    for s in ctx.seen:
         rec, pr = s.rec, s.pr
         if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
             continue
@@ -149,9 +151,10 @@ def step_merge(
 
 
 def try_merge(
-    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime, report: TickReport
+    deps: TickDeps, ctx: TickContext, s: TickPR, now: datetime, report: TickReport
 ) -> None:
     rec, pr = s.rec, s.pr
+    tap = deps.safety.tiers.one_tap_result(rec, now)  # one reading for the whole merge
     if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
         rec.mergeable = pr.mergeable
     if rec.mergeable is False:  # conflicts with the base: waits, nothing read
@@ -162,9 +165,9 @@ def try_merge(
     if rollup is not None:
         # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
         # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness, checks = readiness_of(deps, ctx, s, rollup, now), rollup
+        readiness, checks = readiness_of(deps, ctx, s, rollup, now, tap), rollup
     else:
-        readiness, checks = _rest_readiness(deps, ctx, s, now)
+        readiness, checks = _rest_readiness(deps, ctx, s, now, tap)
     if readiness.action is MergeAction.WAIT:
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
         return
@@ -183,23 +186,22 @@ def try_merge(
         report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    cause = merge_cause(pr.updated_at, _votes_at(deps, rec, pr.head_sha, now), checks)
+    cause = merge_cause(pr.updated_at, _votes_at(rec, pr.head_sha, tap), checks)
     merge(deps, s, now, report, merged=lambda: ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
 
 
-def _votes_at(deps: TickDeps, rec: PRRecord, head_sha: str, now: datetime) -> list[datetime | None]:
+def _votes_at(rec: PRRecord, head_sha: str, tap: OneTapResult | None) -> list[datetime | None]:
     """When the owners' approvals of this head were given (ballot, one-tap), where known."""
     ballot = rec.ballot
     mine = ballot is not None and ballot.head_sha == head_sha
     out = [time_or_none(ballot.voted_at)] if ballot is not None and mine else []
-    tap = deps.safety.tiers.one_tap_result(rec, now)
     if tap is not None and tap.at is not None:
         out.append(tap.at)
     return out
 
 
 def _rest_readiness(
-    deps: TickDeps, ctx: TickContext, s: _Seen, now: datetime
+    deps: TickDeps, ctx: TickContext, s: TickPR, now: datetime, tap: OneTapResult | None
 ) -> tuple[Readiness, Sequence[CheckRun]]:
     """Readiness from REST reads (no batch rollup of the head): the gather phase's check
     runs plus the statuses, read again right before a merge; and the checks it was decided on."""
@@ -209,23 +211,28 @@ def _rest_readiness(
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
     else:  # the gather phase's check runs, plus the statuses (read for merging only)
         checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
-    readiness = readiness_of(deps, ctx, s, checks, now)
+    readiness = readiness_of(deps, ctx, s, checks, now, tap)
     if readiness.action is MergeAction.MERGE and runs is not None:
         # decided on the gather phase's check runs: read them again right before acting
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
-        readiness = readiness_of(deps, ctx, s, checks, now)
+        readiness = readiness_of(deps, ctx, s, checks, now, tap)
     return readiness, checks
 
 
 def readiness_of(
-    deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
+    deps: TickDeps,
+    ctx: TickContext,
+    s: TickPR,
+    checks: Sequence[CheckRun],
+    now: datetime,
+    tap: OneTapResult | None,
 ) -> Readiness:
     """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
     yet (None) reads the PR again for it in enforce mode, at once and after the waits of
     capdaemon.daemon.merging.mergewait, in this tick; still unknown (or another head) it waits: None
     is never mergeable. In shadow mode it waits for the next tick's page (a `would_merge`
     record a tick later costs no read)."""
-    facts = merge_facts(deps, ctx, s, checks, now)
+    facts = merge_facts(deps, ctx, s, checks, now, tap)
     ready = facts.mergeable is None and not deps.shadow
     if ready and merge_readiness(replace(facts, mergeable=True)).ok:
         status = ctx.merge_waits.settle(deps.forge, s.pr.repo, s.pr.number, s.pr.head_sha)
@@ -236,7 +243,12 @@ def readiness_of(
 
 
 def merge_facts(
-    deps: TickDeps, ctx: TickContext, s: _Seen, checks: Sequence[CheckRun], now: datetime
+    deps: TickDeps,
+    ctx: TickContext,
+    s: TickPR,
+    checks: Sequence[CheckRun],
+    now: datetime,
+    tap: OneTapResult | None,
 ) -> MergeFacts:
     rec, pr, rc = s.rec, s.pr, s.rc
     needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
@@ -256,7 +268,7 @@ def merge_facts(
         verified_auto_revert=rec.auto_revert,
         capability_reasons=tuple(rec.blocking),
         ballot=ballot,
-        one_tap=deps.safety.tiers.one_tap_result(rec, now),
+        one_tap=tap,
         shadow=deps.shadow,
         l1c3_app_id=deps.config.github.app_id,
     )
@@ -264,7 +276,7 @@ def merge_facts(
 
 def merge(
     deps: TickDeps,
-    s: _Seen,
+    s: TickPR,
     now: datetime,
     report: TickReport,
     merged: Callable[[], object] | None = None,

@@ -28,18 +28,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.core.budget import WRITES_PER_NEW_PR, Waiting
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickDeps
 from capdaemon.daemon.core.failure import report_error
-from capdaemon.daemon.core.tickdata import TickReport, _Seen
+from capdaemon.daemon.core.tickdata import TickReport
 from capdaemon.daemon.polling.gather import gather, plan
-from capdaemon.daemon.polling.publish import Prepared, prepare_new, publish_new
+from capdaemon.daemon.polling.publish import prepare_new, publish_new
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.forge.errors import ForgeError, TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import Quadrant
@@ -63,31 +62,13 @@ def one_pr(deps: TickDeps, report: TickReport, pr: PRSummary, fn: Callable[[], T
     return None
 
 
-@dataclass
-class Candidate:
-    """A new PR this tick may publish: what orders it, and its classification when held."""
-
-    order: int  # discovery order: repos as configured, each repo's PRs oldest first
-    rc: RepoConfig
-    pr: PRSummary
-    policy_hash: str
-    waiting: Waiting
-    prepared: Prepared | None = None  # None: read (again) before it is published
-    published: bool = False
-
-    @property
-    def key(self) -> tuple[int, int]:
-        """Publication order: rank, then discovery."""
-        return (self.waiting.rank, self.order)
-
-
 class Backlog:
     """One tick's new PRs: which to read, which to publish, and what is left."""
 
-    def __init__(self, deps: TickDeps, ctx: TickContext, now: datetime) -> None:
-        self.deps, self.ctx, self.now = deps, ctx, now
-        self.budget = deps.work_budget
-        self.candidates: list[Candidate] = []
+    def __init__(self, t: Tick) -> None:
+        self.t = t
+        self.budget = t.deps.work_budget
+        self.candidates: list[TickPR] = []
         self.unread = 0  # new PRs left unread (beyond the read allowance, or a failed read)
         self.polled: set[str] = set()
         self.ample = True  # the writes cover every new PR: each is published as it is read
@@ -99,68 +80,65 @@ class Backlog:
         writes = self.budget.writes
         self.ample = writes is None or writes >= WRITES_PER_NEW_PR * sum(1 for _ in new)
 
-    def _add(self, rc: RepoConfig, pr: PRSummary, policy_hash: str, w: Waiting) -> Candidate:
-        c = Candidate(len(self.candidates), rc, pr, policy_hash, w)
-        self.candidates.append(c)
-        return c
+    def _add(self, item: TickPR, w: Waiting) -> TickPR:
+        item.order, item.waiting = len(self.candidates), w
+        self.candidates.append(item)
+        return item
 
-    def to_read(
-        self, rc: RepoConfig, new: Sequence[PRSummary], policy_hash: str
-    ) -> list[PRSummary]:
+    def to_read(self, rc: RepoConfig, new: Sequence[TickPR]) -> list[TickPR]:
         """Of one repo's new PRs (oldest first), those to read and classify now: within the
         read allowance. One left waiting at the same light fingerprint is a candidate as is."""
         self.polled.add(rc.name)
-        out: list[PRSummary] = []
-        for pr in new:
-            light = plan(self.deps, self.ctx, pr, policy_hash, self.now).light
-            known = self.budget.waiting.get(pr.ref)
+        out: list[TickPR] = []
+        for item in new:
+            light = plan(self.t, item).light
+            known = self.budget.waiting.get(item.pr.ref)
             if known is not None and known.light == light:
-                self._add(rc, pr, policy_hash, known)
+                self._add(item, known)
             elif self.budget.take_read():
-                out.append(pr)
+                out.append(item)
             else:
                 self.unread += 1
         return out
 
-    def offer(
-        self, rc: RepoConfig, light: str, p: Prepared | None, report: TickReport
-    ) -> list[_Seen]:
+    def offer(self, p: TickPR | None) -> list[TickPR]:
         """A new PR read and classified in stage 1 (None: its read failed or it moved); what it
         published right away (when the writes are ample)."""
         if p is None:
             self.unread += 1
             return []
-        w = Waiting(light, p.verdict.quadrant.value, p.blocked)
-        c = self._add(rc, p.pr, p.policy_hash, w)
-        c.prepared = p
+        assert p.verdict is not None
+        w = Waiting(p.light, p.verdict.quadrant.value, p.blocked)
+        self._add(p, w)
         if not self.ample or not self.budget.fits(w.cost):
             return []
-        handled = self._publish_one(c, report, p)
+        handled = self._publish_one(p)
         return [] if handled is None else [handled]
 
-    def _publish_one(self, c: Candidate, report: TickReport, p: Prepared) -> _Seen | None:
+    def _publish_one(self, c: TickPR) -> TickPR | None:
         """Publish one candidate and spend its writes (None: nothing was recorded for it, or
         it was recorded but its publication failed: it is a known PR from now on)."""
-        deps = self.deps
+        t = self.t
+        deps = t.deps
         deps.check_stop()
-        handled = one_pr(
-            deps, report, c.pr, partial(publish_new, deps, self.ctx, p, self.now, report)
-        )
-        c.prepared = None
-        if handled is None and c.pr.ref not in deps.prs.records:
-            return None  # nothing recorded: it waits
+        handled = one_pr(deps, t.report, c.pr, partial(publish_new, t, c))
+        if handled is None:
+            c.forget()
+            if c.pr.ref not in deps.prs.records:
+                return None  # nothing recorded: it waits
         c.published = True
+        assert c.waiting is not None
         self.budget.spend(c.waiting.cost)
         deps.heartbeat()
         return handled
 
-    def _selection(self) -> list[Candidate]:
+    def _selection(self) -> list[TickPR]:
         """The candidates the write allowance takes, by value (a candidate that does not fit
         is passed over for a cheaper one after it)."""
         left = self.budget.writes
-        taken: list[Candidate] = []
+        taken: list[TickPR] = []
         for c in sorted(self.candidates, key=lambda c: c.key):
-            if c.published:
+            if c.published or c.waiting is None:
                 continue
             if left is None or c.waiting.cost <= left:
                 taken.append(c)
@@ -171,53 +149,52 @@ class Backlog:
         """Drop the classifications no write can be spent on this tick (bounds memory)."""
         taken = {id(c) for c in self._selection()}
         for c in self.candidates:
-            if id(c) not in taken:
-                c.prepared = None
+            if id(c) not in taken and not c.published:
+                c.forget()
 
-    def publish(self, report: TickReport) -> list[_Seen]:
+    def publish(self) -> list[TickPR]:
         """Stage 2: publish the candidates by value while their writes fit."""
         chosen = self._selection()
-        self._read_again([c for c in chosen if c.prepared is None], report)
-        seen: list[_Seen] = []
+        self._read_again([c for c in chosen if c.verdict is None])
+        seen: list[TickPR] = []
         for c in chosen:
-            p = c.prepared
-            if p is None:
+            if c.verdict is None:
                 continue  # its read failed: it stays waiting
-            c.waiting = Waiting(c.waiting.light, p.verdict.quadrant.value, p.blocked)
+            assert c.waiting is not None
+            c.waiting = Waiting(c.waiting.light, c.verdict.quadrant.value, c.blocked)
             if not self.budget.fits(c.waiting.cost):
                 continue  # classified again into a costlier quadrant: it waits
-            handled = self._publish_one(c, report, p)
+            handled = self._publish_one(c)
             if handled is not None:
                 seen.append(handled)
         return seen
 
-    def _read_again(self, todo: list[Candidate], report: TickReport) -> None:
+    def _read_again(self, todo: list[TickPR]) -> None:
         """Read and classify again the waiting PRs taken this tick (free conditional reads)."""
-        groups: dict[tuple[str, str], list[Candidate]] = {}
+        groups: dict[tuple[str, str], list[TickPR]] = {}
         for c in todo:
             groups.setdefault((c.rc.name, c.policy_hash), []).append(c)
-        for (_, policy_hash), group in groups.items():
-            self.deps.check_stop()
-            gathered = gather(self.deps, self.ctx, [c.pr for c in group], policy_hash, self.now)
+        t = self.t
+        for group in groups.values():
+            t.check_stop()
+            gather(t, group)
             for c in group:
-                g = gathered[c.pr.number]
-                read = partial(
-                    prepare_new, self.deps, self.ctx, c.rc, c.pr, policy_hash, self.now, g
-                )
-                c.prepared = one_pr(self.deps, report, c.pr, read)
+                if one_pr(t.deps, t.report, c.pr, partial(prepare_new, t, c)) is None:
+                    c.forget()
 
-    def close(self, report: TickReport, supervised: Sequence[str]) -> None:
+    def close(self, supervised: Sequence[str]) -> None:
         """Keep what waits for a later tick (in the budget) and say it in the report: new PRs
         left unread, and classified ones waiting for writes by quadrant."""
+        report = self.t.report
         keep = {
             ref: w
             for ref, w in self.budget.waiting.items()
             if ref.rpartition("#")[0] in supervised and ref.rpartition("#")[0] not in self.polled
         }  # a repo whose poll failed this tick keeps its waiting PRs
-        waiting = [c for c in self.candidates if not c.published]
-        keep.update((c.pr.ref, c.waiting) for c in waiting)
+        waiting = [c for c in self.candidates if not c.published and c.waiting is not None]
+        keep.update((c.pr.ref, c.waiting) for c in waiting if c.waiting is not None)
         self.budget.waiting = keep
-        by_quadrant = Counter(c.waiting.quadrant for c in waiting)
+        by_quadrant = Counter(c.waiting.quadrant for c in waiting if c.waiting is not None)
         report.backlog_unread = self.unread
         report.backlog_waiting = {q.value: by_quadrant.get(q.value, 0) for q in Quadrant}
         report.backlog_left = self.unread + len(waiting)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon.core.context import TickContext, TickDeps
-from capdaemon.daemon.core.tickdata import GATHER_WORKERS, _Gathered, _Stopped
+from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
+from capdaemon.daemon.core.tickdata import GATHER_WORKERS, _Stopped
 from capdaemon.daemon.polling.prstate import (
     full_fingerprint,
     light_fingerprint,
     published,
 )
 from capdaemon.daemon.polling.tasks import capability_state
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.forge.errors import TickAbort
 from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun, Quadrant
@@ -60,72 +60,72 @@ def concurrently(
     return out
 
 
-def plan(
-    deps: TickDeps, ctx: TickContext, pr: PRSummary, policy_hash: str, now: datetime
-) -> _Gathered:
-    """What must be read for one PR this tick (decided from bot-state and the list alone)."""
+def plan(t: Tick, item: TickPR) -> TickPR:
+    """What must be read for one PR this tick (decided from bot-state and the list alone):
+    its light fingerprint, capability state and why it needs no read, if so."""
+    deps, pr = t.deps, item.pr
     rec = deps.prs.records.get(pr.ref)
     same_head = rec is not None and rec.head_sha == pr.head_sha
-    cap = capability_state(rec.task_id if rec and same_head else None, ctx.load_cap, now)
-    light = light_fingerprint(pr, policy_hash, cap)
-    g = _Gathered(light=light, cap=cap)
-    if rec is not None and same_head and rec.state == "open" and pr.ref not in ctx.tampered:
-        g.settled = settled(deps, ctx, rec, pr, light)
-    return g
+    item.cap = capability_state(rec.task_id if rec and same_head else None, t.ctx.load_cap, t.now)
+    item.light = light_fingerprint(pr, item.policy_hash, item.cap)
+    item.settled = None
+    if rec is not None and same_head and rec.state == "open" and pr.ref not in t.ctx.tampered:
+        item.settled = settled(deps, rec, pr, item.light)
+    return item
 
 
-def gather(
-    deps: TickDeps, ctx: TickContext, prs: Sequence[PRSummary], policy_hash: str, now: datetime
-) -> dict[int, _Gathered]:
+def gather(t: Tick, items: Sequence[TickPR]) -> None:
     """Gather phase of steps 1-2: check runs where they can matter, then the snapshots of
-    the PRs whose inputs changed — concurrently. Nothing is decided or written here.
+    the PRs whose inputs changed — concurrently, into each item. Nothing is decided or
+    written here.
 
     Commit statuses are not read here: classification never sees them (a snapshot carries
     check runs only); merge readiness reads them in step 4, for PRs that may merge.
     """
-    plans = {pr.number: plan(deps, ctx, pr, policy_hash, now) for pr in prs}
-    wanted = {pr.number: pr for pr in prs if plans[pr.number].settled is None}
+    deps, ctx = t.deps, t.ctx
+    for item in items:
+        item.start_reads()
+        plan(t, item)
+    wanted = [item for item in items if item.settled is None]
     got = concurrently(
         deps,
         ctx,
-        {n: partial(deps.forge.check_runs, pr.repo, pr.head_sha) for n, pr in wanted.items()},
+        {id(i): partial(deps.forge.check_runs, i.pr.repo, i.pr.head_sha) for i in wanted},
     )
-    snaps: dict[int, PRSummary] = {}
-    for n, pr in wanted.items():
-        g, result = plans[n], got[n]
+    snaps: list[TickPR] = []
+    for item in wanted:
+        result = got[id(item)]
         if isinstance(result, BaseException):
-            g.error = result
+            item.error = result
             continue
         checks: list[CheckRun] = result
-        g.checks = checks
-        rec = deps.prs.records.get(pr.ref)
-        if rec is None or not unchanged(deps, ctx, rec, pr, checks, policy_hash, g.cap):
-            snaps[n] = pr
+        item.checks = checks
+        rec = deps.prs.records.get(item.pr.ref)
+        if rec is None or not unchanged(t, rec, item, checks):
+            snaps.append(item)
     got = concurrently(
         deps,
         ctx,
         {
-            n: partial(
+            id(i): partial(
                 deps.forge.snapshot,
-                pr.repo,
-                pr.number,
+                i.pr.repo,
+                i.pr.number,
                 contents_for=deps.contents_for,
-                known_runs=(pr.head_sha, plans[n].checks or ()),
+                known_runs=(i.pr.head_sha, i.checks or ()),
             )
-            for n, pr in snaps.items()
+            for i in snaps
         },
     )
-    for n, result in got.items():
+    for item in snaps:
+        result = got[id(item)]
         if isinstance(result, BaseException):
-            plans[n].error = result
+            item.error = result
         else:
-            plans[n].snapshot = result
-    return plans
+            item.snapshot = result
 
 
-def settled(
-    deps: TickDeps, ctx: TickContext, rec: PRRecord, pr: PRSummary, light: str
-) -> str | None:
+def settled(deps: TickDeps, rec: PRRecord, pr: PRSummary, light: str) -> str | None:
     """Why this PR needs no read at all this tick (None: read its check runs).
 
     Requires the PR list, policy and capability to be as at the last full evaluation
@@ -167,22 +167,15 @@ def checks_cannot_matter(deps: TickDeps, rec: PRRecord, pr: PRSummary) -> str | 
     return None
 
 
-def unchanged(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    pr: PRSummary,
-    checks: Iterable[CheckRun],
-    policy_hash: str,
-    cap_state: str,
-) -> bool:
+def unchanged(t: Tick, rec: PRRecord, item: TickPR, checks: Iterable[CheckRun]) -> bool:
     """Same head and inputs as last handled, published for the current ballot state."""
+    deps, pr = t.deps, item.pr
     if rec.head_sha != pr.head_sha or not published(rec, pr.head_sha):
         return False
-    if pr.ref in ctx.tampered:
+    if pr.ref in t.ctx.tampered:
         return False  # a decision issue was edited by someone else: rewrite it
     if not deps.safety.tiers.recorded(rec):
         return False  # classify again to record the head's tier (no second audit)
     if rec.quadrant == Quadrant.D.value and rec.firm_d is None:
         return False  # recorded before `firm_d` existed: classify once more to learn it
-    return full_fingerprint(pr, checks, policy_hash, cap_state) == rec.fingerprint
+    return full_fingerprint(pr, checks, item.policy_hash, item.cap) == rec.fingerprint

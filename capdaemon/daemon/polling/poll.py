@@ -6,14 +6,15 @@ from datetime import datetime
 from functools import partial
 
 from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
-from capdaemon.daemon.core.context import RepoPolicy, TickContext, TickDeps
+from capdaemon.daemon.core.context import RepoPolicy, Tick, TickContext, TickDeps
 from capdaemon.daemon.core.failure import per_item, report_error
-from capdaemon.daemon.core.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso, _Seen
+from capdaemon.daemon.core.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.issues.ensure import close_issue
 from capdaemon.daemon.polling.backlog import Backlog, one_pr
 from capdaemon.daemon.polling.gather import gather
 from capdaemon.daemon.polling.publish import prepare_new, process_pr
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.errors import ForgeError, NotFound
 from capdaemon.forge.types import PRSummary
@@ -22,10 +23,9 @@ from capdaemon.stores.policystate import save_policies
 from capdaemon.stores.prrecord import PRState
 
 
-def poll_and_classify(
-    deps: TickDeps, ctx: TickContext, now: datetime, only: frozenset[str] | None = None
-) -> list[_Seen]:
-    """Steps 1-2 for every supervised repo; the open PRs into its base that this tick handled.
+def poll_and_classify(t: Tick) -> None:
+    """Steps 1-2 for every supervised repo (`t.only`: the repos a targeted tick is limited
+    to); the open PRs into its base that this tick handled go to `t.ctx.seen`.
 
     Every repo is listed first. PRs already known are decided, recorded and acted on repo by
     repo; new ones are read and classified within the budget and, when the writes left cannot
@@ -34,11 +34,11 @@ def poll_and_classify(
     neither listed nor touched: a PR is taken as closed only when its own repo's full open
     list leaves it out, and the repo policy summary is written by full ticks alone.
     """
-    report = ctx.report
-    seen: list[_Seen] = []
-    backlog = Backlog(deps, ctx, now)
+    deps, ctx, report = t.deps, t.ctx, t.report
+    seen: list[TickPR] = []
+    backlog = Backlog(t)
     _ = deps.bot_login  # resolve who we are once, before any gather thread starts
-    repos = [rc for rc in deps.config.repos if only is None or rc.name in only]
+    repos = [rc for rc in deps.config.repos if t.only is None or rc.name in t.only]
     try:
         listed: list[tuple[RepoConfig, list[PRSummary]]] = []
         for rc in repos:
@@ -52,18 +52,20 @@ def poll_and_classify(
             except ForgeError as exc:
                 report_error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
                 continue
-            listed.append((read_repo_policy(deps, ctx, rc, policy, now), prs))
+            listed.append((read_repo_policy(deps, ctx, rc, policy, t.now), prs))
         backlog.size_up(p for _, prs in listed for p in prs if p.ref not in deps.prs.records)
         for rc, prs in listed:
-            seen += _poll_repo(deps, ctx, backlog, rc, prs, now)
-        seen += backlog.publish(report)
+            seen += _poll_repo(t, backlog, rc, prs)
+        seen += backlog.publish()
         deps.safety.save()
     finally:
-        backlog.close(report, [rc.name for rc in deps.config.repos])
+        backlog.close([rc.name for rc in deps.config.repos])
     report.prs_seen = len(seen)
-    if only is None:
+    ctx.seen = seen
+    if t.only is None:
         _save_policies(deps, ctx)
-    return seen
+    if ctx.decision_writes:
+        ctx.activity = None  # step 3 lists the issues again, after our writes
 
 
 def _unknown_repo(deps: TickDeps, report: TickReport, repo: str, exc: NotFound) -> None:
@@ -78,42 +80,29 @@ def _unknown_repo(deps: TickDeps, report: TickReport, repo: str, exc: NotFound) 
     deps.log.error("repo.unknown", repo=repo, error=message)
 
 
-def _poll_repo(
-    deps: TickDeps,
-    ctx: TickContext,
-    backlog: Backlog,
-    rc: RepoConfig,
-    prs: list[PRSummary],
-    now: datetime,
-) -> list[_Seen]:
+def _poll_repo(t: Tick, backlog: Backlog, rc: RepoConfig, prs: list[PRSummary]) -> list[TickPR]:
     """One repo's open PRs: known ones handled in full, new ones classified for the backlog."""
-    report = ctx.report
+    deps, ctx, report = t.deps, t.ctx, t.report
     policy_hash = ctx.policies[rc.name].policy_hash
-    forget_closed(deps, ctx, rc, {p.number for p in prs}, now)
-    deps.safety.basebind.note_retargeted(rc.base, prs, now)  # a ballot is bound to its base
+    forget_closed(deps, ctx, rc, {p.number for p in prs}, t.now)
+    deps.safety.basebind.note_retargeted(rc.base, prs, t.now)  # a ballot is bound to its base
     prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
-    known = [p for p in prs if p.ref in deps.prs.records]
-    new = [p for p in prs if p.ref not in deps.prs.records]
-    todo = known + backlog.to_read(rc, new, policy_hash)
-    seen: list[_Seen] = []
+    known = [TickPR(rc, p, policy_hash) for p in prs if p.ref in deps.prs.records]
+    new = [TickPR(rc, p, policy_hash) for p in prs if p.ref not in deps.prs.records]
+    todo = known + backlog.to_read(rc, new)
+    seen: list[TickPR] = []
     for start in range(0, len(todo), GATHER_CHUNK):
         chunk = todo[start : start + GATHER_CHUNK]
         deps.check_stop()
-        gathered = gather(deps, ctx, chunk, policy_hash, now)  # reads only, concurrent
-        for i, pr in enumerate(chunk, start):  # decide, record, act: one PR at a time
+        gather(t, chunk)  # reads only, concurrent
+        for i, item in enumerate(chunk, start):  # decide, record, act: one PR at a time
             ctx.progress.step(rc.name, i, len(todo), report)
             deps.check_stop()
-            g = gathered[pr.number]
+            pr = item.pr
             if pr.ref not in deps.prs.records:  # new: now, or by value after every repo
-                read = partial(prepare_new, deps, ctx, rc, pr, policy_hash, now, g)
-                seen += backlog.offer(rc, g.light, one_pr(deps, report, pr, read), report)
+                seen += backlog.offer(one_pr(deps, report, pr, partial(prepare_new, t, item)))
                 continue
-            handled = one_pr(
-                deps,
-                report,
-                pr,
-                partial(process_pr, deps, ctx, rc, pr, policy_hash, now, report, g),
-            )
+            handled = one_pr(deps, report, pr, partial(process_pr, t, item))
             if handled is not None:
                 seen.append(handled)
             deps.heartbeat()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.classify.engine import classify
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.ballots.ballot_issue import ensure_ballot, note_reopened
-from capdaemon.daemon.core.context import TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.reactions import CHECK_PUBLISHED
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
@@ -16,9 +16,7 @@ from capdaemon.daemon.core.tickdata import (
     SCOPE,
     TickReport,
     _digest,
-    _Gathered,
     _iso,
-    _Seen,
     auto_revert_floor,
     firm_d,
     without_stale_auto_revert,
@@ -38,6 +36,7 @@ from capdaemon.daemon.polling.tasks import (
     evaluate,
     linked_tasks,
 )
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.daemon.safety import recovery
 from capdaemon.decide.checks import (
     CheckFacts,
@@ -46,32 +45,23 @@ from capdaemon.decide.checks import (
 )
 from capdaemon.decide.labels import Label
 from capdaemon.decide.tiers import Requirement
-from capdaemon.forge.types import PRSummary
-from capdaemon.model import CheckRun, PRSnapshot, Quadrant, RuleResult, Verdict
+from capdaemon.model import PRSnapshot, Quadrant, RuleResult, Verdict
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import PRState
 from capdaemon.timefmt import parse_utc
 
 
-def process_pr(
-    deps: TickDeps,
-    ctx: TickContext,
-    rc: RepoConfig,
-    pr: PRSummary,
-    policy_hash: str,
-    now: datetime,
-    report: TickReport,
-    gathered: _Gathered | None = None,
-) -> _Seen:
-    """Reclassify and republish one PR when its inputs (or its ballot state) changed.
+def process_pr(t: Tick, item: TickPR) -> TickPR:
+    """Reclassify and republish one known PR when its inputs (or its ballot state) changed.
 
-    `gathered` comes from the gather phase; without it (a ballot decision republishing
-    the PR in step 3) everything is read here.
+    `item` is planned (gather.plan) and usually gathered; what the gather phase did not read
+    is read here (a ballot decision republishing the PR in step 3 reads everything here).
     """
-    g = gathered or plan(deps, ctx, pr, policy_hash, now)
-    if g.error is not None:
-        raise g.error
-    rec = deps.prs.setdefault(pr.repo, pr.number, _iso(now))
+    deps, pr, now = t.deps, item.pr, t.now
+    if item.error is not None:
+        raise item.error
+    item.verdict = item.capv = None  # classified again below, or unchanged
+    rec = item.record = deps.prs.setdefault(pr.repo, pr.number, _iso(now))
     if rec.state != "open":
         rec.state = PRState.OPEN  # reopened
         note_reopened(rec)
@@ -79,153 +69,116 @@ def process_pr(
         rec.head_ref = pr.head_ref
         if rec.audited:
             deps.prs.save(rec)
-    if g.settled is not None:
-        deps.log.debug("pr.settled", pr=pr.ref, why=g.settled)
+    if item.settled is not None:
+        deps.log.debug("pr.settled", pr=pr.ref, why=item.settled)
         # nothing changed that could matter: no read, no classification, no write
-        return _Seen(rc, pr, rec)
-    checks = g.checks
+        return _done(item)
+    checks = item.checks
     if checks is None:
-        checks = deps.forge.check_runs(pr.repo, pr.head_sha)
-    ctx.tick_runs[(pr.repo, pr.head_sha)] = checks
-    if unchanged(deps, ctx, rec, pr, checks, policy_hash, g.cap):
-        if rec.light != g.light:  # e.g. draft toggled: not a classification input
-            rec.light = g.light
+        checks = item.checks = deps.forge.check_runs(pr.repo, pr.head_sha)
+    t.ctx.tick_runs[(pr.repo, pr.head_sha)] = checks
+    if unchanged(t, rec, item, checks):
+        if rec.light != item.light:  # e.g. draft toggled: not a classification input
+            rec.light = item.light
             deps.prs.save(rec)
-        return _Seen(rc, pr, rec)  # unchanged: no snapshot, no classification, no write
-    snap = _snapshot(deps, pr, checks, g)
-    if snap is None:
-        return _Seen(rc, pr, rec)  # the list is stale; the next tick sees the new head or base
-    p = _classified(deps, ctx, rc, pr, rec, snap, checks, policy_hash, now)
+        return _done(item)  # unchanged: no snapshot, no classification, no write
+    if not _classified(t, item):
+        return _done(item)  # the list is stale; the next tick sees the new head or base
+    snap = _snap(item)
     if rec.head_sha and rec.head_sha != snap.head_sha:
         head_moved(deps, rec, snap.head_sha, now)
-    return _record_and_publish(deps, ctx, p, now, report)
+    return _record_and_publish(t, item)
 
 
-@dataclass
-class Prepared:
-    """A PR read and classified whose verdict is not recorded or published yet."""
-
-    rc: RepoConfig
-    pr: PRSummary
-    rec: PRRecord
-    snap: PRSnapshot
-    checks: list[CheckRun]
-    verdict: Verdict
-    capv: CapabilityVerdict
-    cap: str
-    policy_hash: str
-
-    @property
-    def blocked(self) -> bool:
-        """A P0 finding or a scope violation fails L1.C3 whatever the quadrant."""
-        return bool(self.rec.blocking)
+def _done(item: TickPR) -> TickPR:
+    item.done()
+    return item
 
 
-def prepare_new(
-    deps: TickDeps,
-    ctx: TickContext,
-    rc: RepoConfig,
-    pr: PRSummary,
-    policy_hash: str,
-    now: datetime,
-    gathered: _Gathered,
-) -> Prepared | None:
+def _snap(item: TickPR) -> PRSnapshot:
+    """The snapshot an item was classified on (read by _classified)."""
+    assert item.snapshot is not None
+    return item.snapshot
+
+
+def prepare_new(t: Tick, item: TickPR) -> TickPR | None:
     """Classify a PR never published before, recording and writing nothing: the tick publishes
     it later (publish_new) when its writes fit the budget. None: the list entry is stale.
 
     Its record is built aside (not in prs.json) and the classification is not audited yet:
     a PR left waiting is classified again, from free re-reads, in the tick that publishes it.
     """
-    if gathered.error is not None:
-        raise gathered.error
-    rec = PRRecord(pr.repo, pr.number, first_seen=_iso(now), head_ref=pr.head_ref)
-    checks = gathered.checks
-    if checks is None:
-        checks = deps.forge.check_runs(pr.repo, pr.head_sha)
-    snap = _snapshot(deps, pr, checks, gathered)
-    if snap is None:
-        return None
-    return _classified(deps, ctx, rc, pr, rec, snap, checks, policy_hash, now)
+    if item.error is not None:
+        raise item.error
+    pr = item.pr
+    item.record = PRRecord(pr.repo, pr.number, first_seen=_iso(t.now), head_ref=pr.head_ref)
+    if item.checks is None:
+        item.checks = t.deps.forge.check_runs(pr.repo, pr.head_sha)
+    return item if _classified(t, item) else None
 
 
-def publish_new(
-    deps: TickDeps, ctx: TickContext, p: Prepared, now: datetime, report: TickReport
-) -> _Seen:
+def publish_new(t: Tick, item: TickPR) -> TickPR:
     """Record, audit and publish a PR prepared by prepare_new (its record joins prs.json)."""
-    if p.pr.ref in deps.prs.records:  # known meanwhile: handled as any known PR
-        g = plan(deps, ctx, p.pr, p.policy_hash, now)
-        g.checks, g.snapshot = p.checks, p.snap
-        return process_pr(deps, ctx, p.rc, p.pr, p.policy_hash, now, report, g)
-    deps.prs.records[p.pr.ref] = p.rec
-    ctx.tick_runs[(p.pr.repo, p.pr.head_sha)] = p.checks
-    return _record_and_publish(deps, ctx, p, now, report)
+    deps, pr = t.deps, item.pr
+    if pr.ref in deps.prs.records:  # known meanwhile: handled as any known PR
+        return process_pr(t, plan(t, item))  # on the checks and snapshot read already
+    deps.prs.records[pr.ref] = item.rec
+    assert item.checks is not None
+    t.ctx.tick_runs[(pr.repo, pr.head_sha)] = item.checks
+    return _record_and_publish(t, item)
 
 
-def _snapshot(
-    deps: TickDeps, pr: PRSummary, checks: list[CheckRun], g: _Gathered
-) -> PRSnapshot | None:
-    """The gathered snapshot (read now without one); None when the head or base moved since
-    the list was read."""
-    snap = g.snapshot
+def _classified(t: Tick, item: TickPR) -> bool:
+    """Classify one head against its task's capability (nothing recorded or written): its
+    snapshot (read now when the gather phase did not), verdict and capability verdict on
+    the item. False when the head or base moved since the list was read."""
+    deps, ctx, pr, now = t.deps, t.ctx, item.pr, t.now
+    snap = item.snapshot
     if snap is None:
-        snap = deps.forge.snapshot(
+        snap = item.snapshot = deps.forge.snapshot(
             pr.repo,
             pr.number,
             contents_for=deps.contents_for,
-            known_runs=(pr.head_sha, checks),
+            known_runs=(pr.head_sha, item.checks or ()),
         )
     if snap.head_sha != pr.head_sha or snap.base_ref != pr.base_ref:
         deps.log.info("pr.moved_during_gather", pr=pr.ref)
-        return None
-    return snap
-
-
-def _classified(
-    deps: TickDeps,
-    ctx: TickContext,
-    rc: RepoConfig,
-    pr: PRSummary,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    checks: list[CheckRun],
-    policy_hash: str,
-    now: datetime,
-) -> Prepared:
-    """Classify one head against its task's capability (nothing recorded or written)."""
-    capv = _capability(deps, ctx, rc, snap, now)
-    cap = capability_state(capv.task_id, ctx.load_cap, now)
-    verdict = classify(
-        label_floor(deps, rec, snap),
+        return False
+    rc = item.rc
+    item.capv = _capability(deps, ctx, rc, snap, now)
+    item.cap = capability_state(item.capv.task_id, ctx.load_cap, now)
+    item.verdict = classify(
+        label_floor(deps, item.rec, snap),
         ctx.config_for(rc.name),  # central config + the repo's .capdaemon.yml, parsed once
         now=now,
         policy_error=ctx.policy_error(rc.name),
         user_rules=deps.rules,
         agent_severity=deps.safety.burn_in.agent_severities(),
     )
-    return Prepared(rc, pr, rec, snap, checks, verdict, capv, cap, policy_hash)
+    return True
 
 
-def _record_and_publish(
-    deps: TickDeps, ctx: TickContext, p: Prepared, now: datetime, report: TickReport
-) -> _Seen:
+def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     """Record the verdict (the audit entry is fsynced before anything is written), then
     publish L1.C3 and the decision issues."""
-    rec, snap, verdict, capv = p.rec, p.snap, p.verdict, p.capv
-    fp = full_fingerprint(p.pr, p.checks, p.policy_hash, p.cap)
+    deps, now, report = t.deps, t.now, t.report
+    rec, snap, verdict, capv = item.rec, _snap(item), item.verdict, item.capv
+    assert verdict is not None and capv is not None and item.checks is not None
+    fp = full_fingerprint(item.pr, item.checks, item.policy_hash, item.cap)
     new_head = rec.head_sha != snap.head_sha  # a PR opened or pushed: its first L1.C3
     _note_verdict(rec, snap, verdict, capv, now)
-    deps.safety.tiers.on_classified(rec, snap, now)
+    deps.safety.tiers.on_classified(rec, snap, now, t.reads)
     if rec.audited != fp:
         audit_classification(deps, rec, snap, verdict, capv, fp, now)
         report.classified.append(rec.ref)
-    publish(deps, ctx, rec, snap, verdict, capv, now, report)
+    publish(deps, t.ctx, rec, snap, verdict, capv, now, report)
     if new_head:  # measured from the PR's last change as listed (at or after the push)
-        ctx.reactions.note(CHECK_PUBLISHED, rec.ref, p.pr.updated_at, now)
+        t.ctx.reactions.note(CHECK_PUBLISHED, rec.ref, item.pr.updated_at, now)
     rec.fingerprint = fp
-    rec.light = light_fingerprint(p.pr, p.policy_hash, p.cap)
+    rec.light = light_fingerprint(item.pr, item.policy_hash, item.cap)
     rec.published = _digest(fp, rec.ballot_status(snap.head_sha).value)
     deps.prs.save(rec)
-    return _Seen(p.rc, p.pr, rec, verdict)
+    return _done(item)
 
 
 def _capability(

@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capdaemon.audit import AuditLog
-from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.channels.hub import Channels
-from capdaemon.config import Config, RepoConfig
+from capdaemon.config import Config
 from capdaemon.daemon.core.failure import per_item
 from capdaemon.daemon.merging.basebind import BaseBinding
 from capdaemon.daemon.merging.intent import no_crash
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.burnin import BurnIn
-from capdaemon.daemon.safety.common import ActivityFn, OwnersFn, Report, log
+from capdaemon.daemon.safety.common import Report, TickReads, log
 from capdaemon.daemon.safety.integrity import AuditGate
 from capdaemon.daemon.safety.logtail import BreakerLogTail
 from capdaemon.daemon.safety.probes import Probes
 from capdaemon.daemon.safety.protection import Protection
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.daemon.safety.tiers import Tiers
-from capdaemon.decide.merge import RequiredCheck
 from capdaemon.stores.botstate import Metrics, PRStore
 from capdaemon.stores.safety_state import SafetyStore, new_actions
 
 if TYPE_CHECKING:
+    from capdaemon.channels.onetap import TelegramDesk
     from capdaemon.forge.port import ForgePort
 
 
@@ -60,11 +59,8 @@ class SafetyNet:
         prs: PRStore,
         metrics: Metrics,
         bot_login: Callable[[], str],
-        load_cap: Callable[[str], CapabilitySnapshot],
-        owners: OwnersFn,
-        required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]],
-        issue_activity: ActivityFn | None = None,
         crash: Callable[[str], None] = no_crash,
+        desk: TelegramDesk | None = None,
     ) -> SafetyNet:
         """Wire the parts (safety.json is read on first use, not here)."""
         state_dir = Path(state_dir)
@@ -86,7 +82,6 @@ class SafetyNet:
             forge=forge,
             actions_log=actions_log,
             decision_repo=repo,
-            owners=owners,
         )
         probes = Probes(
             config=config,
@@ -100,8 +95,6 @@ class SafetyNet:
             shadow=config.mode == "shadow",
             breaker=breaker,
             reviews=reviews,
-            owners=owners,
-            required_checks=required_checks,
             crash=crash,
         )
         return cls(
@@ -115,9 +108,6 @@ class SafetyNet:
                 prs=prs,
                 decision_repo=repo,
                 bot_login=bot_login,
-                load_cap=load_cap,
-                owners=owners,
-                issue_activity=issue_activity,
             ),
             burn_in=BurnIn(
                 config=config,
@@ -148,23 +138,25 @@ class SafetyNet:
                 breaker=breaker,
             ),
             basebind=BaseBinding(prs=prs, actions_log=actions_log, forge=forge, probes=probes),
-            channels=Channels(config, state_dir),
+            channels=Channels(config, state_dir, desk),
         )
 
     def save(self) -> None:
         """Write safety.json when it changed (the tick calls this once per chunk and at its end)."""
         self.store.save()
 
-    def step_probes_and_breaker(self, now: datetime, report: Report | None = None) -> None:
+    def step_probes_and_breaker(
+        self, now: datetime, reads: TickReads, report: Report | None = None
+    ) -> None:
         """Step 7: new merges → probes (+ revert, incident), protection drift, API-failure
         streaks, the incident issue and `/breaker reset` comments, random reviews."""
         s = self.store
         records, cursor = new_actions(self.state_dir, s["cursor"])
         parts: tuple[Callable[[], None], ...] = (
             lambda: self.probes.watch_merges(records, now, report),
-            lambda: self.probes.probe(now, report),
+            lambda: self.probes.probe(now, reads, report),
             lambda: self.protection.check(now, report),
-            lambda: self.reviews.close_due(now, report),
+            lambda: self.reviews.close_due(now, reads, report),
             lambda: self.breaker.sync_issue(now, report),
         )
         for part in parts:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from capdaemon.audit import AuditLog
-from capdaemon.config import Config, RepoConfig
+from capdaemon.config import Config
+from capdaemon.daemon.safety.common import TickReads
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.decide.probe import ProbeWatch, red, trusted_probe_checks
 from capdaemon.logging import get_logger
@@ -19,8 +19,7 @@ UNTRUSTED_ACTION = "probe.untrusted_status"
 
 def split_checks(
     config: Config,
-    required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]],
-    owners: Callable[[str, Iterable[str]], set[str]],
+    reads: TickReads,
     bot_login: str,
     watch: ProbeWatch,
     checks: list[CheckRun],
@@ -31,10 +30,10 @@ def split_checks(
     rc = config.repo(watch.repo)
     required: list[RequiredCheck] = []
     if rc is not None:
-        required += required_checks(rc)
+        required += reads.required_checks(rc)
         required += [RequiredCheck.of(c, apps_only=True) for c in rc.extra_checks]
     creators = sorted({c.creator for c in checks if c.app_id is None and c.creator})
-    trusted = set(owners(watch.repo, creators)) | {bot_login.lower()}
+    trusted = set(reads.owners(watch.repo, creators)) | {bot_login.lower()}
     return trusted_probe_checks(checks, required, trusted)
 
 

@@ -9,22 +9,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
-from capdaemon.config import Config, RepoConfig
+from capdaemon.config import Config
 from capdaemon.daemon.core.failure import per_item, report_error
 from capdaemon.daemon.merging.intent import Intent, no_crash
 from capdaemon.daemon.safety import probe_sources
 from capdaemon.daemon.safety.breaker import Breaker
 from capdaemon.daemon.safety.common import (
     INCIDENT,
-    OwnersFn,
     Report,
+    TickReads,
     log,
 )
 from capdaemon.daemon.safety.reviews import RandomReviews
 from capdaemon.decide._text import md, short_sha
 from capdaemon.decide.breaker import Incident, IncidentKind
 from capdaemon.decide.labels import Label
-from capdaemon.decide.merge import RequiredCheck
 from capdaemon.decide.probe import (
     ProbeStatus,
     ProbeWatch,
@@ -59,8 +58,6 @@ class Probes:
     shadow: bool
     breaker: Breaker
     reviews: RandomReviews
-    owners: OwnersFn
-    required_checks: Callable[[RepoConfig], Sequence[RequiredCheck]]
     crash: Callable[[str], None] = no_crash  # the kill -9 test hook (TickDeps.crash)
 
     def _audit(self, entry: Mapping[str, Any], now: datetime) -> None:
@@ -144,7 +141,7 @@ class Probes:
         )
 
     # ------------------------------------------------------------------ judging
-    def probe(self, now: datetime, report: Report | None) -> None:
+    def probe(self, now: datetime, reads: TickReads, report: Report | None) -> None:
         """Judge each watched merge commit; a failure is an incident (maybe with a revert PR)."""
         s = self.store
         cfg = self.config.post_merge
@@ -157,7 +154,7 @@ class Probes:
             with per_item(report, "probe.failed", watch.ref, log=log, pr=watch.ref) as item:
                 checks = self.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
                 trusted, untrusted = probe_sources.split_checks(
-                    self.config, self.required_checks, self.owners, self.bot_login(), watch, checks
+                    self.config, reads, self.bot_login(), watch, checks
                 )
             if item.failed:
                 keep.append(raw)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from capdaemon.audit import AuditLog
 from capdaemon.config import Config
-from capdaemon.daemon.safety.common import OwnersFn, Report
+from capdaemon.daemon.safety.common import Report, TickReads
 from capdaemon.decide.checks import random_review_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due, sampled
@@ -29,7 +29,6 @@ class RandomReviews:
     forge: ForgePort
     actions_log: AuditLog
     decision_repo: str | None
-    owners: OwnersFn
 
     def sample(self, rec: PRRecord, head: str, now: datetime, report: Report | None) -> None:
         """Open a random-review issue for an auto-merged head when it falls in the sample."""
@@ -72,7 +71,7 @@ class RandomReviews:
         if report is not None:
             report.issues.append(f"random-review:{repo}#{issue.number}")
 
-    def close_due(self, now: datetime, report: Report | None) -> None:
+    def close_due(self, now: datetime, reads: TickReads, report: Report | None) -> None:
         """Random-review issues are passive: closed after `passive_review_days` unless owned."""
         s = self.store
         repo, days = self.decision_repo, self.config.passive_review_days
@@ -84,7 +83,7 @@ class RandomReviews:
                 continue
             comments = self.forge.comments(repo, int(info["number"]))
             pr_repo = key.split("#", 1)[0]
-            owners = self.owners(pr_repo, [c.user for c in comments])
+            owners = reads.owners(pr_repo, [c.user for c in comments])
             commented = any(c.user.lower() in owners for c in comments)
             if passive_close_due(opened, now, commented, days):
                 note = f"No owner comment in {days:g} days."

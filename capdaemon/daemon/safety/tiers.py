@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
-from capdaemon.capability.model import CapabilityError, CapabilitySnapshot
+from capdaemon.capability.model import CapabilityError
 from capdaemon.channels.config import one_tap_ttl
 from capdaemon.classify.trailers import commit_agent_session
 from capdaemon.config import Config
@@ -17,10 +17,9 @@ from capdaemon.daemon.core.reactions import time_or_none
 from capdaemon.daemon.safety.common import (
     ONE_TAP,
     QUIET_REREAD,
-    ActivityFn,
-    OwnersFn,
     Report,
     SeenPR,
+    TickReads,
     log,
 )
 from capdaemon.decide.checks import one_tap_issue_body
@@ -58,20 +57,19 @@ class Tiers:
     prs: PRStore
     decision_repo: str | None
     bot_login: Callable[[], str]
-    load_cap: Callable[[str], CapabilitySnapshot]
-    owners: OwnersFn
-    issue_activity: ActivityFn | None = None
 
     # ------------------------------------------------------------------ tiers
-    def _level(self, task_id: str | None) -> int | None:
+    def _level(self, task_id: str | None, reads: TickReads) -> int | None:
         if not task_id:
             return None
         try:
-            return int(self.load_cap(task_id).capability.level)
+            return int(reads.load_cap(task_id).capability.level)
         except (CapabilityError, AttributeError):
             return None  # the capability layer already blocks such a PR
 
-    def on_classified(self, rec: PRRecord, snap: PRSnapshot, now: datetime) -> None:
+    def on_classified(
+        self, rec: PRRecord, snap: PRSnapshot, now: datetime, reads: TickReads
+    ) -> None:
         """Record the head's tier (task level + changed files) and the agent ids of its commits.
 
         Not saved here (that re-serialised the whole safety.json per PR: quadratic on a first
@@ -81,7 +79,7 @@ class Tiers:
         """
         s = self.store
         policy = policy_of(rec.merge_policy)
-        level = self._level(rec.task_id)
+        level = self._level(rec.task_id, reads)
         cfg = self.config
         td = replace(
             tier_for(
@@ -238,7 +236,11 @@ class Tiers:
         )
 
     def poll(
-        self, seen: Sequence[SeenPR], now: datetime, report: Report | None = None
+        self,
+        seen: Sequence[SeenPR],
+        now: datetime,
+        reads: TickReads,
+        report: Report | None = None,
     ) -> list[str]:
         """Read the 👍/👎 on pending one-tap issues. Returns the PRs whose one-tap was decided
         (or expired) now: the caller republishes them in the same tick (their fingerprint is
@@ -251,7 +253,7 @@ class Tiers:
             entry = self._one_tap(rec)
             if rec.state != "open" or entry is None or entry["state"] != OneTapState.PENDING.value:
                 continue
-            if self._poll_one(rec, entry, self.decision_repo, now, report):
+            if self._poll_one(rec, entry, self.decision_repo, now, reads, report):
                 decided.append(rec.ref)
         return decided
 
@@ -261,6 +263,7 @@ class Tiers:
         entry: dict[str, Any],
         repo: str,
         now: datetime,
+        reads: TickReads,
         report: Report | None,
     ) -> bool:
         """Read one pending one-tap; True when it was decided (or expired) now."""
@@ -268,7 +271,7 @@ class Tiers:
         ttl = one_tap_ttl(self.config)
         # Skip the read when the issue's reaction rollup is as at the last read, that read is
         # recent (QUIET_REREAD) and the deadline has not passed (expiry needs a read).
-        activity = self.issue_activity(report) if self.issue_activity else None
+        activity = reads.issue_activity(report)
         fp = _one_tap_fp(activity.get(int(entry["issue"])) if activity is not None else None)
         deadline = parse_utc(entry["opened_at"], "opened_at") + ttl
         if fp and entry.get("seen_fp") == fp and now < deadline:
@@ -282,7 +285,7 @@ class Tiers:
             res = one_tap_state(
                 parse_utc(entry["opened_at"], "opened_at"),
                 reactions,
-                self.owners(rec.repo, [r.user for r in reactions]),
+                reads.owners(rec.repo, [r.user for r in reactions]),
                 now,
                 ttl,
                 pr_author=rec.author,

@@ -150,13 +150,15 @@ def open_ticker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
-        ticker = Ticker(config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat)
         from capdaemon.channels import tgjob
 
         try:
-            ticker.safety.channels.desk = tgjob.build_desk(config, state_dir, env)
+            desk = tgjob.build_desk(config, state_dir, env)
         except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
             raise CredentialsError(str(exc)) from None
+        ticker = Ticker(
+            config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat, desk=desk
+        )
         try:
             yield ticker
         finally:
