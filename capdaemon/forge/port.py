@@ -170,6 +170,10 @@ class ForgePort(Protocol):
         """The top of a repo's PR ("pulls") or issue ("issues") list by update time."""
         ...
 
+    def check_marks(self, repo: str, sha: str) -> RecentChanges:
+        """Marks that move when a check run or a commit status on a commit changes."""
+        ...
+
     def permission(self, repo: str, login: str) -> str:
         """A user's permission on `repo` (`admin`, `write`, `read`, `none`, …)."""
         ...

@@ -154,6 +154,18 @@ class Reads:
         items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
         return RecentChanges(repo, items, _poll_interval(headers))
 
+    def check_marks(self, repo: str, sha: str) -> RecentChanges:
+        """What moves when a check run or a commit status on `sha` starts, completes or is
+        re-run: two conditional GETs (its check runs, its combined status), each a free 304
+        while nothing changed. Items: (0, the check runs' mark), (1, the statuses' mark)."""
+        h1, runs = self._http.req(
+            "GET", f"/repos/{repo}/commits/{sha}/check-runs", params={"per_page": 100}
+        )
+        h2, status = self._http.req("GET", f"/repos/{repo}/commits/{sha}/status")
+        items = ((0, _runs_mark(runs)), (1, _status_mark(status)))
+        asked = [p for p in (_poll_interval(h1), _poll_interval(h2)) if p is not None]
+        return RecentChanges(repo, items, max(asked) if asked else None)
+
     def permission(self, repo: str, login: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` for `login` on `repo`."""
         try:
@@ -220,6 +232,30 @@ def _summary(repo: str, p: dict[str, Any]) -> PRSummary:
         state=p.get("state", "open"),
         updated_at=_dt(p.get("updated_at")),
     )
+
+
+def _runs_mark(data: Any) -> str:
+    """The check runs of a commit as a comparable mark (id, name, status, conclusion)."""
+    runs = data.get("check_runs") if isinstance(data, dict) else None
+    rows = sorted(
+        (str(r.get("id")), str(r.get("name")), str(r.get("status")), str(r.get("conclusion")))
+        for r in runs or ()
+        if isinstance(r, dict)
+    )
+    total = data.get("total_count") if isinstance(data, dict) else None
+    return json.dumps([total, rows])
+
+
+def _status_mark(data: Any) -> str:
+    """A commit's combined status as a comparable mark (state, and each context's state)."""
+    if not isinstance(data, dict):
+        return json.dumps(None)
+    rows = sorted(
+        (str(s.get("context")), str(s.get("state")), str(s.get("updated_at")))
+        for s in data.get("statuses") or ()
+        if isinstance(s, dict)
+    )
+    return json.dumps([data.get("state"), data.get("total_count"), rows])
 
 
 def _change_mark(item: Mapping[str, Any]) -> str:

@@ -53,6 +53,9 @@ class TickDeps:
     stop: threading.Event = field(default_factory=threading.Event)
     # repo → the policy hash whose parse error is already in the actions log (once per text)
     policy_error_audited: dict[str, str] = field(default_factory=dict)
+    # (repo, number) → the head whose merge waits only on checks (the change detector
+    # watches its check runs and statuses between ticks)
+    waiting_checks: dict[tuple[str, int], str] = field(default_factory=dict)
     # the daemon's safety net, built once right after these deps (its callables read them and
     # the tick now running: see capdaemon.daemon.core.tick.build_safety)
     safety: SafetyNet = field(init=False)

@@ -33,7 +33,7 @@ from capdaemon.daemon.ballots import votes as ballots
 from capdaemon.daemon.core.budget import TickBudget
 from capdaemon.daemon.core.context import TickContext, TickDeps
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
-from capdaemon.daemon.core.reactions import save_reactions
+from capdaemon.daemon.core.reactions import save_reactions, save_targeted
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -57,6 +57,7 @@ from capdaemon.daemon.core.tickdata import (
 )
 from capdaemon.daemon.issues import ensure as issues
 from capdaemon.daemon.merging import merge as merging
+from capdaemon.daemon.merging.mergewait import MergeabilityWaits, RecheckBook
 from capdaemon.daemon.polling import poll
 from capdaemon.daemon.safety.net import SafetyNet
 from capdaemon.decide.merge import RequiredCheck
@@ -142,6 +143,8 @@ class Ticker:
         self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
         self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
+        # set by a running change detector: unknown mergeability is re-read by targeted ticks
+        self.rechecks: RecheckBook | None = None
         self._ctx = self._new_context(datetime.now(UTC))
         # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
         self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
@@ -168,7 +171,10 @@ class Ticker:
 
     def _new_context(self, now: datetime) -> TickContext:
         progress = Progress(self.log, every=self.progress_every)
-        return TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
+        ctx = TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
+        if self.rechecks is not None and self.config.schedule.detect_seconds > 0:
+            ctx.merge_waits = MergeabilityWaits(book=self.rechecks)  # no tick waits for it
+        return ctx
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:
@@ -264,6 +270,7 @@ class Ticker:
                 self._step_metrics(report, before, now)  # step 8
             else:
                 self._spent(report, before, now)
+                save_targeted(self.metrics, report, self._ctx.reactions, now)
             self.safety.channels.notify(now, report)  # owners' channels, after GitHub
         self.log.info(
             f"{event}.done",

@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.daemon.core.tickdata import TickReport
+from capdaemon.daemon.merging.mergewait import RecheckBook
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
@@ -38,9 +39,60 @@ if TYPE_CHECKING:
 JOB_ID = "detect"
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
 ISSUES_PER_LOOK = 10  # decision issues read per look: more changed at once → every ballot repo
-Feed = tuple[str, str]  # (repo, "pulls" | "issues")
+CHECK_PRS_PER_LOOK = 2  # PRs waiting only on checks whose checks one look reads (in turn)
+Feed = tuple[str, str, str]  # (repo, "pulls" | "issues" | "checks", head sha of "checks")
+Marks = tuple[tuple[int, str], ...]
 
 log = get_logger("capdaemon.detect")
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What one read of a feed shows moved since the read before it."""
+
+    changed: bool = False
+    numbers: frozenset[int] = frozenset()  # the items whose mark is new
+    unknown: bool = False  # more (or other) items may have moved than `numbers` says
+
+
+def what_moved(old: Marks | None, new: Marks, *, first_look: bool, page: int) -> Moved:
+    """Compare a feed's marks with its last read (pure). `old` None: never read before — on
+    the first look that only sets the marks; later (a failed read, a new repo) what happened
+    meanwhile is unknown, so it is taken as changed. `page`: how many items the feed reads at
+    most (0: no limit); a page of only new marks may hide more behind it."""
+    if old is None:
+        return Moved(changed=not first_look, unknown=not first_look)
+    if old == new:
+        return Moved()
+    before = set(old)
+    numbers = frozenset(n for n, mark in new if (n, mark) not in before)
+    overflow = page > 0 and len(numbers) >= len(new) == page
+    return Moved(changed=True, numbers=numbers, unknown=overflow)
+
+
+def repos_moved(
+    feed: Feed,
+    moved: Moved,
+    open_issues: Mapping[int, set[str]],
+    supervised: set[str],
+    decision: str | None,
+) -> set[str]:
+    """The repos a targeted tick must visit for what a feed showed moved (pure). A PR list or
+    a PR's checks: its repo. The decision repo's issues: the repos of the PRs whose decision
+    issues moved — every repo with an open decision issue when which ones is unknown — and the
+    decision repo itself when it is supervised (its own PRs are in that list too)."""
+    repo, kind, _ = feed
+    if not moved.changed:
+        return set()
+    if kind != "issues":
+        return {repo} & supervised
+    if moved.unknown:
+        out = {r for repos in open_issues.values() for r in repos}
+    else:
+        out = {r for n in moved.numbers for r in open_issues.get(n, set())}
+    if decision is not None and (moved.numbers or moved.unknown):
+        out.add(decision)
+    return out & supervised
 
 
 @dataclass
@@ -53,6 +105,8 @@ class DetectorStats:
     changes: int = 0
     targeted_ticks: int = 0
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
+    rechecks: int = 0  # targeted ticks asked for by a booked mergeability re-read
+    check_reads: int = 0  # reads of a waiting PR's checks
 
 
 class ChangeDetector:
@@ -61,21 +115,29 @@ class ChangeDetector:
     def __init__(self, ticker: Ticker, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.ticker = ticker
         self.clock = clock
-        self.marks: dict[Feed, tuple[tuple[int, str], ...]] = {}
+        self.marks: dict[Feed, Marks] = {}
         self.pending: set[str] = set()  # repos seen changed, not yet handed to a tick
         self.poll_interval = 0  # the longest X-Poll-Interval of the last look (s)
         self.last_look = -math.inf
         self.stats = DetectorStats()
+        self.rechecks = RecheckBook()  # unknown mergeability: re-read by a targeted tick
+        self._check_turn = 0  # where the next look starts in the waiting PRs' checks
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
     # ------------------------------------------------------------------ the job
     def run(self, now: datetime | None = None) -> TickReport | None:
-        """One wake-up: look when a look is due, then a targeted tick for what changed (or
-        for what an earlier look saw while a tick ran). Its report, or None."""
+        """One wake-up: look when a look is due, then a targeted tick for what changed, for
+        a mergeability re-read now due, or for what an earlier look saw while a tick ran.
+        Its report, or None."""
         with self._lock:
             if self.ticker.deps.stop.is_set():
                 return None
+            on = self.interval(1) > 0
+            self.ticker.rechecks = self.rechecks if on else None  # no tick waits for them
             self.pending |= self.look()
+            due = self.rechecks.due() if on else set()
+            self.stats.rechecks += bool(due - self.pending)
+            self.pending |= due
             if not self.pending:
                 return None
             repos = sorted(self.pending)
@@ -88,23 +150,43 @@ class ChangeDetector:
             self.stats.targeted_ticks += 1
             return report
 
-    def interval(self, feeds: int) -> float:
-        """Seconds between two looks of `feeds` requests each (0: the detector is off)."""
+    def interval(self, requests: int) -> float:
+        """Seconds between two looks of `requests` requests each (0: the detector is off)."""
         sc = self.ticker.config.schedule
         if sc.detect_seconds <= 0:
             return 0.0
-        by_rate = 60.0 * feeds / sc.detect_requests_per_minute
+        by_rate = 60.0 * requests / sc.detect_requests_per_minute
         return max(float(sc.detect_seconds), float(self.poll_interval), by_rate)
 
     def feeds(self) -> list[Feed]:
-        """What one look reads: each supervised repo's PR list, and the decision repo's issue
-        list while one of its issues is open (nobody can vote on a closed one)."""
+        """What one look reads: each supervised repo's PR list, the decision repo's issue
+        list while one of its issues is open (nobody can vote on a closed one), and the
+        checks of up to CHECK_PRS_PER_LOOK PRs waiting only on checks (in turn)."""
         config = self.ticker.config
-        out: list[Feed] = [(rc.name, "pulls") for rc in config.repos]
+        out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
         if decision and self._open_issues():
-            out.append((decision, "issues"))
-        return out
+            out.append((decision, "issues", ""))
+        return out + self._check_feeds()
+
+    def _check_feeds(self) -> list[Feed]:
+        """The waiting PRs' check feeds this look reads (their marks are dropped once a PR
+        no longer waits)."""
+        supervised = {rc.name for rc in self.ticker.config.repos}
+        records = self.ticker.prs.records
+        waiting: list[Feed] = []
+        for (repo, number), sha in sorted(self.ticker.deps.waiting_checks.items()):
+            rec = records.get(f"{repo}#{number}")
+            live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
+            if live and repo in supervised:
+                waiting.append((repo, "checks", sha))
+        keep = set(waiting)
+        for feed in [f for f in self.marks if f[1] == "checks" and f not in keep]:
+            del self.marks[feed]
+        if len(waiting) <= CHECK_PRS_PER_LOOK:
+            return waiting
+        start = self._check_turn % len(waiting)
+        return (waiting[start:] + waiting[:start])[:CHECK_PRS_PER_LOOK]
 
     def _open_issues(self) -> dict[int, set[str]]:
         """Open decision issue number → the repos of the open PRs it is about."""
@@ -121,15 +203,17 @@ class ChangeDetector:
     def look(self) -> set[str]:
         """Read every feed once when a look is due; the repos whose feed moved since the last
         look. The first look only sets the marks (`capdaemon run` takes it before its first
-        tick); a feed read for the first time later counts as moved. A failed read leaves its
+        tick); a list read for the first time later counts as moved (a waiting PR's checks
+        do not: the tick that found it waiting had just read them). A failed read leaves its
         mark as it was."""
         feeds = self.feeds()
-        interval = self.interval(len(feeds))
+        interval = self.interval(sum(_cost(f) for f in feeds))
         now = self.clock()
         if not feeds or interval <= 0 or now - self.last_look < interval:
             return set()
         self.last_look = now
         self.stats.looks += 1
+        self._check_turn += CHECK_PRS_PER_LOOK
         changed: set[str] = set()
         asked = 0
         for feed in feeds:
@@ -144,43 +228,33 @@ class ChangeDetector:
 
     def _read(self, feed: Feed) -> tuple[set[str], int | None]:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
-        repo, kind = feed
-        count = 1 if kind == "pulls" else ISSUES_PER_LOOK
-        self.stats.requests += 1
+        repo, kind, sha = feed
+        self.stats.requests += _cost(feed)
         try:
-            got = self.ticker.forge.recent_changes(repo, kind, count)
+            if kind == "checks":
+                self.stats.check_reads += 1
+                got = self.ticker.forge.check_marks(repo, sha)
+            else:
+                count = 1 if kind == "pulls" else ISSUES_PER_LOOK
+                got = self.ticker.forge.recent_changes(repo, kind, count)
         except FORGE_FAILURES as exc:  # the next look (a rate limit too), or the full tick
             self.stats.failed_reads += 1
             log.warning("detect.read_failed", repo=repo, feed=kind, error=str(exc)[:300])
             return set(), None
         old = self.marks.get(feed)
         self.marks[feed] = got.items
-        if old is None and self.stats.looks > 1:  # unread until now (a failed read, a new repo)
-            old = ()  # what changed meanwhile is not known: taken as changed
-        if old is None or old == got.items:
-            return set(), got.poll_interval
-        if kind == "pulls":
-            return {repo}, got.poll_interval
-        return self._ballot_repos(old, got.items), got.poll_interval
+        first = self.stats.looks <= 1 or kind == "checks"
+        page = ISSUES_PER_LOOK if kind == "issues" else 0
+        moved = what_moved(old, got.items, first_look=first, page=page)
+        config = self.ticker.config
+        supervised = {rc.name for rc in config.repos}
+        issues = self._open_issues() if kind == "issues" else {}
+        return repos_moved(feed, moved, issues, supervised, config.ballot_repo), got.poll_interval
 
-    def _ballot_repos(
-        self, old: Iterable[tuple[int, str]], new: tuple[tuple[int, str], ...]
-    ) -> set[str]:
-        """The repos of the PRs whose decision issues moved (every repo with an open decision
-        issue when more moved than one look shows)."""
-        before = set(old)
-        moved = [n for n, mark in new if (n, mark) not in before]
-        issues = self._open_issues()
-        if len(moved) >= len(new) == ISSUES_PER_LOOK:  # the page overflowed: maybe more moved
-            return {repo for repos in issues.values() for repo in repos}
-        out: set[str] = set()
-        for n in moved:
-            out |= issues.get(n, set())
-        supervised = {rc.name for rc in self.ticker.config.repos}
-        decision = self.ticker.config.ballot_repo
-        if decision in supervised and moved:
-            out.add(decision)  # the decision repo's own PRs are in its issue list too
-        return out & supervised
+
+def _cost(feed: Feed) -> int:
+    """Requests one read of `feed` sends (a PR's checks: its check runs and its status)."""
+    return 2 if feed[1] == "checks" else 1
 
 
 def add_detect_job(sched: Any, detector: ChangeDetector) -> None:
