@@ -109,6 +109,12 @@ class MergeabilityWaits:
     rereads: int = 0  # re-reads after a wait, this tick
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def seen(self, repo: str, number: int, head_sha: str, mergeable: bool | None) -> None:
+        """A read of the PR outside `settle` (the tick's page): a known mergeability ends
+        its booked re-reads."""
+        if self.book is not None and mergeable is not None:
+            self.book.known((repo, number, head_sha))
+
     def settle(self, forge: ForgePort, repo: str, number: int, head_sha: str) -> PRStatus:
         """The PR read again; while its mergeability is still null at `head_sha`, read again
         after the next wait of RETRY_AFTER that the tick's bounds allow (or, with a book, the
