@@ -170,6 +170,10 @@ class ForgePort(Protocol):
         """The top of a repo's PR ("pulls") or issue ("issues") list by update time."""
         ...
 
+    def issue_marks(self, repo: str, number: int) -> RecentChanges:
+        """A mark that moves when one issue changes (reactions included)."""
+        ...
+
     def check_marks(self, repo: str, sha: str) -> RecentChanges:
         """Marks that move when a check run or a commit status on a commit changes."""
         ...

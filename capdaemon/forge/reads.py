@@ -154,6 +154,14 @@ class Reads:
         items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
         return RecentChanges(repo, items, _poll_interval(headers))
 
+    def issue_marks(self, repo: str, number: int) -> RecentChanges:
+        """What moves when one issue changes — its update time, state, comment count and
+        reaction rollup (a reaction moves no update time, so no list sorted by it shows one):
+        one conditional GET of the issue, a free 304 while nothing changed."""
+        headers, data = self._http.req("GET", f"/repos/{repo}/issues/{number}")
+        item = data if isinstance(data, dict) else {}
+        return RecentChanges(repo, ((number, _change_mark(item)),), _poll_interval(headers))
+
     def check_marks(self, repo: str, sha: str) -> RecentChanges:
         """What moves when a check run or a commit status on `sha` starts, completes or is
         re-run: two conditional GETs (its check runs, its combined status), each a free 304

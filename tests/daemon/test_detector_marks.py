@@ -14,7 +14,9 @@ open_issues = st.dictionaries(numbers, st.sets(st.sampled_from(REPOS), min_size=
 
 
 @given(marks, st.booleans(), st.integers(min_value=0, max_value=12))
-def test_an_unchanged_feed_never_moves(items: list[tuple[int, str]], first: bool, page: int) -> None:
+def test_an_unchanged_feed_never_moves(
+    items: list[tuple[int, str]], first: bool, page: int
+) -> None:
     """The same marks twice: nothing moved, whatever the look."""
     assert what_moved(tuple(items), tuple(items), first_look=first, page=page) == Moved()
 
@@ -73,3 +75,14 @@ def test_a_pr_list_or_a_prs_checks_flag_their_own_repo(
     """A PR list or a waiting PR's checks that moved flag their repo (when supervised)."""
     got = repos_moved(("o/a", kind, "f" * 40), Moved(changed=changed), {}, supervised, None)
     assert got == ({"o/a"} & supervised if changed else set())
+
+
+@given(numbers, open_issues, st.sets(st.sampled_from(REPOS)), st.booleans())
+def test_one_decision_issue_that_moved_flags_the_repos_of_its_prs(
+    number: int, issues: dict[int, set[str]], supervised: set[str], changed: bool
+) -> None:
+    """One open decision issue read on its own (a 👍 below the list's top): its PRs' repos."""
+    got = repos_moved(
+        ("o/bot", "issue", str(number)), Moved(changed=changed), issues, supervised, "o/bot"
+    )
+    assert got == (issues.get(number, set()) & supervised if changed else set())

@@ -145,3 +145,48 @@ def test_targeted_ticks_are_counted_in_tick_metrics(daemon: Harness) -> None:
     assert data["targeted_merged"] == 1 and data["targeted_api_requests"] > 0
     assert data["reaction_samples"]["merge_done"]
     assert data["reaction_seconds_24h"]["merge_done"]["n"] >= 1
+
+
+def test_a_reaction_on_a_ballot_below_the_top_ten_is_seen(daemon: Harness) -> None:
+    """A D PR's ballot, then eleven newer issues in the decision repo: the ballot is not among
+    the ten most recently updated, and a 👍 moves no update time. The ballot's own conditional
+    read (a 304 while quiet) still sees the 👍: the look flags the PR's repo."""
+    n = daemon.open_pr({"cron_settings.json": '{"jobs": ["r"]}\n'})
+    daemon.tick()
+    bot = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.bot_repo)
+    for i in range(11):
+        bot.create_issue(title=f"unrelated {i}")
+    det = _detector(daemon)
+    det.look()
+    ballot = daemon.ballot(n, daemon.sb.owner)
+    assert (daemon.sb.bot_repo, "issue", str(ballot.number)) in det.feeds()
+    assert det.look() == set()
+    daemon.sb.reset_counters()
+    assert det.look() == set()
+    assert _counted(daemon)[1] == 0  # quiet: every read a 304
+    ballot.create_reaction("+1")
+    assert det.look() == {daemon.sb.repo}
+    assert det.look() == set()
+
+
+def test_a_failing_ballot_read_keeps_the_change_for_the_next_look(daemon: Harness) -> None:
+    """The ballot's own read answers 502 (every retry) right after a 👍: that look flags
+    nothing; its mark is kept, so the next look that reads it flags the repo — once."""
+    n = daemon.open_pr({"cron_settings.json": '{"jobs": ["s"]}\n'})
+    daemon.tick()
+    ticker = daemon.ticker
+    assert ticker is not None
+    ticker.forge.transport.backoff_base = ticker.forge.transport.backoff_max = 0.01
+    bot = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.bot_repo)
+    for i in range(11):
+        bot.create_issue(title=f"unrelated {i}")
+    det = _detector(daemon)
+    det.look()
+    det.look()
+    ballot = daemon.ballot(n, daemon.sb.owner)
+    ballot.create_reaction("+1")
+    daemon.sb.faults("GET", rf"/issues/{ballot.number}$", status=502, count=100)
+    assert det.look() == set() and det.stats.failed_reads >= 1
+    daemon.sb.clear_faults()
+    assert det.look() == {daemon.sb.repo}
+    assert det.look() == set()

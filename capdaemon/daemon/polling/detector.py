@@ -3,17 +3,23 @@
 Each look sends, per supervised repo, one conditional GET of its most recently updated open PR
 (`pulls?sort=updated&direction=desc&per_page=1`: a push, a comment, a label, a PR opened or
 retargeted puts a PR on top or moves its update time) and, while a decision issue is open, one
-of the decision repo's most recently updated issues (an `/approve`, a 👍, a close). The forge
-sends each with the ETag of its last answer: while nothing changed GitHub answers 304, which
-is not counted against the rate limit. Measured (bench/bench_change_feeds.py): the repository
-events feed sees the same changes but lags 30 s to 6 h on GitHub, so it is not used.
+of the decision repo's most recently updated issues (an `/approve`, a 👍, a close). What no
+list sorted by update time shows is read in turn, SLOW_FEEDS_PER_LOOK a look: the check runs
+and status of each PR whose merge waits only on checks (outside CI completing), and each open
+decision issue below that list's top (a 👍 moves no update time). The forge sends each with
+the ETag of its last answer: while nothing changed GitHub answers 304, which is not counted
+against the rate limit. Measured (bench/bench_change_feeds.py): the repository events feed
+sees the same changes but lags 30 s to 6 h on GitHub, so it is not used.
 
-A repo whose list moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
+A repo whose feed moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
 decided, recorded and acted on, under the tick lock (never a second writer). While a full tick
-runs, the repos are kept and handed over at the next look. A failed read changes nothing (its
-mark stays, so the next look still sees the change); the full tick at its interval is the
-safety net for anything a look misses. Looks are spaced by the longest of `detect_seconds`,
-GitHub's `X-Poll-Interval` (when it sends one) and what `detect_requests_per_minute` allows.
+runs, the repos are kept and handed over at the next wake-up. A PR whose mergeability GitHub
+is still computing is not waited for inside any tick: its re-read is booked (RecheckBook) and
+the repo gets a targeted tick when it is due. A failed read changes nothing (its mark stays,
+so the next look still sees the change); the full tick at its interval is the safety net for
+anything a look misses. Looks are spaced by the longest of `detect_seconds`, GitHub's
+`X-Poll-Interval` (when it sends one) and what `detect_requests_per_minute` allows. Whether a
+feed moved is decided by pure functions (what_moved, repos_moved).
 """
 
 from __future__ import annotations
@@ -39,8 +45,10 @@ if TYPE_CHECKING:
 JOB_ID = "detect"
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
 ISSUES_PER_LOOK = 10  # decision issues read per look: more changed at once → every ballot repo
-CHECK_PRS_PER_LOOK = 2  # PRs waiting only on checks whose checks one look reads (in turn)
-Feed = tuple[str, str, str]  # (repo, "pulls" | "issues" | "checks", head sha of "checks")
+SLOW_FEEDS_PER_LOOK = 2  # waiting PRs' checks and open decision issues one look reads, in turn
+# (repo, kind, ref): "pulls" and "issues" lists (ref ""), a waiting PR's "checks" (ref: its
+# head sha), one open decision "issue" (ref: its number)
+Feed = tuple[str, str, str]
 Marks = tuple[tuple[int, str], ...]
 
 log = get_logger("capdaemon.detect")
@@ -81,9 +89,11 @@ def repos_moved(
     a PR's checks: its repo. The decision repo's issues: the repos of the PRs whose decision
     issues moved — every repo with an open decision issue when which ones is unknown — and the
     decision repo itself when it is supervised (its own PRs are in that list too)."""
-    repo, kind, _ = feed
+    repo, kind, ref = feed
     if not moved.changed:
         return set()
+    if kind == "issue":
+        return open_issues.get(int(ref), set()) & supervised
     if kind != "issues":
         return {repo} & supervised
     if moved.unknown:
@@ -106,7 +116,7 @@ class DetectorStats:
     targeted_ticks: int = 0
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
     rechecks: int = 0  # targeted ticks asked for by a booked mergeability re-read
-    check_reads: int = 0  # reads of a waiting PR's checks
+    slow_reads: int = 0  # reads of a waiting PR's checks or of one open decision issue
 
 
 class ChangeDetector:
@@ -121,7 +131,7 @@ class ChangeDetector:
         self.last_look = -math.inf
         self.stats = DetectorStats()
         self.rechecks = RecheckBook()  # unknown mergeability: re-read by a targeted tick
-        self._check_turn = 0  # where the next look starts in the waiting PRs' checks
+        self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
     # ------------------------------------------------------------------ the job
@@ -160,33 +170,39 @@ class ChangeDetector:
 
     def feeds(self) -> list[Feed]:
         """What one look reads: each supervised repo's PR list, the decision repo's issue
-        list while one of its issues is open (nobody can vote on a closed one), and the
-        checks of up to CHECK_PRS_PER_LOOK PRs waiting only on checks (in turn)."""
+        list while one of its issues is open (nobody can vote on a closed one), and, in turn,
+        SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
-        if decision and self._open_issues():
+        open_issues = self._open_issues()
+        if decision and open_issues:
             out.append((decision, "issues", ""))
-        return out + self._check_feeds()
+        slow = self._slow_feeds(decision, open_issues)
+        if len(slow) > SLOW_FEEDS_PER_LOOK:
+            start = self._slow_turn % len(slow)
+            slow = (slow[start:] + slow[:start])[:SLOW_FEEDS_PER_LOOK]
+        return out + slow
 
-    def _check_feeds(self) -> list[Feed]:
-        """The waiting PRs' check feeds this look reads (their marks are dropped once a PR
-        no longer waits)."""
+    def _slow_feeds(self, decision: str | None, open_issues: Mapping[int, set[str]]) -> list[Feed]:
+        """What no list sorted by update time shows: the checks of each PR whose merge waits
+        only on checks, and each open decision issue not in the issue list's last page (a
+        reaction moves no update time). Marks of feeds no longer wanted are dropped."""
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
-        waiting: list[Feed] = []
+        out: list[Feed] = []
         for (repo, number), sha in sorted(self.ticker.deps.waiting_checks.items()):
             rec = records.get(f"{repo}#{number}")
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
-                waiting.append((repo, "checks", sha))
-        keep = set(waiting)
-        for feed in [f for f in self.marks if f[1] == "checks" and f not in keep]:
+                out.append((repo, "checks", sha))
+        if decision:
+            top = {n for n, _ in self.marks.get((decision, "issues", ""), ())}
+            out += [(decision, "issue", str(n)) for n in sorted(open_issues) if n not in top]
+        keep = set(out)
+        for feed in [f for f in self.marks if f[1] in ("checks", "issue") and f not in keep]:
             del self.marks[feed]
-        if len(waiting) <= CHECK_PRS_PER_LOOK:
-            return waiting
-        start = self._check_turn % len(waiting)
-        return (waiting[start:] + waiting[:start])[:CHECK_PRS_PER_LOOK]
+        return out
 
     def _open_issues(self) -> dict[int, set[str]]:
         """Open decision issue number → the repos of the open PRs it is about."""
@@ -203,9 +219,9 @@ class ChangeDetector:
     def look(self) -> set[str]:
         """Read every feed once when a look is due; the repos whose feed moved since the last
         look. The first look only sets the marks (`capdaemon run` takes it before its first
-        tick); a list read for the first time later counts as moved (a waiting PR's checks
-        do not: the tick that found it waiting had just read them). A failed read leaves its
-        mark as it was."""
+        tick); a list read for the first time later counts as moved (a slow feed does not:
+        the tick that made it wanted had just read the same; a change in between is the full
+        tick's). A failed read leaves its mark as it was."""
         feeds = self.feeds()
         interval = self.interval(sum(_cost(f) for f in feeds))
         now = self.clock()
@@ -213,7 +229,7 @@ class ChangeDetector:
             return set()
         self.last_look = now
         self.stats.looks += 1
-        self._check_turn += CHECK_PRS_PER_LOOK
+        self._slow_turn += SLOW_FEEDS_PER_LOOK
         changed: set[str] = set()
         asked = 0
         for feed in feeds:
@@ -228,12 +244,15 @@ class ChangeDetector:
 
     def _read(self, feed: Feed) -> tuple[set[str], int | None]:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
-        repo, kind, sha = feed
+        repo, kind, ref = feed
         self.stats.requests += _cost(feed)
+        slow = kind in ("checks", "issue")
+        self.stats.slow_reads += slow
         try:
             if kind == "checks":
-                self.stats.check_reads += 1
-                got = self.ticker.forge.check_marks(repo, sha)
+                got = self.ticker.forge.check_marks(repo, ref)
+            elif kind == "issue":
+                got = self.ticker.forge.issue_marks(repo, int(ref))
             else:
                 count = 1 if kind == "pulls" else ISSUES_PER_LOOK
                 got = self.ticker.forge.recent_changes(repo, kind, count)
@@ -243,12 +262,12 @@ class ChangeDetector:
             return set(), None
         old = self.marks.get(feed)
         self.marks[feed] = got.items
-        first = self.stats.looks <= 1 or kind == "checks"
+        first = self.stats.looks <= 1 or slow
         page = ISSUES_PER_LOOK if kind == "issues" else 0
         moved = what_moved(old, got.items, first_look=first, page=page)
         config = self.ticker.config
         supervised = {rc.name for rc in config.repos}
-        issues = self._open_issues() if kind == "issues" else {}
+        issues = self._open_issues() if kind in ("issues", "issue") else {}
         return repos_moved(feed, moved, issues, supervised, config.ballot_repo), got.poll_interval
 
 
