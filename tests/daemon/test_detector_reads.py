@@ -1,14 +1,12 @@
-"""The change detector's newer reads: a waiting PR's checks, mergeability re-reads handed to
-targeted ticks, and targeted ticks in tick_metrics.json (against the sandbox over HTTP)."""
+"""The change detector's newer reads — a waiting PR's checks, an open decision issue below
+the list's top — and targeted ticks in tick_metrics.json (against the sandbox over HTTP)."""
 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
-from capdaemon.daemon.merging.mergewait import RETRY_AFTER
 from capdaemon.daemon.polling.detector import ChangeDetector
 
 from .conftest import Harness
@@ -91,42 +89,6 @@ def test_a_check_that_fails_merges_nothing(daemon: Harness) -> None:
     report = det.run(daemon.sb.now())
     assert report is not None and report.merged == []
     assert not daemon.pull(n).merged and _merges(daemon, n) == 0
-
-
-def test_no_tick_waits_for_mergeability_while_the_detector_runs(daemon: Harness) -> None:
-    """GitHub still computing a new PR's mergeability: the targeted tick waits for nothing
-    (the tick lock is free at once for other changes) and books the re-read; a later wake-up
-    of the detector runs the targeted tick that merges it, once."""
-    daemon.sb.set_fidelity(mergeable_reads=3)
-    daemon.tick()
-    ticker = daemon.ticker
-    assert ticker is not None
-    det = ChangeDetector(ticker, clock=lambda: 0.0)  # one look only: the rest are re-reads
-    det.run(daemon.sb.now())
-    n = daemon.open_pr({"docs/computing.md": "# computing\n"})
-    waited = ticker.forge.rate_budget()["wait_spent"]
-    report = ticker.targeted_tick([daemon.sb.repo], daemon.sb.now())  # as a look would
-    assert report is not None and report.merged == [] and len(det.rechecks) == 1
-    assert ticker.forge.rate_budget()["wait_spent"] == waited  # no wait inside the tick
-    deadline = time.monotonic() + 3 * RETRY_AFTER[-1]
-    while not daemon.pull(n).merged and time.monotonic() < deadline:
-        time.sleep(0.2)
-        det.run(daemon.sb.now())
-    assert daemon.pull(n).merged and det.stats.rechecks >= 1
-    assert ticker.forge.rate_budget()["wait_spent"] == waited
-    assert _merges(daemon, n) == 1 and len(det.rechecks) == 0
-
-
-def test_with_the_detector_off_the_tick_still_waits_for_mergeability(daemon: Harness) -> None:
-    """`detect_seconds: 0` (or `tick --once`): nothing would take a booked re-read, so the
-    tick waits for mergeability itself, as before, and merges in the same tick."""
-    daemon.configure(schedule={"tick_seconds": 60, "detect_seconds": 0})
-    daemon.sb.set_fidelity(mergeable_reads=3)
-    daemon.tick()
-    det = _detector(daemon)
-    assert det.run(daemon.sb.now()) is None
-    n = daemon.open_pr({"docs/wait.md": "# wait\n"})
-    assert f"{daemon.sb.repo}#{n}" in daemon.tick().merged
 
 
 def test_targeted_ticks_are_counted_in_tick_metrics(daemon: Harness) -> None:

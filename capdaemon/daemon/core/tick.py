@@ -57,7 +57,6 @@ from capdaemon.daemon.core.tickdata import (
 )
 from capdaemon.daemon.issues import ensure as issues
 from capdaemon.daemon.merging import merge as merging
-from capdaemon.daemon.merging.mergewait import MergeabilityWaits, RecheckBook
 from capdaemon.daemon.polling import poll
 from capdaemon.daemon.safety.net import SafetyNet
 from capdaemon.decide.merge import RequiredCheck
@@ -143,8 +142,6 @@ class Ticker:
         self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
         self._access_checked = False
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
-        # set by a running change detector: unknown mergeability is re-read by targeted ticks
-        self.rechecks: RecheckBook | None = None
         self._ctx = self._new_context(datetime.now(UTC))
         # the safety net, built once; the Telegram desk reads it as `ticker.safety` (DeskHost)
         self.safety = self.deps.safety = build_safety(self.deps, lambda: self._ctx)
@@ -171,10 +168,7 @@ class Ticker:
 
     def _new_context(self, now: datetime) -> TickContext:
         progress = Progress(self.log, every=self.progress_every)
-        ctx = TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
-        if self.rechecks is not None and self.config.schedule.detect_seconds > 0:
-            ctx.merge_waits = MergeabilityWaits(book=self.rechecks)  # no tick waits for it
-        return ctx
+        return TickContext(TickReport(started_at=now), self.config, self.state_dir, progress)
 
     # ------------------------------------------------------------------ control
     def request_stop(self) -> None:

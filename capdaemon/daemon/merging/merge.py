@@ -155,7 +155,6 @@ def try_merge(
     rec, pr = s.rec, s.pr
     if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
         rec.mergeable = pr.mergeable
-        ctx.merge_waits.seen(pr.repo, pr.number, pr.head_sha, pr.mergeable)
     if rec.mergeable is False:  # conflicts with the base: waits, nothing read
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
         return

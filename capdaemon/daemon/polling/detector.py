@@ -12,14 +12,13 @@ against the rate limit. Measured (bench/bench_change_feeds.py): the repository e
 sees the same changes but lags 30 s to 6 h on GitHub, so it is not used.
 
 A repo whose feed moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
-decided, recorded and acted on, under the tick lock (never a second writer). While a full tick
-runs, the repos are kept and handed over at the next wake-up. A PR whose mergeability GitHub
-is still computing is not waited for inside any tick: its re-read is booked (RecheckBook) and
-the repo gets a targeted tick when it is due. A failed read changes nothing (its mark stays,
-so the next look still sees the change); the full tick at its interval is the safety net for
-anything a look misses. Looks are spaced by the longest of `detect_seconds`, GitHub's
-`X-Poll-Interval` (when it sends one) and what `detect_requests_per_minute` allows. Whether a
-feed moved is decided by pure functions (what_moved, repos_moved).
+decided, recorded and acted on, under the tick lock (never a second writer). While a full
+tick runs, the repos are kept and handed over at the next wake-up. A failed read changes
+nothing (its mark stays, so the next look still sees the change); the full tick at its
+interval is the safety net for anything a look misses. Looks are spaced by the longest of
+`detect_seconds`, GitHub's `X-Poll-Interval` (when it sends one) and what
+`detect_requests_per_minute` allows. Whether a feed moved is decided by pure functions
+(what_moved, repos_moved).
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.daemon.core.tickdata import TickReport
-from capdaemon.daemon.merging.mergewait import RecheckBook
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
@@ -115,7 +113,6 @@ class DetectorStats:
     changes: int = 0
     targeted_ticks: int = 0
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
-    rechecks: int = 0  # targeted ticks asked for by a booked mergeability re-read
     slow_reads: int = 0  # reads of a waiting PR's checks or of one open decision issue
 
 
@@ -130,24 +127,17 @@ class ChangeDetector:
         self.poll_interval = 0  # the longest X-Poll-Interval of the last look (s)
         self.last_look = -math.inf
         self.stats = DetectorStats()
-        self.rechecks = RecheckBook()  # unknown mergeability: re-read by a targeted tick
         self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
     # ------------------------------------------------------------------ the job
     def run(self, now: datetime | None = None) -> TickReport | None:
-        """One wake-up: look when a look is due, then a targeted tick for what changed, for
-        a mergeability re-read now due, or for what an earlier look saw while a tick ran.
-        Its report, or None."""
+        """One wake-up: look when a look is due, then a targeted tick for what changed (or
+        for what an earlier look saw while a tick ran). Its report, or None."""
         with self._lock:
             if self.ticker.deps.stop.is_set():
                 return None
-            on = self.interval(1) > 0
-            self.ticker.rechecks = self.rechecks if on else None  # no tick waits for them
             self.pending |= self.look()
-            due = self.rechecks.due() if on else set()
-            self.stats.rechecks += bool(due - self.pending)
-            self.pending |= due
             if not self.pending:
                 return None
             repos = sorted(self.pending)
