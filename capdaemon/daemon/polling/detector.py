@@ -195,14 +195,17 @@ class ChangeDetector:
         return out
 
     def _open_issues(self) -> dict[int, set[str]]:
-        """Open decision issue number → the repos of the open PRs it is about."""
+        """Open decision issue number → the repos of the open PRs it is about (their ballots,
+        reviews and other issues, and the one-tap of a head waiting for an owner's 👍)."""
         found: dict[int, set[str]] = {}
+        tiers = self.ticker.deps.safety.tiers
         for rec in list(self.ticker.prs.records.values()):
             if rec.state != PRState.OPEN:
                 continue
-            for info in list(rec.issues.values()):
-                if info.open:
-                    found.setdefault(info.number, set()).add(rec.repo)
+            numbers = [info.number for info in list(rec.issues.values()) if info.open]
+            tap = tiers.pending_one_tap(rec)
+            for n in numbers if tap is None else [*numbers, tap]:
+                found.setdefault(n, set()).add(rec.repo)
         return found
 
     # ------------------------------------------------------------------ a look
