@@ -170,8 +170,8 @@ class ForgePort(Protocol):
         """The top of a repo's PR ("pulls") or issue ("issues") list by update time."""
         ...
 
-    def issue_marks(self, repo: str, number: int) -> RecentChanges:
-        """A mark that moves when one issue changes (reactions included)."""
+    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
+        """One page of a repo's open issues, each with a mark that moves when it changes."""
         ...
 
     def check_marks(self, repo: str, sha: str) -> RecentChanges:

@@ -109,9 +109,7 @@ class Reads:
         changed. With a token only our own issues are listed (`creator`), as an App all.
         A failed page raises Incomplete: never a partial map.
         """
-        params: dict[str, Any] = {"state": state, "sort": "created", "direction": "asc"}
-        if not self._identity.as_app:
-            params["creator"] = self._identity.login
+        params = self._issue_list_params(state)
         out: dict[int, IssueActivity] = {}
         for it in self._http.pages(f"/repos/{repo}/issues", params):
             if "pull_request" in it:
@@ -154,13 +152,24 @@ class Reads:
         items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
         return RecentChanges(repo, items, _poll_interval(headers))
 
-    def issue_marks(self, repo: str, number: int) -> RecentChanges:
-        """What moves when one issue changes — its update time, state, comment count and
-        reaction rollup (a reaction moves no update time, so no list sorted by it shows one):
-        one conditional GET of the issue, a free 304 while nothing changed."""
-        headers, data = self._http.req("GET", f"/repos/{repo}/issues/{number}")
-        item = data if isinstance(data, dict) else {}
-        return RecentChanges(repo, ((number, _change_mark(item)),), _poll_interval(headers))
+    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
+        """One page (100) of `repo`'s open issues as the tick's activity list reads them
+        (oldest first; with a token only ours), each with the mark of `recent_changes`: a
+        comment, a reaction (which moves no update time), an edit or a close moves it. One
+        conditional GET — page 1 is the tick's own first page, so its ETag is shared."""
+        params: dict[str, Any] = {"per_page": 100, **self._issue_list_params("open")}
+        if page > 1:
+            params["page"] = page
+        headers, data = self._http.req("GET", f"/repos/{repo}/issues", params=params)
+        items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
+        return RecentChanges(repo, items, _poll_interval(headers))
+
+    def _issue_list_params(self, state: str) -> dict[str, Any]:
+        """The issue list's query as `issue_activity` sends it."""
+        params: dict[str, Any] = {"state": state, "sort": "created", "direction": "asc"}
+        if not self._identity.as_app:
+            params["creator"] = self._identity.login
+        return params
 
     def check_marks(self, repo: str, sha: str) -> RecentChanges:
         """What moves when a check run or a commit status on `sha` starts, completes or is

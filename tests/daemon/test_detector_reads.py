@@ -111,8 +111,9 @@ def test_targeted_ticks_are_counted_in_tick_metrics(daemon: Harness) -> None:
 
 def test_a_reaction_on_a_ballot_below_the_top_ten_is_seen(daemon: Harness) -> None:
     """A D PR's ballot, then eleven newer issues in the decision repo: the ballot is not among
-    the ten most recently updated, and a 👍 moves no update time. The ballot's own conditional
-    read (a 304 while quiet) still sees the 👍: the look flags the PR's repo."""
+    the ten most recently updated, and a 👍 moves no update time. The page of open issues the
+    look reads (a 304 while quiet) still shows the 👍 in its rollup: the look flags the PR's
+    repo."""
     n = daemon.open_pr({"cron_settings.json": '{"jobs": ["r"]}\n'})
     daemon.tick()
     bot = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.bot_repo)
@@ -121,7 +122,7 @@ def test_a_reaction_on_a_ballot_below_the_top_ten_is_seen(daemon: Harness) -> No
     det = _detector(daemon)
     det.look()
     ballot = daemon.ballot(n, daemon.sb.owner)
-    assert (daemon.sb.bot_repo, "issue", str(ballot.number)) in det.feeds()
+    assert (daemon.sb.bot_repo, "issues", "1") in det.feeds()
     assert det.look() == set()
     daemon.sb.reset_counters()
     assert det.look() == set()
@@ -132,8 +133,8 @@ def test_a_reaction_on_a_ballot_below_the_top_ten_is_seen(daemon: Harness) -> No
 
 
 def test_a_failing_ballot_read_keeps_the_change_for_the_next_look(daemon: Harness) -> None:
-    """The ballot's own read answers 502 (every retry) right after a 👍: that look flags
-    nothing; its mark is kept, so the next look that reads it flags the repo — once."""
+    """The open-issue page answers 502 (every retry) right after a 👍: that look flags
+    nothing; its mark is kept, so the next look flags the repo — once."""
     n = daemon.open_pr({"cron_settings.json": '{"jobs": ["s"]}\n'})
     daemon.tick()
     ticker = daemon.ticker
@@ -147,7 +148,7 @@ def test_a_failing_ballot_read_keeps_the_change_for_the_next_look(daemon: Harnes
     det.look()
     ballot = daemon.ballot(n, daemon.sb.owner)
     ballot.create_reaction("+1")
-    daemon.sb.faults("GET", rf"/issues/{ballot.number}$", status=502, count=100)
+    daemon.sb.faults("GET", r"capdaemon-bot/issues\?.*state=open", status=502, count=100)
     assert det.look() == set() and det.stats.failed_reads >= 1
     daemon.sb.clear_faults()
     assert det.look() == {daemon.sb.repo}

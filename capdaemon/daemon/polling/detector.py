@@ -3,13 +3,15 @@
 Each look sends, per supervised repo, one conditional GET of its most recently updated open PR
 (`pulls?sort=updated&direction=desc&per_page=1`: a push, a comment, a label, a PR opened or
 retargeted puts a PR on top or moves its update time) and, while a decision issue is open, one
-of the decision repo's most recently updated issues (an `/approve`, a 👍, a close). What no
-list sorted by update time shows is read in turn, SLOW_FEEDS_PER_LOOK a look: the check runs
-and status of each PR whose merge waits only on checks (outside CI completing), and each open
-decision issue below that list's top (a 👍 moves no update time). The forge sends each with
-the ETag of its last answer: while nothing changed GitHub answers 304, which is not counted
-against the rate limit. Measured (bench/bench_change_feeds.py): the repository events feed
-sees the same changes but lags 30 s to 6 h on GitHub, so it is not used.
+of the first page of the decision repo's open issues as the tick lists them (every comment,
+👍, edit or close moves an item: the reaction rollup is in each, and a reaction moves no
+update time, so no list sorted by update time would show it). What the look cannot see in
+those is read in turn, SLOW_FEEDS_PER_LOOK a look: the check runs and status of each PR
+whose merge waits only on checks (outside CI completing), and the issue list's later pages
+(over 100 open decision issues). The forge sends each with the ETag of its last answer:
+while nothing changed GitHub answers 304, which is not counted against the rate limit.
+Measured (bench/bench_change_feeds.py): the repository events feed sees the same changes but
+lags 30 s to 6 h on GitHub, so it is not used.
 
 A repo whose feed moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
 decided, recorded and acted on, under the tick lock (never a second writer). While a full
@@ -42,10 +44,10 @@ if TYPE_CHECKING:
 
 JOB_ID = "detect"
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
-ISSUES_PER_LOOK = 10  # decision issues read per look: more changed at once → every ballot repo
-SLOW_FEEDS_PER_LOOK = 2  # waiting PRs' checks and open decision issues one look reads, in turn
-# (repo, kind, ref): "pulls" and "issues" lists (ref ""), a waiting PR's "checks" (ref: its
-# head sha), one open decision "issue" (ref: its number)
+ISSUES_PAGE = 100  # open decision issues on one page of the decision repo's issue list
+SLOW_FEEDS_PER_LOOK = 1  # waiting PRs' checks and later issue pages one look reads, in turn
+# (repo, kind, ref): a repo's "pulls" list (ref ""), a page of the decision repo's open
+# "issues" (ref: the page number), a waiting PR's "checks" (ref: its head sha)
 Feed = tuple[str, str, str]
 Marks = tuple[tuple[int, str], ...]
 
@@ -57,23 +59,23 @@ class Moved:
     """What one read of a feed shows moved since the read before it."""
 
     changed: bool = False
-    numbers: frozenset[int] = frozenset()  # the items whose mark is new
+    numbers: frozenset[int] = frozenset()  # the items whose mark is new, or that left
     unknown: bool = False  # more (or other) items may have moved than `numbers` says
 
 
-def what_moved(old: Marks | None, new: Marks, *, first_look: bool, page: int) -> Moved:
-    """Compare a feed's marks with its last read (pure). `old` None: never read before — on
-    the first look that only sets the marks; later (a failed read, a new repo) what happened
-    meanwhile is unknown, so it is taken as changed. `page`: how many items the feed reads at
-    most (0: no limit); a page of only new marks may hide more behind it."""
+def what_moved(old: Marks | None, new: Marks, *, first_look: bool) -> Moved:
+    """Compare a feed's marks with its last read (pure): the items whose mark is new, and
+    those no longer listed (an issue closed leaves the open list). `old` None: never read
+    before — on the first look that only sets the marks; later (a failed read, a new repo)
+    what happened meanwhile is unknown, so it is taken as changed."""
     if old is None:
         return Moved(changed=not first_look, unknown=not first_look)
     if old == new:
         return Moved()
-    before = set(old)
-    numbers = frozenset(n for n, mark in new if (n, mark) not in before)
-    overflow = page > 0 and len(numbers) >= len(new) == page
-    return Moved(changed=True, numbers=numbers, unknown=overflow)
+    before, now = set(old), {n for n, _ in new}
+    numbers = {n for n, mark in new if (n, mark) not in before}
+    numbers |= {n for n, _ in old if n not in now}
+    return Moved(changed=True, numbers=frozenset(numbers))
 
 
 def repos_moved(
@@ -87,11 +89,9 @@ def repos_moved(
     a PR's checks: its repo. The decision repo's issues: the repos of the PRs whose decision
     issues moved — every repo with an open decision issue when which ones is unknown — and the
     decision repo itself when it is supervised (its own PRs are in that list too)."""
-    repo, kind, ref = feed
+    repo, kind, _ = feed
     if not moved.changed:
         return set()
-    if kind == "issue":
-        return open_issues.get(int(ref), set()) & supervised
     if kind != "issues":
         return {repo} & supervised
     if moved.unknown:
@@ -159,25 +159,24 @@ class ChangeDetector:
         return max(float(sc.detect_seconds), float(self.poll_interval), by_rate)
 
     def feeds(self) -> list[Feed]:
-        """What one look reads: each supervised repo's PR list, the decision repo's issue
-        list while one of its issues is open (nobody can vote on a closed one), and, in turn,
-        SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
+        """What one look reads: each supervised repo's PR list, while a decision issue is open
+        (nobody can vote on a closed one) the first page of the decision repo's open issues,
+        and, in turn, SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
-        open_issues = self._open_issues()
-        if decision and open_issues:
-            out.append((decision, "issues", ""))
-        slow = self._slow_feeds(decision, open_issues)
+        if decision and self._open_issues():
+            out.append((decision, "issues", "1"))
+        slow = self._slow_feeds(decision if len(out) > len(config.repos) else None)
         if len(slow) > SLOW_FEEDS_PER_LOOK:
             start = self._slow_turn % len(slow)
             slow = (slow[start:] + slow[:start])[:SLOW_FEEDS_PER_LOOK]
         return out + slow
 
-    def _slow_feeds(self, decision: str | None, open_issues: Mapping[int, set[str]]) -> list[Feed]:
-        """What no list sorted by update time shows: the checks of each PR whose merge waits
-        only on checks, and each open decision issue not in the issue list's last page (a
-        reaction moves no update time). Marks of feeds no longer wanted are dropped."""
+    def _slow_feeds(self, decision: str | None) -> list[Feed]:
+        """The checks of each PR whose merge waits only on checks (no list GitHub offers moves
+        when a check run completes), and the decision repo's later pages of open issues (while
+        the page before was full when last read). Marks of feeds no longer wanted are dropped."""
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
         out: list[Feed] = []
@@ -186,11 +185,12 @@ class ChangeDetector:
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
                 out.append((repo, "checks", sha))
-        if decision:
-            top = {n for n, _ in self.marks.get((decision, "issues", ""), ())}
-            out += [(decision, "issue", str(n)) for n in sorted(open_issues) if n not in top]
-        keep = set(out)
-        for feed in [f for f in self.marks if f[1] in ("checks", "issue") and f not in keep]:
+        page = 1
+        while decision and len(self.marks.get((decision, "issues", str(page)), ())) >= ISSUES_PAGE:
+            page += 1
+            out.append((decision, "issues", str(page)))
+        keep = set(out) | {(decision or "", "issues", "1")}
+        for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
             del self.marks[feed]
         return out
 
@@ -239,16 +239,15 @@ class ChangeDetector:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
         repo, kind, ref = feed
         self.stats.requests += _cost(feed)
-        slow = kind in ("checks", "issue")
+        slow = kind == "checks" or ref not in ("", "1")
         self.stats.slow_reads += slow
         try:
             if kind == "checks":
                 got = self.ticker.forge.check_marks(repo, ref)
-            elif kind == "issue":
-                got = self.ticker.forge.issue_marks(repo, int(ref))
+            elif kind == "issues":
+                got = self.ticker.forge.open_issue_marks(repo, int(ref))
             else:
-                count = 1 if kind == "pulls" else ISSUES_PER_LOOK
-                got = self.ticker.forge.recent_changes(repo, kind, count)
+                got = self.ticker.forge.recent_changes(repo, kind, 1)
         except FORGE_FAILURES as exc:  # the next look (a rate limit too), or the full tick
             self.stats.failed_reads += 1
             log.warning("detect.read_failed", repo=repo, feed=kind, error=str(exc)[:300])
@@ -256,11 +255,10 @@ class ChangeDetector:
         old = self.marks.get(feed)
         self.marks[feed] = got.items
         first = self.stats.looks <= 1 or slow
-        page = ISSUES_PER_LOOK if kind == "issues" else 0
-        moved = what_moved(old, got.items, first_look=first, page=page)
+        moved = what_moved(old, got.items, first_look=first)
         config = self.ticker.config
         supervised = {rc.name for rc in config.repos}
-        issues = self._open_issues() if kind in ("issues", "issue") else {}
+        issues = self._open_issues() if kind == "issues" else {}
         return repos_moved(feed, moved, issues, supervised, config.ballot_repo), got.poll_interval
 
 
