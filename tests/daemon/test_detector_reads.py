@@ -153,3 +153,25 @@ def test_a_failing_ballot_read_keeps_the_change_for_the_next_look(daemon: Harnes
     daemon.sb.clear_faults()
     assert det.look() == {daemon.sb.repo}
     assert det.look() == set()
+
+
+def test_a_reaction_on_a_ballot_past_the_first_hundred_open_issues_is_seen(
+    daemon: Harness,
+) -> None:
+    """A hundred older open issues in the decision repo: the ballot is on the list's second
+    page, which the look reads in turn (a slow feed) once the first page is full."""
+    bot = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.bot_repo)
+    for i in range(100):
+        bot.create_issue(title=f"older {i}")
+    n = daemon.open_pr({"cron_settings.json": '{"jobs": ["p"]}\n'})
+    daemon.tick()
+    det = _detector(daemon)
+    det.look()
+    assert (daemon.sb.bot_repo, "issues", "2") in det.feeds()
+    for _ in range(2):  # the page's first read sets its mark (it may share a look's turn)
+        det.look()
+    daemon.ballot(n, daemon.sb.owner).create_reaction("+1")
+    flagged: set[str] = set()
+    for _ in range(3):  # at most every feed's turn
+        flagged |= det.look()
+    assert flagged == {daemon.sb.repo}
