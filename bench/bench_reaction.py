@@ -3,6 +3,9 @@ the change detector between ticks (capdaemon.daemon.polling.detector), side by s
 
 Run: .venv/bin/python bench/bench_reaction.py [--repos 3] [--prs 30] [--tick 60] [--minutes 3]
      [--every 7] [--computing 3] [--latency 0.1] [--quiet 1] [--detect 5] [--detect-rpm 30]
+     [--variants "tick only,detector"]
+Before/after: CAPDAEMON_TREE=/path/to/old/worktree runs the same script on that tree's code
+(started beside the run on this tree, the two share the machine's load).
 
 One sandbox per variant, seeded with `repos` × `prs` open PRs, enforce mode, `latency` seconds
 injected before every answer; a Ticker (built as `capdaemon run` builds it) ticks every `tick`
@@ -20,6 +23,7 @@ requests per minute while PRs arrive and while quiet, full ticks and targeted ti
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -31,12 +35,13 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("CAPDAEMON_TREE") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_tick import seed_repo, write_config  # noqa: E402
 
+from capdaemon import __file__ as capdaemon_file  # noqa: E402
 from capdaemon.commands._common import load_config_and_rules  # noqa: E402
 from capdaemon.daemon.polling.detector import ChangeDetector  # noqa: E402
 from capdaemon.daemon.service.runner import open_ticker  # noqa: E402
@@ -185,10 +190,15 @@ def main() -> int:
     ap.add_argument("--quiet", type=float, default=1.0, help="minutes with nothing happening")
     ap.add_argument("--detect", type=int, default=5, help="schedule.detect_seconds")
     ap.add_argument("--detect-rpm", type=int, default=30, help="detect_requests_per_minute")
+    ap.add_argument("--variants", default="tick only,detector", help="comma-separated")
     args = ap.parse_args()
     configure_logging("json", "error")
     keys = std.generate_keys()
-    rows = [(name, run_variant(name, args, keys)) for name in ("tick only", "detector")]
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if not names or any(v not in ("tick only", "detector") for v in names):
+        ap.error(f"--variants: 'tick only' and/or 'detector', not {args.variants!r}")
+    rows = [(name, run_variant(name, args, keys)) for name in names]
+    print(f"code: {Path(capdaemon_file).parent}")
     print(
         f"reaction to a new A PR: {args.repos} repos × {args.prs} PRs, enforce, "
         f"{1000 * args.latency:g} ms per request, a tick every {args.tick:g} s, "
@@ -208,7 +218,7 @@ def main() -> int:
             f"{r['quiet_req_min']:>13.1f} {r['quiet_counted_min']:>17.1f} {r['ticks']:>5} "
             f"{r['targeted']:>8}"
         )
-    det = rows[1][1]
+    det = rows[-1][1]
     print(
         f"detector: {det['feeds']} feeds a look, a look every {det['interval']:g} s, "
         f"{det['looks_min']:.1f} of the quiet requests a minute are its looks"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -218,6 +218,17 @@ def _pr_state_reasons(facts: MergeFacts) -> list[str]:
 def _breaker_reasons(facts: MergeFacts) -> list[str]:
     allowed, why = allows_merge(facts.breaker, facts.quadrant, facts.verified_auto_revert)
     return [] if allowed else [why]
+
+
+def waits_only_on_checks(facts: MergeFacts) -> bool:
+    """True when the PR would be ready but for required or extra checks (other than L1.C3)
+    not green on this head: a check run completing or a status posted may let it merge.
+    An unknown mergeability is taken as computable here (it is re-read on its own)."""
+    if not _required_check_reasons(facts):
+        return False
+    mergeable = True if facts.mergeable is None else facts.mergeable
+    rest = replace(facts, required_checks=(), extra_checks=(), mergeable=mergeable)
+    return merge_readiness(rest).ok
 
 
 def merge_readiness(facts: MergeFacts) -> Readiness:

@@ -326,6 +326,12 @@ class Forge:
     def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
         return self._reads.recent_changes(repo, kind, count)
 
+    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
+        return self._reads.open_issue_marks(repo, page)
+
+    def check_marks(self, repo: str, sha: str) -> RecentChanges:
+        return self._reads.check_marks(repo, sha)
+
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)
 

@@ -170,6 +170,14 @@ class ForgePort(Protocol):
         """The top of a repo's PR ("pulls") or issue ("issues") list by update time."""
         ...
 
+    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
+        """One page of a repo's open issues, each with a mark that moves when it changes."""
+        ...
+
+    def check_marks(self, repo: str, sha: str) -> RecentChanges:
+        """Marks that move when a check run or a commit status on a commit changes."""
+        ...
+
     def permission(self, repo: str, login: str) -> str:
         """A user's permission on `repo` (`admin`, `write`, `read`, `none`, …)."""
         ...

@@ -109,9 +109,7 @@ class Reads:
         changed. With a token only our own issues are listed (`creator`), as an App all.
         A failed page raises Incomplete: never a partial map.
         """
-        params: dict[str, Any] = {"state": state, "sort": "created", "direction": "asc"}
-        if not self._identity.as_app:
-            params["creator"] = self._identity.login
+        params = self._issue_list_params(state)
         out: dict[int, IssueActivity] = {}
         for it in self._http.pages(f"/repos/{repo}/issues", params):
             if "pull_request" in it:
@@ -153,6 +151,37 @@ class Reads:
         headers, data = self._http.req("GET", f"/repos/{repo}/{kind}", params=params)
         items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
         return RecentChanges(repo, items, _poll_interval(headers))
+
+    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
+        """One page (100) of `repo`'s open issues as the tick's activity list reads them
+        (oldest first; with a token only ours), each with the mark of `recent_changes`: a
+        comment, a reaction (which moves no update time), an edit or a close moves it. One
+        conditional GET — page 1 is the tick's own first page, so its ETag is shared."""
+        params: dict[str, Any] = {"per_page": 100, **self._issue_list_params("open")}
+        if page > 1:
+            params["page"] = page
+        headers, data = self._http.req("GET", f"/repos/{repo}/issues", params=params)
+        items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
+        return RecentChanges(repo, items, _poll_interval(headers))
+
+    def _issue_list_params(self, state: str) -> dict[str, Any]:
+        """The issue list's query as `issue_activity` sends it."""
+        params: dict[str, Any] = {"state": state, "sort": "created", "direction": "asc"}
+        if not self._identity.as_app:
+            params["creator"] = self._identity.login
+        return params
+
+    def check_marks(self, repo: str, sha: str) -> RecentChanges:
+        """What moves when a check run or a commit status on `sha` starts, completes or is
+        re-run: two conditional GETs (its check runs, its combined status), each a free 304
+        while nothing changed. Items: (0, the check runs' mark), (1, the statuses' mark)."""
+        h1, runs = self._http.req(
+            "GET", f"/repos/{repo}/commits/{sha}/check-runs", params={"per_page": 100}
+        )
+        h2, status = self._http.req("GET", f"/repos/{repo}/commits/{sha}/status")
+        items = ((0, _runs_mark(runs)), (1, _status_mark(status)))
+        asked = [p for p in (_poll_interval(h1), _poll_interval(h2)) if p is not None]
+        return RecentChanges(repo, items, max(asked) if asked else None)
 
     def permission(self, repo: str, login: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` for `login` on `repo`."""
@@ -220,6 +249,30 @@ def _summary(repo: str, p: dict[str, Any]) -> PRSummary:
         state=p.get("state", "open"),
         updated_at=_dt(p.get("updated_at")),
     )
+
+
+def _runs_mark(data: Any) -> str:
+    """The check runs of a commit as a comparable mark (id, name, status, conclusion)."""
+    runs = data.get("check_runs") if isinstance(data, dict) else None
+    rows = sorted(
+        (str(r.get("id")), str(r.get("name")), str(r.get("status")), str(r.get("conclusion")))
+        for r in runs or ()
+        if isinstance(r, dict)
+    )
+    total = data.get("total_count") if isinstance(data, dict) else None
+    return json.dumps([total, rows])
+
+
+def _status_mark(data: Any) -> str:
+    """A commit's combined status as a comparable mark (state, and each context's state)."""
+    if not isinstance(data, dict):
+        return json.dumps(None)
+    rows = sorted(
+        (str(s.get("context")), str(s.get("state")), str(s.get("updated_at")))
+        for s in data.get("statuses") or ()
+        if isinstance(s, dict)
+    )
+    return json.dumps([data.get("state"), data.get("total_count"), rows])
 
 
 def _change_mark(item: Mapping[str, Any]) -> str:

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from capdaemon.daemon.merging.mergewait import RETRY_AFTER
+
 from .conftest import Harness
 from .test_steady import _app_github, _requests, _settle
 
@@ -120,11 +122,11 @@ def test_a_conflicting_pr_is_not_merged(daemon: Harness) -> None:
 
 
 def test_unknown_mergeability_waits_and_merges_on_a_later_tick(daemon: Harness) -> None:
-    """GitHub has not computed mergeability for the first four reads of a new PR (the batch
-    query, the merge gate's re-read and its two re-reads after waiting): UNKNOWN is never
+    """GitHub has not computed mergeability for every read of a new PR in its first tick (the
+    batch query, the merge gate's re-read and its re-reads after waiting): UNKNOWN is never
     mergeable, so nothing merges in that tick; the next tick's page says MERGEABLE and the
     PR merges."""
-    daemon.sb.set_fidelity(mergeable_reads=4)
+    daemon.sb.set_fidelity(mergeable_reads=2 + len(RETRY_AFTER))
     n = daemon.open_pr({"docs/late.md": "# late\n"})
     first = daemon.tick()
     assert first.errors == [] and first.merged == []

@@ -57,3 +57,17 @@ def test_a_mergeability_that_stays_unknown_costs_a_bounded_wait(daemon: Harness)
     assert time.monotonic() - started < TICK_WAIT_LIMIT + 10
     assert _pr_reads(daemon) == 1 + len(RETRY_AFTER)
     assert not daemon.pull(n).merged
+
+
+def test_the_rereads_follow_a_short_computation_closely(daemon: Harness) -> None:
+    """GitHub answers null for the batch read, the immediate re-read and one more: the PR is
+    read again a second, then two seconds after the tick listed it (not 2 s and 6 s after the
+    first re-read), so a short computation costs the tick about 2 s of waiting, not 6."""
+    daemon.sb.set_fidelity(mergeable_reads=3)
+    n = daemon.open_pr({"docs/soon.md": "# soon\n"})
+    daemon.sb.reset_counters()
+    report = daemon.tick()
+    assert report.merged == [f"acme/widgets#{n}"]
+    assert daemon.ticker is not None
+    assert daemon.ticker.forge.rate_budget()["wait_spent"] < 4.0
+    assert _pr_reads(daemon) <= 5  # three reads for it, and the merge's own

@@ -232,3 +232,53 @@ def test_writes_are_persisted_on_stop(sandbox: Any, tmp_path: Path) -> None:
     state = json.loads((sandbox.state_dir / "state.json").read_text())
     comments = state["repos"][REPO]["comments"].values()
     assert [c["body"] for c in comments] == ["persist me"]
+
+
+def test_a_check_run_completing_and_a_status_posted_change_their_etags(sandbox: Any) -> None:
+    """What the change detector polls for a PR waiting on CI: the head's check runs answer
+    304 while a run is in progress and 200 once it completes (a PATCH, no new run); the
+    combined status answers 304 until a status is posted, then 200."""
+    n = _pr(sandbox, "agent/ci", {"ci.txt": "ci\n"})
+    head = _get(sandbox, f"/repos/{REPO}/pulls/{n}").json()["head"]["sha"]
+    token = sandbox.installation_token(sandbox.installation_id)
+    auth = {"Authorization": f"token {token}"}
+    created = requests.post(
+        f"{sandbox.base_url}/repos/{REPO}/check-runs",
+        json={"name": "ci", "head_sha": head, "status": "in_progress"},
+        headers=auth,
+        timeout=10,
+    )
+    assert created.status_code == 201
+    runs = f"{sandbox.base_url}/repos/{REPO}/commits/{head}/check-runs?per_page=100"
+    status = f"{sandbox.base_url}/repos/{REPO}/commits/{head}/status"
+    tags = {u: requests.get(u, headers=auth, timeout=10).headers["ETag"] for u in (runs, status)}
+    for u in (runs, status):
+        assert (
+            requests.get(u, headers={**auth, "If-None-Match": tags[u]}, timeout=10).status_code
+            == 304
+        )
+    done = requests.patch(
+        f"{sandbox.base_url}/repos/{REPO}/check-runs/{created.json()['id']}",
+        json={"status": "completed", "conclusion": "success"},
+        headers=auth,
+        timeout=10,
+    )
+    assert done.status_code == 200
+    again = requests.get(runs, headers={**auth, "If-None-Match": tags[runs]}, timeout=10)
+    assert again.status_code == 200
+    assert [c["status"] for c in again.json()["check_runs"]] == ["completed"]
+    assert (
+        requests.get(
+            status, headers={**auth, "If-None-Match": tags[status]}, timeout=10
+        ).status_code
+        == 304
+    )
+    posted = requests.post(
+        f"{sandbox.base_url}/repos/{REPO}/statuses/{head}",
+        json={"state": "success", "context": "legacy-ci"},
+        headers={"Authorization": f"token {sandbox.tokens['alice']}"},
+        timeout=10,
+    )
+    assert posted.status_code == 201
+    after = requests.get(status, headers={**auth, "If-None-Match": tags[status]}, timeout=10)
+    assert after.status_code == 200 and after.json()["state"] == "success"

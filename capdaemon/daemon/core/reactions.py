@@ -4,9 +4,10 @@ tick_metrics.json (capdaemon.decide.reaction holds the pure part)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from capdaemon.decide.reaction import (
     KINDS,
@@ -19,7 +20,7 @@ from capdaemon.decide.reaction import (
 from capdaemon.logging import get_logger
 from capdaemon.model import CheckRun
 from capdaemon.stores.botstate import Metrics
-from capdaemon.timefmt import parse_utc
+from capdaemon.timefmt import parse_utc, utc_iso
 
 CHECK_PUBLISHED = "check_published"
 BALLOT_COUNTED = "ballot_counted"
@@ -91,3 +92,34 @@ def save_reactions(metrics: Metrics, clock: ReactionClock, now: datetime) -> Non
     end = max([now, *(datetime.fromtimestamp(at, now.tzinfo) for _, _, at, _ in clock.samples)])
     day = period_stats(rows, end - timedelta(days=1), end + timedelta(seconds=1))  # (rounding)
     metrics.update(**{SAMPLES_KEY: samples, SUMMARY_KEY: {s.kind: s.to_json() for s in day}})
+
+
+class TickFigures(Protocol):
+    """What save_targeted reads of a tick's report."""
+
+    seconds: float
+    merged: list[str]
+    api_requests: int | None
+
+
+def save_targeted(
+    metrics: Metrics, report: TickFigures, clock: ReactionClock, now: datetime
+) -> None:
+    """A targeted tick in tick_metrics.json, counted apart from the full ticks (`ticks` and
+    `last_tick_*` stay theirs), with the reaction times it measured."""
+    data = metrics.data
+    metrics.update(
+        targeted_ticks=_count(data, "targeted_ticks") + 1,
+        targeted_merged=_count(data, "targeted_merged") + len(report.merged),
+        targeted_api_requests=_count(data, "targeted_api_requests") + (report.api_requests or 0),
+        last_targeted_at=utc_iso(now),
+        last_targeted_seconds=report.seconds,
+    )
+    save_reactions(metrics, clock, now)
+    metrics.save()
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    """A running count in tick_metrics.json (0 when absent or not a count)."""
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

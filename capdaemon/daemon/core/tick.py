@@ -40,7 +40,7 @@ from capdaemon.daemon.core.context import (
     crash_at,
 )
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
-from capdaemon.daemon.core.reactions import save_reactions
+from capdaemon.daemon.core.reactions import save_reactions, save_targeted
 from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
@@ -270,6 +270,7 @@ class Ticker:
                 self._step_metrics(report, before, now)  # step 8
             else:
                 self._spent(report, before, now)
+                save_targeted(self.metrics, report, ctx.reactions, now)
             self.safety.channels.notify(now, report)  # owners' channels, after GitHub
         self.log.info(
             f"{event}.done",

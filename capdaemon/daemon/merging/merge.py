@@ -25,6 +25,7 @@ from capdaemon.decide.merge import (
     Readiness,
     RequiredCheck,
     merge_readiness,
+    waits_only_on_checks,
 )
 from capdaemon.decide.tiers import OneTapResult
 from capdaemon.forge.errors import (
@@ -168,6 +169,12 @@ def try_merge(
         readiness, checks = readiness_of(deps, ctx, s, rollup, now, tap), rollup
     else:
         readiness, checks = _rest_readiness(deps, ctx, s, now, tap)
+    watch = readiness.action is MergeAction.WAIT
+    watch = watch and waits_only_on_checks(merge_facts(deps, ctx, s, checks, now, tap))
+    if watch:  # the change detector looks for its checks completing between ticks
+        deps.waiting_checks[(rec.repo, rec.number)] = pr.head_sha
+    else:
+        deps.waiting_checks.pop((rec.repo, rec.number), None)
     if readiness.action is MergeAction.WAIT:
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=list(readiness.reasons))
         return

@@ -3,17 +3,24 @@
 Each look sends, per supervised repo, one conditional GET of its most recently updated open PR
 (`pulls?sort=updated&direction=desc&per_page=1`: a push, a comment, a label, a PR opened or
 retargeted puts a PR on top or moves its update time) and, while a decision issue is open, one
-of the decision repo's most recently updated issues (an `/approve`, a 👍, a close). The forge
-sends each with the ETag of its last answer: while nothing changed GitHub answers 304, which
-is not counted against the rate limit. Measured (bench/bench_change_feeds.py): the repository
-events feed sees the same changes but lags 30 s to 6 h on GitHub, so it is not used.
+of the first page of the decision repo's open issues as the tick lists them (every comment,
+👍, edit or close moves an item: the reaction rollup is in each, and a reaction moves no
+update time, so no list sorted by update time would show it). What the look cannot see in
+those is read in turn, SLOW_FEEDS_PER_LOOK a look: the check runs and status of each PR
+whose merge waits only on checks (outside CI completing), and the issue list's later pages
+(over 100 open decision issues). The forge sends each with the ETag of its last answer:
+while nothing changed GitHub answers 304, which is not counted against the rate limit.
+Measured (bench/bench_change_feeds.py): the repository events feed sees the same changes but
+lags 30 s to 6 h on GitHub, so it is not used.
 
-A repo whose list moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
-decided, recorded and acted on, under the tick lock (never a second writer). While a full tick
-runs, the repos are kept and handed over at the next look. A failed read changes nothing (its
-mark stays, so the next look still sees the change); the full tick at its interval is the
-safety net for anything a look misses. Looks are spaced by the longest of `detect_seconds`,
-GitHub's `X-Poll-Interval` (when it sends one) and what `detect_requests_per_minute` allows.
+A repo whose feed moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
+decided, recorded and acted on, under the tick lock (never a second writer). While a full
+tick runs, the repos are kept and handed over at the next wake-up. A failed read changes
+nothing (its mark stays, so the next look still sees the change); the full tick at its
+interval is the safety net for anything a look misses. Looks are spaced by the longest of
+`detect_seconds`, GitHub's `X-Poll-Interval` (when it sends one) and what
+`detect_requests_per_minute` allows. Whether a feed moved is decided by pure functions
+(what_moved, repos_moved).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -37,10 +44,63 @@ if TYPE_CHECKING:
 
 JOB_ID = "detect"
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
-ISSUES_PER_LOOK = 10  # decision issues read per look: more changed at once → every ballot repo
-Feed = tuple[str, str]  # (repo, "pulls" | "issues")
+ISSUES_PAGE = 100  # open decision issues on one page of the decision repo's issue list
+SLOW_FEEDS_PER_LOOK = 1  # waiting PRs' checks and later issue pages one look reads, in turn
+# (repo, kind, ref): a repo's "pulls" list (ref ""), a page of the decision repo's open
+# "issues" (ref: the page number), a waiting PR's "checks" (ref: its head sha)
+Feed = tuple[str, str, str]
+Marks = tuple[tuple[int, str], ...]
 
 log = get_logger("capdaemon.detect")
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What one read of a feed shows moved since the read before it."""
+
+    changed: bool = False
+    numbers: frozenset[int] = frozenset()  # the items whose mark is new, or that left
+    unknown: bool = False  # more (or other) items may have moved than `numbers` says
+
+
+def what_moved(old: Marks | None, new: Marks, *, first_look: bool) -> Moved:
+    """Compare a feed's marks with its last read (pure): the items whose mark is new, and
+    those no longer listed (an issue closed leaves the open list). `old` None: never read
+    before — on the first look that only sets the marks; later (a failed read, a new repo)
+    what happened meanwhile is unknown, so it is taken as changed."""
+    if old is None:
+        return Moved(changed=not first_look, unknown=not first_look)
+    if old == new:
+        return Moved()
+    before, now = set(old), {n for n, _ in new}
+    numbers = {n for n, mark in new if (n, mark) not in before}
+    numbers |= {n for n, _ in old if n not in now}
+    return Moved(changed=True, numbers=frozenset(numbers))
+
+
+def repos_moved(
+    feed: Feed,
+    moved: Moved,
+    open_issues: Mapping[int, set[str]],
+    supervised: set[str],
+    decision: str | None,
+) -> set[str]:
+    """The repos a targeted tick must visit for what a feed showed moved (pure). A PR list or
+    a PR's checks: its repo. The decision repo's issues: the repos of the PRs whose decision
+    issues moved — every repo with an open decision issue when which ones is unknown — and the
+    decision repo itself when it is supervised (its own PRs are in that list too)."""
+    repo, kind, _ = feed
+    if not moved.changed:
+        return set()
+    if kind != "issues":
+        return {repo} & supervised
+    if moved.unknown:
+        out = {r for repos in open_issues.values() for r in repos}
+    else:
+        out = {r for n in moved.numbers for r in open_issues.get(n, set())}
+    if decision is not None and (moved.numbers or moved.unknown):
+        out.add(decision)
+    return out & supervised
 
 
 @dataclass
@@ -53,6 +113,7 @@ class DetectorStats:
     changes: int = 0
     targeted_ticks: int = 0
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
+    slow_reads: int = 0  # reads of a waiting PR's checks or of one open decision issue
 
 
 class ChangeDetector:
@@ -61,11 +122,12 @@ class ChangeDetector:
     def __init__(self, ticker: Ticker, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.ticker = ticker
         self.clock = clock
-        self.marks: dict[Feed, tuple[tuple[int, str], ...]] = {}
+        self.marks: dict[Feed, Marks] = {}
         self.pending: set[str] = set()  # repos seen changed, not yet handed to a tick
         self.poll_interval = 0  # the longest X-Poll-Interval of the last look (s)
         self.last_look = -math.inf
         self.stats = DetectorStats()
+        self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
     # ------------------------------------------------------------------ the job
@@ -88,48 +150,79 @@ class ChangeDetector:
             self.stats.targeted_ticks += 1
             return report
 
-    def interval(self, feeds: int) -> float:
-        """Seconds between two looks of `feeds` requests each (0: the detector is off)."""
+    def interval(self, requests: int) -> float:
+        """Seconds between two looks of `requests` requests each (0: the detector is off)."""
         sc = self.ticker.config.schedule
         if sc.detect_seconds <= 0:
             return 0.0
-        by_rate = 60.0 * feeds / sc.detect_requests_per_minute
+        by_rate = 60.0 * requests / sc.detect_requests_per_minute
         return max(float(sc.detect_seconds), float(self.poll_interval), by_rate)
 
     def feeds(self) -> list[Feed]:
-        """What one look reads: each supervised repo's PR list, and the decision repo's issue
-        list while one of its issues is open (nobody can vote on a closed one)."""
+        """What one look reads: each supervised repo's PR list, while a decision issue is open
+        (nobody can vote on a closed one) the first page of the decision repo's open issues,
+        and, in turn, SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
         config = self.ticker.config
-        out: list[Feed] = [(rc.name, "pulls") for rc in config.repos]
+        out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
         if decision and self._open_issues():
-            out.append((decision, "issues"))
+            out.append((decision, "issues", "1"))
+        slow = self._slow_feeds(decision if len(out) > len(config.repos) else None)
+        if len(slow) > SLOW_FEEDS_PER_LOOK:
+            start = self._slow_turn % len(slow)
+            slow = (slow[start:] + slow[:start])[:SLOW_FEEDS_PER_LOOK]
+        return out + slow
+
+    def _slow_feeds(self, decision: str | None) -> list[Feed]:
+        """The checks of each PR whose merge waits only on checks (no list GitHub offers moves
+        when a check run completes), and the decision repo's later pages of open issues (while
+        the page before was full when last read). Marks of feeds no longer wanted are dropped."""
+        supervised = {rc.name for rc in self.ticker.config.repos}
+        records = self.ticker.prs.records
+        out: list[Feed] = []
+        for (repo, number), sha in sorted(self.ticker.deps.waiting_checks.items()):
+            rec = records.get(f"{repo}#{number}")
+            live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
+            if live and repo in supervised:
+                out.append((repo, "checks", sha))
+        page = 1
+        while decision and len(self.marks.get((decision, "issues", str(page)), ())) >= ISSUES_PAGE:
+            page += 1
+            out.append((decision, "issues", str(page)))
+        keep = set(out) | {(decision or "", "issues", "1")}
+        for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
+            del self.marks[feed]
         return out
 
     def _open_issues(self) -> dict[int, set[str]]:
-        """Open decision issue number → the repos of the open PRs it is about."""
+        """Open decision issue number → the repos of the open PRs it is about (their ballots,
+        reviews and other issues, and the one-tap of a head waiting for an owner's 👍)."""
         found: dict[int, set[str]] = {}
+        tiers = self.ticker.deps.safety.tiers
         for rec in list(self.ticker.prs.records.values()):
             if rec.state != PRState.OPEN:
                 continue
-            for info in list(rec.issues.values()):
-                if info.open:
-                    found.setdefault(info.number, set()).add(rec.repo)
+            numbers = [info.number for info in list(rec.issues.values()) if info.open]
+            tap = tiers.pending_one_tap(rec)
+            for n in numbers if tap is None else [*numbers, tap]:
+                found.setdefault(n, set()).add(rec.repo)
         return found
 
     # ------------------------------------------------------------------ a look
     def look(self) -> set[str]:
         """Read every feed once when a look is due; the repos whose feed moved since the last
         look. The first look only sets the marks (`capdaemon run` takes it before its first
-        tick); a feed read for the first time later counts as moved. A failed read leaves its
-        mark as it was."""
+        tick); a list read for the first time later counts as moved (a slow feed does not:
+        the tick that made it wanted had just read the same; a change in between is the full
+        tick's). A failed read leaves its mark as it was."""
         feeds = self.feeds()
-        interval = self.interval(len(feeds))
+        interval = self.interval(sum(_cost(f) for f in feeds))
         now = self.clock()
         if not feeds or interval <= 0 or now - self.last_look < interval:
             return set()
         self.last_look = now
         self.stats.looks += 1
+        self._slow_turn += SLOW_FEEDS_PER_LOOK
         changed: set[str] = set()
         asked = 0
         for feed in feeds:
@@ -144,43 +237,34 @@ class ChangeDetector:
 
     def _read(self, feed: Feed) -> tuple[set[str], int | None]:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
-        repo, kind = feed
-        count = 1 if kind == "pulls" else ISSUES_PER_LOOK
-        self.stats.requests += 1
+        repo, kind, ref = feed
+        self.stats.requests += _cost(feed)
+        slow = kind == "checks" or ref not in ("", "1")
+        self.stats.slow_reads += slow
         try:
-            got = self.ticker.forge.recent_changes(repo, kind, count)
+            if kind == "checks":
+                got = self.ticker.forge.check_marks(repo, ref)
+            elif kind == "issues":
+                got = self.ticker.forge.open_issue_marks(repo, int(ref))
+            else:
+                got = self.ticker.forge.recent_changes(repo, kind, 1)
         except FORGE_FAILURES as exc:  # the next look (a rate limit too), or the full tick
             self.stats.failed_reads += 1
             log.warning("detect.read_failed", repo=repo, feed=kind, error=str(exc)[:300])
             return set(), None
         old = self.marks.get(feed)
         self.marks[feed] = got.items
-        if old is None and self.stats.looks > 1:  # unread until now (a failed read, a new repo)
-            old = ()  # what changed meanwhile is not known: taken as changed
-        if old is None or old == got.items:
-            return set(), got.poll_interval
-        if kind == "pulls":
-            return {repo}, got.poll_interval
-        return self._ballot_repos(old, got.items), got.poll_interval
+        first = self.stats.looks <= 1 or slow
+        moved = what_moved(old, got.items, first_look=first)
+        config = self.ticker.config
+        supervised = {rc.name for rc in config.repos}
+        issues = self._open_issues() if kind == "issues" else {}
+        return repos_moved(feed, moved, issues, supervised, config.ballot_repo), got.poll_interval
 
-    def _ballot_repos(
-        self, old: Iterable[tuple[int, str]], new: tuple[tuple[int, str], ...]
-    ) -> set[str]:
-        """The repos of the PRs whose decision issues moved (every repo with an open decision
-        issue when more moved than one look shows)."""
-        before = set(old)
-        moved = [n for n, mark in new if (n, mark) not in before]
-        issues = self._open_issues()
-        if len(moved) >= len(new) == ISSUES_PER_LOOK:  # the page overflowed: maybe more moved
-            return {repo for repos in issues.values() for repo in repos}
-        out: set[str] = set()
-        for n in moved:
-            out |= issues.get(n, set())
-        supervised = {rc.name for rc in self.ticker.config.repos}
-        decision = self.ticker.config.ballot_repo
-        if decision in supervised and moved:
-            out.add(decision)  # the decision repo's own PRs are in its issue list too
-        return out & supervised
+
+def _cost(feed: Feed) -> int:
+    """Requests one read of `feed` sends (a PR's checks: its check runs and its status)."""
+    return 2 if feed[1] == "checks" else 1
 
 
 def add_detect_job(sched: Any, detector: ChangeDetector) -> None:

@@ -150,6 +150,14 @@ class Tiers:
         return False
 
     # ------------------------------------------------------------------ one-tap
+    def pending_one_tap(self, rec: PRRecord) -> int | None:
+        """The decision issue of the PR head's one-tap while it waits for an owner's 👍."""
+        entry = self._one_tap(rec)
+        if entry is None or entry.get("state") != OneTapState.PENDING.value:
+            return None
+        issue = entry.get("issue")
+        return issue if isinstance(issue, int) and not isinstance(issue, bool) else None
+
     def _one_tap(self, rec: PRRecord) -> dict[str, Any] | None:
         entry: dict[str, Any] | None = self.store["one_tap"].get(rec.ref)
         return entry if entry and entry.get("head_sha") == rec.head_sha else None
