@@ -264,6 +264,7 @@ class Ticker:
                 self._step_metrics(report, before, now)  # step 8
             else:
                 self._spent(report, before, now)
+                self._save_reactions(now)  # what a targeted tick did is measured too
             self.safety.channels.notify(now, report)  # owners' channels, after GitHub
         self.log.info(
             f"{event}.done",
@@ -420,7 +421,11 @@ class Ticker:
             mode=self.config.mode,
             clock_offset_seconds=report.clock_offset_seconds,
         )
-        save_reactions(self.metrics, self._ctx.reactions, now)  # event → action, per kind
+        self._save_reactions(now)
+
+    def _save_reactions(self, now: datetime) -> None:
+        """The tick's reaction times (event → action, per kind) into tick_metrics.json."""
+        save_reactions(self.metrics, self._ctx.reactions, now)
         self.metrics.save()
 
 
