@@ -74,9 +74,16 @@ def traffic(sb: Sandbox) -> tuple[int, int, int]:
     )
 
 
-def counted_by_endpoint(sb: Sandbox) -> dict[str, int]:
-    """Counted requests per endpoint so far (every identity: the owner sends none while quiet)."""
-    return {k: int(v["counted"]) for k, v in sb.counters()["endpoints"].items() if v["counted"]}
+def by_endpoint(sb: Sandbox, what: str) -> dict[str, int]:
+    """`what` (requests, counted) per endpoint so far (every identity: the owner sends none
+    while quiet)."""
+    return {k: int(v[what]) for k, v in sb.counters()["endpoints"].items() if v[what]}
+
+
+def grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The endpoints whose count grew, by how much, most first."""
+    out = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def per_minute(before: tuple[int, ...], after: tuple[int, ...], seconds: float) -> list[float]:
@@ -246,12 +253,11 @@ def _measure(
     watcher.stop.set()
     watcher.thread.join()
     watcher.look()
-    q_before, q0, q_ends = traffic(sb), time.time(), counted_by_endpoint(sb)
+    q_before, q0 = traffic(sb), time.time()
+    q_ends = {w: by_endpoint(sb, w) for w in ("requests", "counted")}
     time.sleep(args.quiet * 60)
     quiet = per_minute(q_before, traffic(sb), time.time() - q0)
-    q_counted = {
-        k: n - q_ends.get(k, 0) for k, n in counted_by_endpoint(sb).items() if n > q_ends.get(k, 0)
-    }
+    q_by = {w: grown(q_ends[w], by_endpoint(sb, w)) for w in ("requests", "counted")}
     rss = peak_rss_mib(proc.pid)
     return {
         "t0": t0,
@@ -259,7 +265,7 @@ def _measure(
         "skipped": stream.skipped,
         "busy": busy,
         "quiet": quiet,
-        "quiet_counted": q_counted,
+        "quiet_by": q_by,
         "rss": rss,
         "full": count(log, "tick.done", t0),
         "targeted": count(log, "tick.targeted.done", t0),
@@ -362,8 +368,10 @@ def main() -> int:
             f"{name}: cold start {s['classified']} PRs in {s['ticks']} ticks, "
             f"{s['seconds']:.0f} s; "
             f"skipped (pool empty) {r['skipped'] or 'none'}; daemon errors {r['errors']}; "
-            f"counted while quiet: {r['quiet_counted'] or 'none'}"
+            f"counted while quiet: {r['quiet_by']['counted'] or 'none'}"
         )
+        top = list(r["quiet_by"]["requests"].items())[:6]
+        print(f"{name}: requests while quiet, most first: {top}")
     return 0
 
 
