@@ -305,14 +305,22 @@ def tick_job(ticker: Ticker) -> int | None:
     return None
 
 
+# The jobs whose skipped run an operator must hear of; the change detector and the Telegram
+# poll wake every second or so and skip a run whenever a tick holds them up, which is normal.
+WATCHED_JOBS = frozenset({"tick", "digest"})
+
+
 def watch_overruns(sched: Any, tick_seconds: float) -> None:
-    """One `tick.overrun` warning when a tick is still running at its next start time (the
-    scheduler skips that run; its own plain-text message is filtered out of the logs)."""
+    """One `tick.overrun` warning when a tick (or the digest) is still running at its next
+    start time (the scheduler skips that run; its own plain-text message is filtered out of the
+    logs). Other jobs' skipped wake-ups are not logged."""
     from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
 
     log = get_logger("capdaemon.daemon")
 
     def listener(event: Any) -> None:
+        if event.job_id not in WATCHED_JOBS:
+            return
         times = getattr(event, "scheduled_run_times", None) or [
             getattr(event, "scheduled_run_time", None)
         ]
