@@ -163,6 +163,14 @@ def render(model: ReadModel, root: str = "") -> str:
         if m.get("last_tick_at")
         else '<p id="last-tick" class="muted">no tick has run yet</p>'
     )
+    if m.get("last_targeted_at"):  # the change detector's targeted ticks, counted apart
+        tick += (
+            f'<p id="targeted-ticks">targeted ticks (changes seen between ticks): '
+            f"{esc(m.get('targeted_ticks', '?'))}, the last {when(m.get('last_targeted_at'))} "
+            f"({esc(age(str(m.get('last_targeted_at', '')), model.now))} ago), took "
+            f"{esc(m.get('last_targeted_seconds', '?'))} s; PRs merged by them: "
+            f"{esc(m.get('targeted_merged', 0))}</p>"
+        )
     if any(p.file.endswith(METRICS_FILE) for p in model.problems):
         tick = (
             '<p id="last-tick" class="bad">last tick unknown: tick metrics missing or '

@@ -133,3 +133,35 @@ def test_bidi_and_invisible_characters_are_shown_visibly_on_every_page(
         assert not re.search("[\u202a-\u202e\u2066-\u2069\u200b-\u200f]", body), path
     assert "agent-2/\\u202egnp.exe" in pages["prs.html"]
     assert "Fix \\u202egnp.exe and \\u2066x\\u2069\\u200b" in pages["prs.html"]
+
+
+def test_the_overview_tells_targeted_ticks_apart_from_full_ticks(tmp_path: Path) -> None:
+    """tick_metrics.json counts the change detector's targeted ticks apart: the Overview says
+    when the last full tick ran and, on its own line, how many targeted ticks ran, the last
+    one's time and duration and what they merged; with none, no such line."""
+    sd = tmp_path / "bot-state"
+    sd.mkdir()
+    metrics = {
+        "ticks": 4,
+        "last_tick_at": "2026-05-25T11:58:00Z",
+        "last_tick_seconds": 12.5,
+        "errors_last_tick": 0,
+    }
+    atomic_write_json(sd / METRICS_FILE, metrics)
+    body = render(build(sd, Config(), NOW), "index.html").body
+    assert 'id="last-tick"' in body and 'id="targeted-ticks"' not in body
+    metrics |= {
+        "targeted_ticks": 7,
+        "targeted_merged": 3,
+        "last_targeted_at": "2026-05-25T11:57:00Z",
+        "last_targeted_seconds": 1.75,
+    }
+    atomic_write_json(sd / METRICS_FILE, metrics)
+    body = render(build(sd, Config(), NOW), "index.html").body
+    line = re.search(r'<p id="targeted-ticks">(.*?)</p>', body)
+    assert line is not None
+    text = re.sub(r"<[^>]+>", "", line.group(1))
+    assert "targeted ticks (changes seen between ticks): 7" in text
+    assert "took 1.75 s" in text and "PRs merged by them: 3" in text
+    assert "(3m ago)" in text  # NOW is 12:00
+    assert "took 12.5 s" in body  # the full tick's line is still the full tick's
