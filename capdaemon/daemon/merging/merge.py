@@ -162,15 +162,13 @@ def try_merge(
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
         return
     rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
-    checks: Sequence[CheckRun]
     if rollup is not None:
         # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
         # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness, checks = readiness_of(deps, ctx, s, rollup, now, tap), rollup
+        readiness, facts = readiness_of(deps, ctx, s, rollup, now, tap)
     else:
-        readiness, checks = _rest_readiness(deps, ctx, s, now, tap)
-    watch = readiness.action is MergeAction.WAIT
-    watch = watch and waits_only_on_checks(merge_facts(deps, ctx, s, checks, now, tap))
+        readiness, facts = _rest_readiness(deps, ctx, s, now, tap)
+    watch = readiness.action is MergeAction.WAIT and waits_only_on_checks(facts)
     if watch:  # the change detector looks for its checks completing between ticks
         deps.waiting_checks[(rec.repo, rec.number)] = pr.head_sha
     else:
@@ -193,7 +191,7 @@ def try_merge(
         report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    cause = merge_cause(pr.updated_at, _votes_at(rec, pr.head_sha, tap), checks)
+    cause = merge_cause(pr.updated_at, _votes_at(rec, pr.head_sha, tap), facts.checks)
     merge(deps, s, now, report, merged=lambda: ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
 
 
@@ -209,21 +207,21 @@ def _votes_at(rec: PRRecord, head_sha: str, tap: OneTapResult | None) -> list[da
 
 def _rest_readiness(
     deps: TickDeps, ctx: TickContext, s: TickPR, now: datetime, tap: OneTapResult | None
-) -> tuple[Readiness, Sequence[CheckRun]]:
+) -> tuple[Readiness, MergeFacts]:
     """Readiness from REST reads (no batch rollup of the head): the gather phase's check
-    runs plus the statuses, read again right before a merge; and the checks it was decided on."""
+    runs plus the statuses, read again right before a merge; and the facts it was decided on."""
     pr = s.pr
     runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
     if runs is None:
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
     else:  # the gather phase's check runs, plus the statuses (read for merging only)
         checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
-    readiness = readiness_of(deps, ctx, s, checks, now, tap)
+    readiness, facts = readiness_of(deps, ctx, s, checks, now, tap)
     if readiness.action is MergeAction.MERGE and runs is not None:
         # decided on the gather phase's check runs: read them again right before acting
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
-        readiness = readiness_of(deps, ctx, s, checks, now, tap)
-    return readiness, checks
+        readiness, facts = readiness_of(deps, ctx, s, checks, now, tap)
+    return readiness, facts
 
 
 def readiness_of(
@@ -233,12 +231,12 @@ def readiness_of(
     checks: Sequence[CheckRun],
     now: datetime,
     tap: OneTapResult | None,
-) -> Readiness:
-    """Merge readiness on `checks`. A PR ready but for a mergeability GitHub had not computed
-    yet (None) reads the PR again for it in enforce mode, at once and after the waits of
-    capdaemon.daemon.merging.mergewait, in this tick; still unknown (or another head) it waits: None
-    is never mergeable. In shadow mode it waits for the next tick's page (a `would_merge`
-    record a tick later costs no read)."""
+) -> tuple[Readiness, MergeFacts]:
+    """Merge readiness on `checks`, and the facts it was decided on. A PR ready but for a
+    mergeability GitHub had not computed yet (None) reads the PR again for it in enforce
+    mode, at once and after the waits of capdaemon.daemon.merging.mergewait, in this tick;
+    still unknown (or another head) it waits: None is never mergeable. In shadow mode it
+    waits for the next tick's page (a `would_merge` record a tick later costs no read)."""
     facts = merge_facts(deps, ctx, s, checks, now, tap)
     ready = facts.mergeable is None and not deps.shadow
     if ready and merge_readiness(replace(facts, mergeable=True)).ok:
@@ -246,7 +244,7 @@ def readiness_of(
         if status.head_sha == s.pr.head_sha:
             s.rec.mergeable = status.mergeable
             facts = replace(facts, mergeable=status.mergeable)
-    return merge_readiness(facts)
+    return merge_readiness(facts), facts
 
 
 def merge_facts(
