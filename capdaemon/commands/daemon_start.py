@@ -16,7 +16,6 @@ from capdaemon.commands._common import (
     state_dir,
 )
 from capdaemon.config import Config
-from capdaemon.daemon.core.tick import Ticker
 from capdaemon.daemon.service.notify import Notifier
 from capdaemon.daemon.service.preflight import CredentialsError, UnreachableError, repo_problems
 from capdaemon.daemon.service.reload import ConfigRefused, Reloader
@@ -44,7 +43,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
 
-def _reloader(ticker: Ticker, args: argparse.Namespace) -> Reloader:
+def _reloader(args: argparse.Namespace) -> Reloader:
     """The config directory's watcher for `capdaemon run` (same loading as at start)."""
 
     def load(directory: Path) -> tuple[Config, tuple[Any, ...]]:
@@ -55,12 +54,7 @@ def _reloader(ticker: Ticker, args: argparse.Namespace) -> Reloader:
             raise ConfigRefused(str(exc)) from None
         return with_base_url(config, args.base_url), rules
 
-    return Reloader(
-        ticker,
-        config_dir(args)[0],
-        load=load,
-        check_repos=lambda config, known: repo_problems(ticker.forge, config, known),
-    )
+    return Reloader(config_dir(args)[0], load=load, check_repos=repo_problems)
 
 
 def start(args: argparse.Namespace, *, daemon: bool) -> int:
@@ -88,6 +82,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     try:
         config, rules = load_config_and_rules(args, required=True)
         config = with_base_url(config, args.base_url)
+        reloader = _reloader(args) if daemon else None
         with open_ticker(
             config,
             state,
@@ -95,6 +90,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
             heartbeat=notifier.watchdog,
             verify=True,
             wait_for_github=daemon,
+            reloader=reloader,
         ) as ticker:
             if not daemon:
                 print(ticksummary.render(run_once(ticker), json_asked=args.json))
@@ -104,7 +100,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
                 ticker,
                 tick_seconds=seconds,
                 notifier=notifier,
-                reloader=_reloader(ticker, args),
+                reloader=reloader,
                 fixed_interval=bool(args.tick_seconds),
             )
     except LockedError as exc:

@@ -91,6 +91,7 @@ class Forge:
         integration: GithubIntegration | None = None,
         installations: Installations | None = None,
         login: str | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         http = Http(gh, transport, scrubber)
         identity = Identity(
@@ -106,7 +107,7 @@ class Forge:
             scrubber=scrubber,
             clock=clock,
             caches=ShaCaches(),
-            overflow=OverflowDir(),
+            overflow=OverflowDir(state_dir),
             memo=TickMemo(),
         )
         self.session = session
@@ -144,6 +145,7 @@ class Forge:
         write_interval: float = 1.0,
         attempts: int = 4,
         timeout: int = 30,
+        state_dir: Path | None = None,
     ) -> Forge:
         """Build from config: as an App installation when app_id and a key are given, else a token.
 
@@ -169,6 +171,7 @@ class Forge:
             app_id=c.app_id,
             integration=c.integration,
             installations=c.installations,
+            state_dir=state_dir,
         )
 
     def close(self) -> None:
@@ -190,10 +193,6 @@ class Forge:
     def state_dir(self) -> Path | None:
         """Where over-long bodies are saved in full (the daemon's state dir; see forge.overflow)."""
         return self.session.overflow.path
-
-    @state_dir.setter
-    def state_dir(self, path: Path | None) -> None:
-        self.session.overflow.path = path
 
     @property
     def as_app(self) -> bool:

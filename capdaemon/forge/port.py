@@ -54,7 +54,10 @@ class ForgePort(Protocol):
     """
 
     # ------------------------------------------------------------ identity and plumbing
-    state_dir: Path | None  # where over-long bodies are saved in full (see forge.overflow)
+    @property
+    def state_dir(self) -> Path | None:
+        """Where over-long bodies are saved in full (see forge.overflow); None: nowhere."""
+        ...
 
     @property
     def transport(self) -> Transport:

@@ -17,6 +17,7 @@ import yaml
 from capdaemon.audit import log_paths
 from capdaemon.commands._common import load_config_and_rules
 from capdaemon.daemon.core.tick import Ticker, TickReport
+from capdaemon.daemon.service.reload import Reloader
 from capdaemon.daemon.service.runner import open_ticker
 from capdaemon.forge.markers import parse_marker
 from ghsandbox import Sandbox
@@ -88,12 +89,15 @@ class Harness:
         write_config(self.config_dir, self.sb, **kw)
         return self
 
-    def start(self) -> Ticker:
-        """A Ticker built as `capdaemon tick` builds it (config dir, App key, state lock)."""
+    def start(self, reloader: Reloader | None = None) -> Ticker:
+        """A Ticker built as `capdaemon tick` builds it (config dir, App key, state lock); with
+        a `reloader`, as `capdaemon run` does (config edits apply at each tick)."""
         if not (self.config_dir / "capdaemon.yml").exists():
             self.configure()
         config, rules = load_config_and_rules(argparse.Namespace(config=str(self.config_dir)))
-        self.ticker = self._stack.enter_context(open_ticker(config, self.state_dir, rules=rules))
+        self.ticker = self._stack.enter_context(
+            open_ticker(config, self.state_dir, rules=rules, reloader=reloader)
+        )
         return self.ticker
 
     def stop(self) -> None:

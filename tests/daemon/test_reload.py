@@ -4,6 +4,7 @@ edit is refused (the last good config keeps running, one incident issue until fi
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -13,10 +14,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from capdaemon.forge.markers import parse_marker
 
@@ -30,7 +33,9 @@ Event = dict[str, Any]
 class Running:
     """`capdaemon run` as a process, its JSON log events read as they come."""
 
-    def __init__(self, daemon: Harness, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, daemon: Harness, env: dict[str, str] | None = None, fixed_interval: bool = True
+    ) -> None:
         if not (daemon.config_dir / "capdaemon.yml").exists():
             daemon.configure()
         self.proc = subprocess.Popen(
@@ -39,8 +44,7 @@ class Running:
                 "-m",
                 "capdaemon.cli",
                 "run",
-                "--tick-seconds",
-                "1",
+                *(["--tick-seconds", "1"] if fixed_interval else []),
                 "--config",
                 str(daemon.config_dir),
                 "--state",
@@ -200,6 +204,44 @@ def test_sighup_reloads_and_a_broken_edit_is_refused_until_fixed(
         assert len(_incidents(daemon)) == 1
         assert d.proc.poll() is None
         assert d.stop() == 0
+
+
+def _schedule(daemon: Harness, **schedule: int) -> None:
+    path = daemon.config_dir / "capdaemon.yml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["schedule"] = {**(data.get("schedule") or {}), **schedule}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _tick_times(d: Running, after: int, count: int) -> list[datetime]:
+    """The times of the next `count` finished ticks from event `after` on."""
+    out = []
+    for _ in range(count):
+        after = d.next_tick_done(after) + 1
+        out.append(datetime.fromisoformat(d.events[after - 1]["timestamp"]))
+    return out
+
+
+def test_a_reloaded_tick_interval_moves_the_schedule(
+    daemon: Harness, running: Callable[..., Running]
+) -> None:
+    """Without --tick-seconds the config's interval rules: edited from 1 s to 3 s while the
+    daemon runs, the tick that applies it moves the tick job, and the ticks after it come
+    about 3 s apart (they came every second before)."""
+    daemon.configure()
+    _schedule(daemon, tick_seconds=1, detect_seconds=0)
+    d = running(fixed_interval=False)
+    before = _tick_times(d, 0, 3)
+    assert max(b - a for a, b in itertools.pairwise(before)) < timedelta(seconds=2.5)
+
+    _schedule(daemon, tick_seconds=3)
+    at = d.wait_for(lambda e: e["event"] == "daemon.rescheduled")
+    assert d.events[at]["tick_seconds"] == 3
+    after = _tick_times(d, at, 3)
+    assert min(b - a for a, b in itertools.pairwise(after)) > timedelta(seconds=2.5)
+    assert d.stop() == 0
 
 
 def test_the_unit_reloads_with_sighup() -> None:

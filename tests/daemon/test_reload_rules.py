@@ -24,7 +24,7 @@ from .conftest import Harness
 
 
 def _reloader(daemon: Harness) -> Reloader:
-    ticker = daemon.ticker or daemon.start()
+    """The config watcher `capdaemon run` builds, given to a fresh Ticker."""
 
     def load(directory: Path) -> tuple[Config, tuple[Any, ...]]:
         try:
@@ -32,13 +32,9 @@ def _reloader(daemon: Harness) -> Reloader:
         except CLIError as exc:
             raise ConfigRefused(str(exc)) from None
 
-    reloader = Reloader(
-        ticker,
-        daemon.config_dir,
-        load=load,
-        check_repos=lambda c, known: repo_problems(ticker.forge, c, known),
-    )
-    ticker.before_tick = reloader.before_tick
+    reloader = Reloader(daemon.config_dir, load=load, check_repos=repo_problems)
+    daemon.stop()
+    daemon.start(reloader=reloader)
     return reloader
 
 

@@ -16,8 +16,7 @@ def test_an_over_long_issue_body_is_cut_and_saved_in_full(
 ) -> None:
     """A 100,000-character body: GitHub gets at most 65,536 characters ending with the marker
     and a pointer; bot-state/overflow has the whole text; a second ensure writes nothing."""
-    forge = make_forge()
-    forge.state_dir = tmp_path / "bot-state"
+    forge = make_forge(state_dir=tmp_path / "bot-state")
     body = "".join(f"line {i}: a finding\n" for i in range(6000))
     assert len(body) > 100_000
     marker = {"kind": "digest", "key": "2026-11-30"}
@@ -40,8 +39,7 @@ def test_an_over_long_comment_is_cut_too(
     sandbox: Sandbox, make_forge: Callable[..., Forge], tmp_path: Path
 ) -> None:
     """comment_once with 70,000 characters posts (it was a 422) and keeps the full text."""
-    forge = make_forge()
-    forge.state_dir = tmp_path
+    forge = make_forge(state_dir=tmp_path)
     issue = sandbox.backend.create_issue(sandbox.repo, "Ballot", None, sandbox.owner)
     number = int(issue["number"])
     text = "x" * 70_000

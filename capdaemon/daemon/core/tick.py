@@ -112,12 +112,11 @@ class Ticker:
         heartbeat: Callable[[], object] | None = None,
         clock: Callable[[], datetime] | None = None,
         desk: TelegramDesk | None = None,
+        before_tick: Callable[[Ticker, datetime], list[str]] | None = None,
     ) -> None:
         self.config = config
         self.state_dir = Path(state_dir)
         self.forge = forge
-        if getattr(forge, "state_dir", False) is None:
-            forge.state_dir = self.state_dir  # over-long bodies are saved here in full
         self.rules = tuple(rules)
         self.clock = clock or (lambda: datetime.now(UTC))
         self.busy = threading.Lock()  # held while a tick (or a Telegram tap) runs
@@ -148,7 +147,8 @@ class Ticker:
             safety=self.safety,
             crash_after=crash_after,
         )
-        self.before_tick: Callable[[datetime], list[str]] | None = None  # the config reload
+        # the config reload (service.reload.Reloader): applied at the start of each full tick
+        self._before_tick = before_tick
         self.progress_every = PROGRESS_SECONDS  # a long tick reports "k of N" this often
         self._ctx = self.new_context(datetime.now(UTC))
 
@@ -237,7 +237,8 @@ class Ticker:
         if now.tzinfo is None:
             raise ValueError("tick(now=...) needs an aware datetime")
         full = only is None
-        config_errors = self.before_tick(now) if full and self.before_tick is not None else []
+        reload = self._before_tick if full else None
+        config_errors = reload(self, now) if reload is not None else []
         started = time.monotonic()
         self.forge.new_tick(full=full)
         before = self._budget()

@@ -201,13 +201,24 @@ def _named_repos(config: Config) -> list[str]:
 
 
 def build_forge(
-    gh: GitHubConfig, *, token: str | None, key_pem: bytes | None, write_interval: float
+    gh: GitHubConfig,
+    *,
+    token: str | None,
+    key_pem: bytes | None,
+    write_interval: float,
+    state_dir: Path | None = None,
 ) -> Forge:
-    """Forge.from_config with its start-up failures (finding the installation) as one line."""
+    """Forge.from_config with its start-up failures (finding the installation) as one line;
+    `state_dir` is where over-long bodies are saved in full (the daemon's)."""
 
     with forge_errors(gh, "; set github.installation_id"):
         return Forge.from_config(
-            gh, token=token, key_pem=key_pem, write_interval=write_interval, attempts=4
+            gh,
+            token=token,
+            key_pem=key_pem,
+            write_interval=write_interval,
+            attempts=4,
+            state_dir=state_dir,
         )
 
 

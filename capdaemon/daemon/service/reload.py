@@ -113,55 +113,53 @@ def fingerprint(config_dir: Path) -> str:
 
 
 class Reloader:
-    """Watches one config directory for a running Ticker; `before_tick` applies a change."""
+    """Watches one config directory; `before_tick` applies a change to the Ticker it is given
+    (built before the Ticker, which calls it at the start of each full tick)."""
 
     def __init__(
         self,
-        ticker: Ticker,
         config_dir: Path,
         *,
         load: Callable[[Path], tuple[Config, tuple[UserRule, ...]]],
-        check_repos: Callable[[Config, frozenset[str]], list[str]] | None = None,
-        on_applied: Callable[[Config, Config], None] | None = None,
+        check_repos: Callable[[ForgePort, Config, frozenset[str]], list[str]] | None = None,
     ) -> None:
-        self.ticker = ticker
         self.config_dir = Path(config_dir)
         self._load = load
         self._check_repos = check_repos
-        self.on_applied = on_applied  # the scheduler's: a new tick interval or digest time
         self._seen = fingerprint(self.config_dir)  # the files the running config came from
         self._forced = threading.Event()
         self.refused: str | None = None  # why the files as they are now were refused
         self._issue_checked = False
 
     # ------------------------------------------------------------------ SIGHUP
-    def request(self) -> str:
+    def request(self, ticker: Ticker) -> str:
         """SIGHUP: read and check the files now (no GitHub requests); the next tick applies
         them. Returns one line for the log and systemd's STATUS."""
         self._forced.set()
         try:
-            cand = self._candidate(check_repos=False)
+            cand = self._candidate(ticker, check_repos=False)
         except ConfigRefused as exc:
             log.error("config.reload_refused", error=str(exc), keeps="the running config")
             return f"config refused, running the last good one: {exc}"
-        same = cand.config == self.ticker.config and cand.rules == self.ticker.rules
+        same = cand.config == ticker.config and cand.rules == ticker.rules
         log.info("config.reload_requested", changed=not same, applies="at the next tick")
         return "config unchanged" if same else "config valid; applied at the next tick"
 
     # ------------------------------------------------------------------ each tick
-    def before_tick(self, now: datetime) -> list[str]:
-        """Apply a changed (or SIGHUP-requested) config; the config errors for the tick."""
+    def before_tick(self, ticker: Ticker, now: datetime) -> list[str]:
+        """Apply a changed (or SIGHUP-requested) config to `ticker`; the config errors for
+        the tick."""
         current = fingerprint(self.config_dir)
         forced = self._forced.is_set()
         self._forced.clear()
         if current == self._seen and not forced:
-            self._close_stale_issue(now)
+            self._close_stale_issue(ticker, now)
             return [self.refused] if self.refused else []
         try:
-            cand = self._candidate(check_repos=True)
+            cand = self._candidate(ticker, check_repos=True)
         except ConfigRefused as exc:
             self._seen = current
-            self._refuse(str(exc), now)
+            self._refuse(ticker, str(exc), now)
             return [self.refused] if self.refused else []
         except RateLimited:
             if forced:
@@ -176,11 +174,11 @@ class Reloader:
         if self.refused is not None:
             log.info("config.fixed", was=self.refused)
         self.refused = None
-        self._close_stale_issue(now, force=True)
-        self._apply(cand, now)
+        self._close_stale_issue(ticker, now, force=True)
+        self._apply(ticker, cand, now)
         return []
 
-    def _candidate(self, *, check_repos: bool) -> Candidate:
+    def _candidate(self, ticker: Ticker, *, check_repos: bool) -> Candidate:
         """The directory's config, validated; ConfigRefused naming the file (and line)."""
         if not self.config_dir.is_dir():
             raise ConfigRefused(f"config directory {self.config_dir} is missing")
@@ -188,7 +186,7 @@ class Reloader:
             config, rules = self._load(self.config_dir)
         except ConfigError as exc:
             raise ConfigRefused(f"config error: {exc}") from None
-        running = self.ticker.config
+        running = ticker.config
         held: list[str] = []
         if config.github != running.github:
             config = dataclasses.replace(config, github=running.github)
@@ -199,13 +197,14 @@ class Reloader:
             held.append("telegram")
         if check_repos and self._check_repos is not None:
             known = frozenset(n.lower() for n in [r.name for r in running.repos])
-            problems = self._check_repos(config, known | {(running.ballot_repo or "").lower()})
+            problems = self._check_repos(
+                ticker.forge, config, known | {(running.ballot_repo or "").lower()}
+            )
             if problems:
                 raise ConfigRefused("; ".join(problems))
         return Candidate(config, tuple(rules), tuple(held))
 
-    def _apply(self, cand: Candidate, now: datetime) -> None:
-        ticker = self.ticker
+    def _apply(self, ticker: Ticker, cand: Candidate, now: datetime) -> None:
         old, old_hash = ticker.config, ticker.config_hash
         for section in cand.held_back:
             log.warning(
@@ -230,20 +229,18 @@ class Reloader:
                 now=now,
             )
         log.info("config.reloaded", old_config_hash=old_hash, new_config_hash=new_hash)
-        if self.on_applied is not None:
-            self.on_applied(old, cand.config)
 
     # ------------------------------------------------------------------ the incident issue
-    def _refuse(self, message: str, now: datetime) -> None:
+    def _refuse(self, ticker: Ticker, message: str, now: datetime) -> None:
         """Keep the running config; log the error; one incident issue while it lasts."""
         self.refused = message
         log.error(
             "config.reload_refused",
             error=message,
             keeps="the running config",
-            config_hash=self.ticker.config_hash,
+            config_hash=ticker.config_hash,
         )
-        repo = self.ticker.decision_repo
+        repo = ticker.decision_repo
         if repo is None:
             return
         body = (
@@ -251,11 +248,11 @@ class Reloader:
             f"`{md(str(self.config_dir))}` was edited, and the new config does not load:\n\n"
             f"```\n{message[:2000]}\n```\n\n"
             "The daemon keeps running on the last good config (hash "
-            f"`{self.ticker.config_hash}`). Fix the file named above; the next tick reads "
+            f"`{ticker.config_hash}`). Fix the file named above; the next tick reads "
             "it again and closes this issue. It is not a circuit-breaker incident.\n"
         )
         try:
-            self.ticker.forge.ensure_issue(
+            ticker.forge.ensure_issue(
                 repo,
                 dict(ISSUE_MARKER),
                 "Config change refused: the daemon runs on the last good config",
@@ -266,22 +263,22 @@ class Reloader:
         except ForgeError as exc:
             log.warning("config.incident_issue_failed", error=str(exc)[:200])
 
-    def _close_stale_issue(self, now: datetime, *, force: bool = False) -> None:
+    def _close_stale_issue(self, ticker: Ticker, now: datetime, *, force: bool = False) -> None:
         """Close the refused-config issue once the running config is good (also one left open
         by an earlier process: checked once per process)."""
         if self.refused is not None or (self._issue_checked and not force):
             return
         self._issue_checked = True
-        repo = self.ticker.decision_repo
+        repo = ticker.decision_repo
         if repo is None:
             return
         try:
-            found = self.ticker.forge.find_issue(repo, dict(ISSUE_MARKER))
+            found = ticker.forge.find_issue(repo, dict(ISSUE_MARKER))
             if found is not None and found.state == "open":
-                self.ticker.forge.close_issue(
+                ticker.forge.close_issue(
                     repo,
                     found.number,
-                    f"Fixed: the config loads again (hash `{self.ticker.config_hash}`).",
+                    f"Fixed: the config loads again (hash `{ticker.config_hash}`).",
                 )
                 log.info("config.incident_closed", issue=found.number)
         except ForgeError as exc:

@@ -106,6 +106,7 @@ def open_ticker(
     forge: ForgePort | None = None,
     verify: bool = False,
     wait_for_github: bool = False,
+    reloader: Reloader | None = None,
 ) -> Iterator[Ticker]:
     """Read credentials, build the Forge (unless given), lock the state dir, build the Ticker.
 
@@ -114,6 +115,7 @@ def open_ticker(
     unreachable GitHub is not fatal: the scheduled ticks are skipped until it answers.
     Raises CredentialsError, UnreachableError, LockedError (another daemon holds the dir),
     StateError (a corrupt state file, named). The lock is held until the context exits.
+    A `reloader` (`capdaemon run`) applies config edits at the start of each full tick.
     """
     from capdaemon.daemon.core.tick import Ticker
     from capdaemon.forge import tokencache
@@ -130,6 +132,7 @@ def open_ticker(
             token=token,
             key_pem=key_pem,
             write_interval=0.0 if is_loopback(config.github.base_url) else 1.0,
+            state_dir=Path(state_dir),  # over-long bodies are saved here in full
         )
         # a cron tick starts where the last process left off: same token, same ETags
         cache = tokencache.load(built, Path(state_dir), config.github.base_url)
@@ -157,7 +160,14 @@ def open_ticker(
         except ValueError as exc:  # missing/refused bot token or HMAC key: a config problem
             raise CredentialsError(str(exc)) from None
         ticker = Ticker(
-            config, state_dir, forge, rules=rules, env=env, heartbeat=heartbeat, desk=desk
+            config,
+            state_dir,
+            forge,
+            rules=rules,
+            env=env,
+            heartbeat=heartbeat,
+            desk=desk,
+            before_tick=reloader.before_tick if reloader is not None else None,
         )
         try:
             yield ticker
@@ -194,9 +204,10 @@ def serve(
     The signal handler asks the tick to stop after its current step and stops the scheduler;
     the main thread then waits for the running tick to return. A fatal tick error (corrupt
     state) stops the daemon with exit 1; other tick errors are logged and retried next tick.
-    With a `reloader`, each tick starts by applying a changed config directory, and SIGHUP
-    reads and checks it at once (RELOADING=1 … READY=1 to systemd); a new `schedule:` moves
-    the digest and, unless `fixed_interval` (--tick-seconds), the tick interval.
+    With a `reloader` (the one the Ticker was built with: each tick starts by applying a
+    changed config directory), SIGHUP reads and checks it at once (RELOADING=1 … READY=1 to
+    systemd); a new `schedule:` applied by a tick moves the digest and, unless
+    `fixed_interval` (--tick-seconds), the tick interval.
     """
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
@@ -219,7 +230,9 @@ def serve(
     def job() -> None:
         if not detector.stats.looks:  # its marks, before the first tick lists anything
             detect_job(detector)
+        running = ticker.config
         code = tick_job(ticker)
+        reschedule(running, ticker.config)  # the tick may have applied a config edit
         if code is not None:
             stop(code)
         notifier.watchdog()
@@ -230,7 +243,7 @@ def serve(
         stop(EXIT_OK)
 
     def reload_now() -> None:
-        status = reloader.request() if reloader is not None else "no config directory to read"
+        status = reloader.request(ticker) if reloader is not None else "no config directory to read"
         notifier.ready(status=status)
 
     def on_hangup(_signum: int, _frame: object) -> None:
@@ -247,10 +260,6 @@ def serve(
         if not fixed_interval and new.schedule.tick_seconds != old.schedule.tick_seconds:
             sched.reschedule_job("tick", trigger="interval", seconds=new.schedule.tick_seconds)
             log.info("daemon.rescheduled", tick_seconds=new.schedule.tick_seconds)
-
-    if reloader is not None:
-        ticker.before_tick = reloader.before_tick
-        reloader.on_applied = reschedule
 
     sched.add_job(
         job,
