@@ -5,28 +5,21 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from capdaemon.daemon.core.context import TickContext, TickDeps
-from capdaemon.daemon.core.tickdata import BALLOT, TickReport
+from capdaemon.daemon.core.context import Tick, TickDeps
+from capdaemon.daemon.core.tickdata import BALLOT
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.issues.ensure import ensure_issue
+from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.checks import ballot_issue_body
 from capdaemon.decide.labels import Label
 from capdaemon.decide.rounds import BallotRound, RoundReason, next_round
-from capdaemon.model import PRSnapshot, Verdict
+from capdaemon.model import PRSnapshot
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import BallotRecord
 
 
-def ensure_ballot(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    verdict: Verdict,
-    now: datetime,
-    report: TickReport,
-) -> int | None:
+def ensure_ballot(t: Tick, item: TickPR) -> int | None:
     """Open the ballot (round 1) or start a new round in the same issue (capdaemon.decide.
     rounds.next_round): when the head or the base changed, when the PR was reopened after a
     rejection capdaemon acted on, or when someone else edited the ballot's text (restored: R5).
@@ -35,6 +28,8 @@ def ensure_ballot(
     (their ids, read after the new-round comment: clock-free, R3), as well as anything
     stamped before the round's start.
     """
+    deps, now, rec, snap, verdict = t.deps, t.now, item.rec, item.snap, item.verdict
+    assert verdict is not None  # classified this tick
     prior = rec.ballot_round
     # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
     # round's start belongs to it (votes already on the issue are excluded by id)
@@ -46,7 +41,7 @@ def ensure_ballot(
         head_sha=snap.head_sha,
         base_ref=snap.base_ref,
         now=start,
-        issue_restored=bool(ctx.tampered.get(rec.ref, {}).get(BALLOT)),
+        issue_restored=bool(t.ctx.tampered.get(rec.ref, {}).get(BALLOT)),
     )
     new_round = prior is not None and why is not None
     voided = _void_approval(deps, rec, snap, prior, why, now) if new_round else None
@@ -57,7 +52,7 @@ def ensure_ballot(
         labels.append(Label.DEFERRED.value)
     number = ensure_issue(
         deps,
-        ctx,
+        t.ctx,
         rec,
         BALLOT,
         {"kind": BALLOT, "pr": rec.ref, "head": snap.head_sha, "round": rnd.round},
@@ -65,7 +60,7 @@ def ensure_ballot(
         ballot_issue_body(rec.ref, "", snap.title, snap.head_sha, rnd.round, verdict),
         labels,
         now,
-        report,
+        t.report,
         round_no=rnd.round if why is RoundReason.ISSUE_RESTORED else None,
     )
     if number is None:

@@ -125,7 +125,7 @@ def required_checks_for(
 
 def step_merge(t: Tick) -> None:
     """Step 4: merge, at the head sha, each PR seen this tick whose readiness says so."""
-    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
+    deps, ctx, report = t.deps, t.ctx, t.report
     for s in ctx.seen:
         rec, pr = s.rec, s.pr
         if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
@@ -147,14 +147,13 @@ def step_merge(t: Tick) -> None:
             continue  # merge_readiness would wait: no need to read anything for it
         deps.check_stop()
         with per_item(report, "merge.check_failed", rec.ref, pr=rec.ref):
-            try_merge(deps, ctx, s, now, report)
+            try_merge(t, s)
         deps.heartbeat()
 
 
-def try_merge(
-    deps: TickDeps, ctx: TickContext, s: TickPR, now: datetime, report: TickReport
-) -> None:
-    rec, pr = s.rec, s.pr
+def try_merge(t: Tick, s: TickPR) -> None:
+    """Merge one PR whose readiness says so (or record that it would, in shadow mode)."""
+    deps, now, rec, pr = t.deps, t.now, s.rec, s.pr
     tap = deps.safety.tiers.one_tap_result(rec, now)  # one reading for the whole merge
     if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
         rec.mergeable = pr.mergeable
@@ -165,9 +164,9 @@ def try_merge(
     if rollup is not None:
         # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
         # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness, facts = readiness_of(deps, ctx, s, rollup, now, tap)
+        readiness, facts = readiness_of(t, s, rollup, tap)
     else:
-        readiness, facts = _rest_readiness(deps, ctx, s, now, tap)
+        readiness, facts = _rest_readiness(t, s, tap)
     watch = readiness.action is MergeAction.WAIT and waits_only_on_checks(facts)
     if watch:  # the change detector looks for its checks completing between ticks
         deps.waiting_checks[(rec.repo, rec.number)] = pr.head_sha
@@ -188,11 +187,11 @@ def try_merge(
             now=now,
         )
         rec.would_merge_head = pr.head_sha
-        report.would_merge.append(rec.ref)
+        t.report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
     cause = merge_cause(pr.updated_at, _votes_at(rec, pr.head_sha, tap), facts.checks)
-    merge(deps, s, now, report, merged=lambda: ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
+    merge(t, s, merged=lambda: t.ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
 
 
 def _votes_at(rec: PRRecord, head_sha: str, tap: OneTapResult | None) -> list[datetime | None]:
@@ -205,42 +204,36 @@ def _votes_at(rec: PRRecord, head_sha: str, tap: OneTapResult | None) -> list[da
     return out
 
 
-def _rest_readiness(
-    deps: TickDeps, ctx: TickContext, s: TickPR, now: datetime, tap: OneTapResult | None
-) -> tuple[Readiness, MergeFacts]:
+def _rest_readiness(t: Tick, s: TickPR, tap: OneTapResult | None) -> tuple[Readiness, MergeFacts]:
     """Readiness from REST reads (no batch rollup of the head): the gather phase's check
     runs plus the statuses, read again right before a merge; and the facts it was decided on."""
-    pr = s.pr
-    runs = ctx.tick_runs.get((pr.repo, pr.head_sha))
+    deps, pr = t.deps, s.pr
+    runs = t.ctx.tick_runs.get((pr.repo, pr.head_sha))
     if runs is None:
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
     else:  # the gather phase's check runs, plus the statuses (read for merging only)
         checks = runs + deps.forge.commit_statuses(pr.repo, pr.head_sha)
-    readiness, facts = readiness_of(deps, ctx, s, checks, now, tap)
+    readiness, facts = readiness_of(t, s, checks, tap)
     if readiness.action is MergeAction.MERGE and runs is not None:
         # decided on the gather phase's check runs: read them again right before acting
         checks = deps.forge.commit_checks(pr.repo, pr.head_sha)
-        readiness, facts = readiness_of(deps, ctx, s, checks, now, tap)
+        readiness, facts = readiness_of(t, s, checks, tap)
     return readiness, facts
 
 
 def readiness_of(
-    deps: TickDeps,
-    ctx: TickContext,
-    s: TickPR,
-    checks: Sequence[CheckRun],
-    now: datetime,
-    tap: OneTapResult | None,
+    t: Tick, s: TickPR, checks: Sequence[CheckRun], tap: OneTapResult | None
 ) -> tuple[Readiness, MergeFacts]:
     """Merge readiness on `checks`, and the facts it was decided on. A PR ready but for a
     mergeability GitHub had not computed yet (None) reads the PR again for it in enforce
     mode, at once and after the waits of capdaemon.daemon.merging.mergewait, in this tick;
     still unknown (or another head) it waits: None is never mergeable. In shadow mode it
     waits for the next tick's page (a `would_merge` record a tick later costs no read)."""
-    facts = merge_facts(deps, ctx, s, checks, now, tap)
+    deps = t.deps
+    facts = merge_facts(t, s, checks, tap)
     ready = facts.mergeable is None and not deps.shadow
     if ready and merge_readiness(replace(facts, mergeable=True)).ok:
-        status = ctx.merge_waits.settle(deps.forge, s.pr.repo, s.pr.number, s.pr.head_sha)
+        status = t.ctx.merge_waits.settle(deps.forge, s.pr.repo, s.pr.number, s.pr.head_sha)
         if status.head_sha == s.pr.head_sha:
             s.rec.mergeable = status.mergeable
             facts = replace(facts, mergeable=status.mergeable)
@@ -248,22 +241,18 @@ def readiness_of(
 
 
 def merge_facts(
-    deps: TickDeps,
-    ctx: TickContext,
-    s: TickPR,
-    checks: Sequence[CheckRun],
-    now: datetime,
-    tap: OneTapResult | None,
+    t: Tick, s: TickPR, checks: Sequence[CheckRun], tap: OneTapResult | None
 ) -> MergeFacts:
-    rec, pr, rc = s.rec, s.pr, s.rc
+    """What merge readiness is decided on for one PR, on `checks` and the one-tap reading."""
+    deps, rec, pr, rc = t.deps, s.rec, s.pr, s.rc
     needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
-    ballot = ballot_outcome(rec, pr.head_sha, now) if needs else None
+    ballot = ballot_outcome(rec, pr.head_sha, t.now) if needs else None
     return MergeFacts(
         head_sha=pr.head_sha,
         quadrant=s.quadrant,
         tier=deps.safety.tiers.decision(rec),
         checks=tuple(checks),
-        required_checks=required_checks_for(deps, ctx, rc),
+        required_checks=required_checks_for(deps, t.ctx, rc),
         extra_checks=rc.extra_checks,
         draft=pr.draft,
         labels=pr.labels,
@@ -279,17 +268,11 @@ def merge_facts(
     )
 
 
-def merge(
-    deps: TickDeps,
-    s: TickPR,
-    now: datetime,
-    report: TickReport,
-    merged: Callable[[], object] | None = None,
-) -> None:
+def merge(t: Tick, s: TickPR, merged: Callable[[], object] | None = None) -> None:
     """Merge at the expected head sha, recorded before the call (Intent): a refusal is
     recorded and handled here; no answer keeps the intent for step 0 of the next tick.
     `merged` is called as soon as GitHub has merged it (the reaction time's action)."""
-    rec, pr, rc = s.rec, s.pr, s.rc
+    deps, now, report, rec, pr, rc = t.deps, t.now, t.report, s.rec, s.pr, s.rc
     sha = pr.head_sha
     intent = pr_intent(deps, rec, "merge", now, sha, base_ref=rc.base)
     deps.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)

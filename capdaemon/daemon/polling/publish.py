@@ -6,15 +6,13 @@ from dataclasses import replace
 from datetime import datetime
 
 from capdaemon.classify.engine import classify
-from capdaemon.config import RepoConfig
 from capdaemon.daemon.ballots.ballot_issue import ensure_ballot, note_reopened
-from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickDeps
 from capdaemon.daemon.core.reactions import CHECK_PUBLISHED
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     REVIEW,
     SCOPE,
-    TickReport,
     _digest,
     _iso,
     auto_revert_floor,
@@ -84,7 +82,7 @@ def process_pr(t: Tick, item: TickPR) -> TickPR:
         return _done(item)  # unchanged: no snapshot, no classification, no write
     if not _classified(t, item):
         return _done(item)  # the list is stale; the next tick sees the new head or base
-    snap = _snap(item)
+    snap = item.snap
     if rec.head_sha and rec.head_sha != snap.head_sha:
         head_moved(deps, rec, snap.head_sha, now)
     return _record_and_publish(t, item)
@@ -93,12 +91,6 @@ def process_pr(t: Tick, item: TickPR) -> TickPR:
 def _done(item: TickPR) -> TickPR:
     item.done()
     return item
-
-
-def _snap(item: TickPR) -> PRSnapshot:
-    """The snapshot an item was classified on (read by _classified)."""
-    assert item.snapshot is not None
-    return item.snapshot
 
 
 def prepare_new(t: Tick, item: TickPR) -> TickPR | None:
@@ -145,7 +137,7 @@ def _classified(t: Tick, item: TickPR) -> bool:
         deps.log.info("pr.moved_during_gather", pr=pr.ref)
         return False
     rc = item.rc
-    item.capv = _capability(deps, ctx, rc, snap, now)
+    item.capv = _capability(t, item)
     item.cap = capability_state(item.capv.task_id, ctx.load_cap, now)
     item.verdict = classify(
         label_floor(deps, item.rec, snap),
@@ -162,7 +154,7 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     """Record the verdict (the audit entry is fsynced before anything is written), then
     publish L1.C3 and the decision issues."""
     deps, now, report = t.deps, t.now, t.report
-    rec, snap, verdict, capv = item.rec, _snap(item), item.verdict, item.capv
+    rec, snap, verdict, capv = item.rec, item.snap, item.verdict, item.capv
     assert verdict is not None and capv is not None and item.checks is not None
     fp = full_fingerprint(item.pr, item.checks, item.policy_hash, item.cap)
     new_head = rec.head_sha != snap.head_sha  # a PR opened or pushed: its first L1.C3
@@ -171,7 +163,7 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     if rec.audited != fp:
         audit_classification(deps, rec, snap, verdict, capv, fp, now)
         report.classified.append(rec.ref)
-    publish(deps, t.ctx, rec, snap, verdict, capv, now, report)
+    publish(t, item)
     if new_head:  # measured from the PR's last change as listed (at or after the push)
         t.ctx.reactions.note(CHECK_PUBLISHED, rec.ref, item.pr.updated_at, now)
     rec.fingerprint = fp
@@ -181,10 +173,9 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     return _done(item)
 
 
-def _capability(
-    deps: TickDeps, ctx: TickContext, rc: RepoConfig, snap: PRSnapshot, now: datetime
-) -> CapabilityVerdict:
+def _capability(t: Tick, item: TickPR) -> CapabilityVerdict:
     """The head against its task's capability (the bot's own verified revert needs none)."""
+    deps, ctx, now, rc, snap = t.deps, t.ctx, t.now, item.rc, item.snap
     tasks = linked_tasks(snap, rc.task_branch_pattern)
     reverts = (
         recovery.bot_revert_of(deps.safety.probes, deps.bot_login, snap)
@@ -309,26 +300,27 @@ def head_moved(deps: TickDeps, rec: PRRecord, new_head: str, now: datetime) -> N
     rec.would_merge_head = ""
 
 
-def publish(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    verdict: Verdict,
-    capv: CapabilityVerdict,
-    now: datetime,
-    report: TickReport,
-) -> None:
-    """Write the decision issues, then L1.C3 (which links to the ballot), for one head."""
+def publish(t: Tick, item: TickPR) -> None:
+    """Write the decision issues, then L1.C3 (which links to the ballot), for the head the
+    item was classified on this tick."""
+    deps, now, rec, snap, verdict, capv = (
+        t.deps,
+        t.now,
+        item.rec,
+        item.snap,
+        item.verdict,
+        item.capv,
+    )
+    assert verdict is not None and capv is not None  # classified this tick
     is_d = deps.safety.tiers.needs_ballot(rec, verdict.quadrant)
     ballot_issue = None
     if is_d:  # the ballot first, so the check can link to it
-        ballot_issue = ensure_ballot(deps, ctx, rec, snap, verdict, now, report)
+        ballot_issue = ensure_ballot(t, item)
     else:
         note = f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
         close_issue(deps, rec, BALLOT, note, now)
     outcome = ballot_outcome(rec, snap.head_sha, now) if is_d else None
-    deps.safety.tiers.gate(rec, snap, now, report)
+    deps.safety.tiers.gate(rec, snap, now, t.report)
     check = render_check(
         verdict,
         CheckFacts(
@@ -344,9 +336,9 @@ def publish(
     if verdict.quadrant in (Quadrant.B, Quadrant.C) and not rec.blocking and automatic:
         # a passive review of what capdaemon approves by itself: never of a blocked PR, nor
         # of one waiting for an owner (a ballot or a one-tap: the owner's answer decides)
-        _passive_review(deps, ctx, rec, snap, verdict, now, report)
+        _passive_review(t, item)
     if capv.blocking:
-        _scope_issue(deps, ctx, rec, snap, capv, now, report)
+        _scope_issue(t, item)
     deps.forge.publish_check(
         rec.repo,
         snap.head_sha,
@@ -355,21 +347,15 @@ def publish(
         summary=check.summary,
         marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
     )
-    ctx.tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
+    t.ctx.tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
     rec.check_success = check.success
     deps.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
 
 
-def _passive_review(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    verdict: Verdict,
-    now: datetime,
-    report: TickReport,
-) -> None:
+def _passive_review(t: Tick, item: TickPR) -> None:
     """Open (or keep) the passive review issue of a B or C head capdaemon merges by itself."""
+    deps, rec, snap, verdict = t.deps, item.rec, item.snap, item.verdict
+    assert verdict is not None  # classified this tick
     label = (
         Label.AUTO_APPROVED_CRITICAL_REVERSIBLE
         if verdict.quadrant is Quadrant.B
@@ -378,31 +364,25 @@ def _passive_review(
     days = deps.config.passive_review_days
     ensure_issue(
         deps,
-        ctx,
+        t.ctx,
         rec,
         REVIEW,
         {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
         texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
         passive_issue_body(verdict.quadrant, rec.ref, "", snap.title, verdict, days=days),
         [label.value],
-        now,
-        report,
+        t.now,
+        t.report,
     )
 
 
-def _scope_issue(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    capv: CapabilityVerdict,
-    now: datetime,
-    report: TickReport,
-) -> None:
+def _scope_issue(t: Tick, item: TickPR) -> None:
     """Open (or keep) the issue that says why this head is outside its task's scope."""
+    rec, snap, capv = item.rec, item.snap, item.capv
+    assert capv is not None  # classified this tick
     ensure_issue(
-        deps,
-        ctx,
+        t.deps,
+        t.ctx,
         rec,
         SCOPE,
         {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
@@ -411,6 +391,6 @@ def _scope_issue(
             pr_ref=rec.ref, task=capv.task_id, head_sha=snap.head_sha, problems=capv.blocking
         ),
         [Label.SCOPE_VIOLATION.value],
-        now,
-        report,
+        t.now,
+        t.report,
     )

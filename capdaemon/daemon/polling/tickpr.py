@@ -53,6 +53,13 @@ class TickPR:
         return self.record
 
     @property
+    def snap(self) -> PRSnapshot:
+        """The snapshot this tick classified the PR on (set by the classification)."""
+        if self.snapshot is None:
+            raise RuntimeError(f"{self.pr.ref}: not classified in this tick")
+        return self.snapshot
+
+    @property
     def quadrant(self) -> Quadrant:
         """This tick's quadrant, else the recorded one (D when none is recorded: fail closed)."""
         if self.verdict is not None:
