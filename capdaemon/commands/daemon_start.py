@@ -57,6 +57,21 @@ def _reloader(args: argparse.Namespace) -> Reloader:
     return Reloader(config_dir(args)[0], load=load, check_repos=repo_problems)
 
 
+def _os_failure(exc: OSError, state: Path) -> tuple[str, str, int]:
+    """The event, the line and the exit status for a file that could not be used."""
+    if exc.filename is None:
+        return "daemon.failed", f"{type(exc).__name__}: {exc}", EXIT_FAILED
+    path = Path(str(exc.filename))
+    in_state = path == state or state in path.parents
+    what = f"state directory {state}" if in_state else "file"
+    where = "" if path == state else f"cannot use {path}: "
+    return (
+        "daemon.state_unwritable" if in_state else "daemon.file_error",
+        f"{what}: {where}{exc.strerror or exc}",
+        EXIT_STATE if in_state else EXIT_FAILED,
+    )
+
+
 def start(args: argparse.Namespace, *, daemon: bool) -> int:
     """The body of `capdaemon run` (daemon=True) and `capdaemon tick --once` (daemon=False).
 
@@ -112,19 +127,9 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     except UnreachableError as exc:
         return fail("daemon.unreachable", str(exc), EXIT_FAILED)
     except OSError as exc:
-        if getattr(args, "debug", False) or exc.filename is None:
-            if getattr(args, "debug", False):
-                raise
-            return fail("daemon.failed", f"{type(exc).__name__}: {exc}", EXIT_FAILED)
-        path = Path(str(exc.filename))
-        in_state = path == state or state in path.parents
-        what = f"state directory {state}" if in_state else "file"
-        where = "" if path == state else f"cannot use {path}: "
-        return fail(
-            "daemon.state_unwritable" if in_state else "daemon.file_error",
-            f"{what}: {where}{exc.strerror or exc}",
-            EXIT_STATE if in_state else EXIT_FAILED,
-        )
+        if getattr(args, "debug", False):
+            raise
+        return fail(*_os_failure(exc, state))
     except Exception as exc:
         if getattr(args, "debug", False):
             raise
