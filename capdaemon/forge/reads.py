@@ -120,6 +120,7 @@ class Reads:
         changes list — carried (closed issues included). A failed page raises Incomplete."""
         found: dict[int, IssueActivity] = {}
         changed: list[tuple[int, str, datetime | None]] = []
+        by_label: set[int] = set()
         for n, lst in enumerate(lists):
             params = self.issue_list_params(lst)
             for it in self._http.pages(f"/repos/{repo}/issues", params):
@@ -128,9 +129,11 @@ class Reads:
                     continue
                 if n == 0:
                     changed.append((act.number, act.state, act.updated_at))
+                elif act.state == "open":
+                    by_label.add(act.number)
                 if act.state == "open":
                     found[act.number] = act
-        return IssueListing(found, tuple(changed))
+        return IssueListing(found, tuple(changed), frozenset(by_label))
 
     def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
         """The `count` most recently updated open PRs (`kind` "pulls") or issues and PRs of any

@@ -142,8 +142,10 @@ class IssueList:
 
 @dataclass(frozen=True, slots=True)
 class IssueListing:
-    """What the issue listings of one tick showed: the open issues' activity, and every issue
-    the changes list carried (closed ones too), as (number, state, update time)."""
+    """What the issue listings of one tick showed: the open issues' activity, every issue
+    the changes list carried (closed ones too) as (number, state, update time), and the
+    issues a label listing carried."""
 
     open: dict[int, IssueActivity]
     changed: tuple[tuple[int, str, datetime | None], ...]
+    by_label: frozenset[int] = frozenset()

@@ -55,15 +55,15 @@ def _listed(deps: TickDeps, repo: str, report: Report | None) -> dict[int, Issue
     try:
         since = watch.kept_since(deps.state_dir, repo)
     except StateError as exc:
-        corrupt, since = True, None
-        deps.log.error("issues.watch_corrupt", error=str(exc))
-        if report is not None:
-            report_error(report, "issues.watch_corrupt", str(exc), repo=repo)
-    needs = watch.reaction_needs(deps.prs.records.values(), deps.safety.tiers.pending_one_tap)
-    listing = deps.forge.issue_listing(repo, watch.wanted_lists(since, *needs))
+        corrupt, since = True, None  # every open issue listed; the file is left as it is
+        report_error(report, "issues.watch_corrupt", str(exc), repo=repo)
+    ballots, taps = watch.reaction_issues(
+        deps.prs.records.values(), deps.safety.tiers.pending_one_tap
+    )
+    listing = deps.forge.issue_listing(repo, watch.wanted_lists(since, bool(ballots), bool(taps)))
     if not corrupt:
         changed = {n for n, _, _ in listing.changed}
-        unseen = {
+        unseen = watch.unlabelled(listing, since, ballots | taps) | {
             info.number
             for rec, kind, info in _watched(deps)
             if info.number in changed

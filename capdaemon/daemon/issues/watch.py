@@ -8,8 +8,8 @@ update time, so one changes list — every issue, of any state, updated at or af
 `since` — shows it. The `since` stays put while the list is short (a stable URL keeps its
 ETag: a free 304 while nothing changes) and moves on only past issues a tick has seen and
 found as capdaemon wrote them, so nothing it would have caught is ever left behind. Without a
-kept `since` (the first tick, a corrupt file, another decision repo) every open issue is
-listed, as before.
+kept `since` (under a page of open issues, the first tick, a corrupt file, another decision
+repo) every open issue is listed, as before.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from capdaemon.stores.issuewatch import IssueWatch, read_watch, write_watch
 from capdaemon.stores.prrecord import PRRecord, PRState
 from capdaemon.timefmt import parse_utc, utc_iso
 
+FULL_LIST_BELOW = 100  # fewer open issues than this fit one page: all are listed (1 request)
 ADVANCE_AT = 50  # the changes list's `since` moves on once the list carries this many issues
 MARGIN = timedelta(seconds=1)  # `since` is set this far before the newest update it covers
 
@@ -46,18 +47,43 @@ def safe_since(state_dir: Path, repo: str | None) -> str | None:
         return None
 
 
-def reaction_needs(
+def reaction_issues(
     records: Iterable[PRRecord], pending_one_tap: Callable[[PRRecord], int | None]
-) -> tuple[bool, bool]:
-    """(an open PR's ballot is open, an open PR's head waits for a one-tap 👍)."""
-    ballots = one_taps = False
+) -> tuple[set[int], set[int]]:
+    """(the open ballots of open PRs, the one-tap issues of open PRs' heads waiting for a 👍)."""
+    ballots: set[int] = set()
+    one_taps: set[int] = set()
     for rec in records:
         if rec.state != PRState.OPEN:
             continue
         info = rec.issues.get(IssueKind.BALLOT.value)
-        ballots = ballots or bool(info and info.open)
-        one_taps = one_taps or pending_one_tap(rec) is not None
+        if info and info.open:
+            ballots.add(info.number)
+        tap = pending_one_tap(rec)
+        if tap is not None:
+            one_taps.add(tap)
     return ballots, one_taps
+
+
+def reaction_needs(
+    records: Iterable[PRRecord], pending_one_tap: Callable[[PRRecord], int | None]
+) -> tuple[bool, bool]:
+    """(an open PR's ballot is open, an open PR's head waits for a one-tap 👍)."""
+    ballots, one_taps = reaction_issues(records, pending_one_tap)
+    return bool(ballots), bool(one_taps)
+
+
+def unlabelled(listing: IssueListing, since: str | None, numbers: Collection[int]) -> set[int]:
+    """Of `numbers` (issues whose reactions count), those the changes list carried open but no
+    label listing did (someone took the label off): the changes list must keep showing them,
+    so its `since` is held before them (pure; none without a `since`: no label listing)."""
+    if since is None:
+        return set()
+    return {
+        n
+        for n, state, _ in listing.changed
+        if state == "open" and n in numbers and n not in listing.by_label
+    }
 
 
 def wanted_lists(since: str | None, ballots: bool, one_taps: bool) -> tuple[IssueList, ...]:
@@ -76,10 +102,13 @@ def wanted_lists(since: str | None, ballots: bool, one_taps: bool) -> tuple[Issu
 
 
 def next_since(listing: IssueListing, since: str | None, unseen: Collection[int]) -> str | None:
-    """Where the next changes list starts (pure). It stays put while the list is short; else
-    it moves to just before the newest update listed, but never past an issue in `unseen`
+    """Where the next changes list starts (pure). None — every open issue listed — while they
+    fit one page; it stays put while the list is short; else it moves to just before the
+    newest update listed, but never past an issue in `unseen`
     (one whose text differs from what capdaemon wrote, not restored yet) nor past an issue
     without an update time; never backwards."""
+    if since is None and len(listing.changed) < FULL_LIST_BELOW:
+        return None
     if since is not None and len(listing.changed) < ADVANCE_AT:
         return since
     times = [at for _, _, at in listing.changed]
