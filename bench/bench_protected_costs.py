@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +32,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_cron_tick import CLOCKED, merge_base, seeded, tick_once, unpack  # noqa: E402
+from cron_world import (  # noqa: E402
+    CLOCKED,
+    UNLIMITED,
+    github_limits,
+    merge_base,
+    seeded,
+    spawn,
+    tick_once,
+    unpack,
+)
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
@@ -93,14 +100,7 @@ class Clocked:
 
     def __init__(self, tree: Path, config: Path, state: Path) -> None:
         self.at = datetime.now(UTC)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CLOCKED, str(config), str(state)],
-            cwd=str(tree),
-            env={**os.environ, "PYTHONPATH": str(tree)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        self.proc = spawn(tree, CLOCKED, config, state)
 
     def tick(self) -> tuple[float, float, int, dict[str, Any]]:
         """One tick, a minute after the last: (0, 0, exit code, summary)."""
@@ -145,8 +145,7 @@ def _drain(
 
 def steady(tree: Path, size: tuple[int, int], keys: Any, latency: float) -> dict[str, Any]:
     """The steady `tick --once` on protected repos (after the cold start is drained)."""
-    unlimited = {"writes_per_hour": 10**9, "writes_per_minute": 10**9}
-    with seeded(*size, keys, lambda gh: gh.update(unlimited)) as (sb, config, tmp):
+    with seeded(*size, keys, lambda gh: gh.update(UNLIMITED)) as (sb, config, tmp):
         for r in range(size[0]):
             protect(sb, f"{std.ORG}/bench{r}")
         state = Path(tmp) / "state"
@@ -167,10 +166,6 @@ def steady(tree: Path, size: tuple[int, int], keys: Any, latency: float) -> dict
 def cold(tree: Path, size: tuple[int, int], keys: Any, mode: str) -> dict[str, Any]:
     """A cold start within GitHub's write limits, drained (`mode` cron: a process per tick;
     run: one process): totals over every tick."""
-
-    def github_limits(gh: dict[str, Any]) -> None:
-        for limit in ("writes_per_hour", "writes_per_minute"):
-            gh.pop(limit, None)
 
     with seeded(*size, keys, github_limits) as (sb, config, tmp):
         t0 = time.perf_counter()
