@@ -190,15 +190,22 @@ class ChangeDetector:
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
                 out.append((repo, "checks", sha))
-        issue_feeds = [(decision or "", "issues", key) for key in self._lists]
-        for repo, kind, key in issue_feeds:
-            page = 1
-            while len(self.marks.get((repo, kind, f"{key}#{page}"), ())) >= ISSUES_PAGE:
-                page += 1
-                out.append((repo, kind, f"{key}#{page}"))
-        keep = set(out) | {(repo, kind, f"{key}#1") for repo, kind, key in issue_feeds}
+        out += self._later_pages(decision)
+        keep = set(out) | {(decision or "", "issues", f"{key}#1") for key in self._lists}
         for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
             del self.marks[feed]
+        return out
+
+    def _later_pages(self, decision: str | None) -> list[Feed]:
+        """Each listing's pages after the first, while the page before was full when read."""
+        out: list[Feed] = []
+        if not decision:
+            return out
+        for key in self._lists:
+            page = 1
+            while len(self.marks.get((decision, "issues", f"{key}#{page}"), ())) >= ISSUES_PAGE:
+                page += 1
+                out.append((decision, "issues", f"{key}#{page}"))
         return out
 
     def _issue_lists(self, decision: str | None) -> list[IssueList]:
