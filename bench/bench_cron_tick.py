@@ -25,78 +25,34 @@ no new PR was left (`--order-ticks` caps them).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import subprocess
 import sys
-import tarfile
 import tempfile
-import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from io import BytesIO
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_tick import pr_files, seed_repo, write_config  # noqa: E402
+from bench_tick import pr_files  # noqa: E402
+from cron_world import (  # noqa: E402
+    CLOCKED,
+    UNLIMITED,
+    github_limits,
+    merge_base,
+    seeded,
+    spawn,
+    tick_once,
+    unpack,
+)
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
 from ghsandbox.fidelity import CONTENT_CREATING  # noqa: E402
 
 TICKS = ("cold tick (all new)", "second tick (no change)", "steady tick (no change)")
-
-
-def unpack(ref: str, into: Path) -> Path:
-    """`git archive ref` of this repository, unpacked into `into`; the tree's root."""
-    data = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "capdaemon", "schemas"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(data)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
-def tick_once(tree: Path, config: Path, state: Path) -> tuple[float, float, int, dict[str, Any]]:
-    """Run one `capdaemon tick --once` from `tree`: (wall s, peak RSS MiB, exit code, summary)."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "capdaemon.cli",
-            "tick",
-            "--once",
-            *("--config", str(config), "--state", str(state), "--log-level", "error"),
-        ],
-        cwd=str(tree),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    out = proc.stdout.read()  # the summary line (logs at level error only: stderr stays small)
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        print(err.decode("utf-8", "replace")[-2000:], file=sys.stderr)
-        return wall, usage.ru_maxrss / 1024, proc.returncode, {}
-    summary = json.loads(out)
-    summary["classified"] = len(summary.get("classified", ()))
-    summary["backlog"] = summary.get("backlog_left", 0)
-    return wall, usage.ru_maxrss / 1024, proc.returncode, summary
 
 
 # One daemon process (as `capdaemon run` keeps its Ticker): a tick per line read on stdin.
@@ -124,14 +80,7 @@ class Daemon:
     """A `run`-style process from `tree`: `tick()` runs one tick there, (wall s, peak RSS MiB)."""
 
     def __init__(self, tree: Path, config: Path, state: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", DAEMON, str(config), str(state)],
-            cwd=str(tree),
-            env={**os.environ, "PYTHONPATH": str(tree)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        self.proc = spawn(tree, DAEMON, config, state)
 
     def tick(self) -> tuple[float, float, int, dict[str, Any]]:
         """One tick; (wall, rss, 0, summary) or exit code 1 when the process died."""
@@ -149,27 +98,6 @@ class Daemon:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(60)
-
-
-@contextlib.contextmanager
-def seeded(
-    repos: int, prs: int, keys: Any, edit: Callable[[dict[str, Any]], None]
-) -> Iterator[tuple[Sandbox, Path, Path]]:
-    """A fresh sandbox with `repos` × `prs` open PRs and a config for them (its `github:`
-    section passed through `edit`): (sandbox, config dir, temporary dir)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        key, _ = std.write_keys(keys, Path(tmp) / "keys")
-        sb = Sandbox.start(Path(tmp) / "sb", std.standard_seed(keys, rate_limit=10_000_000))
-        try:
-            names = [seed_repo(sb, f"bench{r}", prs) for r in range(repos)]
-            config = Path(tmp) / "config"
-            write_config(config, sb, key, names)
-            data = yaml.safe_load((config / "capdaemon.yml").read_text(encoding="utf-8"))
-            edit(data["github"])
-            (config / "capdaemon.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
-            yield sb, config, Path(tmp)
-        finally:
-            sb.stop()
 
 
 def scenario(
@@ -215,23 +143,6 @@ def scenario(
         return rows
 
 
-# One daemon process ticking at the times given on stdin (ISO 8601), one per line.
-CLOCKED = """
-import argparse, json, sys
-from datetime import datetime
-from pathlib import Path
-from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.service.runner import open_ticker
-from capdaemon.logging import configure_logging
-configure_logging("json", "error")
-config, rules = load_config_and_rules(argparse.Namespace(config=sys.argv[1]))
-with open_ticker(config, Path(sys.argv[2]), rules=rules) as ticker:
-    for line in sys.stdin:
-        report = ticker.tick(datetime.fromisoformat(line.strip()))
-        left = getattr(report, "backlog_left", 0)
-        print(json.dumps({"classified": len(report.classified), "backlog": left}), flush=True)
-"""
-
 BALLOT_LABEL = "decision:pending-owner"
 PASSIVE_LABELS = (
     "decision:auto-approved-critical-reversible",
@@ -262,19 +173,8 @@ def cold_start_order(tree: Path, repos: int, prs: int, keys: Any, max_ticks: int
     found["hour"] = (0, 0)  # (ballots, passive issues) open after the first hour's ticks
     found["content"] = (0, 0)  # content-creating writes: most in one tick, in the first hour
 
-    def github_limits(gh: dict[str, Any]) -> None:
-        for limit in ("writes_per_hour", "writes_per_minute"):
-            gh.pop(limit, None)  # GitHub's: 500 an hour, 80 a minute
-
     with seeded(repos, prs, keys, github_limits) as (sb, config, tmp):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", CLOCKED, str(config), str(Path(tmp) / "state")],
-            cwd=str(tree),
-            env={**os.environ, "PYTHONPATH": str(tree)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        proc = spawn(tree, CLOCKED, config, Path(tmp) / "state")
         assert proc.stdin is not None and proc.stdout is not None
         start = datetime.now(UTC)
         tick = 0
@@ -306,14 +206,6 @@ def cold_start_order(tree: Path, repos: int, prs: int, keys: Any, max_ticks: int
     return found
 
 
-def merge_base() -> str:
-    """The commit this branch started from on main (the default "before")."""
-    out = subprocess.run(
-        ["git", "-C", str(ROOT), "merge-base", "HEAD", "main"], capture_output=True, text=True
-    )
-    return out.stdout.strip() or "HEAD~1"
-
-
 def main() -> int:
     """Run both trees and print the table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -334,11 +226,10 @@ def main() -> int:
         )
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        unlimited = {"writes_per_hour": 10**9, "writes_per_minute": 10**9}
         old_tree = unpack(before, Path(tmp) / "before")
         trees: list[tuple[str, Path, dict[str, Any]]] = [
             (f"before ({before[:10]})", old_tree, {}),
-            ("after, budget off", ROOT, unlimited),
+            ("after, budget off", ROOT, UNLIMITED),
             (
                 "after, GitHub's write limits",
                 ROOT,

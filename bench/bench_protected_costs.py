@@ -6,8 +6,9 @@ Run: .venv/bin/python bench/bench_protected_costs.py [--before REF] [--latency-m
 1. Steady `tick --once` on protected repos: `steady` repos × PRs (shadow mode, a quarter per
    quadrant), every base branch protected as `doctor` demands (L1.C3 pinned to the App, PRs
    required, no force pushes) plus an active ruleset requiring `ci`. Cron processes tick until
-   nothing new is left (write limits lifted), one more tick settles, then the measured steady
-   tick runs with `--latency-ms` added to every request (the sandbox's `delay` fault).
+   nothing new is left (write limits lifted), up to SETTLE_TICKS more settle what the cold
+   start left (until one makes no counted request), then the measured steady tick runs with
+   `--latency-ms` added to every request (the sandbox's `delay` fault).
 2. Cold start within GitHub's write limits (500 an hour, 80 a minute): `cold` repos × PRs,
    `tick --once` processes one after the other (cron), then one `run`-style process whose
    ticks are a minute apart on its clock (run), until the backlog is drained; every request
@@ -21,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_cron_tick import CLOCKED, merge_base, seeded, tick_once, unpack  # noqa: E402
+from cron_world import (  # noqa: E402
+    CLOCKED,
+    UNLIMITED,
+    github_limits,
+    merge_base,
+    seeded,
+    spawn,
+    tick_once,
+    unpack,
+)
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
@@ -42,6 +50,7 @@ from ghsandbox.api_access import add_ruleset  # noqa: E402
 
 L1C3 = "capdaemon/L1.C3"
 MAX_TICKS = 40
+SETTLE_TICKS = 3  # at most, after the drain, before the measured steady tick
 
 
 def protect(sb: Sandbox, full: str) -> None:
@@ -93,14 +102,7 @@ class Clocked:
 
     def __init__(self, tree: Path, config: Path, state: Path) -> None:
         self.at = datetime.now(UTC)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CLOCKED, str(config), str(state)],
-            cwd=str(tree),
-            env={**os.environ, "PYTHONPATH": str(tree)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        self.proc = spawn(tree, CLOCKED, config, state)
 
     def tick(self) -> tuple[float, float, int, dict[str, Any]]:
         """One tick, a minute after the last: (0, 0, exit code, summary)."""
@@ -145,13 +147,16 @@ def _drain(
 
 def steady(tree: Path, size: tuple[int, int], keys: Any, latency: float) -> dict[str, Any]:
     """The steady `tick --once` on protected repos (after the cold start is drained)."""
-    unlimited = {"writes_per_hour": 10**9, "writes_per_minute": 10**9}
-    with seeded(*size, keys, lambda gh: gh.update(unlimited)) as (sb, config, tmp):
+    with seeded(*size, keys, lambda gh: gh.update(UNLIMITED)) as (sb, config, tmp):
         for r in range(size[0]):
             protect(sb, f"{std.ORG}/bench{r}")
         state = Path(tmp) / "state"
         _drain(sb, tree, config, state)
-        tick_once(tree, config, state)  # settles what the cold start left
+        for _ in range(SETTLE_TICKS):  # what the cold start left: until a tick counts nothing
+            sb.reset_counters()
+            tick_once(tree, config, state)
+            if not sb.counters()["total"]["counted"]:
+                break
         sb.reset_counters()
         if latency:
             sb.faults("*", r".*", kind="delay", delay=latency, count=1_000_000)
@@ -167,10 +172,6 @@ def steady(tree: Path, size: tuple[int, int], keys: Any, latency: float) -> dict
 def cold(tree: Path, size: tuple[int, int], keys: Any, mode: str) -> dict[str, Any]:
     """A cold start within GitHub's write limits, drained (`mode` cron: a process per tick;
     run: one process): totals over every tick."""
-
-    def github_limits(gh: dict[str, Any]) -> None:
-        for limit in ("writes_per_hour", "writes_per_minute"):
-            gh.pop(limit, None)
 
     with seeded(*size, keys, github_limits) as (sb, config, tmp):
         t0 = time.perf_counter()

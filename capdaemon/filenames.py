@@ -28,6 +28,7 @@ NOTIFICATIONS_FILE = "notifications.json"
 NOTIFICATIONS_LOCK_FILE = ".notifications.lock"
 TELEGRAM_FILE = "telegram.json"
 FORGE_CACHE_FILE = "forge-cache.json"
+ISSUE_WATCH_FILE = "issue_watch.json"  # where the decision repo's changes list starts (since)
 REPO_POLICIES_FILE = "repo_policies.json"  # each repo's .capdaemon.yml as last parsed (display)
 
 # -- bot-state: folders ----------------------------------------------------------------------

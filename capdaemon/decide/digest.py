@@ -14,6 +14,7 @@ from capdaemon.decide._text import format_age, link, md, ref
 from capdaemon.decide.breaker import BreakerState
 from capdaemon.decide.burnin import BURN_IN_DAYS, BurnInState, BurnInStatus
 from capdaemon.decide.reaction import ReactionStats, describe
+from capdaemon.decide.targeted import TargetedCounts
 from capdaemon.model import Quadrant
 
 # ----------------------------------------------------------------------------- schedule
@@ -144,6 +145,7 @@ class DigestFacts:
     audit_notes: tuple[str, ...] = ()  # logs not anchored, and why ("actions.jsonl: no entries")
     clock_drift: str | None = None  # how far this machine's clock is off GitHub's, when it is
     reactions: tuple[ReactionStats, ...] = ()  # event → action per kind over the period
+    targeted: TargetedCounts | None = None  # the change detector's ticks (None: never run)
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -230,6 +232,13 @@ def _period_lines(facts: DigestFacts, now: datetime) -> list[str]:
 def _reaction_lines(facts: DigestFacts) -> list[str]:
     """Reaction times per kind: from the event that caused each action to the action."""
     out = ["## Reaction times", ""]
+    if facts.targeted is not None:
+        t = facts.targeted
+        out += [
+            f"Targeted ticks (run between full ticks on a change seen): {t.ticks}, "
+            f"merging {t.merged} PR{'' if t.merged == 1 else 's'}.",
+            "",
+        ]
     if not facts.reactions:
         return [*out, "No action measured in this period.", ""]
     out += ["From the event that caused each action (a push, a vote, a check) to the action:"]

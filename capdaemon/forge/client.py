@@ -49,6 +49,8 @@ from capdaemon.forge.transport import Clock, Sleeper, Transport
 from capdaemon.forge.types import (
     Comment,
     IssueActivity,
+    IssueList,
+    IssueListing,
     MarkedIssue,
     PRStatus,
     PRSummary,
@@ -325,8 +327,11 @@ class Forge:
     def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
         return self._reads.recent_changes(repo, kind, count)
 
-    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
-        return self._reads.open_issue_marks(repo, page)
+    def issue_listing(self, repo: str, lists: tuple[IssueList, ...]) -> IssueListing:
+        return self._reads.issue_listing(repo, lists)
+
+    def issue_list_marks(self, repo: str, lst: IssueList, page: int = 1) -> RecentChanges:
+        return self._reads.issue_list_marks(repo, lst, page)
 
     def check_marks(self, repo: str, sha: str) -> RecentChanges:
         return self._reads.check_marks(repo, sha)

@@ -11,6 +11,8 @@ from capdaemon.forge.convert import CHECK_NAME
 from capdaemon.forge.types import (
     Comment,
     IssueActivity,
+    IssueList,
+    IssueListing,
     MarkedIssue,
     PRStatus,
     PRSummary,
@@ -173,8 +175,13 @@ class ForgePort(Protocol):
         """The top of a repo's PR ("pulls") or issue ("issues") list by update time."""
         ...
 
-    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
-        """One page of a repo's open issues, each with a mark that moves when it changes."""
+    def issue_listing(self, repo: str, lists: tuple[IssueList, ...]) -> IssueListing:
+        """The open issues' activity from issue listings read in full, and what the first
+        (the changes list) carried."""
+        ...
+
+    def issue_list_marks(self, repo: str, lst: IssueList, page: int = 1) -> RecentChanges:
+        """One page of an issue listing, each issue with a mark that moves when it changes."""
         ...
 
     def check_marks(self, repo: str, sha: str) -> RecentChanges:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -20,6 +20,8 @@ from capdaemon.forge.gql import (
 from capdaemon.forge.types import (
     Comment,
     IssueActivity,
+    IssueList,
+    IssueListing,
     PRStatus,
     PRSummary,
     Reaction,
@@ -109,32 +111,29 @@ class Reads:
         changed. With a token only our own issues are listed (`creator`), as an App all.
         A failed page raises Incomplete: never a partial map.
         """
-        params = self._issue_list_params(state)
-        out: dict[int, IssueActivity] = {}
-        for it in self._http.pages(f"/repos/{repo}/issues", params):
-            if "pull_request" in it:
-                continue
-            rollup = it.get("reactions")
-            reactions = None
-            if isinstance(rollup, dict):
-                reactions = tuple(
-                    sorted(
-                        (str(k), int(v))
-                        for k, v in rollup.items()
-                        if isinstance(v, int) and not isinstance(v, bool)
-                    )
-                )
-            out[int(it["number"])] = IssueActivity(
-                repo=repo,
-                number=int(it["number"]),
-                state=str(it.get("state", "open")),
-                comments=int(it.get("comments") or 0),
-                updated_at=_dt(it.get("updated_at")),
-                reactions=reactions,
-                body=it.get("body") if isinstance(it.get("body"), str) else None,
-                title=it.get("title") if isinstance(it.get("title"), str) else None,
-            )
-        return out
+        items = self._http.pages(f"/repos/{repo}/issues", self._issue_list_params(state))
+        return {a.number: a for a in (_activity(repo, it) for it in items) if a is not None}
+
+    def issue_listing(self, repo: str, lists: tuple[IssueList, ...]) -> IssueListing:
+        """The open issues' activity from `lists` read in full (each page a conditional GET:
+        a free 304 while its URL and answer stay the same), and what the first list — the
+        changes list — carried (closed issues included). A failed page raises Incomplete."""
+        found: dict[int, IssueActivity] = {}
+        changed: list[tuple[int, str, datetime | None]] = []
+        by_label: set[int] = set()
+        for n, lst in enumerate(lists):
+            params = self.issue_list_params(lst)
+            for it in self._http.pages(f"/repos/{repo}/issues", params):
+                act = _activity(repo, it)
+                if act is None:
+                    continue
+                if n == 0:
+                    changed.append((act.number, act.state, act.updated_at))
+                elif act.state == "open":
+                    by_label.add(act.number)
+                if act.state == "open":
+                    found[act.number] = act
+        return IssueListing(found, tuple(changed), frozenset(by_label))
 
     def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
         """The `count` most recently updated open PRs (`kind` "pulls") or issues and PRs of any
@@ -152,17 +151,26 @@ class Reads:
         items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
         return RecentChanges(repo, items, _poll_interval(headers))
 
-    def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
-        """One page (100) of `repo`'s open issues as the tick's activity list reads them
-        (oldest first; with a token only ours), each with the mark of `recent_changes`: a
-        comment, a reaction (which moves no update time), an edit or a close moves it. One
-        conditional GET — page 1 is the tick's own first page, so its ETag is shared."""
-        params: dict[str, Any] = {"per_page": 100, **self._issue_list_params("open")}
+    def issue_list_marks(self, repo: str, lst: IssueList, page: int = 1) -> RecentChanges:
+        """One page (100) of one of the tick's issue listings (`issue_listing`), each issue
+        with the mark of `recent_changes`: a comment, a reaction (which moves no update
+        time), an edit or a close moves it. One conditional GET of the same URL as the
+        tick's, so the ETag is shared."""
+        params: dict[str, Any] = {"per_page": 100, **self.issue_list_params(lst)}
         if page > 1:
             params["page"] = page
         headers, data = self._http.req("GET", f"/repos/{repo}/issues", params=params)
         items = tuple((int(it["number"]), _change_mark(it)) for it in data or ())
         return RecentChanges(repo, items, _poll_interval(headers))
+
+    def issue_list_params(self, lst: IssueList) -> dict[str, Any]:
+        """The query of one issue listing (oldest first; with a token only ours). The changes
+        list with a `since` lists every state: an issue closed since is seen closed."""
+        if lst.label is not None:
+            return {**self._issue_list_params("open"), "labels": lst.label}
+        if lst.since is None:
+            return self._issue_list_params("open")
+        return {**self._issue_list_params("all"), "since": lst.since}
 
     def _issue_list_params(self, state: str) -> dict[str, Any]:
         """The issue list's query as `issue_activity` sends it."""
@@ -234,6 +242,32 @@ class Reads:
         """The core REST budget: `limit`, `remaining`, `reset` (GET /rate_limit is free)."""
         data = self._http.get("/rate_limit")
         return dict((data.get("resources") or {}).get("core") or data.get("rate") or {})
+
+
+def _activity(repo: str, it: Mapping[str, Any]) -> IssueActivity | None:
+    """A listed issue's activity (None for a PR)."""
+    if "pull_request" in it:
+        return None
+    rollup = it.get("reactions")
+    reactions = None
+    if isinstance(rollup, dict):
+        reactions = tuple(
+            sorted(
+                (str(k), int(v))
+                for k, v in rollup.items()
+                if isinstance(v, int) and not isinstance(v, bool)
+            )
+        )
+    return IssueActivity(
+        repo=repo,
+        number=int(it["number"]),
+        state=str(it.get("state", "open")),
+        comments=int(it.get("comments") or 0),
+        updated_at=_dt(it.get("updated_at")),
+        reactions=reactions,
+        body=it.get("body") if isinstance(it.get("body"), str) else None,
+        title=it.get("title") if isinstance(it.get("title"), str) else None,
+    )
 
 
 def _summary(repo: str, p: dict[str, Any]) -> PRSummary:

@@ -122,3 +122,30 @@ class IssueActivity:
     reactions: tuple[tuple[str, int], ...] | None
     body: str | None = None  # the issue's body as listed (None: not in the list entry)
     title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IssueList:
+    """One listing of a repo's issues the tick reads in full: the changes list — every open
+    issue (`since` None), or every issue of any state updated at or after `since` — or the
+    open issues carrying `label` (whose reactions, which move no update time, must be seen)."""
+
+    since: str | None = None  # ISO 8601 UTC, as GitHub's `since` parameter takes it
+    label: str | None = None
+
+    def key(self) -> str:
+        """A short name for the listing (its query, in words)."""
+        if self.label is not None:
+            return f"label={self.label}"
+        return "open" if self.since is None else f"since={self.since}"
+
+
+@dataclass(frozen=True, slots=True)
+class IssueListing:
+    """What the issue listings of one tick showed: the open issues' activity, every issue
+    the changes list carried (closed ones too) as (number, state, update time), and the
+    issues a label listing carried."""
+
+    open: dict[int, IssueActivity]
+    changed: tuple[tuple[int, str, datetime | None], ...]
+    by_label: frozenset[int] = frozenset()

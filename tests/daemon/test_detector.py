@@ -240,7 +240,7 @@ def test_an_owner_vote_on_a_ballot_is_seen_by_the_next_look(daemon: Harness) -> 
     n = daemon.open_pr({"cron_settings.json": '{"jobs": ["z"]}\n'})
     daemon.tick()
     det = _detector(daemon)
-    assert ("acme/capdaemon-bot", "issues", "1") in det.feeds()
+    assert ("acme/capdaemon-bot", "issues", "open#1") in det.feeds()
     det.look()
     assert det.look() == set()
     daemon.ballot(n, daemon.sb.owner).create_comment("/approve")

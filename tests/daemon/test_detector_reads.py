@@ -13,6 +13,8 @@ from .conftest import Harness
 from .test_detector import _counted, _detector, _merges
 from .test_steady import _app_github, _settle
 
+BALLOTS_FEED = "label=decision:pending-owner#1"  # the open ballots listing, its first page
+
 pytestmark = pytest.mark.slow
 
 
@@ -122,7 +124,7 @@ def test_a_reaction_on_a_ballot_below_the_top_ten_is_seen(daemon: Harness) -> No
     det = _detector(daemon)
     det.look()
     ballot = daemon.ballot(n, daemon.sb.owner)
-    assert (daemon.sb.bot_repo, "issues", "1") in det.feeds()
+    assert (daemon.sb.bot_repo, "issues", "open#1") in det.feeds()  # under a page: all open
     assert det.look() == set()
     daemon.sb.reset_counters()
     assert det.look() == set()
@@ -158,8 +160,8 @@ def test_a_failing_ballot_read_keeps_the_change_for_the_next_look(daemon: Harnes
 def test_a_reaction_on_a_ballot_past_the_first_hundred_open_issues_is_seen(
     daemon: Harness,
 ) -> None:
-    """A hundred older open issues in the decision repo: the ballot is on the list's second
-    page, which the look reads in turn (a slow feed) once the first page is full."""
+    """A hundred older open issues in the decision repo: the ballot would be on the open
+    list's second page; the look reads the open ballots by label (one page) and sees it."""
     bot = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.bot_repo)
     for i in range(100):
         bot.create_issue(title=f"older {i}")
@@ -167,7 +169,25 @@ def test_a_reaction_on_a_ballot_past_the_first_hundred_open_issues_is_seen(
     daemon.tick()
     det = _detector(daemon)
     det.look()
-    assert (daemon.sb.bot_repo, "issues", "2") in det.feeds()
+    issue_feeds = [f for f in det.feeds() if f[1] == "issues"]
+    assert issue_feeds == [(daemon.sb.bot_repo, "issues", BALLOTS_FEED)]
+    assert det.look() == set()
+    daemon.ballot(n, daemon.sb.owner).create_reaction("+1")
+    assert det.look() == {daemon.sb.repo}
+
+
+def test_a_reaction_on_a_ballot_past_the_first_hundred_ballots_is_seen(daemon: Harness) -> None:
+    """Over a hundred open ballots: the look reads the ballots' second page in turn (a slow
+    feed) once the first page is full, and sees a 👍 there."""
+    bot = daemon.gh(daemon.sb.owner).get_repo(daemon.sb.bot_repo)
+    for i in range(100):
+        bot.create_issue(title=f"older ballot {i}", labels=["decision:pending-owner"])
+    n = daemon.open_pr({"cron_settings.json": '{"jobs": ["q"]}\n'})
+    daemon.tick()
+    det = _detector(daemon)
+    det.look()
+    page2 = (daemon.sb.bot_repo, "issues", BALLOTS_FEED.replace("#1", "#2"))
+    assert page2 in det.feeds()
     for _ in range(2):  # the page's first read sets its mark (it may share a look's turn)
         det.look()
     daemon.ballot(n, daemon.sb.owner).create_reaction("+1")

@@ -17,6 +17,7 @@ from capdaemon.decide.reaction import (
     parse_samples,
     period_stats,
 )
+from capdaemon.decide.targeted import TARGETED_KEY, add_targeted, parse_targeted
 from capdaemon.logging import get_logger
 from capdaemon.model import CheckRun
 from capdaemon.stores.botstate import Metrics
@@ -106,9 +107,16 @@ def save_targeted(
     metrics: Metrics, report: TickFigures, clock: ReactionClock, now: datetime
 ) -> None:
     """A targeted tick in tick_metrics.json, counted apart from the full ticks (`ticks` and
-    `last_tick_*` stay theirs), with the reaction times it measured."""
+    `last_tick_*` stay theirs): running totals, its minute's row (what the digest counts per
+    period) and the reaction times it measured."""
     data = metrics.data
+    try:
+        rows = parse_targeted(data.get(TARGETED_KEY))
+    except ValueError as exc:  # a metrics window, not a decision: started again, and said
+        log.warning("metrics.targeted_malformed", error=str(exc)[:200], fix="none needed")
+        rows = []
     metrics.update(
+        **{TARGETED_KEY: add_targeted(rows, now, len(report.merged))},
         targeted_ticks=_count(data, "targeted_ticks") + 1,
         targeted_merged=_count(data, "targeted_merged") + len(report.merged),
         targeted_api_requests=_count(data, "targeted_api_requests") + (report.api_requests or 0),

@@ -17,12 +17,13 @@ from capdaemon.daemon.core.tickdata import (
     _iso,
     issue_text_hash,
 )
-from capdaemon.daemon.issues import texts
+from capdaemon.daemon.issues import texts, watch
 from capdaemon.decide.labels import Label
 from capdaemon.decide.review import passive_close_due
 from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.types import IssueActivity, MarkedIssue
 from capdaemon.report import Report
+from capdaemon.state import StateError
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.escalations import list_escalations, mark_notified
 from capdaemon.stores.prrecord import IssueRef, IssueText, PRState
@@ -33,18 +34,44 @@ def issue_activity(
     deps: TickDeps, ctx: TickContext, report: Report | None = None
 ) -> dict[int, IssueActivity]:
     """The decision repo's open issues' activity, listed once per tick ({} when unreadable:
-    every ballot and one-tap is then read in full, as before)."""
+    every ballot and one-tap is then read in full, as before). The listings and where the
+    changes list starts: capdaemon.daemon.issues.watch."""
     if ctx.activity is None:
         ctx.activity = {}
         repo = deps.decision_repo
         if repo is not None:
             try:
-                ctx.activity = deps.forge.issue_activity(repo)
+                ctx.activity = _listed(deps, repo, report)
                 ctx.activity_ok = True
             except ForgeError as exc:
                 if report is not None:
                     report_error(report, "issues.list_failed", f"{repo}: {exc}", repo=repo)
     return ctx.activity
+
+
+def _listed(deps: TickDeps, repo: str, report: Report | None) -> dict[int, IssueActivity]:
+    """Read the listings; keep the changes list's next `since` (not over a corrupt file)."""
+    corrupt = False
+    try:
+        since = watch.kept_since(deps.state_dir, repo)
+    except StateError as exc:
+        corrupt, since = True, None  # every open issue listed; the file is left as it is
+        report_error(report, "issues.watch_corrupt", str(exc), repo=repo)
+    ballots, taps = watch.reaction_issues(
+        deps.prs.records.values(), deps.safety.tiers.pending_one_tap
+    )
+    listing = deps.forge.issue_listing(repo, watch.wanted_lists(since, bool(ballots), bool(taps)))
+    if not corrupt:
+        changed = {n for n, _, _ in listing.changed}
+        unseen = watch.unlabelled(listing, since, ballots | taps) | {
+            info.number
+            for rec, kind, info in _watched(deps)
+            if info.number in changed
+            and (not info.body_sha or _tamper_kind(kind, info, listing.open.get(info.number)))
+        }
+        new = watch.next_since(listing, since, unseen)
+        watch.keep_since(deps.state_dir, repo, since, new)
+    return listing.open
 
 
 def ensure_issue(

@@ -3,13 +3,15 @@
 Each look sends, per supervised repo, one conditional GET of its most recently updated open PR
 (`pulls?sort=updated&direction=desc&per_page=1`: a push, a comment, a label, a PR opened or
 retargeted puts a PR on top or moves its update time) and, while a decision issue is open, one
-of the first page of the decision repo's open issues as the tick lists them (every comment,
-👍, edit or close moves an item: the reaction rollup is in each, and a reaction moves no
-update time, so no list sorted by update time would show it). What the look cannot see in
-those is read in turn, SLOW_FEEDS_PER_LOOK a look: the check runs and status of each PR
-whose merge waits only on checks (outside CI completing), and the issue list's later pages
-(over 100 open decision issues). The forge sends each with the ETag of its last answer:
-while nothing changed GitHub answers 304, which is not counted against the rate limit.
+of the first page of each of the decision repo's issue listings a vote moves, as the tick
+lists them (capdaemon.daemon.issues.watch: the open ballots and one-taps by label, or every
+open issue before the tick keeps a `since`; every comment, 👍, edit or close moves an item:
+the reaction rollup is in each, and a reaction moves no update time, so no list sorted by
+update time would show it). What the look cannot see in those is read in turn,
+SLOW_FEEDS_PER_LOOK a look: the check runs and status of each PR whose merge waits only on
+checks (outside CI completing), and the listings' later pages (over 100 issues). The forge
+sends each with the ETag of its last answer: while nothing changed GitHub answers 304, which
+is not counted against the rate limit.
 Measured (bench/bench_change_feeds.py): the repository events feed sees the same changes but
 lags 30 s to 6 h on GitHub, so it is not used.
 
@@ -34,7 +36,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.daemon.core.tickdata import TickReport
+from capdaemon.daemon.issues.watch import reaction_needs, safe_since, wanted_lists
 from capdaemon.forge.errors import FORGE_FAILURES
+from capdaemon.forge.types import IssueList
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
 from capdaemon.stores.prrecord import PRState
@@ -46,8 +50,8 @@ JOB_ID = "detect"
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
 ISSUES_PAGE = 100  # open decision issues on one page of the decision repo's issue list
 SLOW_FEEDS_PER_LOOK = 1  # waiting PRs' checks and later issue pages one look reads, in turn
-# (repo, kind, ref): a repo's "pulls" list (ref ""), a page of the decision repo's open
-# "issues" (ref: the page number), a waiting PR's "checks" (ref: its head sha)
+# (repo, kind, ref): a repo's "pulls" list (ref ""), a page of one of the decision repo's
+# "issues" listings (ref: "<IssueList.key()>#<page>"), a waiting PR's "checks" (ref: its head)
 Feed = tuple[str, str, str]
 Marks = tuple[tuple[int, str], ...]
 
@@ -128,6 +132,7 @@ class ChangeDetector:
         self.last_look = -math.inf
         self.stats = DetectorStats()
         self._slow_turn = 0  # where the next look starts in the slow feeds
+        self._lists: dict[str, IssueList] = {}  # the decision repo's listings read, by key
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
     # ------------------------------------------------------------------ the job
@@ -160,14 +165,14 @@ class ChangeDetector:
 
     def feeds(self) -> list[Feed]:
         """What one look reads: each supervised repo's PR list, while a decision issue is open
-        (nobody can vote on a closed one) the first page of the decision repo's open issues,
-        and, in turn, SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
+        (nobody can vote on a closed one) the first page of each decision-repo listing of
+        _issue_lists, and, in turn, SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
-        if decision and self._open_issues():
-            out.append((decision, "issues", "1"))
-        slow = self._slow_feeds(decision if len(out) > len(config.repos) else None)
+        self._lists = {lst.key(): lst for lst in self._issue_lists(decision)}
+        out += [(decision or "", "issues", f"{key}#1") for key in self._lists]
+        slow = self._slow_feeds(decision if self._lists else None)
         if len(slow) > SLOW_FEEDS_PER_LOOK:
             start = self._slow_turn % len(slow)
             slow = (slow[start:] + slow[:start])[:SLOW_FEEDS_PER_LOOK]
@@ -175,7 +180,7 @@ class ChangeDetector:
 
     def _slow_feeds(self, decision: str | None) -> list[Feed]:
         """The checks of each PR whose merge waits only on checks (no list GitHub offers moves
-        when a check run completes), and the decision repo's later pages of open issues (while
+        when a check run completes), and the later pages of the decision repo's listings (while
         the page before was full when last read). Marks of feeds no longer wanted are dropped."""
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
@@ -185,14 +190,36 @@ class ChangeDetector:
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
                 out.append((repo, "checks", sha))
-        page = 1
-        while decision and len(self.marks.get((decision, "issues", str(page)), ())) >= ISSUES_PAGE:
-            page += 1
-            out.append((decision, "issues", str(page)))
-        keep = set(out) | {(decision or "", "issues", "1")}
+        out += self._later_pages(decision)
+        keep = set(out) | {(decision or "", "issues", f"{key}#1") for key in self._lists}
         for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
             del self.marks[feed]
         return out
+
+    def _later_pages(self, decision: str | None) -> list[Feed]:
+        """Each listing's pages after the first, while the page before was full when read."""
+        out: list[Feed] = []
+        if not decision:
+            return out
+        for key in self._lists:
+            page = 1
+            while len(self.marks.get((decision, "issues", f"{key}#{page}"), ())) >= ISSUES_PAGE:
+                page += 1
+                out.append((decision, "issues", f"{key}#{page}"))
+        return out
+
+    def _issue_lists(self, decision: str | None) -> list[IssueList]:
+        """The decision repo's listings a look reads: with a kept `since`, the open ballots and
+        one-taps by label (what a vote moves; the tick's changes list shows the rest, which
+        waits for no owner); else, while a decision issue is open, every open issue."""
+        if not decision:
+            return []
+        since = safe_since(self.ticker.deps.state_dir, decision)
+        if since is None:
+            return [IssueList()] if self._open_issues() else []
+        records = list(self.ticker.prs.records.values())
+        needs = reaction_needs(records, self.ticker.deps.safety.tiers.pending_one_tap)
+        return list(wanted_lists(since, *needs)[1:])
 
     def _open_issues(self) -> dict[int, set[str]]:
         """Open decision issue number → the repos of the open PRs it is about (their ballots,
@@ -239,13 +266,14 @@ class ChangeDetector:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
         repo, kind, ref = feed
         self.stats.requests += _cost(feed)
-        slow = kind == "checks" or ref not in ("", "1")
+        key, _, page = ref.rpartition("#")
+        slow = kind == "checks" or (kind == "issues" and page != "1")
         self.stats.slow_reads += slow
         try:
             if kind == "checks":
                 got = self.ticker.forge.check_marks(repo, ref)
             elif kind == "issues":
-                got = self.ticker.forge.open_issue_marks(repo, int(ref))
+                got = self.ticker.forge.issue_list_marks(repo, self._lists[key], int(page))
             else:
                 got = self.ticker.forge.recent_changes(repo, kind, 1)
         except FORGE_FAILURES as exc:  # the next look (a rate limit too), or the full tick

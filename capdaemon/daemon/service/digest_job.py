@@ -31,12 +31,8 @@ from capdaemon.decide.digest import (
 )
 from capdaemon.decide.labels import Label
 from capdaemon.decide.reaction import SAMPLES_KEY, ReactionStats, parse_samples, period_stats
-from capdaemon.filenames import (
-    DIGEST_DIR,
-    DIGEST_STATE_FILE,
-    METRICS_FILE,
-    SAFETY_FILE,
-)
+from capdaemon.decide.targeted import TARGETED_KEY, TargetedCounts, targeted_for
+from capdaemon.filenames import DIGEST_DIR, DIGEST_STATE_FILE, METRICS_FILE, SAFETY_FILE
 from capdaemon.forge.appclock import DRIFT_REPORT_SECONDS, describe_offset
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
@@ -105,6 +101,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         errors.append(f"last tick reported {metrics['errors_last_tick']} error(s)")
     anchors, notes = audit_anchors(state_dir, errors)
     reactions = _reactions(metrics, start, end, errors)
+    targeted = _targeted(metrics, start, end, errors)
     return DigestFacts(
         date=day,
         timezone=tz,
@@ -126,6 +123,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         audit_notes=notes,
         clock_drift=_clock_drift(metrics),
         reactions=reactions,
+        targeted=targeted,
     )
 
 
@@ -139,6 +137,17 @@ def _reactions(
         errors.append(f"{METRICS_FILE}: {exc}")
         return ()
     return period_stats(samples, start, end)
+
+
+def _targeted(
+    metrics: Mapping[str, Any], start: datetime, end: datetime, errors: list[str]
+) -> TargetedCounts | None:
+    """The targeted ticks of the period (None: none ever recorded, or malformed: an error)."""
+    try:
+        return targeted_for(metrics.get(TARGETED_KEY), start, end)
+    except ValueError as exc:
+        errors.append(f"{METRICS_FILE}: {exc}")
+        return None
 
 
 def _clock_drift(metrics: Mapping[str, Any]) -> str | None:
