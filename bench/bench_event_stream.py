@@ -4,6 +4,7 @@ the daemon as this tree configures it by default, side by side in one run.
 
 Run: .venv/bin/python bench/bench_event_stream.py [--repos 10] [--prs 100] [--minutes 10]
      [--quiet 2] [--tick 60] [--latency 0.1] [--computing 3] [--rates push=6,new_pr=2,...]
+     [--keep DIR]  (each variant's daemon log copied there: its ticks' per-step figures)
 Smoke: .venv/bin/python bench/bench_event_stream.py --minutes 1 --repos 2 --prs 20
 
 Per variant, a fresh sandbox in this process holds `repos` × `prs` open PRs (a quarter each of
