@@ -20,17 +20,18 @@ from capdaemon.daemon.core.context import Tick
 def serve_changed(t: Tick, among: Collection[str] | None = None) -> frozenset[str]:
     """A safe point of a full tick: the repos (of `among`; None: any) a change detector saw
     change, and those owed since a fresh list failed, served apart now; the repos served.
-    Nothing before steps 1-2 began deciding (their list reads come after the change) or in a
-    targeted tick."""
+    The callers call it only once steps 1-2 have decided a repo (before that, their own list
+    reads come after the change); a targeted tick serves nothing. A stop request is honoured
+    first, leaving the changes with the detector."""
     take = t.deps.changed
     if t.only is not None or take is None:
         return frozenset()
+    t.check_stop()
     supervised = {rc.name for rc in t.deps.config.repos}
     owed = t.ctx.owed if among is None else t.ctx.owed & set(among)
     repos = frozenset((take(among) | owed) & supervised)
     t.ctx.owed -= owed
     if repos:
-        t.check_stop()
         t.ctx.hand_off(repos)
         t.host.serve_changed(repos)
     return repos

@@ -3,8 +3,9 @@
 The figures come from the forge transport's own counters (requests sent, 304s, writes, seconds
 waited for pacing and rate limits) and the seconds the tick waited for mergeability, read
 before and after each step; a change detector looking meanwhile on its own thread is counted
-in the step it overlaps. The tick logs them with its `tick.done` line (`steps`), so a slow
-tick can be read from the log.
+in the step it overlaps, and so is a change served apart between two repos of steps 1-2
+(capdaemon.daemon.core.handover; it logs its own figures too). The tick logs them with its
+`tick.done` line (`steps`), so a slow tick can be read from the log.
 """
 
 from __future__ import annotations

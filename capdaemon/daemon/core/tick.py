@@ -279,7 +279,7 @@ class Ticker:
 
     def serve_changed(self, repos: frozenset[str]) -> TickReport:
         """Inside the running full tick, on its thread and under its lock, at one of its safe
-        points (steps.serve_changed): the targeted steps for the repos a change detector saw
+        points (handover.serve_changed): the targeted steps for the repos a change detector saw
         change, on a context of their own (a targeted tick that does not wait for the full
         tick's end). The forge's tick state (wait budget, memo) and the owners' notifications
         stay the full tick's; a stop request or a rate limit ends the full tick too."""
