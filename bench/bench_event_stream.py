@@ -4,6 +4,7 @@ the daemon as this tree configures it by default, side by side in one run.
 
 Run: .venv/bin/python bench/bench_event_stream.py [--repos 10] [--prs 100] [--minutes 10]
      [--quiet 2] [--tick 60] [--latency 0.1] [--computing 3] [--rates push=6,new_pr=2,...]
+     [--keep DIR]  (each variant's daemon log copied there: its ticks' per-step figures)
 Smoke: .venv/bin/python bench/bench_event_stream.py --minutes 1 --repos 2 --prs 20
 
 Per variant, a fresh sandbox in this process holds `repos` × `prs` open PRs (a quarter each of
@@ -34,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,6 +196,11 @@ def run_variant(name: str, args: argparse.Namespace, keys: Any) -> dict[str, Any
             return _scenario(sb, key, token, tmp, args, on=name == "detector")
         finally:
             sb.stop()
+            if args.keep:  # the daemon's log (its ticks' per-step figures) for reading later
+                keep = Path(args.keep)
+                keep.mkdir(parents=True, exist_ok=True)
+                if (tmp / "daemon.log").exists():
+                    shutil.copy(tmp / "daemon.log", keep / f"{name.replace(' ', '_')}.log")
 
 
 def _scenario(
@@ -348,6 +355,7 @@ def main() -> int:
     ap.add_argument("--rates", type=parse_rates, default=parse_rates(""), help="kind=per-minute")
     ap.add_argument("--seed", type=int, default=27)
     ap.add_argument("--only", choices=VARIANTS, help="run one variant")
+    ap.add_argument("--keep", help="a folder to copy each variant's daemon log into")
     args = ap.parse_args()
     args.quiet = min(2.0, args.minutes) if args.quiet is None else args.quiet
     args.drain = 2 * args.tick + 30 if args.drain is None else args.drain

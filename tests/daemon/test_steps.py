@@ -8,6 +8,7 @@ import pytest
 
 from capdaemon.daemon.core.context import Tick
 from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
+from capdaemon.daemon.core.steptimes import StepTimes
 from capdaemon.daemon.core.tickdata import _Stopped
 from capdaemon.daemon.merging import merge as merging
 from capdaemon.daemon.polling import poll
@@ -73,3 +74,20 @@ def test_one_pr_is_one_object_from_the_list_to_the_merge(daemon: Harness) -> Non
     merging.step_merge(t)
     assert t.report.merged == [item.pr.ref]
     assert daemon.pull(n).merged
+
+
+def test_each_step_is_timed_with_what_it_sent(daemon: Harness) -> None:
+    """The per-step figures a tick logs: a step that lists the repo counts its requests (and
+    the conditional one answered 304 the second time); a step that sends nothing counts 0."""
+    ticker = daemon.ticker or daemon.start()
+    ticker.forge.recent_changes(daemon.sb.repo, "issues", 1)  # the App's token, minted first
+    times = StepTimes(ticker.forge)
+    for _ in range(2):
+        times.start("list")
+        ticker.forge.recent_changes(daemon.sb.repo, "pulls", 1)
+        times.stop()
+    times.start("idle")
+    times.stop()
+    got = times.summary()
+    assert got["list"]["sent"] == 2 and got["list"]["not_modified"] == 1
+    assert got["list"]["seconds"] >= 0 and got["idle"]["sent"] == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -75,6 +75,9 @@ class TickDeps:
     # (repo, number) → the head whose merge waits only on checks (the change detector
     # watches its check runs and statuses between ticks)
     waiting_checks: dict[tuple[str, int], str] = field(default_factory=dict)
+    # a change detector's hand-over (set by it): takes, of the repos given (None: all), those
+    # it saw change and no tick has taken yet; a full tick serves them at its safe points
+    changed: Callable[[Collection[str] | None], frozenset[str]] | None = None
 
     @property
     def shadow(self) -> bool:
@@ -144,6 +147,9 @@ class TickContext:
     merge_waits: MergeabilityWaits = field(default_factory=MergeabilityWaits)  # unknown → re-read
     reactions: ReactionClock = field(default_factory=ReactionClock)  # event → action times
     seen: list[TickPR] = field(default_factory=list)  # the open PRs steps 1-2 handled
+    polled: bool = False  # steps 1-2 are done: changes seen now are served apart (hand_off)
+    owed: set[str] = field(default_factory=set)  # repos taken from the detector, not yet served
+    handed_off: set[str] = field(default_factory=set)  # repos served apart inside this tick
 
     def config_for(self, repo: str) -> Config:
         """The effective config of a supervised repo this tick (central config until polled)."""
@@ -185,6 +191,16 @@ class TickContext:
             self.cap_index = (snaps, "; ".join(errors)[:300] or None)
         return self.cap_index
 
+    def hand_off(self, repos: Collection[str]) -> None:
+        """`repos` are served apart, inside this tick, on what is read now: this tick's later
+        steps leave their PRs alone (what it read of them is older), and the decision repo's
+        issue list is read again when next needed (the work apart may have written to it)."""
+        gone = set(repos)
+        self.handed_off |= gone
+        self.seen = [s for s in self.seen if s.pr.repo not in gone]
+        self.tick_runs = {k: v for k, v in self.tick_runs.items() if k[0] not in gone}
+        self.activity, self.activity_ok = None, False
+
     def close_pool(self) -> None:
         """Stop the gather threads (at the end of the tick)."""
         if self.pool is not None:
@@ -198,6 +214,11 @@ class TickHost(DeskHost, Protocol):
 
     def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:
         """Warn when a non-owner can write to the decision repo; the logins found."""
+        ...
+
+    def serve_changed(self, repos: frozenset[str]) -> TickReport:
+        """Inside the running full tick: the targeted steps for `repos`, on a context of their
+        own; what they saw and did."""
         ...
 
 

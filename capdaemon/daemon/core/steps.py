@@ -11,6 +11,8 @@ from capdaemon.capability.model import CapabilitySnapshot
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.ballots import votes as ballots
 from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
+from capdaemon.daemon.core.handover import serve_changed
+from capdaemon.daemon.core.steptimes import StepTimes
 from capdaemon.daemon.issues import ensure as issues
 from capdaemon.daemon.merging import merge as merging
 from capdaemon.daemon.polling import poll
@@ -112,9 +114,21 @@ TARGETED_STEPS: tuple[Step, ...] = (
 )
 
 
-def run_steps(t: Tick, steps: Iterable[Step]) -> None:
-    """Run `steps` in order; a stop request is honoured between any two of them."""
+def run_steps(t: Tick, steps: Iterable[Step], times: StepTimes | None = None) -> None:
+    """Run `steps` in order; a stop request is honoured between any two of them, and in a
+    full tick what a change detector saw meanwhile is served there (serve_changed). `times`:
+    where each step's wall time and wire figures go."""
     for i, step in enumerate(steps):
         if i:
             t.check_stop()
-        step(t)
+            if t.ctx.polled:  # before steps 1-2, their own list reads come after a change
+                serve_changed(t)
+                t.check_stop()
+        if times is None:
+            step(t)
+            continue
+        times.start(step.__name__.lstrip("_"))
+        try:
+            step(t)
+        finally:
+            times.stop()

@@ -42,6 +42,7 @@ from capdaemon.daemon.core.context import (
 from capdaemon.daemon.core.progress import PROGRESS_SECONDS, Progress
 from capdaemon.daemon.core.reactions import save_reactions, save_targeted
 from capdaemon.daemon.core.steps import STEPS, TARGETED_STEPS, TickReader, run_steps
+from capdaemon.daemon.core.steptimes import StepTimes
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
@@ -252,8 +253,9 @@ class Ticker:
             f"{event}.start", at=_iso(now), repos=sorted(only or ()) or len(self.config.repos)
         )
         self.safety.channels.start_tick(now)  # before the tick's first record
+        times = StepTimes(self.forge, ctx.merge_waits)
         try:
-            run_steps(tick, STEPS if full else TARGETED_STEPS)
+            run_steps(tick, STEPS if full else TARGETED_STEPS, times)
         except _Stopped:
             report.interrupted = True
             self.log.info(f"{event}.interrupted")
@@ -273,6 +275,36 @@ class Ticker:
                 self._spent(report, before, now)
                 save_targeted(self.metrics, report, ctx.reactions, now)
             self.safety.channels.notify(now, report)  # owners' channels, after GitHub
+        self._log_done(event, report, times)
+        return report
+
+    def serve_changed(self, repos: frozenset[str]) -> TickReport:
+        """Inside the running full tick, on its thread and under its lock, at one of its safe
+        points (handover.serve_changed): the targeted steps for the repos a change detector saw
+        change, on a context of their own (a targeted tick that does not wait for the full
+        tick's end). The forge's tick state (wait budget, memo) and the owners' notifications
+        stay the full tick's; a stop request or a rate limit ends the full tick too."""
+        now = self.clock()
+        ctx = self.new_context(now)
+        report = ctx.report
+        tick = Tick(self.deps, ctx, now, self, TickReader(self.deps, ctx), repos)
+        started, before = time.monotonic(), self._budget()
+        self.log.info("tick.targeted.start", at=_iso(now), repos=sorted(repos), within="tick")
+        times = StepTimes(self.forge, ctx.merge_waits)
+        try:
+            run_steps(tick, TARGETED_STEPS, times)
+        finally:
+            ctx.close_pool()
+            self.safety.save()
+            report.seconds = round(time.monotonic() - started, 3)
+            after = self._budget()
+            if before.get("requests") is not None and after.get("requests") is not None:
+                report.api_requests = int(after["requests"]) - int(before["requests"])
+            save_targeted(self.metrics, report, ctx.reactions, now)
+        self._log_done("tick.targeted", report, times)
+        return report
+
+    def _log_done(self, event: str, report: TickReport, times: StepTimes) -> None:
         self.log.info(
             f"{event}.done",
             seconds=report.seconds,
@@ -282,8 +314,8 @@ class Ticker:
             errors=len(report.errors),
             api_requests=report.api_requests,
             backlog_left=report.backlog_left,
+            steps=times.summary(),
         )
-        return report
 
     # ------------------------------------------------------------------ start-up
     def check_decision_access(self, now: datetime, report: TickReport | None = None) -> list[str]:

@@ -27,7 +27,7 @@ memory; the others keep their quadrant (budget.Waiting) in `budget.json`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
 from typing import TypeVar
 
@@ -144,6 +144,16 @@ class Backlog:
                 taken.append(c)
                 left = None if left is None else left - c.waiting.cost
         return taken
+
+    def drop(self, repos: Collection[str]) -> None:
+        """`repos` were served apart inside this tick (their new PRs with them): their
+        candidates are not published here, and what that work left waiting is kept."""
+        gone = set(repos)
+        for c in self.candidates:
+            if c.rc.name in gone and not c.published:
+                c.forget()
+                c.waiting = None  # neither selected nor kept waiting by this tick
+        self.polled -= gone
 
     def trim(self) -> None:
         """Drop the classifications no write can be spent on this tick (bounds memory)."""

@@ -17,7 +17,9 @@ lags 30 s to 6 h on GitHub, so it is not used.
 
 A repo whose feed moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
 decided, recorded and acted on, under the tick lock (never a second writer). While a full
-tick runs, the repos are kept and handed over at the next wake-up. A failed read changes
+tick runs, the repos are kept for it to take at its safe points (`take_pending`: listed
+again before it decides their PRs, or served by the targeted steps between two of its later
+steps), else handed over at the next wake-up. A failed read changes
 nothing (its mark stays, so the next look still sees the change); the full tick at its
 interval is the safety net for anything a look misses. Looks are spaced by the longest of
 `detect_seconds`, GitHub's `X-Poll-Interval` (when it sends one) and what
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -134,6 +136,8 @@ class ChangeDetector:
         self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lists: dict[str, IssueList] = {}  # the decision repo's listings read, by key
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
+        self._pending_lock = threading.Lock()  # `pending`, shared with the full tick's thread
+        ticker.deps.changed = self.take_pending  # a full tick takes them at its safe points
 
     # ------------------------------------------------------------------ the job
     def run(self, now: datetime | None = None) -> TickReport | None:
@@ -142,18 +146,31 @@ class ChangeDetector:
         with self._lock:
             if self.ticker.deps.stop.is_set():
                 return None
-            self.pending |= self.look()
-            if not self.pending:
+            found = self.look()
+            with self._pending_lock:
+                self.pending |= found
+                repos = sorted(self.pending)
+            if not repos:
                 return None
-            repos = sorted(self.pending)
             report = self.ticker.targeted_tick(repos, now)
             if report is None:
                 self.stats.deferred += 1
                 log.info("detect.deferred", repos=repos, reason="a tick is running")
                 return None
-            self.pending.clear()
+            with self._pending_lock:
+                self.pending.difference_update(repos)
             self.stats.targeted_ticks += 1
             return report
+
+    def take_pending(self, repos: Collection[str] | None = None) -> frozenset[str]:
+        """The hand-over to a running full tick (`TickDeps.changed`): take, of `repos` (None:
+        all), those seen changed and not yet handed to a tick; the tick serves them."""
+        with self._pending_lock:
+            got = frozenset(self.pending if repos is None else self.pending & set(repos))
+            self.pending -= got
+        if got:
+            log.info("detect.handed_over", repos=sorted(got))
+        return got
 
     def interval(self, requests: int) -> float:
         """Seconds between two looks of `requests` requests each (0: the detector is off)."""

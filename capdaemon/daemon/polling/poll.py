@@ -8,6 +8,7 @@ from functools import partial
 from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
 from capdaemon.daemon.core.context import RepoPolicy, Tick, TickContext, TickDeps
 from capdaemon.daemon.core.failure import per_item, report_error
+from capdaemon.daemon.core.handover import serve_changed
 from capdaemon.daemon.core.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.issues.ensure import close_issue
@@ -40,32 +41,81 @@ def poll_and_classify(t: Tick) -> None:
     _ = deps.bot_login  # resolve who we are once, before any gather thread starts
     repos = [rc for rc in deps.config.repos if t.only is None or rc.name in t.only]
     try:
-        listed: list[tuple[RepoConfig, list[PRSummary]]] = []
-        for rc in repos:
-            deps.check_stop()
-            try:
-                prs = deps.forge.list_open_prs(rc.name, rc.base)
-                policy = deps.forge.policy_text(rc.name, rc.base)
-            except NotFound as exc:  # a typo, a deleted repo, an App no longer installed
-                _unknown_repo(deps, report, rc.name, exc)
-                continue
-            except ForgeError as exc:
-                report_error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
-                continue
-            listed.append((read_repo_policy(deps, ctx, rc, policy, t.now), prs))
+        listed = [got for rc in repos if (got := _list_repo(t, rc)) is not None]
         backlog.size_up(p for _, prs in listed for p in prs if p.ref not in deps.prs.records)
-        for rc, prs in listed:
-            seen += _poll_repo(t, backlog, rc, prs)
+        seen += _decide(t, backlog, listed)
         seen += backlog.publish()
         deps.safety.save()
     finally:
         backlog.close([rc.name for rc in deps.config.repos])
+    seen = [s for s in seen if s.pr.repo not in ctx.handed_off]  # served apart: newer reads
     report.prs_seen = len(seen)
-    ctx.seen = seen
+    ctx.seen, ctx.polled = seen, True
     if t.only is None:
         _save_policies(deps, ctx)
     if ctx.decision_writes:
         ctx.activity = None  # step 3 lists the issues again, after our writes
+
+
+def _list_repo(t: Tick, rc: RepoConfig) -> tuple[RepoConfig, list[PRSummary]] | None:
+    """One repo's open PRs and policy, read; its effective RepoConfig with them (None: the
+    read failed, reported)."""
+    deps, report = t.deps, t.report
+    deps.check_stop()
+    taken = _take_changed(t, rc.name)  # this list is newer than what a detector saw
+    try:
+        prs = deps.forge.list_open_prs(rc.name, rc.base)
+        policy = deps.forge.policy_text(rc.name, rc.base)
+    except NotFound as exc:  # a typo, a deleted repo, an App no longer installed
+        _unknown_repo(deps, report, rc.name, exc)
+        return None
+    except ForgeError as exc:
+        report_error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
+        if taken:  # served apart after steps 1-2
+            t.ctx.owed.add(rc.name)
+        return None
+    return read_repo_policy(deps, t.ctx, rc, policy, t.now), prs
+
+
+def _decide(
+    t: Tick, backlog: Backlog, listed: list[tuple[RepoConfig, list[PRSummary]]]
+) -> list[TickPR]:
+    """The listed repos' PRs decided, recorded and acted on, repo by repo. Between two repos
+    (a full tick's safe points) a change a detector saw meanwhile in a repo already decided is
+    served apart at once (capdaemon.daemon.core.handover) and its new PRs leave this tick's
+    backlog; a repo not decided yet is listed again first (_fresh)."""
+    seen: list[TickPR] = []
+    decided: list[str] = []
+    for rc, prs in listed:
+        if decided and serve_changed(t, decided):
+            backlog.drop(t.ctx.handed_off)
+        seen += _poll_repo(t, backlog, rc, _fresh(t, rc, prs))
+        decided.append(rc.name)
+    return seen
+
+
+def _take_changed(t: Tick, repo: str) -> bool:
+    """In a full tick: take `repo` from a change detector's hand-over (True: it saw a change
+    this tick has not read yet)."""
+    take = t.deps.changed
+    return t.only is None and take is not None and bool(take((repo,)))
+
+
+def _fresh(t: Tick, rc: RepoConfig, prs: list[PRSummary]) -> list[PRSummary]:
+    """A repo's open PRs as this tick listed them, or listed again when a change detector saw
+    the repo change since (its PRs are then decided on what is read now, not on the older
+    list). A failed read keeps the older list; the repo is then served apart after steps 1-2
+    (`TickContext.hand_off`)."""
+    if not _take_changed(t, rc.name):
+        return prs
+    try:
+        fresh = t.deps.forge.list_open_prs(rc.name, rc.base)
+    except ForgeError as exc:
+        t.ctx.owed.add(rc.name)
+        t.deps.log.warning("repo.relist_failed", repo=rc.name, error=str(exc)[:300])
+        return prs
+    t.deps.log.info("tick.relisted", repo=rc.name, prs=len(fresh))
+    return fresh
 
 
 def _unknown_repo(deps: TickDeps, report: TickReport, repo: str, exc: NotFound) -> None:
