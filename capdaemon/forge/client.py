@@ -329,8 +329,8 @@ class Forge:
     def open_issue_marks(self, repo: str, page: int = 1) -> RecentChanges:
         return self._reads.open_issue_marks(repo, page)
 
-    def check_marks(self, repo: str, sha: str) -> RecentChanges:
-        return self._reads.check_marks(repo, sha)
+    def check_marks(self, repo: str, sha: str, feed: str = "checks") -> RecentChanges:
+        return self._reads.check_marks(repo, sha, feed)
 
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)

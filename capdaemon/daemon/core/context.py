@@ -72,9 +72,10 @@ class TickDeps:
     policy_error_audited: dict[str, str] = field(default_factory=dict)
     # what is done once per daemon and config (e.g. "access": the decision repo's writers)
     once: set[str] = field(default_factory=set)
-    # (repo, number) → the head whose merge waits only on checks (the change detector
-    # watches its check runs and statuses between ticks)
-    waiting_checks: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (repo, number) → the head whose merge waits only on checks, and the feed that may show
+    # them turn green ("check-runs", or "checks": runs and statuses; decide.merge's
+    # waiting_check_feed): the change detector watches it between ticks
+    waiting_checks: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
 
     @property
     def shadow(self) -> bool:

@@ -25,6 +25,7 @@ from capdaemon.decide.merge import (
     Readiness,
     RequiredCheck,
     merge_readiness,
+    waiting_check_feed,
     waits_only_on_checks,
 )
 from capdaemon.decide.tiers import OneTapResult
@@ -170,7 +171,7 @@ def try_merge(
         readiness, facts = _rest_readiness(deps, ctx, s, now, tap)
     watch = readiness.action is MergeAction.WAIT and waits_only_on_checks(facts)
     if watch:  # the change detector looks for its checks completing between ticks
-        deps.waiting_checks[(rec.repo, rec.number)] = pr.head_sha
+        deps.waiting_checks[(rec.repo, rec.number)] = (pr.head_sha, waiting_check_feed(facts))
     else:
         deps.waiting_checks.pop((rec.repo, rec.number), None)
     if readiness.action is MergeAction.WAIT:

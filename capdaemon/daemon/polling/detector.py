@@ -6,10 +6,12 @@ retargeted puts a PR on top or moves its update time) and, while a decision issu
 of the first page of the decision repo's open issues as the tick lists them (every comment,
 👍, edit or close moves an item: the reaction rollup is in each, and a reaction moves no
 update time, so no list sorted by update time would show it). What the look cannot see in
-those is read in turn, SLOW_FEEDS_PER_LOOK a look: the check runs and status of each PR
-whose merge waits only on checks (outside CI completing), and the issue list's later pages
-(over 100 open decision issues). The forge sends each with the ETag of its last answer:
-while nothing changed GitHub answers 304, which is not counted against the rate limit.
+those is read in turn, one a look while quiet: the check runs (and, when a commit status
+may meet a required check, the combined status) of each PR whose merge waits only on checks
+(outside CI completing), and the issue list's later pages (over 100 open decision issues).
+The forge sends each with the ETag of its last answer (a checks read as the tick's own REST
+read of them, so it shares that one's): while nothing changed GitHub answers 304, which is
+not counted against the rate limit.
 Measured (bench/bench_change_feeds.py): the repository events feed sees the same changes but
 lags 30 s to 6 h on GitHub, so it is not used.
 
@@ -19,8 +21,10 @@ tick runs, the repos are kept and handed over at the next wake-up. A failed read
 nothing (its mark stays, so the next look still sees the change); the full tick at its
 interval is the safety net for anything a look misses. Looks are spaced by the longest of
 `detect_seconds`, GitHub's `X-Poll-Interval` (when it sends one) and what
-`detect_requests_per_minute` allows. Whether a feed moved is decided by pure functions
-(what_moved, repos_moved).
+`detect_requests_per_minute` allows — or, for `detect_burst_seconds` after a look saw a
+change, `detect_burst_requests_per_minute`, which also reads the later issue pages every look
+and more slow feeds a look (capdaemon.daemon.polling.cadence). Whether a feed moved is decided
+by pure functions (what_moved, repos_moved).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.daemon.core.tickdata import TickReport
+from capdaemon.daemon.polling.cadence import Cadence, in_burst, look_spacing, slow_share
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
@@ -43,11 +48,12 @@ if TYPE_CHECKING:
     from capdaemon.daemon.core.tick import Ticker
 
 JOB_ID = "detect"
+CHECK_FEEDS = ("checks", "check-runs")  # a waiting PR's feeds (decide.merge.waiting_check_feed)
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
 ISSUES_PAGE = 100  # open decision issues on one page of the decision repo's issue list
-SLOW_FEEDS_PER_LOOK = 1  # waiting PRs' checks and later issue pages one look reads, in turn
 # (repo, kind, ref): a repo's "pulls" list (ref ""), a page of the decision repo's open
-# "issues" (ref: the page number), a waiting PR's "checks" (ref: its head sha)
+# "issues" (ref: the page number), a waiting PR's "checks" or only its "check-runs" (ref: its
+# head sha)
 Feed = tuple[str, str, str]
 Marks = tuple[tuple[int, str], ...]
 
@@ -113,7 +119,8 @@ class DetectorStats:
     changes: int = 0
     targeted_ticks: int = 0
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
-    slow_reads: int = 0  # reads of a waiting PR's checks or of one open decision issue
+    slow_reads: int = 0  # reads of a waiting PR's checks or of a later issue page
+    burst_looks: int = 0  # looks taken at the burst rate (after a look saw a change)
 
 
 class ChangeDetector:
@@ -126,6 +133,7 @@ class ChangeDetector:
         self.pending: set[str] = set()  # repos seen changed, not yet handed to a tick
         self.poll_interval = 0  # the longest X-Poll-Interval of the last look (s)
         self.last_look = -math.inf
+        self.last_change = -math.inf  # when a look last saw a change (starts a burst)
         self.stats = DetectorStats()
         self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
@@ -150,27 +158,39 @@ class ChangeDetector:
             self.stats.targeted_ticks += 1
             return report
 
-    def interval(self, requests: int) -> float:
-        """Seconds between two looks of `requests` requests each (0: the detector is off)."""
-        sc = self.ticker.config.schedule
-        if sc.detect_seconds <= 0:
-            return 0.0
-        by_rate = 60.0 * requests / sc.detect_requests_per_minute
-        return max(float(sc.detect_seconds), float(self.poll_interval), by_rate)
+    def bursting(self) -> bool:
+        """True within `detect_burst_seconds` of the last look that saw a change."""
+        return in_burst(self.cadence(), self.last_change, self.clock())
 
-    def feeds(self) -> list[Feed]:
+    def cadence(self) -> Cadence:
+        """The schedule's settings (re-read: a SIGHUP may change them)."""
+        return Cadence.of(self.ticker.config.schedule)
+
+    def interval(self, requests: int, *, burst: bool = False) -> float:
+        """Seconds between two looks of `requests` requests each (0: the detector is off)."""
+        return look_spacing(self.cadence(), requests, self.poll_interval, burst=burst)
+
+    def feeds(self, *, burst: bool | None = None) -> list[Feed]:
         """What one look reads: each supervised repo's PR list, while a decision issue is open
         (nobody can vote on a closed one) the first page of the decision repo's open issues,
-        and, in turn, SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
+        and, in turn, the slow feeds (see _slow_feeds): one a look while quiet; in a burst the
+        later issue pages every look and as many waiting PRs' checks as the burst rate allows
+        (cadence.slow_share). `burst` None: as the clock says now."""
+        burst = self.bursting() if burst is None else burst
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
         if decision and self._open_issues():
             out.append((decision, "issues", "1"))
         slow = self._slow_feeds(decision if len(out) > len(config.repos) else None)
-        if len(slow) > SLOW_FEEDS_PER_LOOK:
+        out += [f for f in slow if not _in_turn(f, burst)]
+        slow = [f for f in slow if _in_turn(f, burst)]
+        share = slow_share(
+            self.cadence(), sum(map(_cost, out)), [_cost(f) for f in slow], burst=burst
+        )
+        if len(slow) > share:
             start = self._slow_turn % len(slow)
-            slow = (slow[start:] + slow[:start])[:SLOW_FEEDS_PER_LOOK]
+            slow = (slow[start:] + slow[:start])[:share]
         return out + slow
 
     def _slow_feeds(self, decision: str | None) -> list[Feed]:
@@ -180,11 +200,11 @@ class ChangeDetector:
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
         out: list[Feed] = []
-        for (repo, number), sha in sorted(self.ticker.deps.waiting_checks.items()):
+        for (repo, number), (sha, kind) in sorted(self.ticker.deps.waiting_checks.items()):
             rec = records.get(f"{repo}#{number}")
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
-                out.append((repo, "checks", sha))
+                out.append((repo, kind, sha))
         page = 1
         while decision and len(self.marks.get((decision, "issues", str(page)), ())) >= ISSUES_PAGE:
             page += 1
@@ -215,14 +235,16 @@ class ChangeDetector:
         tick); a list read for the first time later counts as moved (a slow feed does not:
         the tick that made it wanted had just read the same; a change in between is the full
         tick's). A failed read leaves its mark as it was."""
-        feeds = self.feeds()
-        interval = self.interval(sum(_cost(f) for f in feeds))
         now = self.clock()
+        burst = in_burst(self.cadence(), self.last_change, now)
+        feeds = self.feeds(burst=burst)
+        interval = self.interval(sum(_cost(f) for f in feeds), burst=burst)
         if not feeds or interval <= 0 or now - self.last_look < interval:
             return set()
         self.last_look = now
         self.stats.looks += 1
-        self._slow_turn += SLOW_FEEDS_PER_LOOK
+        self.stats.burst_looks += burst
+        self._slow_turn += sum(1 for f in feeds if _in_turn(f, burst))
         changed: set[str] = set()
         asked = 0
         for feed in feeds:
@@ -231,6 +253,7 @@ class ChangeDetector:
             asked = max(asked, wait or 0)
         self.poll_interval = asked
         if changed:
+            self.last_change = now
             self.stats.changes += 1
             log.info("detect.changed", repos=sorted(changed))
         return changed
@@ -239,11 +262,11 @@ class ChangeDetector:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
         repo, kind, ref = feed
         self.stats.requests += _cost(feed)
-        slow = kind == "checks" or ref not in ("", "1")
+        slow = kind in CHECK_FEEDS or ref not in ("", "1")
         self.stats.slow_reads += slow
         try:
-            if kind == "checks":
-                got = self.ticker.forge.check_marks(repo, ref)
+            if kind in CHECK_FEEDS:
+                got = self.ticker.forge.check_marks(repo, ref, kind)
             elif kind == "issues":
                 got = self.ticker.forge.open_issue_marks(repo, int(ref))
             else:
@@ -262,8 +285,14 @@ class ChangeDetector:
         return repos_moved(feed, moved, issues, supervised, config.ballot_repo), got.poll_interval
 
 
+def _in_turn(feed: Feed, burst: bool) -> bool:
+    """A slow feed read in turn (a waiting PR's checks; a later issue page, but for every
+    look in a burst), not every look."""
+    return feed[1] in CHECK_FEEDS or (not burst and feed[1] == "issues" and feed[2] != "1")
+
+
 def _cost(feed: Feed) -> int:
-    """Requests one read of `feed` sends (a PR's checks: its check runs and its status)."""
+    """Requests one read of `feed` sends (a PR's "checks": its check runs and its status)."""
     return 2 if feed[1] == "checks" else 1
 
 
