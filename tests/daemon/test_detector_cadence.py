@@ -4,6 +4,7 @@ waiting PR's checks read as the tick reads them (sharing its ETag)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -128,10 +129,10 @@ def test_after_a_change_looks_come_faster_then_quiet_again(daemon: Harness) -> N
     assert 40 <= last_change < 60
     bursts = [t for t, b, _ in looks if b]
     assert bursts and bursts[0] == 41 and max(bursts) < last_change + cad.burst_seconds
-    for (t0, _, cost), (t1, burst, _) in zip(looks, looks[1:], strict=False):
+    for (t0, _, cost), (t1, burst, _) in itertools.pairwise(looks):
         assert t1 - t0 == pytest.approx(look_spacing(cad, cost, 0, burst=burst))
     tail = [t for t, b, _ in looks if t > last_change + cad.burst_seconds]
-    assert len(tail) >= 3 and all(b - a == 10 for a, b in zip(tail, tail[1:], strict=False))
+    assert len(tail) >= 3 and all(b - a == 10 for a, b in itertools.pairwise(tail))
 
 
 def test_a_quiet_detector_counts_nothing_and_keeps_to_the_quiet_ceiling(
