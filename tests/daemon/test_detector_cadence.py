@@ -17,7 +17,7 @@ from capdaemon.daemon.polling.detector import CHECK_FEEDS, ChangeDetector, _cost
 
 from .conftest import Harness, write_config
 from .test_detector import _counted
-from .test_steady import _settle
+from .test_steady import _app_github, _settle
 
 cadences = st.builds(
     Cadence,
@@ -77,8 +77,12 @@ def test_slow_feeds_a_look_reads_fit_the_rate(
     assert n <= len(costs) and (n >= 1 or not costs)
     if not burst:
         assert n == min(1, len(costs))
-    elif n > 1:
-        assert base + sum(costs[:n]) <= cad.rate(True) * cad.detect_seconds / 60.0
+    else:
+        budget = cad.rate(True) * cad.detect_seconds / 60.0
+        if n > 1:
+            assert base + sum(costs[:n]) <= budget
+        if n < len(costs):  # as many as fit: the next one would not
+            assert base + sum(costs[: n + 1]) > budget
 
 
 def _clocked(daemon: Harness) -> tuple[ChangeDetector, list[float]]:
@@ -210,3 +214,42 @@ def test_a_bad_burst_setting_is_named(
         load_config(folder)
     text = str(err.value)
     assert message in text and "capdaemon.yml" in text and f"schedule.{key}" in text
+
+
+def test_in_a_burst_every_waiting_prs_checks_are_read_each_look(daemon: Harness) -> None:
+    """Three PRs wait on outside CI. Quiet, a look reads one of their check feeds (each every
+    third look); after a change, while the burst lasts, each look reads all three (they fit
+    in 120 requests a minute at a look every 5 s), so a CI run completing on any of them is
+    merged by the very next look."""
+    daemon.configure(
+        repo={"extra_checks": ["ci"]},
+        schedule={
+            "tick_seconds": 60,
+            "detect_seconds": 5,
+            "detect_requests_per_minute": 6,
+            "detect_burst_requests_per_minute": 120,
+            "detect_burst_seconds": 60,
+        },
+    )
+    prs = [daemon.open_pr({f"docs/w{i}.md": f"# w{i}\n"}) for i in range(3)]
+    _settle(daemon)
+    det, now = _clocked(daemon)
+    assert sum(f[1] in CHECK_FEEDS for f in det.feeds(burst=False)) == 1
+    assert sum(f[1] in CHECK_FEEDS for f in det.feeds(burst=True)) == 3
+    _run_until(daemon, det, now, 1)
+    daemon.open_pr({"docs/other.md": "# other\n"})  # the change that starts a burst
+    while not det.stats.changes:
+        _run_until(daemon, det, now, now[0] + 1)
+    _run_until(daemon, det, now, now[0] + 20)
+    assert det.bursting() and det.stats.burst_looks >= 2
+    last = prs[-1]  # the PR whose checks feed comes last in turn
+    gh = _app_github(daemon, daemon.sb.evil_installation_id)  # another App: outside CI
+    gh.get_repo(daemon.sb.repo).create_check_run(
+        name="ci", head_sha=daemon.pull(last).head.sha, status="completed", conclusion="success"
+    )
+    looks = det.stats.looks
+    while det.stats.looks == looks:
+        det.run(daemon.sb.now())
+        now[0] += 1.0
+    assert daemon.pull(last).merged
+    assert not any(daemon.pull(n).merged for n in prs[:-1])
