@@ -62,7 +62,10 @@ def test_quiet_looks_never_exceed_the_quiet_ceiling(
 @given(cadences, st.floats(-1e6, 1e6), st.floats(0, 1e4))
 def test_a_burst_ends_after_its_window(cad: Cadence, change: float, after: float) -> None:
     now = change + after
-    assert in_burst(cad, change, now) == (cad.burst_seconds > 0 and after < cad.burst_seconds)
+    if after >= cad.burst_seconds:
+        assert not in_burst(cad, change, now)
+    elif after < cad.burst_seconds - 1e-3:  # within the window (floats: not at its edge)
+        assert in_burst(cad, change, now)
     assert not in_burst(cad, change, change + cad.burst_seconds)
     assert not in_burst(cad, float("-inf"), now)  # no change seen yet: quiet
 
@@ -253,3 +256,23 @@ def test_in_a_burst_every_waiting_prs_checks_are_read_each_look(daemon: Harness)
         now[0] += 1.0
     assert daemon.pull(last).merged
     assert not any(daemon.pull(n).merged for n in prs[:-1])
+
+
+def test_a_quiet_look_never_sends_a_checks_feeds_first_read(daemon: Harness) -> None:
+    """Three PRs wait on outside CI; the detector's first look reads one of their check feeds.
+    The other two have no ETag yet (a first read is counted): quiet looks leave them to the
+    full tick — three minutes of looks, 0 counted, never read — and a burst reads them."""
+    daemon.configure(repo={"extra_checks": ["ci"]})
+    for i in range(3):
+        daemon.open_pr({f"docs/u{i}.md": f"# u{i}\n"})
+    _settle(daemon)
+    det, now = _clocked(daemon)
+    _run_until(daemon, det, now, 1)
+    read = {f for f in det.marks if f[1] in CHECK_FEEDS}
+    assert len(read) == 1
+    daemon.sb.reset_counters()
+    _run_until(daemon, det, now, 181)
+    assert _counted(daemon)[1] == 0 and det.stats.looks > 5
+    assert {f for f in det.marks if f[1] in CHECK_FEEDS} == read  # the others never read
+    in_burst = [f for f in det.feeds(burst=True) if f[1] in CHECK_FEEDS]
+    assert len(in_burst) == 3 and set(in_burst) > read

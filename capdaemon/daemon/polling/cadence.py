@@ -51,7 +51,7 @@ def in_burst(cadence: Cadence, last_change: float, now: float) -> bool:
     clock that went backwards counts as no time passed: still in the window, never longer)."""
     if cadence.burst_seconds <= 0 or not math.isfinite(last_change):
         return False
-    return now - last_change < cadence.burst_seconds
+    return now < last_change + cadence.burst_seconds
 
 
 def look_spacing(cadence: Cadence, cost: int, poll_interval: float, *, burst: bool) -> float:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 JOB_ID = "detect"
 CHECK_FEEDS = ("checks", "check-runs")  # a waiting PR's feeds (decide.merge.waiting_check_feed)
+UNREAD_PER_BURST_LOOK = 2  # checks feeds a burst look reads for the first time (counted)
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
 ISSUES_PAGE = 100  # open decision issues on one page of the decision repo's issue list
 # (repo, kind, ref): a repo's "pulls" list (ref ""), a page of the decision repo's open
@@ -175,7 +176,9 @@ class ChangeDetector:
         (nobody can vote on a closed one) the first page of the decision repo's open issues,
         and, in turn, the slow feeds (see _slow_feeds): one a look while quiet; in a burst the
         later issue pages every look and as many waiting PRs' checks as the burst rate allows
-        (cadence.slow_share). `burst` None: as the clock says now."""
+        (cadence.slow_share). A checks feed never read has no ETag yet, so its first read is
+        counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look (and the first look, as
+        any feed), so a quiet look stays free. `burst` None: as the clock says now."""
         burst = self.bursting() if burst is None else burst
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
@@ -185,6 +188,10 @@ class ChangeDetector:
         slow = self._slow_feeds(decision if len(out) > len(config.repos) else None)
         out += [f for f in slow if not _in_turn(f, burst)]
         slow = [f for f in slow if _in_turn(f, burst)]
+        if self.stats.looks:
+            unread = [f for f in slow if f[1] in CHECK_FEEDS and f not in self.marks]
+            slow = [f for f in slow if f not in unread]
+            out += unread[:UNREAD_PER_BURST_LOOK] if burst else []
         share = slow_share(
             self.cadence(), sum(map(_cost, out)), [_cost(f) for f in slow], burst=burst
         )
@@ -244,7 +251,8 @@ class ChangeDetector:
         self.last_look = now
         self.stats.looks += 1
         self.stats.burst_looks += burst
-        self._slow_turn += sum(1 for f in feeds if _in_turn(f, burst))
+        unread = [f for f in feeds if f[1] in CHECK_FEEDS and f not in self.marks]
+        self._slow_turn += sum(1 for f in feeds if _in_turn(f, burst)) - len(unread) * burst
         changed: set[str] = set()
         asked = 0
         for feed in feeds:
