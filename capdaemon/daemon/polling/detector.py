@@ -180,6 +180,17 @@ class ChangeDetector:
         counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look (and the first look, as
         any feed), so a quiet look stays free. `burst` None: as the clock says now."""
         burst = self.bursting() if burst is None else burst
+        out, slow = self._every_look(burst)
+        share = slow_share(
+            self.cadence(), sum(map(_cost, out)), [_cost(f) for f in slow], burst=burst
+        )
+        if len(slow) > share:
+            start = self._slow_turn % len(slow)
+            slow = (slow[start:] + slow[:start])[:share]
+        return out + slow
+
+    def _every_look(self, burst: bool) -> tuple[list[Feed], list[Feed]]:
+        """The feeds this look reads whatever the budget, and the slow feeds read in turn."""
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
@@ -188,17 +199,16 @@ class ChangeDetector:
         slow = self._slow_feeds(decision if len(out) > len(config.repos) else None)
         out += [f for f in slow if not _in_turn(f, burst)]
         slow = [f for f in slow if _in_turn(f, burst)]
-        if self.stats.looks:
-            unread = [f for f in slow if f[1] in CHECK_FEEDS and f not in self.marks]
-            slow = [f for f in slow if f not in unread]
-            out += unread[:UNREAD_PER_BURST_LOOK] if burst else []
-        share = slow_share(
-            self.cadence(), sum(map(_cost, out)), [_cost(f) for f in slow], burst=burst
-        )
-        if len(slow) > share:
-            start = self._slow_turn % len(slow)
-            slow = (slow[start:] + slow[:start])[:share]
-        return out + slow
+        unread = self._unread(slow)
+        out += unread[:UNREAD_PER_BURST_LOOK] if burst else []
+        return out, [f for f in slow if f not in unread]
+
+    def _unread(self, slow: list[Feed]) -> list[Feed]:
+        """The checks feeds among `slow` never read (no ETag yet); none on the first look,
+        which reads any feed in turn (it only sets marks)."""
+        if not self.stats.looks:
+            return []
+        return [f for f in slow if f[1] in CHECK_FEEDS and f not in self.marks]
 
     def _slow_feeds(self, decision: str | None) -> list[Feed]:
         """The checks of each PR whose merge waits only on checks (no list GitHub offers moves
