@@ -276,3 +276,22 @@ def test_a_quiet_look_never_sends_a_checks_feeds_first_read(daemon: Harness) -> 
     assert {f for f in det.marks if f[1] in CHECK_FEEDS} == read  # the others never read
     in_burst = [f for f in det.feeds(burst=True) if f[1] in CHECK_FEEDS]
     assert len(in_burst) == 3 and set(in_burst) > read
+
+
+def test_a_burst_reads_the_newest_waiting_heads_first(daemon: Harness) -> None:
+    """Four PRs wait on outside CI, none of their feeds read yet. An agent pushes to the
+    oldest: its new head starts waiting last, and a burst look's two first reads go to it
+    and the newest PR before the older heads."""
+    daemon.configure(repo={"extra_checks": ["ci"]})
+    prs = [daemon.open_pr({f"docs/n{i}.md": f"# n{i}\n"}) for i in range(4)]
+    _settle(daemon)
+    det, now = _clocked(daemon)
+    det.stats.looks = 1  # past the first look, which reads any feed in turn
+    daemon.push(prs[0], {"docs/n0.md": "# n0, again\n"})
+    daemon.tick()
+    ticker = daemon.ticker
+    assert ticker is not None
+    assert list(ticker.deps.waiting_checks)[-1] == (daemon.sb.repo, prs[0])
+    heads = {f[2] for f in det.feeds(burst=True) if f[1] in CHECK_FEEDS}
+    assert heads == {daemon.pull(prs[0]).head.sha, daemon.pull(prs[3]).head.sha}
+    assert not [f for f in det.feeds(burst=False) if f[1] in CHECK_FEEDS]  # quiet: none

@@ -74,7 +74,8 @@ class TickDeps:
     once: set[str] = field(default_factory=set)
     # (repo, number) → the head whose merge waits only on checks, and the feed that may show
     # them turn green ("check-runs", or "checks": runs and statuses; decide.merge's
-    # waiting_check_feed): the change detector watches it between ticks
+    # waiting_check_feed): the change detector watches it between ticks; in the order they
+    # started waiting on that head (the newest last)
     waiting_checks: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
 
     @property

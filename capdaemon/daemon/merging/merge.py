@@ -171,7 +171,10 @@ def try_merge(
         readiness, facts = _rest_readiness(deps, ctx, s, now, tap)
     watch = readiness.action is MergeAction.WAIT and waits_only_on_checks(facts)
     if watch:  # the change detector looks for its checks completing between ticks
-        deps.waiting_checks[(rec.repo, rec.number)] = (pr.head_sha, waiting_check_feed(facts))
+        key, value = (rec.repo, rec.number), (pr.head_sha, waiting_check_feed(facts))
+        if deps.waiting_checks.get(key) != value:  # newest last: the detector reads those first
+            deps.waiting_checks.pop(key, None)
+            deps.waiting_checks[key] = value
     else:
         deps.waiting_checks.pop((rec.repo, rec.number), None)
     if readiness.action is MergeAction.WAIT:

@@ -177,8 +177,9 @@ class ChangeDetector:
         and, in turn, the slow feeds (see _slow_feeds): one a look while quiet; in a burst the
         later issue pages every look and as many waiting PRs' checks as the burst rate allows
         (cadence.slow_share). A checks feed never read has no ETag yet, so its first read is
-        counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look (and the first look, as
-        any feed), so a quiet look stays free. `burst` None: as the clock says now."""
+        counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look, those of the PRs that
+        started waiting last first (a push has just started their CI), and the first look
+        reads them as any feed; a quiet look stays free. `burst` None: as the clock says now."""
         burst = self.bursting() if burst is None else burst
         out, slow = self._every_look(burst)
         share = slow_share(
@@ -200,7 +201,7 @@ class ChangeDetector:
         out += [f for f in slow if not _in_turn(f, burst)]
         slow = [f for f in slow if _in_turn(f, burst)]
         unread = self._unread(slow)
-        out += unread[:UNREAD_PER_BURST_LOOK] if burst else []
+        out += unread[::-1][:UNREAD_PER_BURST_LOOK] if burst else []  # the newest first
         return out, [f for f in slow if f not in unread]
 
     def _unread(self, slow: list[Feed]) -> list[Feed]:
@@ -217,7 +218,7 @@ class ChangeDetector:
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
         out: list[Feed] = []
-        for (repo, number), (sha, kind) in sorted(self.ticker.deps.waiting_checks.items()):
+        for (repo, number), (sha, kind) in list(self.ticker.deps.waiting_checks.items()):
             rec = records.get(f"{repo}#{number}")
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
