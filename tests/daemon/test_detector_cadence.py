@@ -285,7 +285,7 @@ def test_a_burst_reads_the_newest_waiting_heads_first(daemon: Harness) -> None:
     daemon.configure(repo={"extra_checks": ["ci"]})
     prs = [daemon.open_pr({f"docs/n{i}.md": f"# n{i}\n"}) for i in range(4)]
     _settle(daemon)
-    det, now = _clocked(daemon)
+    det, _ = _clocked(daemon)
     det.stats.looks = 1  # past the first look, which reads any feed in turn
     daemon.push(prs[0], {"docs/n0.md": "# n0, again\n"})
     daemon.tick()
