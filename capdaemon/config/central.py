@@ -21,6 +21,7 @@ from capdaemon.config.sections import (
 )
 from capdaemon.config.types import (
     DEFAULT_MODE,
+    MAX_BURST_PER_MINUTE,
     BreakerConfig,
     Config,
     GitHubConfig,
@@ -56,8 +57,9 @@ _CHECKED_REPO_KEYS = frozenset(
      "task_branch_pattern"}
 )  # fmt: skip
 SCHEDULE_KEYS = frozenset(
-    {"tick_seconds", "digest_time", "timezone", "detect_seconds", "detect_requests_per_minute"}
-)
+    {"tick_seconds", "digest_time", "timezone", "detect_seconds", "detect_requests_per_minute",
+     "detect_burst_requests_per_minute", "detect_burst_seconds"}
+)  # fmt: skip
 TIER_KEYS = frozenset(
     {"many_files", "large_diff_lines", "one_tap_ttl_hours"}
     | set(RESTRICTIVE_TIER_LISTS)
@@ -260,14 +262,24 @@ def _schedule(sec: _Section) -> ScheduleConfig:
             f"must be less than tick_seconds ({tick}), or 0 to look for changes only at ticks;"
             f" got {detect}",
         )
+    quiet = sc.int("detect_requests_per_minute", sd.detect_requests_per_minute, minimum=1)
+    burst = sc.int(
+        "detect_burst_requests_per_minute", sd.detect_burst_requests_per_minute, minimum=1
+    )
+    if not quiet <= burst <= MAX_BURST_PER_MINUTE:
+        raise sc.error(
+            "detect_burst_requests_per_minute",
+            f"must be from detect_requests_per_minute ({quiet}) to {MAX_BURST_PER_MINUTE} (half"
+            f" of GitHub's secondary limit of 900 REST requests a minute); got {burst}",
+        )
     return ScheduleConfig(
         tick_seconds=tick,
         digest_time=sc.str("digest_time", sd.digest_time, pattern=_HHMM_RE, what="a time HH:MM"),
         timezone=tz,
         detect_seconds=detect,
-        detect_requests_per_minute=sc.int(
-            "detect_requests_per_minute", sd.detect_requests_per_minute, minimum=1
-        ),
+        detect_requests_per_minute=quiet,
+        detect_burst_requests_per_minute=burst,
+        detect_burst_seconds=sc.int("detect_burst_seconds", sd.detect_burst_seconds, minimum=0),
     )
 
 

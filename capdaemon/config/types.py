@@ -211,18 +211,27 @@ class RepoConfig:
         object.__setattr__(self, "extra_checks", _check_specs(self.extra_checks))
 
 
+# the change detector's burst rate at most: half of GitHub's documented REST secondary limit
+# (900 points a minute, a GET one point), the rest left to the tick
+MAX_BURST_PER_MINUTE = 450
+
+
 @dataclass(frozen=True)
 class ScheduleConfig:
     """Tick interval, the change detector's between ticks, and the digest's wall-clock time.
 
     `detect_seconds`: how often `capdaemon run` looks for a change between ticks (0: never);
-    `detect_requests_per_minute`: the most requests a minute it may spend doing so."""
+    `detect_requests_per_minute`: the most requests a minute it may spend doing so while
+    quiet; `detect_burst_requests_per_minute`: the most for `detect_burst_seconds` after a look
+    saw a change (0 seconds: never faster than quiet). See capdaemon.daemon.polling.cadence."""
 
     tick_seconds: int = 60
     digest_time: str = "09:00"
     timezone: str = "Asia/Seoul"
     detect_seconds: int = 5
     detect_requests_per_minute: int = 30
+    detect_burst_requests_per_minute: int = 300
+    detect_burst_seconds: int = 60
 
 
 # SPEC 4.1 tier 3's protected families (seed 000), each a named list so tests and docs

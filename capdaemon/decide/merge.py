@@ -231,6 +231,22 @@ def waits_only_on_checks(facts: MergeFacts) -> bool:
     return merge_readiness(rest).ok
 
 
+def waiting_check_feed(facts: MergeFacts) -> str:
+    """Which of a head's check feeds may show a required or extra check (other than L1.C3)
+    still not green turn green: "check-runs" when each can be met only by a GitHub App's check
+    run (a pinned App, or an extra check), else "checks" (its check runs and its statuses).
+    A reason to look, never to merge: the look's targeted tick decides on every check."""
+    wanted = [RequiredCheck.of(c, apps_only=False) for c in facts.required_checks]
+    wanted += [RequiredCheck.of(c, apps_only=True) for c in facts.extra_checks]
+    for req in dict.fromkeys(wanted):
+        if req.context == L1C3_CHECK_NAME or req.app_id is not None or req.apps_only:
+            continue
+        runs = [c for c in facts.checks if req.accepts(c)]
+        if _check_reason(runs, req.context, "required check"):
+            return "checks"  # a commit status may meet it too
+    return "check-runs"
+
+
 def merge_readiness(facts: MergeFacts) -> Readiness:
     """All of SPEC 4: L1.C3 and required checks green on this head, not draft, no blocking
     label, mergeable, breaker allows, capability allows, tier and quadrant requirement met.

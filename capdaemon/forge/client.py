@@ -333,8 +333,8 @@ class Forge:
     def issue_list_marks(self, repo: str, lst: IssueList, page: int = 1) -> RecentChanges:
         return self._reads.issue_list_marks(repo, lst, page)
 
-    def check_marks(self, repo: str, sha: str) -> RecentChanges:
-        return self._reads.check_marks(repo, sha)
+    def check_marks(self, repo: str, sha: str, feed: str = "checks") -> RecentChanges:
+        return self._reads.check_marks(repo, sha, feed)
 
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)

@@ -184,8 +184,8 @@ class ForgePort(Protocol):
         """One page of an issue listing, each issue with a mark that moves when it changes."""
         ...
 
-    def check_marks(self, repo: str, sha: str) -> RecentChanges:
-        """Marks that move when a check run or a commit status on a commit changes."""
+    def check_marks(self, repo: str, sha: str, feed: str = "checks") -> RecentChanges:
+        """Marks that move when a check run (or, `feed` "checks", a commit status) changes."""
         ...
 
     def permission(self, repo: str, login: str) -> str:

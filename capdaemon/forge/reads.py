@@ -179,17 +179,27 @@ class Reads:
             params["creator"] = self._identity.login
         return params
 
-    def check_marks(self, repo: str, sha: str) -> RecentChanges:
+    def check_marks(self, repo: str, sha: str, feed: str = "checks") -> RecentChanges:
         """What moves when a check run or a commit status on `sha` starts, completes or is
-        re-run: two conditional GETs (its check runs, its combined status), each a free 304
-        while nothing changed. Items: (0, the check runs' mark), (1, the statuses' mark)."""
+        re-run: conditional GETs of its check runs and (`feed` "checks", not "check-runs") its
+        combined status, each a free 304 while nothing changed. Each is sent as the tick's
+        REST read of the same (capdaemon.forge.checks), so it carries that read's ETag.
+        Items: (0, the check runs' mark), and (1, the statuses' mark)."""
+        if feed not in ("checks", "check-runs"):
+            raise ValueError(f"check_marks: feed must be checks or check-runs, not {feed!r}")
         h1, runs = self._http.req(
             "GET", f"/repos/{repo}/commits/{sha}/check-runs", params={"per_page": 100}
         )
-        h2, status = self._http.req("GET", f"/repos/{repo}/commits/{sha}/status")
-        items = ((0, _runs_mark(runs)), (1, _status_mark(status)))
-        asked = [p for p in (_poll_interval(h1), _poll_interval(h2)) if p is not None]
-        return RecentChanges(repo, items, max(asked) if asked else None)
+        items: tuple[tuple[int, str], ...] = ((0, _runs_mark(runs)),)
+        asked = [_poll_interval(h1)]
+        if feed == "checks":
+            h2, status = self._http.req(
+                "GET", f"/repos/{repo}/commits/{sha}/status", params={"per_page": 100}
+            )
+            items += ((1, _status_mark(status)),)
+            asked.append(_poll_interval(h2))
+        known = [p for p in asked if p is not None]
+        return RecentChanges(repo, items, max(known) if known else None)
 
     def permission(self, repo: str, login: str) -> str:
         """`admin`, `maintain`, `write`, `triage`, `read` or `none` for `login` on `repo`."""

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from capdaemon.daemon.polling.detector import ChangeDetector
+from capdaemon.daemon.polling.detector import CHECK_FEEDS, ChangeDetector
 
 from .conftest import Harness
 from .test_detector import _counted, _detector, _merges
@@ -25,7 +25,8 @@ def _waiting_on_ci(daemon: Harness) -> tuple[int, ChangeDetector]:
     _settle(daemon)
     ticker = daemon.ticker
     assert ticker is not None
-    assert ticker.deps.waiting_checks == {(daemon.sb.repo, n): daemon.pull(n).head.sha}
+    sha = daemon.pull(n).head.sha
+    assert ticker.deps.waiting_checks == {(daemon.sb.repo, n): (sha, "check-runs")}
     det = _detector(daemon)
     det.run(daemon.sb.now())
     return n, det
@@ -44,17 +45,17 @@ def test_a_check_run_completing_merges_at_the_next_look(daemon: Harness) -> None
     and its targeted tick merges the PR (it used to wait for the next full tick), once."""
     n, det = _waiting_on_ci(daemon)
     feeds = det.feeds()
-    assert (daemon.sb.repo, "checks", daemon.pull(n).head.sha) in feeds
+    assert (daemon.sb.repo, "check-runs", daemon.pull(n).head.sha) in feeds
     daemon.sb.reset_counters()
     for _ in range(2):
         assert det.run(daemon.sb.now()) is None
     requests, counted = _counted(daemon)
-    assert counted == 0 and requests == 2 * (len(feeds) + 1)  # a checks feed is two reads
+    assert counted == 0 and requests == 2 * len(feeds)  # `ci` is an App's: no status read
     _ci_passes(daemon, n)
     report = det.run(daemon.sb.now())
     assert report is not None and report.merged == [f"{daemon.sb.repo}#{n}"]
     assert daemon.pull(n).merged and _merges(daemon, n) == 1
-    assert not [f for f in det.feeds() if f[1] == "checks"]  # merged: no longer watched
+    assert not [f for f in det.feeds() if f[1] in CHECK_FEEDS]  # merged: no longer watched
     for _ in range(2):
         later = det.run(daemon.sb.now())
         assert later is None or later.merged == []

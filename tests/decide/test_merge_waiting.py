@@ -6,7 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from capdaemon.decide.merge import merge_readiness, waits_only_on_checks
+from capdaemon.decide.merge import (
+    RequiredCheck,
+    merge_readiness,
+    waiting_check_feed,
+    waits_only_on_checks,
+)
 
 from .test_merge import BASE, CI, L1C3, TRIPPED
 
@@ -40,3 +45,27 @@ def test_a_pr_held_only_by_checks_is_watched(change: dict[str, object]) -> None:
 )
 def test_a_pr_held_by_anything_else_is_not_watched(change: dict[str, object]) -> None:
     assert not waits_only_on_checks(replace(BASE, **change))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("change", "feed"),
+    [
+        # an unpinned protection context: a commit status may meet it (GitHub's rule)
+        ({"checks": (L1C3,)}, "checks"),
+        # pinned to an App, or an extra check (App check runs only): a status never meets it
+        ({"checks": (L1C3,), "required_checks": (RequiredCheck("ci", 7),)}, "check-runs"),
+        ({"checks": (L1C3, CI), "extra_checks": ("lint",)}, "check-runs"),
+        # unpinned ci already green, the App-only lint missing: only check runs can move it
+        (
+            {"checks": (L1C3, CI), "required_checks": ("ci",), "extra_checks": ("lint",)},
+            "check-runs",
+        ),
+        # both missing: the unpinned one needs the statuses read too
+        ({"checks": (L1C3,), "required_checks": ("ci",), "extra_checks": ("lint",)}, "checks"),
+    ],
+)
+def test_the_feed_watched_is_the_one_a_missing_check_can_come_from(
+    change: dict[str, object], feed: str
+) -> None:
+    facts = replace(BASE, **change)  # type: ignore[arg-type]
+    assert waits_only_on_checks(facts) and waiting_check_feed(facts) == feed

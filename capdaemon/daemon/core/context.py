@@ -72,9 +72,11 @@ class TickDeps:
     policy_error_audited: dict[str, str] = field(default_factory=dict)
     # what is done once per daemon and config (e.g. "access": the decision repo's writers)
     once: set[str] = field(default_factory=set)
-    # (repo, number) → the head whose merge waits only on checks (the change detector
-    # watches its check runs and statuses between ticks)
-    waiting_checks: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (repo, number) → the head whose merge waits only on checks, and the feed that may show
+    # them turn green ("check-runs", or "checks": runs and statuses; decide.merge's
+    # waiting_check_feed): the change detector watches it between ticks; in the order they
+    # started waiting on that head (the newest last)
+    waiting_checks: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
     # a change detector's hand-over (set by it): takes, of the repos given (None: all), those
     # it saw change and no tick has taken yet; a full tick serves them at its safe points
     changed: Callable[[Collection[str] | None], frozenset[str]] | None = None

@@ -25,6 +25,7 @@ from capdaemon.decide.merge import (
     Readiness,
     RequiredCheck,
     merge_readiness,
+    waiting_check_feed,
     waits_only_on_checks,
 )
 from capdaemon.decide.tiers import OneTapResult
@@ -169,7 +170,10 @@ def try_merge(t: Tick, s: TickPR) -> None:
         readiness, facts = _rest_readiness(t, s, tap)
     watch = readiness.action is MergeAction.WAIT and waits_only_on_checks(facts)
     if watch:  # the change detector looks for its checks completing between ticks
-        deps.waiting_checks[(rec.repo, rec.number)] = pr.head_sha
+        key, value = (rec.repo, rec.number), (pr.head_sha, waiting_check_feed(facts))
+        if deps.waiting_checks.get(key) != value:  # newest last: the detector reads those first
+            deps.waiting_checks.pop(key, None)
+            deps.waiting_checks[key] = value
     else:
         deps.waiting_checks.pop((rec.repo, rec.number), None)
     if readiness.action is MergeAction.WAIT:

@@ -7,11 +7,12 @@ of the first page of each of the decision repo's issue listings a vote moves, as
 lists them (capdaemon.daemon.issues.watch: the open ballots and one-taps by label, or every
 open issue before the tick keeps a `since`; every comment, 👍, edit or close moves an item:
 the reaction rollup is in each, and a reaction moves no update time, so no list sorted by
-update time would show it). What the look cannot see in those is read in turn,
-SLOW_FEEDS_PER_LOOK a look: the check runs and status of each PR whose merge waits only on
-checks (outside CI completing), and the listings' later pages (over 100 issues). The forge
-sends each with the ETag of its last answer: while nothing changed GitHub answers 304, which
-is not counted against the rate limit.
+update time would show it). What the look cannot see in those is read in turn, one a look
+while quiet: the check runs (and, when a commit status may meet a required check, the
+combined status) of each PR whose merge waits only on checks (outside CI completing), and
+the listings' later pages (over 100 issues). The forge sends each with the ETag of its last
+answer (a checks read as the tick's own REST read of them, so it shares that one's): while
+nothing changed GitHub answers 304, which is not counted against the rate limit.
 Measured (bench/bench_change_feeds.py): the repository events feed sees the same changes but
 lags 30 s to 6 h on GitHub, so it is not used.
 
@@ -23,8 +24,10 @@ steps), else handed over at the next wake-up. A failed read changes
 nothing (its mark stays, so the next look still sees the change); the full tick at its
 interval is the safety net for anything a look misses. Looks are spaced by the longest of
 `detect_seconds`, GitHub's `X-Poll-Interval` (when it sends one) and what
-`detect_requests_per_minute` allows. Whether a feed moved is decided by pure functions
-(what_moved, repos_moved).
+`detect_requests_per_minute` allows — or, for `detect_burst_seconds` after a look saw a
+change, `detect_burst_requests_per_minute`, which also reads the later issue pages every look
+and more slow feeds a look (capdaemon.daemon.polling.cadence). Whether a feed moved is decided
+by pure functions (what_moved, repos_moved).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.daemon.core.tickdata import TickReport
 from capdaemon.daemon.issues.watch import reaction_needs, safe_since, wanted_lists
+from capdaemon.daemon.polling.cadence import Cadence, in_burst, look_spacing, slow_share
 from capdaemon.forge.errors import FORGE_FAILURES
 from capdaemon.forge.types import IssueList
 from capdaemon.logging import get_logger
@@ -49,11 +53,13 @@ if TYPE_CHECKING:
     from capdaemon.daemon.core.tick import Ticker
 
 JOB_ID = "detect"
+CHECK_FEEDS = ("checks", "check-runs")  # a waiting PR's feeds (decide.merge.waiting_check_feed)
+UNREAD_PER_BURST_LOOK = 2  # checks feeds a burst look reads for the first time (counted)
 JOB_SECONDS = 1.0  # the job wakes this often; a look is sent only when one is due
 ISSUES_PAGE = 100  # open decision issues on one page of the decision repo's issue list
-SLOW_FEEDS_PER_LOOK = 1  # waiting PRs' checks and later issue pages one look reads, in turn
 # (repo, kind, ref): a repo's "pulls" list (ref ""), a page of one of the decision repo's
-# "issues" listings (ref: "<IssueList.key()>#<page>"), a waiting PR's "checks" (ref: its head)
+# "issues" listings (ref: "<IssueList.key()>#<page>"), a waiting PR's "checks" or only its
+# "check-runs" (ref: its head sha)
 Feed = tuple[str, str, str]
 Marks = tuple[tuple[int, str], ...]
 
@@ -119,7 +125,8 @@ class DetectorStats:
     changes: int = 0
     targeted_ticks: int = 0
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
-    slow_reads: int = 0  # reads of a waiting PR's checks or of one open decision issue
+    slow_reads: int = 0  # reads of a waiting PR's checks or of a later issue page
+    burst_looks: int = 0  # looks taken at the burst rate (after a look saw a change)
 
 
 class ChangeDetector:
@@ -132,6 +139,7 @@ class ChangeDetector:
         self.pending: set[str] = set()  # repos seen changed, not yet handed to a tick
         self.poll_interval = 0  # the longest X-Poll-Interval of the last look (s)
         self.last_look = -math.inf
+        self.last_change = -math.inf  # when a look last saw a change (starts a burst)
         self.stats = DetectorStats()
         self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lists: dict[str, IssueList] = {}  # the decision repo's listings read, by key
@@ -172,28 +180,57 @@ class ChangeDetector:
             log.info("detect.handed_over", repos=sorted(got))
         return got
 
-    def interval(self, requests: int) -> float:
-        """Seconds between two looks of `requests` requests each (0: the detector is off)."""
-        sc = self.ticker.config.schedule
-        if sc.detect_seconds <= 0:
-            return 0.0
-        by_rate = 60.0 * requests / sc.detect_requests_per_minute
-        return max(float(sc.detect_seconds), float(self.poll_interval), by_rate)
+    def bursting(self) -> bool:
+        """True within `detect_burst_seconds` of the last look that saw a change."""
+        return in_burst(self.cadence(), self.last_change, self.clock())
 
-    def feeds(self) -> list[Feed]:
+    def cadence(self) -> Cadence:
+        """The schedule's settings (re-read: a SIGHUP may change them)."""
+        return Cadence.of(self.ticker.config.schedule)
+
+    def interval(self, requests: int, *, burst: bool = False) -> float:
+        """Seconds between two looks of `requests` requests each (0: the detector is off)."""
+        return look_spacing(self.cadence(), requests, self.poll_interval, burst=burst)
+
+    def feeds(self, *, burst: bool | None = None) -> list[Feed]:
         """What one look reads: each supervised repo's PR list, while a decision issue is open
         (nobody can vote on a closed one) the first page of each decision-repo listing of
-        _issue_lists, and, in turn, SLOW_FEEDS_PER_LOOK of the slow feeds (see _slow_feeds)."""
+        _issue_lists, and, in turn, the slow feeds (see _slow_feeds): one a look while quiet;
+        in a burst the later issue pages every look and as many waiting PRs' checks as the
+        burst rate allows (cadence.slow_share). A checks feed never read has no ETag yet, so its first read is
+        counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look, those of the PRs that
+        started waiting last first (a push has just started their CI), and the first look
+        reads them as any feed; a quiet look stays free. `burst` None: as the clock says now."""
+        burst = self.bursting() if burst is None else burst
+        out, slow = self._every_look(burst)
+        share = slow_share(
+            self.cadence(), sum(map(_cost, out)), [_cost(f) for f in slow], burst=burst
+        )
+        if len(slow) > share:
+            start = self._slow_turn % len(slow)
+            slow = (slow[start:] + slow[:start])[:share]
+        return out + slow
+
+    def _every_look(self, burst: bool) -> tuple[list[Feed], list[Feed]]:
+        """The feeds this look reads whatever the budget, and the slow feeds read in turn."""
         config = self.ticker.config
         out: list[Feed] = [(rc.name, "pulls", "") for rc in config.repos]
         decision = config.ballot_repo
         self._lists = {lst.key(): lst for lst in self._issue_lists(decision)}
         out += [(decision or "", "issues", f"{key}#1") for key in self._lists]
         slow = self._slow_feeds(decision if self._lists else None)
-        if len(slow) > SLOW_FEEDS_PER_LOOK:
-            start = self._slow_turn % len(slow)
-            slow = (slow[start:] + slow[:start])[:SLOW_FEEDS_PER_LOOK]
-        return out + slow
+        out += [f for f in slow if not _in_turn(f, burst)]
+        slow = [f for f in slow if _in_turn(f, burst)]
+        unread = self._unread(slow)
+        out += unread[::-1][:UNREAD_PER_BURST_LOOK] if burst else []  # the newest first
+        return out, [f for f in slow if f not in unread]
+
+    def _unread(self, slow: list[Feed]) -> list[Feed]:
+        """The checks feeds among `slow` never read (no ETag yet); none on the first look,
+        which reads any feed in turn (it only sets marks)."""
+        if not self.stats.looks:
+            return []
+        return [f for f in slow if f[1] in CHECK_FEEDS and f not in self.marks]
 
     def _slow_feeds(self, decision: str | None) -> list[Feed]:
         """The checks of each PR whose merge waits only on checks (no list GitHub offers moves
@@ -202,11 +239,11 @@ class ChangeDetector:
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
         out: list[Feed] = []
-        for (repo, number), sha in sorted(self.ticker.deps.waiting_checks.items()):
+        for (repo, number), (sha, kind) in list(self.ticker.deps.waiting_checks.items()):
             rec = records.get(f"{repo}#{number}")
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
-                out.append((repo, "checks", sha))
+                out.append((repo, kind, sha))
         out += self._later_pages(decision)
         keep = set(out) | {(decision or "", "issues", f"{key}#1") for key in self._lists}
         for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
@@ -259,14 +296,17 @@ class ChangeDetector:
         tick); a list read for the first time later counts as moved (a slow feed does not:
         the tick that made it wanted had just read the same; a change in between is the full
         tick's). A failed read leaves its mark as it was."""
-        feeds = self.feeds()
-        interval = self.interval(sum(_cost(f) for f in feeds))
         now = self.clock()
+        burst = in_burst(self.cadence(), self.last_change, now)
+        feeds = self.feeds(burst=burst)
+        interval = self.interval(sum(_cost(f) for f in feeds), burst=burst)
         if not feeds or interval <= 0 or now - self.last_look < interval:
             return set()
         self.last_look = now
         self.stats.looks += 1
-        self._slow_turn += SLOW_FEEDS_PER_LOOK
+        self.stats.burst_looks += burst
+        unread = [f for f in feeds if f[1] in CHECK_FEEDS and f not in self.marks]
+        self._slow_turn += sum(1 for f in feeds if _in_turn(f, burst)) - len(unread) * burst
         changed: set[str] = set()
         asked = 0
         for feed in feeds:
@@ -275,6 +315,7 @@ class ChangeDetector:
             asked = max(asked, wait or 0)
         self.poll_interval = asked
         if changed:
+            self.last_change = now
             self.stats.changes += 1
             log.info("detect.changed", repos=sorted(changed))
         return changed
@@ -284,11 +325,11 @@ class ChangeDetector:
         repo, kind, ref = feed
         self.stats.requests += _cost(feed)
         key, _, page = ref.rpartition("#")
-        slow = kind == "checks" or (kind == "issues" and page != "1")
+        slow = kind in CHECK_FEEDS or (kind == "issues" and page != "1")
         self.stats.slow_reads += slow
         try:
-            if kind == "checks":
-                got = self.ticker.forge.check_marks(repo, ref)
+            if kind in CHECK_FEEDS:
+                got = self.ticker.forge.check_marks(repo, ref, kind)
             elif kind == "issues":
                 got = self.ticker.forge.issue_list_marks(repo, self._lists[key], int(page))
             else:
@@ -307,8 +348,15 @@ class ChangeDetector:
         return repos_moved(feed, moved, issues, supervised, config.ballot_repo), got.poll_interval
 
 
+def _in_turn(feed: Feed, burst: bool) -> bool:
+    """A slow feed read in turn (a waiting PR's checks; a later issue page, but for every
+    look in a burst), not every look."""
+    later_page = feed[1] == "issues" and feed[2].rpartition("#")[2] != "1"
+    return feed[1] in CHECK_FEEDS or (not burst and later_page)
+
+
 def _cost(feed: Feed) -> int:
-    """Requests one read of `feed` sends (a PR's checks: its check runs and its status)."""
+    """Requests one read of `feed` sends (a PR's "checks": its check runs and its status)."""
     return 2 if feed[1] == "checks" else 1
 
 
