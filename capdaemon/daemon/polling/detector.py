@@ -197,10 +197,11 @@ class ChangeDetector:
         (nobody can vote on a closed one) the first page of each decision-repo listing of
         _issue_lists, and, in turn, the slow feeds (see _slow_feeds): one a look while quiet;
         in a burst the later issue pages every look and as many waiting PRs' checks as the
-        burst rate allows (cadence.slow_share). A checks feed never read has no ETag yet, so its first read is
-        counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look, those of the PRs that
-        started waiting last first (a push has just started their CI), and the first look
-        reads them as any feed; a quiet look stays free. `burst` None: as the clock says now."""
+        burst rate allows (cadence.slow_share). A checks feed never read has no ETag yet, so
+        its first read is counted: only a burst sends one, UNREAD_PER_BURST_LOOK a look, those
+        of the PRs that started waiting last first (a push has just started their CI), and the
+        first look reads them as any feed; a quiet look stays free. `burst` None: as the clock
+        says now."""
         burst = self.bursting() if burst is None else burst
         out, slow = self._every_look(burst)
         share = slow_share(
