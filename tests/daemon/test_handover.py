@@ -7,6 +7,7 @@ import itertools
 import threading
 from collections.abc import Callable, Collection
 
+from capdaemon.daemon.core.changes import ChangedRepos
 from capdaemon.daemon.core.tick import Ticker
 from capdaemon.daemon.core.tickdata import TickReport
 from capdaemon.daemon.polling.detector import ChangeDetector
@@ -211,14 +212,15 @@ def test_a_change_seen_before_the_full_tick_decides_a_repo_is_listed_again(
     calls: list[Collection[str] | None] = []
     pushed: list[str] = []
 
-    def hand_over(repos: Collection[str] | None) -> frozenset[str]:
-        calls.append(repos)
-        if len(calls) == 2:  # after the list read, before its PRs are decided
-            pushed.append(daemon.push(n, {PROTECTED: '{"jobs": ["j", "k"]}\n'}))
-            return frozenset({daemon.sb.repo})
-        return frozenset()
+    class HandOver(ChangedRepos):
+        def take(self, among: Collection[str] | None = None) -> frozenset[str]:
+            calls.append(among)
+            if len(calls) == 2:  # after the list read, before its PRs are decided
+                pushed.append(daemon.push(n, {PROTECTED: '{"jobs": ["j", "k"]}\n'}))
+                return frozenset({daemon.sb.repo})
+            return frozenset()
 
-    ticker.deps.changed = hand_over
+    ticker.deps.changed = HandOver()
     report = ticker.tick(daemon.sb.now())
     assert report.errors == [] and pushed
     assert ticker.prs.records[ref].head_sha == pushed[0]

@@ -18,6 +18,7 @@ from capdaemon.channels.onetap import DeskHost
 from capdaemon.config import Config
 from capdaemon.config.policy import RepoPolicy as PolicyAdditions
 from capdaemon.daemon.core.budget import TickBudget
+from capdaemon.daemon.core.changes import ChangedRepos
 from capdaemon.daemon.core.progress import Progress
 from capdaemon.daemon.core.reactions import ReactionClock
 from capdaemon.daemon.core.tickdata import TickReport, _Stopped
@@ -77,9 +78,9 @@ class TickDeps:
     # waiting_check_feed): the change detector watches it between ticks; in the order they
     # started waiting on that head (the newest last)
     waiting_checks: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
-    # a change detector's hand-over (set by it): takes, of the repos given (None: all), those
-    # it saw change and no tick has taken yet; a full tick serves them at its safe points
-    changed: Callable[[Collection[str] | None], frozenset[str]] | None = None
+    # the repos a change detector saw change and no tick has taken yet (it adds them; a
+    # targeted tick or a full tick's safe points take them; empty with no detector)
+    changed: ChangedRepos = field(default_factory=ChangedRepos)
 
     @property
     def shadow(self) -> bool:

@@ -23,13 +23,12 @@ def serve_changed(t: Tick, among: Collection[str] | None = None) -> frozenset[st
     The callers call it only once steps 1-2 have decided a repo (before that, their own list
     reads come after the change); a targeted tick serves nothing. A stop request is honoured
     first, leaving the changes with the detector."""
-    take = t.deps.changed
-    if t.only is not None or take is None:
+    if t.only is not None:
         return frozenset()
     t.check_stop()
     supervised = {rc.name for rc in t.deps.config.repos}
     owed = t.ctx.owed if among is None else t.ctx.owed & set(among)
-    repos = frozenset((take(among) | owed) & supervised)
+    repos = frozenset((t.deps.changed.take(among) | owed) & supervised)
     t.ctx.owed -= owed
     if repos:
         t.ctx.hand_off(repos)

@@ -18,7 +18,7 @@ lags 30 s to 6 h on GitHub, so it is not used.
 
 A repo whose feed moved gets a targeted tick (Ticker.targeted_tick): its open PRs listed,
 decided, recorded and acted on, under the tick lock (never a second writer). While a full
-tick runs, the repos are kept for it to take at its safe points (`take_pending`: listed
+tick runs, the repos are kept for it to take at its safe points (`TickDeps.changed`: listed
 again before it decides their PRs, or served by the targeted steps between two of its later
 steps), else handed over at the next wake-up. A failed read changes
 nothing (its mark stays, so the next look still sees the change); the full tick at its
@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -136,7 +136,6 @@ class ChangeDetector:
         self.ticker = ticker
         self.clock = clock
         self.marks: dict[Feed, Marks] = {}
-        self.pending: set[str] = set()  # repos seen changed, not yet handed to a tick
         self.poll_interval = 0  # the longest X-Poll-Interval of the last look (s)
         self.last_look = -math.inf
         self.last_change = -math.inf  # when a look last saw a change (starts a burst)
@@ -144,8 +143,6 @@ class ChangeDetector:
         self._slow_turn = 0  # where the next look starts in the slow feeds
         self._lists: dict[str, IssueList] = {}  # the decision repo's listings read, by key
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
-        self._pending_lock = threading.Lock()  # `pending`, shared with the full tick's thread
-        ticker.deps.changed = self.take_pending  # a full tick takes them at its safe points
 
     # ------------------------------------------------------------------ the job
     def run(self, now: datetime | None = None) -> TickReport | None:
@@ -155,9 +152,7 @@ class ChangeDetector:
             if self.ticker.deps.stop.is_set():
                 return None
             found = self.look()
-            with self._pending_lock:
-                self.pending |= found
-                repos = sorted(self.pending)
+            repos = self.ticker.deps.changed.add(found)
             if not repos:
                 return None
             report = self.ticker.targeted_tick(repos, now)
@@ -165,20 +160,15 @@ class ChangeDetector:
                 self.stats.deferred += 1
                 log.info("detect.deferred", repos=repos, reason="a tick is running")
                 return None
-            with self._pending_lock:
-                self.pending.difference_update(repos)
+            self.ticker.deps.changed.served(repos)
             self.stats.targeted_ticks += 1
             return report
 
-    def take_pending(self, repos: Collection[str] | None = None) -> frozenset[str]:
-        """The hand-over to a running full tick (`TickDeps.changed`): take, of `repos` (None:
-        all), those seen changed and not yet handed to a tick; the tick serves them."""
-        with self._pending_lock:
-            got = frozenset(self.pending if repos is None else self.pending & set(repos))
-            self.pending -= got
-        if got:
-            log.info("detect.handed_over", repos=sorted(got))
-        return got
+    @property
+    def pending(self) -> set[str]:
+        """The repos seen changed that no tick has taken yet (kept in `TickDeps.changed`, where
+        a running full tick takes them at its safe points)."""
+        return self.ticker.deps.changed.waiting()
 
     def bursting(self) -> bool:
         """True within `detect_burst_seconds` of the last look that saw a change."""

@@ -97,8 +97,7 @@ def _decide(
 def _take_changed(t: Tick, repo: str) -> bool:
     """In a full tick: take `repo` from a change detector's hand-over (True: it saw a change
     this tick has not read yet)."""
-    take = t.deps.changed
-    return t.only is None and take is not None and bool(take((repo,)))
+    return t.only is None and bool(t.deps.changed.take((repo,)))
 
 
 def _fresh(t: Tick, rc: RepoConfig, prs: list[PRSummary]) -> list[PRSummary]:
