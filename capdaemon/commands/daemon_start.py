@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from capdaemon.daemon.service.runner import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STATE,
+    held_stop_signals,
     open_ticker,
     run_once,
     serve,
@@ -98,15 +100,21 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
         config, rules = load_config_and_rules(args, required=True)
         config = with_base_url(config, args.base_url)
         reloader = _reloader(args) if daemon else None
-        with open_ticker(
-            config,
-            state,
-            rules=rules,
-            heartbeat=notifier.watchdog,
-            verify=True,
-            wait_for_github=daemon,
-            reloader=reloader,
-        ) as ticker:
+        held: contextlib.AbstractContextManager[list[int]] = (
+            held_stop_signals() if daemon else contextlib.nullcontext([])
+        )
+        with (
+            held as stopped_early,
+            open_ticker(
+                config,
+                state,
+                rules=rules,
+                heartbeat=notifier.watchdog,
+                verify=True,
+                wait_for_github=daemon,
+                reloader=reloader,
+            ) as ticker,
+        ):
             if not daemon:
                 print(ticksummary.render(run_once(ticker), json_asked=args.json))
                 return EXIT_OK
@@ -117,6 +125,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
                 notifier=notifier,
                 reloader=reloader,
                 fixed_interval=bool(args.tick_seconds),
+                stopped_early=stopped_early,
             )
     except LockedError as exc:
         return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)

@@ -207,3 +207,35 @@ def test_the_daemon_waits_for_an_unreachable_github(daemon: Harness) -> None:
     skipped = next(e for e in events if e["event"] == "tick.skipped")
     assert f"127.0.0.1:{port}" in skipped["error"]
     assert not (daemon.state_dir / "tick_metrics.json").exists()  # no tick counted
+
+
+def test_a_stop_asked_for_while_the_daemon_starts_exits_cleanly(daemon: Harness) -> None:
+    """systemd may send SIGTERM while `run` is still starting (the state lock taken, the
+    scheduler not yet running): the daemon stops with exit 0 and says why, instead of dying
+    by the signal; it runs no tick."""
+    _edit(daemon, base_url=f"http://127.0.0.1:{_closed_port()}/api/v3")
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "capdaemon.cli", "run", "--tick-seconds", "0.3"),
+            *("--config", str(daemon.config_dir), "--state", str(daemon.state_dir)),
+            *("--log-format", "json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lock = daemon.state_dir / "capdaemon.lock"
+        deadline = time.monotonic() + 30
+        while not lock.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)  # at once: start-up is not over yet
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    events = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    names = [e["event"] for e in events]
+    assert "daemon.signal" in names and "daemon.stop" in names
+    assert "tick.skipped" not in names and "daemon.start" not in names

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,6 +196,7 @@ def serve(
     notifier: Notifier | None = None,
     reloader: Reloader | None = None,
     fixed_interval: bool = False,
+    stopped_early: Sequence[int] = (),
 ) -> int:
     """Run the tick every `tick_seconds` on one BlockingScheduler until SIGTERM/SIGINT (exit 0),
     and between ticks the change detector (`schedule.detect_seconds`;
@@ -207,7 +208,8 @@ def serve(
     With a `reloader` (the one the Ticker was built with: each tick starts by applying a
     changed config directory), SIGHUP reads and checks it at once (RELOADING=1 … READY=1 to
     systemd); a new `schedule:` applied by a tick moves the digest and, unless
-    `fixed_interval` (--tick-seconds), the tick interval.
+    `fixed_interval` (--tick-seconds), the tick interval. `stopped_early`: the stop signals
+    received while starting (held_stop_signals): the daemon stops at once, exit 0.
     """
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
@@ -280,15 +282,35 @@ def serve(
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
-        notifier.ready(status=f"ticking every {tick_seconds:g} s")
-        log.info("daemon.start", tick_seconds=tick_seconds, pid=os.getpid())
-        sched.start()
-        ticker.wait_idle()
+        if stopped_early:
+            on_signal(stopped_early[0], None)
+        else:
+            notifier.ready(status=f"ticking every {tick_seconds:g} s")
+            log.info("daemon.start", tick_seconds=tick_seconds, pid=os.getpid())
+            sched.start()
+            ticker.wait_idle()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     log.info("daemon.stop", exit_code=outcome["code"])
     return outcome["code"]
+
+
+@contextlib.contextmanager
+def held_stop_signals() -> Iterator[list[int]]:
+    """While the daemon starts (config, credentials, the lock, the Ticker): a SIGTERM or
+    SIGINT is kept, not fatal, so a stop asked for during start-up still exits 0 once serve()
+    has its own handlers; the signals received, in order."""
+    got: list[int] = []
+    previous = {
+        s: signal.signal(s, lambda signum, _frame: got.append(signum))
+        for s in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield got
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def tick_job(ticker: Ticker) -> int | None:
