@@ -169,38 +169,8 @@ def test_the_daemon_waits_for_an_unreachable_github(daemon: Harness) -> None:
     limit); each scheduled tick is one `tick.skipped` event naming host:port; SIGTERM → 0."""
     port = _closed_port()
     _edit(daemon, base_url=f"http://127.0.0.1:{port}/api/v3")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "capdaemon.cli",
-            "run",
-            "--tick-seconds",
-            "0.3",
-            "--config",
-            str(daemon.config_dir),
-            "--state",
-            str(daemon.state_dir),
-            "--log-format",
-            "json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        lock = daemon.state_dir / "capdaemon.lock"
-        while not lock.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.5)  # a few scheduled ticks
-        assert proc.poll() is None, proc.communicate()[1]
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err
+    code, err = _run_then_stop(daemon, after=1.5)  # a few scheduled ticks
+    assert code == 0, err
     events = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
     names = [e["event"] for e in events]
     assert "daemon.unreachable" in names and names.count("tick.skipped") >= 1
@@ -214,6 +184,18 @@ def test_a_stop_asked_for_while_the_daemon_starts_exits_cleanly(daemon: Harness)
     scheduler not yet running): the daemon stops with exit 0 and says why, instead of dying
     by the signal; it runs no tick."""
     _edit(daemon, base_url=f"http://127.0.0.1:{_closed_port()}/api/v3")
+    code, err = _run_then_stop(daemon, after=0)  # at once: start-up is not over yet
+    assert code == 0, err
+    events = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    names = [e["event"] for e in events]
+    assert "daemon.signal" in names and "daemon.stop" in names
+    assert "tick.skipped" not in names and "daemon.start" not in names
+
+
+def _run_then_stop(daemon: Harness, *, after: float) -> tuple[int, str]:
+    """`capdaemon run` on the harness's config (JSON logs), sent SIGTERM `after` seconds once
+    its state lock exists (still running then, unless `after` is 0); its exit code and
+    stderr."""
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "capdaemon.cli", "run", "--tick-seconds", "0.3"),
@@ -225,17 +207,16 @@ def test_a_stop_asked_for_while_the_daemon_starts_exits_cleanly(daemon: Harness)
         text=True,
     )
     try:
-        lock = daemon.state_dir / "capdaemon.lock"
         deadline = time.monotonic() + 30
+        lock = daemon.state_dir / "capdaemon.lock"
         while not lock.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
-        proc.send_signal(signal.SIGTERM)  # at once: start-up is not over yet
+        if after:
+            time.sleep(after)
+            assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err
-    events = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
-    names = [e["event"] for e in events]
-    assert "daemon.signal" in names and "daemon.stop" in names
-    assert "tick.skipped" not in names and "daemon.start" not in names
+    return proc.returncode, err
