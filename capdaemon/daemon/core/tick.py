@@ -297,9 +297,7 @@ class Ticker:
             ctx.close_pool()
             self.safety.save()
             report.seconds = round(time.monotonic() - started, 3)
-            after = self._budget()
-            if before.get("requests") is not None and after.get("requests") is not None:
-                report.api_requests = int(after["requests"]) - int(before["requests"])
+            report.api_requests = _used(before, self._budget())
             save_targeted(self.metrics, report, ctx.reactions, now)
         self._log_done("tick.targeted", report, times)
         return report
@@ -377,9 +375,7 @@ class Ticker:
         """What the tick spent, into the report and the work budget: (the forge's figures
         after it, requests sent, backlog figures)."""
         after = self._budget()
-        used = None
-        if before.get("requests") is not None and after.get("requests") is not None:
-            used = int(after["requests"]) - int(before["requests"])
+        used = _used(before, after)
         report.api_requests, report.api_remaining = used, after.get("remaining")
         backlog = {
             "backlog_left": report.backlog_left,
@@ -459,6 +455,13 @@ def build_safety(
         crash=partial(crash_at, crash_after),
         desk=desk,
     )
+
+
+def _used(before: Mapping[str, Any], after: Mapping[str, Any]) -> int | None:
+    """Requests sent between two of the forge's budget readings (None: it does not count)."""
+    if before.get("requests") is None or after.get("requests") is None:
+        return None
+    return int(after["requests"]) - int(before["requests"])
 
 
 def _delta(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> int:
