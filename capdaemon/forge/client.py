@@ -48,7 +48,6 @@ from capdaemon.forge.taskprs import TaskPulls
 from capdaemon.forge.transport import Clock, Sleeper, Transport
 from capdaemon.forge.types import (
     Comment,
-    IssueActivity,
     IssueList,
     IssueListing,
     MarkedIssue,
@@ -320,9 +319,6 @@ class Forge:
 
     def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
         return self._reads.reactions(repo, issue_no)
-
-    def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
-        return self._reads.issue_activity(repo, state)
 
     def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:
         return self._reads.recent_changes(repo, kind, count)

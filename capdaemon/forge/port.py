@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 from capdaemon.forge.convert import CHECK_NAME
 from capdaemon.forge.types import (
     Comment,
-    IssueActivity,
     IssueList,
     IssueListing,
     MarkedIssue,
@@ -165,10 +164,6 @@ class ForgePort(Protocol):
 
     def reactions(self, repo: str, issue_no: int) -> list[Reaction]:
         """Every reaction on an issue or PR."""
-        ...
-
-    def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
-        """Issue number → its activity as the issue list shows it."""
         ...
 
     def recent_changes(self, repo: str, kind: str, count: int = 1) -> RecentChanges:

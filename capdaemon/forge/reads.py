@@ -104,16 +104,6 @@ class Reads:
             )
         return out
 
-    def issue_activity(self, repo: str, state: str = "open") -> dict[int, IssueActivity]:
-        """Comment count, update time and reaction rollup of every issue of `repo` (no PRs).
-
-        From the issue list: one request per 100 issues, 304s (not counted) when nothing
-        changed. With a token only our own issues are listed (`creator`), as an App all.
-        A failed page raises Incomplete: never a partial map.
-        """
-        items = self._http.pages(f"/repos/{repo}/issues", self._issue_list_params(state))
-        return {a.number: a for a in (_activity(repo, it) for it in items) if a is not None}
-
     def issue_listing(self, repo: str, lists: tuple[IssueList, ...]) -> IssueListing:
         """The open issues' activity from `lists` read in full (each page a conditional GET:
         a free 304 while its URL and answer stay the same), and what the first list — the
@@ -173,7 +163,8 @@ class Reads:
         return {**self._issue_list_params("all"), "since": lst.since}
 
     def _issue_list_params(self, state: str) -> dict[str, Any]:
-        """The issue list's query as `issue_activity` sends it."""
+        """The issue list's query for issues in `state` (oldest first; with a token only
+        ours, `creator`: as an App all)."""
         params: dict[str, Any] = {"state": state, "sort": "created", "direction": "asc"}
         if not self._identity.as_app:
             params["creator"] = self._identity.login

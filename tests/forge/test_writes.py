@@ -9,6 +9,7 @@ import pytest
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import HeadMoved, RevertConflict
 from capdaemon.forge.markers import parse_marker
+from capdaemon.forge.types import IssueList
 from ghsandbox import Sandbox
 
 Writes = Callable[[], dict[str, int]]
@@ -273,11 +274,11 @@ def test_ensure_issue_with_its_number_restores_a_destroyed_marker(
 def test_activity_lists_title_and_body_and_collaborators_fall_back(
     sandbox: Sandbox, forge: Forge
 ) -> None:
-    """issue_activity carries each issue's title and body (R5); the collaborator list has each
+    """The issue listing carries each issue's title and body (R5); the collaborator list has each
     login's role; when GitHub refuses the list (403/404) → None (the caller falls back to
     checking known logins)."""
     issue = forge.ensure_issue(sandbox.bot_repo, {"kind": "review", "pr": "a/b#1"}, "T", "B", [])
-    act = forge.issue_activity(sandbox.bot_repo)[issue.number]
+    act = forge.issue_listing(sandbox.bot_repo, (IssueList(),)).open[issue.number]
     assert act.title == "T" and act.body == issue.body
     assert forge.collaborators(sandbox.bot_repo) == [
         ("agent-1", "write"),
