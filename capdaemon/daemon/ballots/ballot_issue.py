@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 
-from capdaemon.daemon.core.context import Tick, TickDeps
+from capdaemon.daemon.core.context import Tick
 from capdaemon.daemon.core.tickdata import BALLOT
 from capdaemon.daemon.issues import texts
-from capdaemon.daemon.issues.ensure import ensure_issue
+from capdaemon.daemon.issues.ensure import WantedIssue, ensure_issue
 from capdaemon.daemon.polling.tickpr import TickPR
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.checks import ballot_issue_body
@@ -28,7 +27,7 @@ def ensure_ballot(t: Tick, item: TickPR) -> int | None:
     (their ids, read after the new-round comment: clock-free, R3), as well as anything
     stamped before the round's start.
     """
-    deps, now, rec, snap, verdict = t.deps, t.now, item.rec, item.snap, item.verdict
+    now, rec, snap, verdict = t.now, item.rec, item.snap, item.verdict
     assert verdict is not None  # classified this tick
     prior = rec.ballot_round
     # GitHub stamps comments and reactions in whole seconds: a vote in the same second as the
@@ -44,46 +43,37 @@ def ensure_ballot(t: Tick, item: TickPR) -> int | None:
         issue_restored=bool(t.ctx.tampered.get(rec.ref, {}).get(BALLOT)),
     )
     new_round = prior is not None and why is not None
-    voided = _void_approval(deps, rec, snap, prior, why, now) if new_round else None
+    voided = _void_approval(t, rec, snap, prior, why) if new_round else None
     if new_round or prior is None:
         rec.ballot = BallotRecord(BallotStatus.PENDING, snap.head_sha, rnd.round)
     labels = [Label.PENDING_OWNER.value]
     if rec.ballot_status(snap.head_sha) is BallotStatus.DEFERRED:
         labels.append(Label.DEFERRED.value)
-    number = ensure_issue(
-        deps,
-        t.ctx,
-        rec,
+    want = WantedIssue(
         BALLOT,
         {"kind": BALLOT, "pr": rec.ref, "head": snap.head_sha, "round": rnd.round},
         texts.ballot_title(rec.repo, rec.number, snap.title),
         ballot_issue_body(rec.ref, "", snap.title, snap.head_sha, rnd.round, verdict),
-        labels,
-        now,
-        t.report,
+        tuple(labels),
         round_no=rnd.round if why is RoundReason.ISSUE_RESTORED else None,
     )
+    number = ensure_issue(t, rec, want)
     if number is None:
         return None
     if prior is not None and why is not None:
-        rnd = _start_round(deps, rec, snap, prior, rnd, why, voided, number, now)
+        rnd = _start_round(t, rec, snap, prior, rnd, why, voided, number)
     rec.ballot_round = replace(rnd, issue=number)
     return number
 
 
 def _void_approval(
-    deps: TickDeps,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    prior: BallotRound | None,
-    why: RoundReason | None,
-    now: datetime,
+    t: Tick, rec: PRRecord, snap: PRSnapshot, prior: BallotRound | None, why: RoundReason | None
 ) -> str | None:
     """The head whose approval a new round voids (None: nothing approved was voided)."""
     if prior is None or not rec.ballot_approves(prior.head_sha):
         return None
     if why is not RoundReason.HEAD_CHANGED:  # a push is audited as it is seen
-        deps.actions_log.append(
+        t.deps.actions_log.append(
             {
                 "action": "approval_voided",
                 "pr": rec.ref,
@@ -91,13 +81,13 @@ def _void_approval(
                 "new_head_sha": snap.head_sha,
                 "reason": texts.round_reason(why, prior.base_ref, snap.base_ref),
             },
-            now=now,
+            now=t.now,
         )
     return prior.head_sha
 
 
 def _start_round(
-    deps: TickDeps,
+    t: Tick,
     rec: PRRecord,
     snap: PRSnapshot,
     prior: BallotRound,
@@ -105,9 +95,9 @@ def _start_round(
     why: RoundReason,
     voided: str | None,
     number: int,
-    now: datetime,
 ) -> BallotRound:
     """Say on the issue why a new round starts; every vote already on it is stale."""
+    deps = t.deps
     assert deps.decision_repo is not None
     marker = {"kind": "round", "key": f"{rec.ref}:round:{rnd.round}"}
     if why is RoundReason.HEAD_CHANGED:
@@ -131,7 +121,7 @@ def _start_round(
             "reason": why.value,
             "stale_votes": len(rnd.stale_vote_ids),
         },
-        now=now,
+        now=t.now,
     )
     return rnd
 

@@ -8,13 +8,12 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickDeps
 from capdaemon.daemon.core.failure import per_item, report_error
 from capdaemon.daemon.core.reactions import BALLOT_COUNTED
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
     BALLOT_REREAD,
-    TickReport,
     _BallotReads,
     _digest,
     _iso,
@@ -41,8 +40,8 @@ from capdaemon.timefmt import parse_utc
 def step_ballots(t: Tick) -> None:
     """Count the owners' votes on the ballots and the one-tap requests of the PRs seen; a
     decision republishes the PR at once, so step 4 of this tick can merge it."""
-    deps, ctx, seen, now, report = t.deps, t.ctx, t.ctx.seen, t.now, t.report
-    todo = _open_rounds(deps, seen, now, report)
+    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
+    todo = _open_rounds(t)
     fps: dict[str, str | None] = {}
     wanted: dict[str, int] = {}
     if todo:
@@ -50,10 +49,10 @@ def step_ballots(t: Tick) -> None:
         for s in todo:
             rec = s.rec
             number = _issue_of(rec)
-            fps[rec.ref] = fp = ballot_fp(deps, ctx, rec, activity.get(number))
+            fps[rec.ref] = fp = ballot_fp(t, rec, activity.get(number))
             if not ballot_quiet(rec, fp, s.pr.head_sha, now):
                 wanted[rec.ref] = number
-    reads = read_ballots(deps, ctx, wanted)
+    reads = read_ballots(t, wanted)
     for s in todo:
         rec = s.rec
         if rec.ref not in wanted:  # nobody commented or reacted since the last full read
@@ -75,20 +74,18 @@ def step_ballots(t: Tick) -> None:
     _one_taps(t)
 
 
-def _open_rounds(
-    deps: TickDeps, seen: list[TickPR], now: datetime, report: TickReport
-) -> list[TickPR]:
+def _open_rounds(t: Tick) -> list[TickPR]:
     """The PRs whose ballot round is open on the head seen (a rejected round whose close did
     not happen is retried here)."""
     todo: list[TickPR] = []
-    for s in seen:
+    for s in t.ctx.seen:
         rec = s.rec
-        needs = deps.safety.tiers.needs_ballot(rec, s.quadrant)
+        needs = t.deps.safety.tiers.needs_ballot(rec, s.quadrant)
         if not needs or not rec.ballot_round or rec.state != PRState.OPEN:
             continue
         if rec.ballot_round.rejected_at:  # over; reopened: a new round in step 2
             if not rec.ballot_round.reopened:
-                retry_rejection(deps, s, now, report)
+                retry_rejection(t, s)
             continue
         if rec.ballot_round.head_sha != s.pr.head_sha or rec.head_sha != s.pr.head_sha:
             continue  # not rebound yet (the snapshot failed this tick)
@@ -117,9 +114,7 @@ def _issue_of(rec: PRRecord) -> int:
     return rec.ballot_round.issue
 
 
-def ballot_fp(
-    deps: TickDeps, ctx: TickContext, rec: PRRecord, act: IssueActivity | None
-) -> str | None:
+def ballot_fp(t: Tick, rec: PRRecord, act: IssueActivity | None) -> str | None:
     """What the issue list says about a ballot, bound to its round (None: unknown → read).
 
     Comments count and updated_at show new (and deleted) comments; the reaction rollup
@@ -141,7 +136,7 @@ def ballot_fp(
         rnd.head_sha,
         _iso(rnd.started_at),
         sorted(rnd.stale_vote_ids),
-        _policy_hash(deps, ctx, rec.repo),
+        _policy_hash(t, rec.repo),
         rec.author,
     )
 
@@ -155,17 +150,16 @@ def ballot_quiet(rec: PRRecord, fp: str | None, head_sha: str, now: datetime) ->
     return now - parse_utc(seen.at, "ballot_seen.at") < BALLOT_REREAD
 
 
-def read_ballots(
-    deps: TickDeps, ctx: TickContext, wanted: Mapping[str, int]
-) -> dict[str, _BallotReads]:
+def read_ballots(t: Tick, wanted: Mapping[str, int]) -> dict[str, _BallotReads]:
     """Gather phase of step 3: comments and reactions of the ballots to read, concurrently."""
+    deps = t.deps
     repo = deps.decision_repo
     calls: dict[tuple[str, str], Callable[[], Any]] = {}
     if repo is not None:
         for ref, number in wanted.items():
             calls[(ref, "c")] = partial(deps.forge.comments, repo, number)
             calls[(ref, "r")] = partial(deps.forge.reactions, repo, number)
-    got = concurrently(deps, ctx, calls)
+    got = concurrently(t, calls)
     out: dict[str, _BallotReads] = {}
     for ref in wanted:
         reads = out[ref] = _BallotReads()
@@ -206,9 +200,9 @@ def count_votes(t: Tick, s: TickPR, reads: _BallotReads | None = None) -> str:
         answered_comment_ids=answered,
     )
     outcome = resolve_ballot(facts, now)
-    for vote in _audit_votes(deps, rec, issue, rnd, outcome, now):
+    for vote in _audit_votes(t, rec, issue, rnd, outcome):
         ctx.reactions.note(BALLOT_COUNTED, rec.ref, vote.at, now)
-    _answer_unknown_commands(deps, rec, issue, outcome, now)
+    _answer_unknown_commands(t, rec, issue, outcome)
     report.ballots[rec.ref] = outcome.status.value
     previous = rec.ballot_status(s.pr.head_sha).value
     if outcome.status.value != previous:
@@ -217,14 +211,10 @@ def count_votes(t: Tick, s: TickPR, reads: _BallotReads | None = None) -> str:
 
 
 def _audit_votes(
-    deps: TickDeps,
-    rec: PRRecord,
-    issue: int,
-    rnd: BallotRound,
-    outcome: BallotOutcome,
-    now: datetime,
+    t: Tick, rec: PRRecord, issue: int, rnd: BallotRound, outcome: BallotOutcome
 ) -> list[Vote]:
     """Each vote counted or ignored, in the actions log once; returns the votes counted now."""
+    deps = t.deps
     handled = set(rec.handled)
     counted: list[Vote] = []
     for vote in (*outcome.counted, *outcome.ignored):
@@ -239,7 +229,7 @@ def _audit_votes(
                 "round": rnd.round,
                 **vote.to_dict(),
             },
-            now=now,
+            now=t.now,
         )
         if not vote.counted:
             deps.log.info("vote.ignored", pr=rec.ref, user=vote.user, reason=vote.reason)
@@ -249,10 +239,9 @@ def _audit_votes(
     return counted
 
 
-def _answer_unknown_commands(
-    deps: TickDeps, rec: PRRecord, issue: int, outcome: BallotOutcome, now: datetime
-) -> None:
+def _answer_unknown_commands(t: Tick, rec: PRRecord, issue: int, outcome: BallotOutcome) -> None:
     """One reply per comment whose command capdaemon does not know (audited)."""
+    deps = t.deps
     assert deps.decision_repo is not None
     for unknown in outcome.unknown_commands:
         deps.forge.comment_once(
@@ -269,7 +258,7 @@ def _answer_unknown_commands(
                 "user": unknown.user,
                 "line": unknown.command.line,
             },
-            now=now,
+            now=t.now,
         )
         rec.handled.append(f"reply:{unknown.comment_id}")
 
@@ -277,7 +266,7 @@ def _answer_unknown_commands(
 def apply_ballot(
     t: Tick, s: TickPR, issue: int, rnd: BallotRound, outcome: BallotOutcome, previous: str
 ) -> None:
-    deps, now, report = t.deps, t.now, t.report
+    deps, now = t.deps, t.now
     rec = s.rec
     assert deps.decision_repo is not None
     status = outcome.status
@@ -316,12 +305,12 @@ def apply_ballot(
         )
         if not deps.shadow:  # the round is over, whatever happens to the votes later
             rec.ballot_round = replace(rnd.rejected(now), issue=issue)
-    record_ballot(deps, rec, rnd, outcome, now)  # record before act
+    record_ballot(t, rec, rnd, outcome)  # record before act
     rejected = status is BallotStatus.REJECTED
     if rejected:
         publish_rejected_check(deps, rec, outcome)
-    if rejected and close_pr(deps, rec, reject_comment(outcome), now, report):
-        close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
+    if rejected and close_pr(t, rec, reject_comment(outcome)):
+        close_issue(t, rec, BALLOT, "Rejected: the PR is closed.")
     if rec.state == PRState.OPEN and not (rec.ballot_round and rec.ballot_round.rejected_at):
         republish(t, s)
 
@@ -332,7 +321,7 @@ def republish(t: Tick, s: TickPR) -> None:
     is read again, on a fresh TickPR: the PR's own item keeps what step 2 decided."""
     deps, ctx, rec = t.deps, t.ctx, s.rec
     if rec.repo not in ctx.policies:
-        read_repo_policy(deps, ctx, s.rc, deps.forge.policy_text(rec.repo, s.rc.base), t.now)
+        read_repo_policy(t, s.rc, deps.forge.policy_text(rec.repo, s.rc.base))
     policy_hash = ctx.policies[rec.repo].policy_hash
     process_pr(t, plan(t, TickPR(s.rc, s.pr, policy_hash)))
 
@@ -356,9 +345,8 @@ def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome
     rec.check_success = False
 
 
-def record_ballot(
-    deps: TickDeps, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome, now: datetime
-) -> None:
+def record_ballot(t: Tick, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome) -> None:
+    """The ballot's outcome in the PR's record, saved (before anything acts on it)."""
     voted_at = _iso(outcome.deciding.at) if outcome.deciding is not None else None
     rec.ballot = BallotRecord(
         outcome.status,
@@ -366,31 +354,30 @@ def record_ballot(
         rnd.round,
         outcome.decided_by,
         outcome.reason,
-        _iso(now),
+        _iso(t.now),
         voted_at,  # when the deciding vote was cast (reaction times)
     )
-    deps.prs.save(rec)
+    t.deps.prs.save(rec)
 
 
-def retry_rejection(deps: TickDeps, s: TickPR, now: datetime, report: TickReport) -> None:
+def retry_rejection(t: Tick, s: TickPR) -> None:
     """A rejection recorded on the round whose close did not happen (failed, or lost to a
     crash): close the PR now. Votes are not read again: the round is over."""
     rec = s.rec
-    report.ballots[rec.ref] = BallotStatus.REJECTED.value
-    outcome = ballot_outcome(rec, rec.ballot.head_sha if rec.ballot else s.pr.head_sha, now)
-    if close_pr(deps, rec, reject_comment(outcome), now, report):
-        close_issue(deps, rec, BALLOT, "Rejected: the PR is closed.", now)
+    t.report.ballots[rec.ref] = BallotStatus.REJECTED.value
+    outcome = ballot_outcome(rec, rec.ballot.head_sha if rec.ballot else s.pr.head_sha, t.now)
+    if close_pr(t, rec, reject_comment(outcome)):
+        close_issue(t, rec, BALLOT, "Rejected: the PR is closed.")
 
 
-def close_pr(
-    deps: TickDeps, rec: PRRecord, comment: str, now: datetime, report: TickReport
-) -> bool:
+def close_pr(t: Tick, rec: PRRecord, comment: str) -> bool:
     """Close a rejected PR (record before act). Shadow mode only audits "would_close"."""
+    deps, report = t.deps, t.report
     base = {"action": "close", "pr": rec.ref, "head_sha": rec.head_sha}
     if deps.shadow:
-        deps.actions_log.append({**base, "status": "would_close"}, now=now)
+        deps.actions_log.append({**base, "status": "would_close"}, now=t.now)
         return True
-    intent = pr_intent(deps, rec, "close", now, rec.head_sha)
+    intent = pr_intent(t, rec, "close", rec.head_sha)
     try:
         intent.attempt(lambda: deps.forge.close_pr(rec.repo, rec.number, comment))
     except ForgeError as exc:  # refused, or no answer (the intent stays for step 0)
@@ -404,7 +391,7 @@ def close_pr(
     return True
 
 
-def _policy_hash(deps: TickDeps, ctx: TickContext, repo: str) -> str:
+def _policy_hash(t: Tick, repo: str) -> str:
     """The repo's policy hash this tick (the daemon's own when the repo was not polled)."""
-    found = ctx.policies.get(repo)
-    return found.policy_hash if found is not None else deps.policy_hash
+    found = t.ctx.policies.get(repo)
+    return found.policy_hash if found is not None else t.deps.policy_hash

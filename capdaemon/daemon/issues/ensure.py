@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
@@ -13,7 +13,6 @@ from capdaemon.daemon.core.tickdata import (
     BALLOT,
     REVIEW,
     WATCHED_KINDS,
-    TickReport,
     _iso,
     issue_text_hash,
 )
@@ -74,26 +73,28 @@ def _listed(deps: TickDeps, repo: str, report: Report | None) -> dict[int, Issue
     return listing.open
 
 
-def ensure_issue(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    kind: str,
-    marker: dict[str, Any],
-    title: str,
-    body: str,
-    labels: list[str],
-    now: datetime,
-    report: TickReport,
-    *,
-    round_no: int | None = None,
-) -> int | None:
+@dataclass(frozen=True)
+class WantedIssue:
+    """One decision issue as capdaemon wants it on GitHub: its kind (BALLOT, REVIEW, SCOPE),
+    the marker the forge finds it by, its text and labels; `round_no` is the ballot's new round
+    when restoring an edited ballot starts one (R5)."""
+
+    kind: str
+    marker: Mapping[str, Any]
+    title: str
+    body: str
+    labels: tuple[str, ...]
+    round_no: int | None = None
+
+
+def ensure_issue(t: Tick, rec: PRRecord, want: WantedIssue) -> int | None:
     """Open or update one decision issue (the forge finds it by marker: never a duplicate).
 
     A ballot closed earlier ("no ballot needed") is reopened when the head needs one
     again (F2). When someone else edited (or closed) the issue, the text is restored and
-    one comment says so (R5); `round_no` is the ballot's new round in that case.
+    one comment says so (R5), with the ballot's new round (`want.round_no`).
     """
+    deps, ctx, kind = t.deps, t.ctx, want.kind
     repo = deps.decision_repo
     if repo is None:
         deps.log.warning("issue.no_decision_repo", pr=rec.ref, kind=kind)
@@ -104,32 +105,33 @@ def ensure_issue(
         return known.number  # a closed passive review / scope issue stays closed
     issue = deps.forge.ensure_issue(
         repo,
-        marker,
-        title,
-        body,
-        labels,
+        dict(want.marker),
+        want.title,
+        want.body,
+        list(want.labels),
         reopen=kind == BALLOT,
         number=known.number if known else None,
     )
     ctx.decision_writes = True
-    _note_issue(deps, rec, kind, issue, now, report)
+    _note_issue(t, rec, kind, issue)
     if tampered and kind in WATCHED_KINDS:
-        restored(deps, ctx, rec, kind, issue.number, tampered, round_no, now)
+        restored(t, rec, kind, issue.number, tampered, want.round_no)
     done_tampered(ctx, rec.ref, kind)
     known = rec.issues[kind]
     if kind in WATCHED_KINDS:
         known = replace(known, body_sha=issue_text_hash(issue.title, issue.body))
     if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
-        known = replace(known, text=IssueText(title, body, dict(marker), tuple(labels)))
+        known = replace(
+            known, text=IssueText(want.title, want.body, dict(want.marker), want.labels)
+        )
     rec.issues[kind] = known
     return issue.number
 
 
-def _note_issue(
-    deps: TickDeps, rec: PRRecord, kind: str, issue: MarkedIssue, now: datetime, report: TickReport
-) -> None:
+def _note_issue(t: Tick, rec: PRRecord, kind: str, issue: MarkedIssue) -> None:
     """The record's entry for this issue, updated from what GitHub returned (opened or reopened
     issues audited)."""
+    deps, now = t.deps, t.now
     repo = deps.decision_repo
     known = rec.issues.get(kind)
     if not known or known.number != issue.number:
@@ -144,7 +146,7 @@ def _note_issue(
             },
             now=now,
         )
-        report.issues.append(f"{kind}:{repo}#{issue.number}")
+        t.report.issues.append(f"{kind}:{repo}#{issue.number}")
         deps.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
         return
     rec.issues[kind] = replace(known, open=issue.state == "open")
@@ -161,7 +163,7 @@ def restore_reviews(t: Tick) -> None:
     """Restore passive review issues someone else edited, from the text capdaemon wrote
     (their PR has usually merged: it is not reprocessed). Ballots are restored when
     their PR is processed (a new round starts)."""
-    deps, ctx, now, report = t.deps, t.ctx, t.now, t.report
+    deps, ctx, report = t.deps, t.ctx, t.report
     repo = deps.decision_repo
     if repo is None:
         return
@@ -186,7 +188,7 @@ def restore_reviews(t: Tick) -> None:
                 number=info.number,
             )
             ctx.decision_writes = True
-            restored(deps, ctx, rec, REVIEW, issue.number, what, None, now)
+            restored(t, rec, REVIEW, issue.number, what, None)
             rec.issues[REVIEW] = replace(
                 rec.issues[REVIEW], body_sha=issue_text_hash(issue.title, issue.body)
             )
@@ -196,16 +198,10 @@ def restore_reviews(t: Tick) -> None:
 
 
 def restored(
-    deps: TickDeps,
-    ctx: TickContext,
-    rec: PRRecord,
-    kind: str,
-    number: int,
-    what: str,
-    round_no: int | None,
-    now: datetime,
+    t: Tick, rec: PRRecord, kind: str, number: int, what: str, round_no: int | None
 ) -> None:
     """Say once, on the issue, that someone else edited it and that it was restored."""
+    deps, now = t.deps, t.now
     assert deps.decision_repo is not None
     info = rec.issues[kind]
     count = info.restores + 1
@@ -228,7 +224,7 @@ def restored(
         now=now,
     )
     deps.log.warning("issue.restored", pr=rec.ref, kind=kind, issue=number, what=what)
-    done_tampered(ctx, rec.ref, kind)
+    done_tampered(t.ctx, rec.ref, kind)
 
 
 def done_tampered(ctx: TickContext, ref: str, kind: str) -> None:
@@ -286,7 +282,9 @@ def find_tampered(t: Tick) -> None:
             deps.log.warning("issue.tampered", pr=ref, kinds=sorted(kinds.items()))
 
 
-def close_issue(deps: TickDeps, rec: PRRecord, kind: str, comment: str, now: datetime) -> None:
+def close_issue(t: Tick, rec: PRRecord, kind: str, comment: str) -> None:
+    """Close one of the PR's decision issues with a comment (audited); nothing when closed."""
+    deps = t.deps
     known = rec.issues.get(kind)
     if not known or not known.open or deps.decision_repo is None:
         return
@@ -300,7 +298,7 @@ def close_issue(deps: TickDeps, rec: PRRecord, kind: str, comment: str, now: dat
             "issue": f"{deps.decision_repo}#{known.number}",
             "comment": comment,
         },
-        now=now,
+        now=t.now,
     )
     deps.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known.number)
 
@@ -331,7 +329,7 @@ def step_passive_reviews(t: Tick) -> None:
                 for c in comments
             )
             if passive_close_due(opened, now, owner_commented, days):
-                close_issue(deps, rec, REVIEW, texts.passive_close_comment(days), now)
+                close_issue(t, rec, REVIEW, texts.passive_close_comment(days))
                 deps.log.info("passive.closed", pr=rec.ref, issue=info.number)
             elif owner_commented:
                 rec.issues[REVIEW] = replace(info, kept_open=True)

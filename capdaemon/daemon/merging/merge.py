@@ -12,7 +12,6 @@ from capdaemon.daemon.core.failure import per_item
 from capdaemon.daemon.core.reactions import MERGE_DONE, merge_cause, time_or_none
 from capdaemon.daemon.core.tickdata import (
     BALLOT,
-    TickReport,
     required_checks,
 )
 from capdaemon.daemon.issues.ensure import close_issue
@@ -48,7 +47,7 @@ def step_reconcile(t: Tick) -> None:
         if not rec.pending:
             continue
         op = rec.pending.op.value
-        if outcome_recorded(deps, rec, op, now, report):
+        if outcome_recorded(t, rec, op):
             continue
         with per_item(report, "reconcile.failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
@@ -93,11 +92,10 @@ def step_reconcile(t: Tick) -> None:
         settle(deps, rec)
 
 
-def outcome_recorded(
-    deps: TickDeps, rec: PRRecord, op: str, now: datetime, report: TickReport
-) -> bool:
+def outcome_recorded(t: Tick, rec: PRRecord, op: str) -> bool:
     """A crash after the outcome record but before the state save: the log already says
     it, once. Take the state from that record; write nothing more to the log."""
+    deps = t.deps
     assert rec.pending is not None
     done = recorded_outcome(deps.actions_log.path, rec.ref, op, rec.pending.head_sha)
     if done is None:
@@ -105,11 +103,11 @@ def outcome_recorded(
     status = done.get("status")
     if op == "merge" and status in ("done", "merged_by_other"):
         rec.state, rec.merge_sha = PRState.MERGED, str(done.get("merge_sha") or "")
-        close_issue(deps, rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).", now)
+        close_issue(t, rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).")
     elif op == "close" and status == "done":
         rec.state = PRState.CLOSED
     deps.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
-    report.reconciled.append(f"{rec.ref}:{op}")
+    t.report.reconciled.append(f"{rec.ref}:{op}")
     settle(deps, rec)
     return True
 
@@ -278,7 +276,7 @@ def merge(t: Tick, s: TickPR, merged: Callable[[], object] | None = None) -> Non
     `merged` is called as soon as GitHub has merged it (the reaction time's action)."""
     deps, now, report, rec, pr, rc = t.deps, t.now, t.report, s.rec, s.pr, s.rc
     sha = pr.head_sha
-    intent = pr_intent(deps, rec, "merge", now, sha, base_ref=rc.base)
+    intent = pr_intent(t, rec, "merge", sha, base_ref=rc.base)
     deps.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
     try:
         merge_sha = intent.attempt(
@@ -312,4 +310,4 @@ def merge(t: Tick, s: TickPR, merged: Callable[[], object] | None = None) -> Non
         deps.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
     intent.settle()
     if rec.state == "merged":
-        close_issue(deps, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).", now)
+        close_issue(t, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).")

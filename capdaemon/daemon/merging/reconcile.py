@@ -3,12 +3,11 @@ already says about one a crash or an unknown outcome left pending (step 0's look
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from capdaemon.audit import read_records
-from capdaemon.daemon.core.context import TickDeps
+from capdaemon.daemon.core.context import Tick, TickDeps
 from capdaemon.daemon.merging.intent import Intent
 from capdaemon.stores.botstate import PRRecord
 from capdaemon.stores.prrecord import Pending, PendingOp
@@ -38,12 +37,11 @@ def recorded_outcome(
     return outcome
 
 
-def pr_intent(
-    deps: TickDeps, rec: PRRecord, op: str, now: datetime, head_sha: str, **extra: Any
-) -> Intent:
+def pr_intent(t: Tick, rec: PRRecord, op: str, head_sha: str, **extra: Any) -> Intent:
     """An irreversible write on a PR (merge, close) whose intent is the record's `pending`
     (with `extra`, which every record of the write carries too): step 0 of the next tick
     reconciles one left there by a crash or an unknown outcome."""
+    deps, now = t.deps, t.now
 
     def keep() -> None:
         base_ref = extra.get("base_ref")

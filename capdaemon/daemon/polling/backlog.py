@@ -33,9 +33,8 @@ from typing import TypeVar
 
 from capdaemon.config import RepoConfig
 from capdaemon.daemon.core.budget import WRITES_PER_NEW_PR, Waiting
-from capdaemon.daemon.core.context import Tick, TickDeps
+from capdaemon.daemon.core.context import Tick
 from capdaemon.daemon.core.failure import report_error
-from capdaemon.daemon.core.tickdata import TickReport
 from capdaemon.daemon.polling.gather import gather, plan
 from capdaemon.daemon.polling.publish import prepare_new, publish_new
 from capdaemon.daemon.polling.tickpr import TickPR
@@ -47,7 +46,7 @@ from capdaemon.state import StateError
 T = TypeVar("T")
 
 
-def one_pr(deps: TickDeps, report: TickReport, pr: PRSummary, fn: Callable[[], T]) -> T | None:
+def one_pr(t: Tick, pr: PRSummary, fn: Callable[[], T]) -> T | None:
     """Run one PR's step; a forge error or a bug with this PR is reported and gives None (it
     must not stall every other PR). Rate limits, stop requests and state errors end the tick."""
     try:
@@ -55,10 +54,10 @@ def one_pr(deps: TickDeps, report: TickReport, pr: PRSummary, fn: Callable[[], T
     except (TickAbort, StateError):
         raise
     except ForgeError as exc:
-        report_error(report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
+        report_error(t.report, "pr.gather_failed", f"{pr.ref}: {exc}", pr=pr.ref)
     except Exception as exc:
-        deps.log.exception("pr.failed", pr=pr.ref)
-        report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
+        t.deps.log.exception("pr.failed", pr=pr.ref)
+        t.report.errors.append(f"{pr.ref}: {type(exc).__name__}: {exc}")
     return None
 
 
@@ -121,7 +120,7 @@ class Backlog:
         t = self.t
         deps = t.deps
         deps.check_stop()
-        handled = one_pr(deps, t.report, c.pr, partial(publish_new, t, c))
+        handled = one_pr(t, c.pr, partial(publish_new, t, c))
         if handled is None:
             c.forget()
             if c.pr.ref not in deps.prs.records:
@@ -189,7 +188,7 @@ class Backlog:
             t.check_stop()
             gather(t, group)
             for c in group:
-                if one_pr(t.deps, t.report, c.pr, partial(prepare_new, t, c)) is None:
+                if one_pr(t, c.pr, partial(prepare_new, t, c)) is None:
                     c.forget()
 
     def close(self, supervised: Sequence[str]) -> None:

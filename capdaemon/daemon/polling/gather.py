@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import partial
 from typing import Any
 
-from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
+from capdaemon.daemon.core.context import Tick, TickDeps
 from capdaemon.daemon.core.tickdata import GATHER_WORKERS, _Stopped
 from capdaemon.daemon.polling.prstate import (
     full_fingerprint,
@@ -23,9 +23,7 @@ from capdaemon.stores.botstate import PRRecord
 
 
 # ---------------------------------------------------------- the gather phase
-def concurrently(
-    deps: TickDeps, ctx: TickContext, calls: Mapping[Any, Callable[[], Any]]
-) -> dict[Any, Any]:
+def concurrently(t: Tick, calls: Mapping[Any, Callable[[], Any]]) -> dict[Any, Any]:
     """Run independent reads on GATHER_WORKERS threads; each key maps to its result or error.
 
     Reads only (the forge gives each concurrent request its own PyGithub Requester over the
@@ -33,6 +31,7 @@ def concurrently(
     TickAbort (a rate limit, a stop request) the remaining reads are not started: they get that
     error, so the tick ends as it would have sequentially.
     """
+    deps, ctx = t.deps, t.ctx
     out: dict[Any, Any] = {}
     halt: list[BaseException] = []
 
@@ -82,14 +81,13 @@ def gather(t: Tick, items: Sequence[TickPR]) -> None:
     Commit statuses are not read here: classification never sees them (a snapshot carries
     check runs only); merge readiness reads them in step 4, for PRs that may merge.
     """
-    deps, ctx = t.deps, t.ctx
+    deps = t.deps
     for item in items:
         item.start_reads()
         plan(t, item)
     wanted = [item for item in items if item.settled is None]
     got = concurrently(
-        deps,
-        ctx,
+        t,
         {id(i): partial(deps.forge.check_runs, i.pr.repo, i.pr.head_sha) for i in wanted},
     )
     snaps: list[TickPR] = []
@@ -104,8 +102,7 @@ def gather(t: Tick, items: Sequence[TickPR]) -> None:
         if rec is None or not unchanged(t, rec, item, checks):
             snaps.append(item)
     got = concurrently(
-        deps,
-        ctx,
+        t,
         {
             id(i): partial(
                 deps.forge.snapshot,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from functools import partial
 
 from capdaemon.config import ConfigError, RepoConfig, parse_repo_policy
-from capdaemon.daemon.core.context import RepoPolicy, Tick, TickContext, TickDeps
+from capdaemon.daemon.core.context import RepoPolicy, Tick
 from capdaemon.daemon.core.failure import per_item, report_error
 from capdaemon.daemon.core.handover import serve_changed
-from capdaemon.daemon.core.tickdata import BALLOT, GATHER_CHUNK, TickReport, _digest, _iso
+from capdaemon.daemon.core.tickdata import BALLOT, GATHER_CHUNK, _digest, _iso
 from capdaemon.daemon.issues import texts
 from capdaemon.daemon.issues.ensure import close_issue
 from capdaemon.daemon.polling.backlog import Backlog, one_pr
@@ -52,7 +51,7 @@ def poll_and_classify(t: Tick) -> None:
     report.prs_seen = len(seen)
     ctx.seen, ctx.polled = seen, True
     if t.only is None:
-        _save_policies(deps, ctx)
+        _save_policies(t)
     if ctx.decision_writes:
         ctx.activity = None  # step 3 lists the issues again, after our writes
 
@@ -67,14 +66,14 @@ def _list_repo(t: Tick, rc: RepoConfig) -> tuple[RepoConfig, list[PRSummary]] | 
         prs = deps.forge.list_open_prs(rc.name, rc.base)
         policy = deps.forge.policy_text(rc.name, rc.base)
     except NotFound as exc:  # a typo, a deleted repo, an App no longer installed
-        _unknown_repo(deps, report, rc.name, exc)
+        _unknown_repo(t, rc.name, exc)
         return None
     except ForgeError as exc:
         report_error(report, "repo.poll_failed", f"{rc.name}: {exc}", repo=rc.name)
         if taken:  # served apart after steps 1-2
             t.ctx.owed.add(rc.name)
         return None
-    return read_repo_policy(deps, t.ctx, rc, policy, t.now), prs
+    return read_repo_policy(t, rc, policy), prs
 
 
 def _decide(
@@ -117,23 +116,23 @@ def _fresh(t: Tick, rc: RepoConfig, prs: list[PRSummary]) -> list[PRSummary]:
     return fresh
 
 
-def _unknown_repo(deps: TickDeps, report: TickReport, repo: str, exc: NotFound) -> None:
+def _unknown_repo(t: Tick, repo: str, exc: NotFound) -> None:
     """A configured repo GitHub does not show us: a config error of this tick, named; the repo
     is left out of the tick (no protection issue, not an API failure for the breaker)."""
     message = (
         f"repos: {repo}: GitHub does not show this repository ({exc}); fix the name in "
         "capdaemon.yml or the App's installation — its pull requests are not handled"
     )
-    report.config_errors.append(message)
-    report.unknown_repos.append(repo)
-    deps.log.error("repo.unknown", repo=repo, error=message)
+    t.report.config_errors.append(message)
+    t.report.unknown_repos.append(repo)
+    t.deps.log.error("repo.unknown", repo=repo, error=message)
 
 
 def _poll_repo(t: Tick, backlog: Backlog, rc: RepoConfig, prs: list[PRSummary]) -> list[TickPR]:
     """One repo's open PRs: known ones handled in full, new ones classified for the backlog."""
     deps, ctx, report = t.deps, t.ctx, t.report
     policy_hash = ctx.policies[rc.name].policy_hash
-    forget_closed(deps, ctx, rc, {p.number for p in prs}, t.now)
+    forget_closed(t, rc, {p.number for p in prs})
     deps.safety.basebind.note_retargeted(rc.base, prs, t.now)  # a ballot is bound to its base
     prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
     known = [TickPR(rc, p, policy_hash) for p in prs if p.ref in deps.prs.records]
@@ -149,9 +148,9 @@ def _poll_repo(t: Tick, backlog: Backlog, rc: RepoConfig, prs: list[PRSummary]) 
             deps.check_stop()
             pr = item.pr
             if pr.ref not in deps.prs.records:  # new: now, or by value after every repo
-                seen += backlog.offer(one_pr(deps, report, pr, partial(prepare_new, t, item)))
+                seen += backlog.offer(one_pr(t, pr, partial(prepare_new, t, item)))
                 continue
-            handled = one_pr(deps, report, pr, partial(process_pr, t, item))
+            handled = one_pr(t, pr, partial(process_pr, t, item))
             if handled is not None:
                 seen.append(handled)
             deps.heartbeat()
@@ -160,8 +159,9 @@ def _poll_repo(t: Tick, backlog: Backlog, rc: RepoConfig, prs: list[PRSummary]) 
     return seen
 
 
-def _save_policies(deps: TickDeps, ctx: TickContext) -> None:
+def _save_policies(t: Tick) -> None:
     """Record each repo's policy summary for the dashboard (a corrupt file is kept, reported)."""
+    deps, ctx = t.deps, t.ctx
     supervised = tuple(rc.name for rc in deps.config.repos)
     try:
         save_policies(deps.state_dir, ctx.policies, supervised)
@@ -169,9 +169,7 @@ def _save_policies(deps: TickDeps, ctx: TickContext) -> None:
         report_error(ctx.report, "state.repo_policies_unreadable", f"{exc}; never overwritten")
 
 
-def read_repo_policy(
-    deps: TickDeps, ctx: TickContext, rc: RepoConfig, policy: str | None, now: datetime
-) -> RepoConfig:
+def read_repo_policy(t: Tick, rc: RepoConfig, policy: str | None) -> RepoConfig:
     """Parse the repo's base-branch .capdaemon.yml once this tick; its effective RepoConfig.
 
     The effective config (central config + the policy) serves the classifier, the merge gate
@@ -179,6 +177,7 @@ def read_repo_policy(
     repo error (logged, audited once per policy text): the repo merges nothing this tick and
     the classifier makes its PRs D.
     """
+    deps, ctx = t.deps, t.ctx
     policy_hash = _digest(deps.policy_hash, policy)
     found = ctx.policies[rc.name] = RepoPolicy(deps.config, policy_hash, base=rc.base)
     if not policy or not policy.strip():
@@ -194,7 +193,7 @@ def read_repo_policy(
         if deps.policy_error_audited.get(rc.name) != policy_hash:
             deps.actions_log.append(
                 {"action": "repo_policy_error", "repo": rc.name, "error": message[:500]},
-                now=now,
+                now=t.now,
             )
             deps.policy_error_audited[rc.name] = policy_hash
         return rc
@@ -202,19 +201,18 @@ def read_repo_policy(
     return eff.repo(rc.name) or rc
 
 
-def forget_closed(
-    deps: TickDeps, ctx: TickContext, rc: RepoConfig, open_numbers: set[int], now: datetime
-) -> None:
+def forget_closed(t: Tick, rc: RepoConfig, open_numbers: set[int]) -> None:
     """Records of PRs that left the open list (merged or closed outside the daemon)."""
+    deps, now = t.deps, t.now
     for rec in list(deps.prs.records.values()):
         if rec.repo != rc.name or rec.state != "open" or rec.number in open_numbers or rec.pending:
             continue
-        with per_item(ctx.report, "pr.status_failed", rec.ref, pr=rec.ref) as item:
+        with per_item(t.report, "pr.status_failed", rec.ref, pr=rec.ref) as item:
             status = deps.forge.pull_status(rec.repo, rec.number)
         if item.failed:  # unknown state: ask again next tick, decide nothing
             continue
         rec.state = PRState.MERGED if status.merged else PRState.CLOSED
         rec.merge_sha = status.merge_sha if status.merged else None
         deps.actions_log.append({"action": "pr_left", "pr": rec.ref, "state": rec.state}, now=now)
-        close_issue(deps, rec, BALLOT, texts.gone_comment(rec.state), now)
+        close_issue(t, rec, BALLOT, texts.gone_comment(rec.state))
         rec.updated_at = _iso(now)

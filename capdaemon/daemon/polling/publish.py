@@ -20,7 +20,7 @@ from capdaemon.daemon.core.tickdata import (
     without_stale_auto_revert,
 )
 from capdaemon.daemon.issues import texts
-from capdaemon.daemon.issues.ensure import close_issue, ensure_issue
+from capdaemon.daemon.issues.ensure import WantedIssue, close_issue, ensure_issue
 from capdaemon.daemon.polling.gather import plan, unchanged
 from capdaemon.daemon.polling.prstate import (
     ballot_outcome,
@@ -84,7 +84,7 @@ def process_pr(t: Tick, item: TickPR) -> TickPR:
         return _done(item)  # the list is stale; the next tick sees the new head or base
     snap = item.snap
     if rec.head_sha and rec.head_sha != snap.head_sha:
-        head_moved(deps, rec, snap.head_sha, now)
+        head_moved(t, rec, snap.head_sha)
     return _record_and_publish(t, item)
 
 
@@ -161,7 +161,7 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     _note_verdict(rec, snap, verdict, capv, now)
     deps.safety.tiers.on_classified(rec, snap, now, t.reads)
     if rec.audited != fp:
-        audit_classification(deps, rec, snap, verdict, capv, fp, now)
+        audit_classification(t, rec, snap, verdict, capv, fp)
         report.classified.append(rec.ref)
     publish(t, item)
     if new_head:  # measured from the PR's last change as listed (at or after the push)
@@ -233,14 +233,11 @@ def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
 
 
 def audit_classification(
-    deps: TickDeps,
-    rec: PRRecord,
-    snap: PRSnapshot,
-    verdict: Verdict,
-    capv: CapabilityVerdict,
-    fp: str,
-    now: datetime,
+    t: Tick, rec: PRRecord, snap: PRSnapshot, verdict: Verdict, capv: CapabilityVerdict, fp: str
 ) -> None:
+    """The classification of this head in the classifier log (a scope violation in the actions
+    log too), counted once per head in the metrics."""
+    deps, now = t.deps, t.now
     entry = {
         "pr": rec.ref,
         "head_sha": snap.head_sha,
@@ -284,8 +281,9 @@ def audit_classification(
     )
 
 
-def head_moved(deps: TickDeps, rec: PRRecord, new_head: str, now: datetime) -> None:
+def head_moved(t: Tick, rec: PRRecord, new_head: str) -> None:
     """A push: an approval for the old head is void; a ballot round rebinds when still D."""
+    deps, now = t.deps, t.now
     if rec.ballot_approves(rec.head_sha):
         deps.actions_log.append(
             {
@@ -318,7 +316,7 @@ def publish(t: Tick, item: TickPR) -> None:
         ballot_issue = ensure_ballot(t, item)
     else:
         note = f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
-        close_issue(deps, rec, BALLOT, note, now)
+        close_issue(t, rec, BALLOT, note)
     outcome = ballot_outcome(rec, snap.head_sha, now) if is_d else None
     deps.safety.tiers.gate(rec, snap, now, t.report)
     check = render_check(
@@ -362,35 +360,28 @@ def _passive_review(t: Tick, item: TickPR) -> None:
         else Label.AUTO_APPROVED_IRREVERSIBLE_NON_CRITICAL
     )
     days = deps.config.passive_review_days
-    ensure_issue(
-        deps,
-        t.ctx,
-        rec,
+    want = WantedIssue(
         REVIEW,
         {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
         texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
         passive_issue_body(verdict.quadrant, rec.ref, "", snap.title, verdict, days=days),
-        [label.value],
-        t.now,
-        t.report,
+        (label.value,),
     )
+    ensure_issue(t, rec, want)
 
 
 def _scope_issue(t: Tick, item: TickPR) -> None:
     """Open (or keep) the issue that says why this head is outside its task's scope."""
     rec, snap, capv = item.rec, item.snap, item.capv
     assert capv is not None  # classified this tick
-    ensure_issue(
-        t.deps,
-        t.ctx,
-        rec,
+    body = texts.scope_body(
+        pr_ref=rec.ref, task=capv.task_id, head_sha=snap.head_sha, problems=capv.blocking
+    )
+    want = WantedIssue(
         SCOPE,
         {"kind": SCOPE, "pr": rec.ref, "head": snap.head_sha},
         texts.scope_title(rec.repo, rec.number),
-        texts.scope_body(
-            pr_ref=rec.ref, task=capv.task_id, head_sha=snap.head_sha, problems=capv.blocking
-        ),
-        [Label.SCOPE_VIOLATION.value],
-        t.now,
-        t.report,
+        body,
+        (Label.SCOPE_VIOLATION.value,),
     )
+    ensure_issue(t, rec, want)
