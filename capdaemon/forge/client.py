@@ -56,6 +56,7 @@ from capdaemon.forge.types import (
     Reaction,
     RecentChanges,
 )
+from capdaemon.forge.wirestats import WireCounts
 from capdaemon.forge.writes import Writes
 from capdaemon.model import CheckRun, PRSnapshot
 
@@ -251,6 +252,7 @@ class Forge:
         wait budget, for tick metrics."""
         r = self.transport.rate
         reset = datetime.fromtimestamp(r.reset, tz=UTC) if r.reset else None
+        wire = self.wire_counts()
         return {
             "remaining": r.remaining,
             "limit": r.limit,
@@ -258,13 +260,17 @@ class Forge:
             "reset": reset.isoformat() if reset else None,
             "wait_budget_left": round(self.transport.budget.remaining, 3),
             "wait_spent": round(self.transport.budget.spent, 3),
-            "requests": self.transport.stats.sent,
-            "not_modified": self.transport.stats.not_modified,
-            "writes": self.transport.stats.writes,
+            "requests": wire.sent,
+            "not_modified": wire.not_modified,
+            "writes": wire.writes,
             "by_installation": {
                 key: rate.remaining for key, rate in self.transport.rates.items() if key
             },
         }
+
+    def wire_counts(self) -> WireCounts:
+        """The transport's running counters (requests, 304s, writes, seconds waited)."""
+        return self.transport.stats.counts()
 
     def list_open_prs(self, repo: str, base: str | None = None) -> list[PRSummary]:
         """All open PRs of `repo`, oldest first; never a partial list (a failed page raises)."""

@@ -18,6 +18,7 @@ from capdaemon.forge.types import (
     Reaction,
     RecentChanges,
 )
+from capdaemon.forge.wirestats import WireCounts
 from capdaemon.model import CheckRun, PRSnapshot
 
 if TYPE_CHECKING:
@@ -97,6 +98,11 @@ class ForgePort(Protocol):
 
     def rate_budget(self) -> RateBudget:
         """Rate-limit figures and this tick's wait budget."""
+        ...
+
+    def wire_counts(self) -> WireCounts:
+        """What went over the wire so far (running counters: requests, 304s, writes, seconds
+        waited); the difference of two readings is what happened between them."""
         ...
 
     def pause(self, seconds: float) -> bool:

@@ -6,6 +6,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+@dataclass(frozen=True)
+class WireCounts:
+    """The transport's running counters a caller reads before and after a piece of work:
+    requests sent, of them answered 304 Not Modified, writes, and seconds waited (retries,
+    rate limits)."""
+
+    sent: int
+    not_modified: int
+    writes: int
+    waited: float
+
+
 @dataclass
 class TransportStats:
     """What went over the wire, as the client saw it."""
@@ -18,6 +30,10 @@ class TransportStats:
     rate_waits: int = 0
     waited: float = 0.0
     by_method: dict[str, int] = field(default_factory=dict)
+
+    def counts(self) -> WireCounts:
+        """The running counters, as they are now."""
+        return WireCounts(self.sent, self.not_modified, self.writes, self.waited)
 
     def as_dict(self) -> dict[str, Any]:
         """A plain copy."""

@@ -77,17 +77,32 @@ def test_one_pr_is_one_object_from_the_list_to_the_merge(daemon: Harness) -> Non
 
 
 def test_each_step_is_timed_with_what_it_sent(daemon: Harness) -> None:
-    """The per-step figures a tick logs: a step that lists the repo counts its requests (and
-    the conditional one answered 304 the second time); a step that sends nothing counts 0."""
+    """The per-step figures a tick logs, each from the forge's own counters: a step that lists
+    the repo counts its requests (and the conditional one answered 304 the second time); a step
+    that opens an issue counts one write; a step whose read GitHub answers 502 once counts the
+    retry and the seconds waited before it; a step that sends nothing counts 0."""
     ticker = daemon.ticker or daemon.start()
-    ticker.forge.recent_changes(daemon.sb.repo, "issues", 1)  # the App's token, minted first
-    times = StepTimes(ticker.forge)
+    forge = ticker.forge
+    forge.recent_changes(daemon.sb.repo, "issues", 1)  # the App's token, minted first
+    forge.transport.backoff_base = forge.transport.backoff_max = 0.05
+    times = StepTimes(forge, ticker.new_context(daemon.sb.now()).merge_waits)
     for _ in range(2):
         times.start("list")
-        ticker.forge.recent_changes(daemon.sb.repo, "pulls", 1)
+        forge.recent_changes(daemon.sb.repo, "pulls", 1)
         times.stop()
+    times.start("write")
+    forge.ensure_issue(daemon.sb.repo, {"kind": "note", "key": "timed"}, "Timed", "text")
+    times.stop()
+    daemon.sb.faults("GET", r"/pulls\?.*sort=updated", status=502, count=1)
+    times.start("retry")
+    forge.recent_changes(daemon.sb.repo, "pulls", 1)
+    times.stop()
     times.start("idle")
     times.stop()
     got = times.summary()
     assert got["list"]["sent"] == 2 and got["list"]["not_modified"] == 1
-    assert got["list"]["seconds"] >= 0 and got["idle"]["sent"] == 0
+    assert got["list"]["writes"] == 0 and got["list"]["waited"] == 0
+    assert got["write"]["writes"] == 1 and got["write"]["sent"] >= 1
+    assert got["retry"]["sent"] == 2 and got["retry"]["writes"] == 0
+    assert times.steps["retry"]["waited"] > 0 and got["retry"]["mergeability_waited"] == 0
+    assert got["list"]["seconds"] >= 0 and got["idle"] == dict.fromkeys(got["idle"], 0)

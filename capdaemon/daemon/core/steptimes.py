@@ -11,19 +11,24 @@ in the step it overlaps, and so is a change served apart between two repos of st
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
 
-WIRE_FIELDS = ("sent", "not_modified", "writes", "waited", "mergeability_waited")
+from capdaemon.daemon.merging.mergewait import MergeabilityWaits
+from capdaemon.forge.port import ForgePort
+from capdaemon.forge.wirestats import WireCounts
+
+# the forge's counters (requests sent, 304s, writes, seconds waited) and the tick's own wait
+WIRE_FIELDS = (*(f.name for f in fields(WireCounts)), "mergeability_waited")
 SECONDS_FIELDS = ("seconds", "waited", "mergeability_waited")
 
 
-def wire_counters(forge: Any, merge_waits: Any = None) -> dict[str, float]:
-    """The transport's running counters (zeros when the forge has no HTTP transport) and the
-    seconds this tick waited for GitHub to compute mergeability."""
-    stats = getattr(getattr(forge, "transport", None), "stats", None)
-    out = {k: float(getattr(stats, k, 0) or 0) for k in WIRE_FIELDS}
-    out["mergeability_waited"] = float(getattr(merge_waits, "waited", 0.0))
+def wire_counters(
+    forge: ForgePort, merge_waits: MergeabilityWaits | None = None
+) -> dict[str, float]:
+    """The forge's running wire counters and the seconds this tick waited for GitHub to
+    compute mergeability."""
+    out = {k: float(v) for k, v in asdict(forge.wire_counts()).items()}
+    out["mergeability_waited"] = merge_waits.waited if merge_waits is not None else 0.0
     return out
 
 
@@ -31,8 +36,8 @@ def wire_counters(forge: Any, merge_waits: Any = None) -> dict[str, float]:
 class StepTimes:
     """One tick's per-step figures, in the order the steps ran."""
 
-    forge: Any
-    merge_waits: Any = None  # the tick's MergeabilityWaits
+    forge: ForgePort
+    merge_waits: MergeabilityWaits | None = None  # the tick's
     steps: dict[str, dict[str, float]] = field(default_factory=dict)
     _open: tuple[str, float, dict[str, float]] | None = None
 
