@@ -42,8 +42,9 @@ def test_a_stop_requested_during_a_step_ends_the_tick_before_the_next_step(
     daemon: Harness,
 ) -> None:
     """A stop request (SIGTERM) raised while one step runs is honoured before the next step
-    starts, whichever two steps they are: the later step does nothing."""
+    starts, whichever two steps they are: the later step does nothing (and is not timed)."""
     t = _tick(daemon)
+    times = StepTimes(t.deps.forge, t.ctx.merge_waits)
     ran: list[str] = []
 
     def first(t: Tick) -> None:
@@ -54,8 +55,9 @@ def test_a_stop_requested_during_a_step_ends_the_tick_before_the_next_step(
         ran.append("second")
 
     with pytest.raises(_Stopped):
-        run_steps(t, (first, second))
+        run_steps(t, (first, second), times)
     assert ran == ["first"]
+    assert list(times.summary()) == ["first"]
 
 
 @pytest.mark.slow

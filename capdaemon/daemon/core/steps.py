@@ -114,19 +114,16 @@ TARGETED_STEPS: tuple[Step, ...] = (
 )
 
 
-def run_steps(t: Tick, steps: Iterable[Step], times: StepTimes | None = None) -> None:
+def run_steps(t: Tick, steps: Iterable[Step], times: StepTimes) -> None:
     """Run `steps` in order; a stop request is honoured between any two of them, and in a
     full tick what a change detector saw meanwhile is served there (serve_changed). `times`:
-    where each step's wall time and wire figures go."""
+    where each step's wall time and wire figures go (a step that raises is timed too)."""
     for i, step in enumerate(steps):
         if i:
             t.check_stop()
             if t.ctx.polled:  # before steps 1-2, their own list reads come after a change
                 serve_changed(t)
                 t.check_stop()
-        if times is None:
-            step(t)
-            continue
         times.start(step.__name__.lstrip("_"))
         try:
             step(t)
