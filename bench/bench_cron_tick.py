@@ -36,17 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import cron_world as world  # noqa: E402
 from bench_tick import pr_files  # noqa: E402
-from cron_world import (  # noqa: E402
-    CLOCKED,
-    UNLIMITED,
-    github_limits,
-    merge_base,
-    seeded,
-    spawn,
-    tick_once,
-    unpack,
-)
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
@@ -80,7 +71,7 @@ class Daemon:
     """A `run`-style process from `tree`: `tick()` runs one tick there, (wall s, peak RSS MiB)."""
 
     def __init__(self, tree: Path, config: Path, state: Path) -> None:
-        self.proc = spawn(tree, DAEMON, config, state)
+        self.proc = world.spawn(tree, DAEMON, config, state)
 
     def tick(self) -> tuple[float, float, int, dict[str, Any]]:
         """One tick; (wall, rss, 0, summary) or exit code 1 when the process died."""
@@ -106,7 +97,7 @@ def scenario(
     """Seed a fresh sandbox, run three ticks from `tree` (cron: a process each; run: one
     process), one row per tick."""
     # budget settings in `github` (a tree that predates them is run without)
-    with seeded(repos, prs, keys, lambda gh: gh.update(github)) as (sb, config, tmp):
+    with world.seeded(repos, prs, keys, lambda gh: gh.update(github)) as (sb, config, tmp):
         rows = []
         daemon = Daemon(tree, config, Path(tmp) / "state") if mode == "run" else None
         for label in TICKS:
@@ -117,7 +108,7 @@ def scenario(
             if daemon is not None:
                 wall, rss, code, summary = daemon.tick()
             else:
-                wall, rss, code, summary = tick_once(tree, config, Path(tmp) / "state")
+                wall, rss, code, summary = world.tick_once(tree, config, Path(tmp) / "state")
             sb.clear_faults()
             c = sb.counters()
             mints = sum(
@@ -173,8 +164,8 @@ def cold_start_order(tree: Path, repos: int, prs: int, keys: Any, max_ticks: int
     found["hour"] = (0, 0)  # (ballots, passive issues) open after the first hour's ticks
     found["content"] = (0, 0)  # content-creating writes: most in one tick, in the first hour
 
-    with seeded(repos, prs, keys, github_limits) as (sb, config, tmp):
-        proc = spawn(tree, CLOCKED, config, Path(tmp) / "state")
+    with world.seeded(repos, prs, keys, world.github_limits) as (sb, config, tmp):
+        proc = world.spawn(tree, world.CLOCKED, config, Path(tmp) / "state")
         assert proc.stdin is not None and proc.stdout is not None
         start = datetime.now(UTC)
         tick = 0
@@ -216,7 +207,7 @@ def main() -> int:
     ap.add_argument("--order-ticks", type=int, default=30, help="most ticks of the cold start")
     ap.add_argument("--order-only", action="store_true", help="only the cold-start order table")
     args = ap.parse_args()
-    before = args.before or merge_base()
+    before = args.before or world.merge_base()
     keys = std.generate_keys()
     if not args.order_only:
         print(f"{args.repos} × {args.prs} open PRs, shadow mode, delay {args.delay:g} s")
@@ -226,10 +217,10 @@ def main() -> int:
         )
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        old_tree = unpack(before, Path(tmp) / "before")
+        old_tree = world.unpack(before, Path(tmp) / "before")
         trees: list[tuple[str, Path, dict[str, Any]]] = [
             (f"before ({before[:10]})", old_tree, {}),
-            ("after, budget off", ROOT, UNLIMITED),
+            ("after, budget off", ROOT, world.UNLIMITED),
             (
                 "after, GitHub's write limits",
                 ROOT,

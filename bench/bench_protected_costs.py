@@ -33,16 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from cron_world import (  # noqa: E402
-    CLOCKED,
-    UNLIMITED,
-    github_limits,
-    merge_base,
-    seeded,
-    spawn,
-    tick_once,
-    unpack,
-)
+import cron_world as world  # noqa: E402
 
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
@@ -102,7 +93,7 @@ class Clocked:
 
     def __init__(self, tree: Path, config: Path, state: Path) -> None:
         self.at = datetime.now(UTC)
-        self.proc = spawn(tree, CLOCKED, config, state)
+        self.proc = world.spawn(tree, world.CLOCKED, config, state)
 
     def tick(self) -> tuple[float, float, int, dict[str, Any]]:
         """One tick, a minute after the last: (0, 0, exit code, summary)."""
@@ -131,7 +122,7 @@ def _drain(
         if daemon is not None:
             _wall, _rss, code, summary = daemon.tick()
         else:
-            _wall, _rss, code, summary = tick_once(tree, config, state)
+            _wall, _rss, code, summary = world.tick_once(tree, config, state)
         c = sb.counters()
         for k in ("requests", "counted", "not_modified"):
             sums[k] += c["total"][k]
@@ -147,21 +138,21 @@ def _drain(
 
 def steady(tree: Path, size: tuple[int, int], keys: Any, latency: float) -> dict[str, Any]:
     """The steady `tick --once` on protected repos (after the cold start is drained)."""
-    with seeded(*size, keys, lambda gh: gh.update(UNLIMITED)) as (sb, config, tmp):
+    with world.seeded(*size, keys, lambda gh: gh.update(world.UNLIMITED)) as (sb, config, tmp):
         for r in range(size[0]):
             protect(sb, f"{std.ORG}/bench{r}")
         state = Path(tmp) / "state"
         _drain(sb, tree, config, state)
         for _ in range(SETTLE_TICKS):  # what the cold start left: until a tick counts nothing
             sb.reset_counters()
-            tick_once(tree, config, state)
+            world.tick_once(tree, config, state)
             if not sb.counters()["total"]["counted"]:
                 break
         sb.reset_counters()
         if latency:
             sb.faults("*", r".*", kind="delay", delay=latency, count=1_000_000)
         t0 = time.perf_counter()
-        _wall, _rss, code, _summary = tick_once(tree, config, state)
+        _wall, _rss, code, _summary = world.tick_once(tree, config, state)
         wall = time.perf_counter() - t0
         sb.clear_faults()
         c = sb.counters()
@@ -173,7 +164,7 @@ def cold(tree: Path, size: tuple[int, int], keys: Any, mode: str) -> dict[str, A
     """A cold start within GitHub's write limits, drained (`mode` cron: a process per tick;
     run: one process): totals over every tick."""
 
-    with seeded(*size, keys, github_limits) as (sb, config, tmp):
+    with world.seeded(*size, keys, world.github_limits) as (sb, config, tmp):
         t0 = time.perf_counter()
         state = Path(tmp) / "state"
         daemon = Clocked(tree, config, state) if mode == "run" else None
@@ -195,12 +186,12 @@ def main() -> int:
     ap.add_argument("--after-only", action="store_true", help="skip the older tree")
     ap.add_argument("--endpoints", action="store_true", help="requests per endpoint")
     args = ap.parse_args()
-    before = args.before or merge_base()
+    before = args.before or world.merge_base()
     keys = std.generate_keys()
     with tempfile.TemporaryDirectory() as tmp:
         trees = [("after", ROOT)]
         if not args.after_only:
-            trees.insert(0, (f"before ({before[:10]})", unpack(before, Path(tmp) / "before")))
+            trees.insert(0, (f"before ({before[:10]})", world.unpack(before, Path(tmp) / "before")))
         if args.only in (None, "steady"):
             size = _size(args.steady)
             print(
