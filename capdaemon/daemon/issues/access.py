@@ -39,28 +39,34 @@ def decision_repo_writers(
     repo = config.ballot_repo
     if repo is None:
         return [], "candidates"
-    bot = {config.bot_login.lower(), str(getattr(forge, "login", "") or "").lower()}
-    owners = {o.lower() for o in config.owners}
-    for rc in config.repos:
-        owners |= {o.lower() for o in rc.owners}
-    listed = None
-    lister = getattr(forge, "collaborators", None)
-    if lister is not None:
-        try:
-            listed = lister(repo)
-        except ForgeError:
-            listed = None
-    how = "collaborators"
+    trusted = _owners(config) | {config.bot_login.lower(), forge.login.lower()}
+    listed, how = _collaborators(forge, repo), "collaborators"
     if listed is None:
         how = "candidates"
-        listed = []
-        for login in sorted({c for c in candidates if c} - {""}):
-            if login.lower() in owners or login.lower() in bot:
-                continue
-            listed.append((login, forge.permission(repo, login)))
+        listed = [
+            (login, forge.permission(repo, login))
+            for login in sorted({c for c in candidates if c})
+            if login.lower() not in trusted
+        ]
     out = [
         Writer(login, role)
         for login, role in listed
-        if role in WRITE_ROLES and login.lower() not in owners and login.lower() not in bot
+        if role in WRITE_ROLES and login.lower() not in trusted
     ]
     return sorted(out, key=lambda w: w.login.lower()), how
+
+
+def _owners(config: Config) -> set[str]:
+    """Every owner's login (lower-cased): the central ones and each repo's extra ones."""
+    owners = {o.lower() for o in config.owners}
+    for rc in config.repos:
+        owners |= {o.lower() for o in rc.owners}
+    return owners
+
+
+def _collaborators(forge: ForgePort, repo: str) -> list[tuple[str, str]] | None:
+    """The decision repo's collaborators and their roles (None: GitHub does not list them)."""
+    try:
+        return forge.collaborators(repo)
+    except ForgeError:
+        return None
