@@ -124,30 +124,36 @@ def required_checks_for(
 
 def step_merge(t: Tick) -> None:
     """Step 4: merge, at the head sha, each PR seen this tick whose readiness says so."""
-    deps, ctx, report = t.deps, t.ctx, t.report
-    for s in ctx.seen:
-        rec, pr = s.rec, s.pr
-        if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
+    for s in t.ctx.seen:
+        if not _may_merge(t, s):
             continue
-        if rec.pending:
-            continue  # an earlier action's outcome is unknown: reconciled first (step 0)
-        if rec.ref in ctx.ballot_unread:
-            deps.log.info("merge.waiting", pr=rec.ref, reasons=["ballot unreadable"])
-            continue  # fail closed: a newer owner /reject may be in what we could not read
-        if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
-            continue  # cheap filter: our own L1.C3 fails, or GitHub refused this head
-        if deps.shadow and rec.would_merge_head == pr.head_sha:
-            continue
-        if ctx.policy_error(s.rc.name) is not None:
-            deps.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
-            continue  # fail closed: the repo's policy is unknown this tick
-        blocking = {b.lower() for b in s.rc.blocking_labels}
-        if pr.draft or any(label.lower() in blocking for label in pr.labels):
-            continue  # merge_readiness would wait: no need to read anything for it
-        deps.check_stop()
-        with per_item(report, "merge.check_failed", rec.ref, pr=rec.ref):
+        t.check_stop()
+        with per_item(t.report, "merge.check_failed", s.rec.ref, pr=s.rec.ref):
             try_merge(t, s)
-        deps.heartbeat()
+        t.deps.heartbeat()
+
+
+def _may_merge(t: Tick, s: TickPR) -> bool:
+    """Whether a PR seen this tick may merge now, on what the tick already knows (nothing is
+    read): False when its readiness would certainly wait, or when it must (fail closed)."""
+    deps, ctx, rec, pr = t.deps, t.ctx, s.rec, s.pr
+    if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
+        return False
+    if rec.pending:
+        return False  # an earlier action's outcome is unknown: reconciled first (step 0)
+    if rec.ref in ctx.ballot_unread:
+        deps.log.info("merge.waiting", pr=rec.ref, reasons=["ballot unreadable"])
+        return False  # fail closed: a newer owner /reject may be in what we could not read
+    if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
+        return False  # cheap filter: our own L1.C3 fails, or GitHub refused this head
+    if deps.shadow and rec.would_merge_head == pr.head_sha:
+        return False
+    if ctx.policy_error(s.rc.name) is not None:
+        deps.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
+        return False  # fail closed: the repo's policy is unknown this tick
+    blocking = {b.lower() for b in s.rc.blocking_labels}
+    # merge_readiness would wait on a draft or a blocking label: no need to read anything
+    return not (pr.draft or any(label.lower() in blocking for label in pr.labels))
 
 
 def try_merge(t: Tick, s: TickPR) -> None:
