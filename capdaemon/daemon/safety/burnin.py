@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -68,27 +68,42 @@ class BurnIn:
         state, acts = observe(state, ids, now)
         actions += acts
         records, cursor = new_actions(self.state_dir, s["burn_in_cursor"])
-        for r in records:
-            if r.get("action") != "rejection":
-                continue
-            for agent in s["agents_by_pr"].get(str(r.get("pr")), ()):
-                state, acts = record_rejection(state, agent, now)
-                actions += [_with(a, pr=r.get("pr")) for a in acts]
+        state, acts = self._rejections(state, records, now)
+        actions += acts
         before = {a.agent_id for a in state.agents if a.status.value == "hard_block"}
         state, acts = advance(state, now, self.config.burn_in_days)
         actions += acts
         promoted = {a.agent_id for a in state.agents if a.status.value == "hard_block"} - before
         for a in actions:
             self.actions_log.append(dict(a.payload), now=now)
-        if promoted:  # reclassify open PRs of a promoted agent (their registry check is now P0)
-            for rec in self.prs.records.values():
-                if rec.state == "open" and promoted & set(s["agents_by_pr"].get(rec.ref, ())):
-                    rec.fingerprint = ""
-                    self.prs.save(rec)
+        self._reclassify(promoted)
         s["burn_in"] = state.to_json()
         s["burn_in_cursor"] = cursor
         s.save()
         self.metrics.update(l4_burn_in=state.to_json())
+
+    def _rejections(
+        self, state: BurnInState, records: Iterable[dict[str, Any]], now: datetime
+    ) -> tuple[BurnInState, list[Action]]:
+        """The burn-in clocks reset by the owners' rejections among the new audit records."""
+        actions: list[Action] = []
+        for r in records:
+            if r.get("action") != "rejection":
+                continue
+            for agent in self.store["agents_by_pr"].get(str(r.get("pr")), ()):
+                state, acts = record_rejection(state, agent, now)
+                actions += [_with(a, pr=r.get("pr")) for a in acts]
+        return state, actions
+
+    def _reclassify(self, promoted: set[str]) -> None:
+        """The open PRs of a promoted agent are classified again (their registry check is now
+        P0)."""
+        if not promoted:
+            return
+        for rec in self.prs.records.values():
+            if rec.state == "open" and promoted & set(self.store["agents_by_pr"].get(rec.ref, ())):
+                rec.fingerprint = ""
+                self.prs.save(rec)
 
 
 def _with(action: Action, **extra: Any) -> Action:
