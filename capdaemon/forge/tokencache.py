@@ -219,13 +219,7 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
     except FileNotFoundError:
         return Loaded()
     try:
-        if not stat.S_ISREG(st.st_mode):
-            raise CacheFileError(f"{path}: not a regular file")
-        if st.st_mode & 0o077 or st.st_uid != os.getuid():
-            raise CacheFileError(
-                f"{path}: mode {stat.S_IMODE(st.st_mode):04o} owner uid {st.st_uid} is not "
-                f"owner-only {OWNER_ONLY:04o} for uid {os.getuid()} (the token may have leaked)"
-            )
+        _owner_only(path, st)
         data = _parse(path.read_bytes(), path)
         entries = _entries(data, path)
         policies = _policies(data, path)
@@ -250,15 +244,10 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
     for where, text in policies:
         forge.session.caches.policy.put(where, (text,))
     remembered.adopt(kept, forge.session, now)
-    reused = False
     insts = forge.installations
-    if insts is not None:
-        if listing is not None and listed_at is not None:
-            insts.remember(listing["accounts"], listed_at)
-        for inst_id, value, expires in tokens:
-            if expires - now > REUSE_MARGIN:
-                insts.token(inst_id).adopt(value, expires)
-                reused = True
+    if insts is not None and listing is not None and listed_at is not None:
+        insts.remember(listing["accounts"], listed_at)
+    reused = _reuse_tokens(forge, tokens, now)
     idents = _identities(forge)
     adopted = 0
     for key, entry in entries:
@@ -267,6 +256,28 @@ def load(forge: Forge, state_dir: Path, base_url: str) -> Loaded:
             adopted += 1
     log.info("forge.cache_loaded", reused_grant=reused, entries=adopted, policies=len(policies))
     return Loaded(token_reused=reused, entries=adopted)
+
+
+def _owner_only(path: Path, st: os.stat_result) -> None:
+    """Refuse a cache file that is not a regular file, owner-only and ours (CacheFileError)."""
+    if not stat.S_ISREG(st.st_mode):
+        raise CacheFileError(f"{path}: not a regular file")
+    if st.st_mode & 0o077 or st.st_uid != os.getuid():
+        raise CacheFileError(
+            f"{path}: mode {stat.S_IMODE(st.st_mode):04o} owner uid {st.st_uid} is not "
+            f"owner-only {OWNER_ONLY:04o} for uid {os.getuid()} (the token may have leaked)"
+        )
+
+
+def _reuse_tokens(forge: Forge, tokens: list[tuple[int, str, datetime]], now: datetime) -> bool:
+    """Adopt the saved installation tokens still worth reusing (True: at least one)."""
+    insts = forge.installations
+    if insts is None:
+        return False
+    fresh = [(inst_id, value, exp) for inst_id, value, exp in tokens if exp - now > REUSE_MARGIN]
+    for inst_id, value, expires in fresh:
+        insts.token(inst_id).adopt(value, expires)
+    return bool(fresh)
 
 
 def save(forge: Forge, state_dir: Path, base_url: str) -> int:
