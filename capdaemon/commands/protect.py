@@ -107,16 +107,7 @@ def _run(args: argparse.Namespace) -> int:
         current = forge.effective_protection(args.repo, branch)
         before = protection_problems(current, app_id) + _review_problems(current, args.reviewers)
         if args.check:
-            for p in before:
-                print(f"{args.repo}:{branch}: {p}")
-            if before:
-                base = rc.base if rc else None
-                print(
-                    f"{args.repo}:{branch}: to fix, run: {protect_command(args.repo, branch, base)}"
-                )
-            else:
-                print(f"{args.repo}:{branch}: protected as required")
-            return 1 if before else 0
+            return _report_check(args.repo, branch, rc.base if rc else None, before)
         # already as required (classic protection or rulesets): write nothing
         changed = bool(before) and forge.set_protection(
             args.repo, branch, L1C3_CHECK_NAME, app_id, reviewers=args.reviewers
@@ -145,15 +136,31 @@ def _run(args: argparse.Namespace) -> int:
             },
             now=datetime.now(UTC),
         )
+    _say_protected(f"{args.repo}:{branch}", changed, app_id, final)
+    return 0
+
+
+def _report_check(repo: str, branch: str, base: str | None, problems: list[str]) -> int:
+    """`--check`: one line per shortfall and the command that fixes them (1), or that the
+    branch is protected as required (0)."""
+    for p in problems:
+        print(f"{repo}:{branch}: {p}")
+    if not problems:
+        print(f"{repo}:{branch}: protected as required")
+        return 0
+    print(f"{repo}:{branch}: to fix, run: {protect_command(repo, branch, base)}")
+    return 1
+
+
+def _say_protected(
+    where: str, changed: bool, app_id: int | None, final: Mapping[str, Any] | None
+) -> None:
+    """The one line saying what the branch now requires."""
     pin = f" from App {app_id}" if app_id is not None else ""
     verb = "protected" if changed else "already protected"
     n = review_count(final)
     reviews = f", {n} approving review(s)" if n else ""
-    print(
-        f"{args.repo}:{branch} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs{reviews}, "
-        "no force pushes"
-    )
-    return 0
+    print(f"{where} {verb}: requires {L1C3_CHECK_NAME}{pin}, PRs{reviews}, no force pushes")
 
 
 def _forge_failure(exc: Exception) -> int:
