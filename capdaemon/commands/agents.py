@@ -66,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no agent identities seen yet")
         return 0
+    _print_table(rows)
+    return 0
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    """One line per agent identity under a header, the numbers lined up on the right."""
     headers = ("agent", "registry", "status", "first seen", "days left", "rejections")
     table = [
         (
@@ -86,4 +92,3 @@ def run(args: argparse.Namespace) -> int:
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         print("  ".join(cells).rstrip())
-    return 0
