@@ -175,10 +175,22 @@ def tier_for(
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or level < 0):
         raise ValueError(f"level must be an integer >= 0, got {level!r}")
     paths = _paths(files)
-    t3: list[str] = []
-    t2: list[str] = []
+    t3 = _tier3_reasons(level, paths, cfg, secret_globs)
+    t2 = _tier2_reasons(level, files, paths, cfg)
+    if t3:
+        return TierDecision(3, tuple(t3 + t2), merge_policy)
+    if t2:
+        return TierDecision(2, tuple(t2), merge_policy)
+    return TierDecision(1, (), merge_policy)
+
+
+def _tier3_reasons(
+    level: int | None, paths: Sequence[str], cfg: TierConfig, secret_globs: Sequence[str]
+) -> list[str]:
+    """Why a PR is tier 3: its task level, a protected, production or external-key path."""
+    out: list[str] = []
     if level is not None and level >= 3:
-        t3.append(f"task level {level} (≥ 3)")
+        out.append(f"task level {level} (≥ 3)")
     for name, globs in (
         ("protected path", cfg.protected_globs),
         ("production path", cfg.production_globs),
@@ -186,22 +198,26 @@ def tier_for(
     ):
         hit = _first_match(globs, paths)
         if hit:
-            t3.append(f"{name} {hit}")
+            out.append(f"{name} {hit}")
+    return out
+
+
+def _tier2_reasons(
+    level: int | None, files: Sequence[FileChange], paths: Sequence[str], cfg: TierConfig
+) -> list[str]:
+    """Why a PR is tier 2: its task level, many files, a dependency manifest, a large diff."""
+    out: list[str] = []
     if level == 2:
-        t2.append("task level 2")
+        out.append("task level 2")
     if len(files) > cfg.many_files:
-        t2.append(f"{len(files)} files changed (more than {cfg.many_files})")
+        out.append(f"{len(files)} files changed (more than {cfg.many_files})")
     hit = _first_match(cfg.dependency_globs, paths)
     if hit:
-        t2.append(f"dependency manifest or lockfile {hit}")
+        out.append(f"dependency manifest or lockfile {hit}")
     lines = sum(f.additions + f.deletions for f in files)
     if lines >= cfg.large_diff_lines:
-        t2.append(f"{lines} changed lines (≥ {cfg.large_diff_lines})")
-    if t3:
-        return TierDecision(3, tuple(t3 + t2), merge_policy)
-    if t2:
-        return TierDecision(2, tuple(t2), merge_policy)
-    return TierDecision(1, (), merge_policy)
+        out.append(f"{lines} changed lines (≥ {cfg.large_diff_lines})")
+    return out
 
 
 def quadrant_requirement(quadrant: Quadrant) -> Requirement:
