@@ -40,17 +40,7 @@ def describe(rec: dict[str, Any]) -> list[str]:
     if len(ts) > 20 and ts.endswith("Z"):
         ts = ts[:19] + "Z"  # whole seconds are enough to read a story
     if "action" not in rec and "quadrant" in rec:
-        lines = [
-            f"{ts}  classified {rec.get('quadrant')} at {_short(rec.get('head_sha'))}"
-            f": {rec.get('reasoning', '')}",
-            f"{'':22}rules that voted: {rules_that_voted(rec.get('rules_fired')) or 'none'}",
-        ]
-        for f in rec.get("findings") or ():
-            if isinstance(f, dict):
-                lines.append(
-                    f"{'':22}finding {f.get('severity')} {f.get('validator')}: {f.get('message')}"
-                )
-        return lines
+        return _classified(ts, rec)
     action = rec.get("action", "event")
     details = [f"{key}: {_value(rec[key])}" for key in _DETAILS if key in rec]
     if "head_sha" in rec:
@@ -65,6 +55,22 @@ def describe(rec: dict[str, Any]) -> list[str]:
     lines = [line]
     if rest:
         lines.append(f"{'':22}" + "; ".join(rest))
+    return lines
+
+
+def _classified(ts: str, rec: dict[str, Any]) -> list[str]:
+    """The lines telling a classification: its quadrant and reasoning, the rules that voted
+    and each finding."""
+    lines = [
+        f"{ts}  classified {rec.get('quadrant')} at {_short(rec.get('head_sha'))}"
+        f": {rec.get('reasoning', '')}",
+        f"{'':22}rules that voted: {rules_that_voted(rec.get('rules_fired')) or 'none'}",
+    ]
+    for f in rec.get("findings") or ():
+        if isinstance(f, dict):
+            lines.append(
+                f"{'':22}finding {f.get('severity')} {f.get('validator')}: {f.get('message')}"
+            )
     return lines
 
 
