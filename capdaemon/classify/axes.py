@@ -250,15 +250,7 @@ def _criticality(
     """Add the critical reasons to `cr`; the non-critical carve-out that applies, if any.
     `flagged_paths` are the paths (new and old) when any restrictive list may match them."""
     status = fc.status
-    critical_hits: list[str] = []
-    for p in flagged_paths:
-        critical_hits.extend(f"{p} matches {pat}" for pat in cc.critical.hits(p))
-        critical_hits.extend(f"{p} is a published schema ({pat})" for pat in cc.schemas.hits(p))
-        critical_hits.extend(
-            f"{p} changes what the bot trusts or runs ({pat})" for pat in cc.self_paths.hits(p)
-        )
-    if fc.new_mode == MODE_SYMLINK and status is not FileStatus.REMOVED:
-        critical_hits.extend(_symlink_target_hits(path, hunks, cc))
+    critical_hits = _critical_hits(fc, path, hunks, cc, flagged_paths)
     noncritical_why: str | None = None
     if always_d:
         pass
@@ -282,6 +274,27 @@ def _criticality(
             if noncritical_why is None:
                 cr.append(why_not)
     return noncritical_why
+
+
+def _critical_hits(
+    fc: FileChange,
+    path: str,
+    hunks: tuple[Hunk, ...] | None,
+    cc: CompiledClassifier,
+    flagged_paths: tuple[str, ...],
+) -> list[str]:
+    """Why the file is critical by its paths (critical lists, published schemas, the bot's own
+    files) or, for a symlink, by its target; [] when nothing makes it so."""
+    hits: list[str] = []
+    for p in flagged_paths:
+        hits.extend(f"{p} matches {pat}" for pat in cc.critical.hits(p))
+        hits.extend(f"{p} is a published schema ({pat})" for pat in cc.schemas.hits(p))
+        hits.extend(
+            f"{p} changes what the bot trusts or runs ({pat})" for pat in cc.self_paths.hits(p)
+        )
+    if fc.new_mode == MODE_SYMLINK and fc.status is not FileStatus.REMOVED:
+        hits.extend(_symlink_target_hits(path, hunks, cc))
+    return hits
 
 
 def _symlink_target_hits(
