@@ -118,21 +118,7 @@ def check_anchors(path: Path, anchors: Iterable[Anchor]) -> list[str]:
     mine = [a for a in anchors if a.log == path.name]
     if not mine:
         return []
-    wanted = {a.seq for a in mine}
-    seen: dict[int, set[str]] = {}
-    last = 0
-    unreadable = ""
-    try:
-        for rec in read_records(path):
-            seq = rec.get("seq") if isinstance(rec, dict) else None
-            if not isinstance(seq, int) or isinstance(seq, bool):
-                continue
-            last = max(last, seq)
-            if seq in wanted:
-                recorded, actual = rec.get("hash"), entry_hash(rec)
-                seen.setdefault(seq, set()).update({str(recorded), actual})
-    except AuditCorruptError as exc:
-        unreadable = str(exc)
+    seen, last, unreadable = _hashes_at(path, {a.seq for a in mine})
     out = []
     for a in mine:
         hashes = seen.get(a.seq)
@@ -148,3 +134,22 @@ def check_anchors(path: Path, anchors: Iterable[Anchor]) -> list[str]:
             f"the log was rewritten or cut ({detail})"
         )
     return out
+
+
+def _hashes_at(path: Path, wanted: set[int]) -> tuple[dict[int, set[str]], int, str]:
+    """(seq → the hashes its entries record and have, for each wanted seq found; the last seq
+    in the log; why the log could not be read to its end, or "")."""
+    seen: dict[int, set[str]] = {}
+    last = 0
+    try:
+        for rec in read_records(path):
+            seq = rec.get("seq") if isinstance(rec, dict) else None
+            if not isinstance(seq, int) or isinstance(seq, bool):
+                continue
+            last = max(last, seq)
+            if seq in wanted:
+                recorded, actual = rec.get("hash"), entry_hash(rec)
+                seen.setdefault(seq, set()).update({str(recorded), actual})
+    except AuditCorruptError as exc:
+        return seen, last, str(exc)
+    return seen, last, ""
