@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import date
 
 from capdaemon.commands._common import (
     CLIError,
@@ -11,6 +12,7 @@ from capdaemon.commands._common import (
     command_inputs,
     error,
 )
+from capdaemon.config import Config
 from capdaemon.daemon.service import digest_job
 from capdaemon.daemon.service.runner import CredentialsError, github_credentials, with_base_url
 from capdaemon.decide.digest import digest_day, digest_period
@@ -45,9 +47,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """0 rendered (written to bot-state/digests/ unless --print); 1 posting failed; 2 bad input
     (a day whose period has not ended is never written); 3 corrupt state."""
-    from datetime import date
-    from pathlib import Path
-
     try:
         config, now, sdir = command_inputs(args)
         if not sdir.is_dir():
@@ -71,17 +70,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(digest_job.write(sdir, day, text))
         if args.post:
-            config = with_base_url(config, args.base_url)
-            cdir = Path(config.config_dir) if config.config_dir else None
-            try:
-                token, key = github_credentials(config.github, config_dir=cdir)
-            except CredentialsError as exc:
-                raise CLIError(str(exc)) from None
-            forge = Forge.from_config(config.github, token=token, key_pem=key)
-            number = digest_job.post(config, forge, day, text)
-            if number is None:
-                raise CLIError("no decision repo configured (bot.own_repo / bot.decision_repo)")
-            print(f"posted: {config.ballot_repo}#{number}")
+            _post(with_base_url(config, args.base_url), day, text)
     except CLIError as exc:
         error("digest", str(exc))
         return exc.code
@@ -92,3 +81,20 @@ def run(args: argparse.Namespace) -> int:
         error("digest", f"posting failed: {exc}")
         return 1
     return 0
+
+
+def _post(config: Config, day: date, text: str) -> None:
+    """`--post`: the digest as an issue in the decision repo (CLIError: no credentials, no
+    decision repo)."""
+    from pathlib import Path
+
+    cdir = Path(config.config_dir) if config.config_dir else None
+    try:
+        token, key = github_credentials(config.github, config_dir=cdir)
+    except CredentialsError as exc:
+        raise CLIError(str(exc)) from None
+    forge = Forge.from_config(config.github, token=token, key_pem=key)
+    number = digest_job.post(config, forge, day, text)
+    if number is None:
+        raise CLIError("no decision repo configured (bot.own_repo / bot.decision_repo)")
+    print(f"posted: {config.ballot_repo}#{number}")

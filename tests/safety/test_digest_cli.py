@@ -96,3 +96,23 @@ def test_a_malformed_journal_line_is_refused_naming_file_and_line(
     err = capsys.readouterr().err
     assert f"{journal}:2: not JSON" in err and len(err.strip().splitlines()) == 1, err
     assert journal.read_bytes() == raw and _files(safe.state_dir) == before
+
+
+def test_post_puts_the_digest_in_the_decision_repo_once(
+    safe: SafetyHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--post` writes the day's digest and posts it as an issue in the decision repo; posting
+    the same day again updates that issue, it never opens a second one."""
+    safe.configure()
+    safe.open_pr({"README.md": "# widgets (typo fixed)\n"})
+    safe.tick()
+    safe.stop()
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir), "--now", AFTER]
+    for _ in range(2):
+        assert cli(["digest", "--post", "--date", "2026-05-25", *args]) == 0
+    posted = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("posted: ")]
+    (issue,) = safe.issues("digest")
+    assert posted == [f"posted: {safe.sb.bot_repo}#{issue.number}"] * 2
+    assert issue.title == "capdaemon digest 2026-05-25"
+    assert "# capdaemon digest — 2026-05-25" in issue.body
+    assert (safe.state_dir / "digests" / "2026-05-25.md").is_file()
