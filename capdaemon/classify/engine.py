@@ -154,18 +154,24 @@ def file_phrase(f: FileVerdict) -> str:
     return f"{f.path} {f.status.value}{moved} ({cr}); {ir}"
 
 
+def _decided(o: RuleOutcome, quadrant: Quadrant) -> bool:
+    """Whether a rule's outcome is told in the reasoning: an error, or a vote for the quadrant
+    decided (the path classifier's default is told by the files instead)."""
+    if o.rule == "path_classifier_default":
+        return False
+    voted = o.result is RuleResult.VOTE and o.vote is not None and o.vote is quadrant
+    return o.result is RuleResult.ERROR or voted
+
+
 def reasoning(
     quadrant: Quadrant, files: Sequence[FileVerdict], outcomes: Sequence[RuleOutcome]
 ) -> str:
     """A concise human-readable account: deciding rules first, then deciding files, then a tally."""
-    parts: list[str] = []
-    for o in outcomes:
-        if o.rule == "path_classifier_default":
-            continue
-        if o.result is RuleResult.ERROR or (
-            o.result is RuleResult.VOTE and o.vote is not None and o.vote is quadrant
-        ):
-            parts.append(f"{o.rule}: {o.reason or o.result.value} ({(o.vote or Quadrant.D).value})")
+    parts = [
+        f"{o.rule}: {o.reason or o.result.value} ({(o.vote or Quadrant.D).value})"
+        for o in outcomes
+        if _decided(o, quadrant)
+    ]
     ranked = sorted(files, key=lambda f: -f.quadrant.rank)
     for f in ranked[:MAX_REASONING_FILES]:
         parts.append(file_phrase(f))
