@@ -97,9 +97,15 @@ def _kept(node: dict[str, Any]) -> Kept | None:
     contexts = rollup.get("contexts") or {}
     if (contexts.get("pageInfo") or {}).get("hasNextPage") or contexts.get("nodes") is None:
         return None
+    return _contexts(contexts["nodes"])
+
+
+def _contexts(nodes: list[Any]) -> Kept | None:
+    """A complete rollup's contexts as (check runs, newest first; statuses), or None when one
+    of them is of a kind not known here."""
     runs: list[CheckRun] = []
     statuses: list[CheckRun] = []
-    for ctx in contexts["nodes"]:
+    for ctx in nodes:
         if not isinstance(ctx, dict):
             return None
         if ctx.get("__typename") == "CheckRun":
