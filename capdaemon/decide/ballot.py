@@ -306,5 +306,10 @@ def _newest_owner_action(counted: list[Vote]) -> tuple[BallotStatus, str, Vote |
     deciding = later[-1] if later else last_command
     if deciding is None or deciding.choice is None:
         return BallotStatus.PENDING, "no owner has answered yet", None
-    how = "👍" if deciding.what == "+1" else "👎" if deciding.what == "-1" else deciding.what
-    return deciding.choice, f"{how} by {deciding.user} at {dt_to_json(deciding.at)}", deciding
+    return deciding.choice, _told(deciding), deciding
+
+
+def _told(vote: Vote) -> str:
+    """How the deciding vote reads in the ballot's reason: what, by whom, when."""
+    how = "👍" if vote.what == "+1" else "👎" if vote.what == "-1" else vote.what
+    return f"{how} by {vote.user} at {dt_to_json(vote.at)}"
