@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,15 +104,16 @@ def _repo(value: Any) -> bool:
     return isinstance(value, str) and value.count("/") == 1
 
 
+def _objects(value: Any, ok: Callable[[dict[str, Any]], bool]) -> bool:
+    """A list of JSON objects, each of which `ok` accepts."""
+    return isinstance(value, list) and all(isinstance(x, dict) and ok(x) for x in value)
+
+
 def _compare_body(body: list[Any], head: str, where: str) -> Compared:
     files, commits, total, merge_base = body
-    if not isinstance(files, list) or not all(
-        isinstance(f, dict) and isinstance(f.get("filename"), str) for f in files
-    ):
+    if not _objects(files, lambda f: isinstance(f.get("filename"), str)):
         raise ShaCacheError(f"{where}: files are malformed")
-    if not isinstance(commits, list) or not all(
-        isinstance(c, dict) and _sha(c.get("sha")) for c in commits
-    ):
+    if not _objects(commits, lambda c: _sha(c.get("sha"))):
         raise ShaCacheError(f"{where}: commits are malformed")
     if isinstance(total, bool) or not isinstance(total, int):
         raise ShaCacheError(f"{where}: total_commits is not a number")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from capdaemon.forge import tokencache
@@ -134,6 +136,46 @@ def test_compare_commits_must_end_at_its_head(
     path.write_text(json.dumps(doc))
     loaded = tokencache.load(make_forge(app=True), tmp_path, sandbox.base_url)
     assert loaded.set_aside is not None
+
+
+def _sha256(value: Any) -> str:
+    """A kept body's digest as the file records it (sorted-key JSON), recomputed by hand."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("part", "broken", "reason"),
+    [
+        (0, [{"filename": 7}], "files are malformed"),
+        (0, "docs/a.md", "files are malformed"),
+        (1, [{"sha": "abc"}], "commits are malformed"),
+        (1, ["f" * 40], "commits are malformed"),
+    ],
+)
+def test_a_compare_body_of_the_wrong_shape_is_set_aside_even_with_its_digest(
+    make_forge: Callable[..., Forge],
+    sandbox: Sandbox,
+    open_pr: Callable[..., int],
+    tmp_path: Path,
+    part: int,
+    broken: Any,
+    reason: str,
+) -> None:
+    """Attack: a kept compare's files or commits replaced by something of another shape, its
+    digest recomputed. The file is set aside naming what is wrong; nothing of it is served."""
+    number = _pr(sandbox, open_pr)
+    _first_process(make_forge, sandbox, number, tmp_path)
+    path = tokencache.cache_path(tmp_path)
+    doc = json.loads(path.read_text())
+    (cmp,) = doc["compares"]
+    cmp["body"][part] = broken
+    cmp["sha256"] = _sha256(cmp["body"])
+    path.write_text(json.dumps(doc))
+    with capture_logs() as logs:
+        loaded = tokencache.load(make_forge(app=True), tmp_path, sandbox.base_url)
+    assert loaded.set_aside is not None
+    aside = [e for e in logs if e["event"] == "forge.cache_set_aside"]
+    assert aside and reason in str(aside[0]["reason"])
 
 
 def test_kept_trees_stay_small(
