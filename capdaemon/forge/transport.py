@@ -318,25 +318,25 @@ class Transport(HTTPAdapter):
             self.book.note(resp.headers, budget)
         status = resp.status_code
         if status in (403, 429):
-            wait = self._rate_wait(resp)
-            if wait is not None:
-                seconds, kind = wait
-                if not self.budget.allows(seconds):
-                    resp.close()
-                    raise self._rate_limited(
-                        seconds,
-                        kind,
-                        method,
-                        path,
-                        why="over the tick's wait budget",
-                        budget=budget,
-                    )
-                raise _Retry(
-                    f"{kind} rate limit", wait=seconds, rate=kind, response=resp, budget=budget
-                )
+            self._on_rate_limit(resp, method, path, budget)
         if status >= 500 and retry_ok:
             raise _Retry(f"HTTP {status}", response=resp)
         return resp
+
+    def _on_rate_limit(
+        self, resp: requests.Response, method: str, path: str, budget: str | None
+    ) -> None:
+        """A 403/429 that is a rate limit is retried after its wait (_Retry), or ends the tick
+        when this tick's wait budget cannot cover that wait; any other goes to the caller."""
+        wait = self._rate_wait(resp)
+        if wait is None:
+            return
+        seconds, kind = wait
+        if not self.budget.allows(seconds):
+            resp.close()
+            why = "over the tick's wait budget"
+            raise self._rate_limited(seconds, kind, method, path, why=why, budget=budget)
+        raise _Retry(f"{kind} rate limit", wait=seconds, rate=kind, response=resp, budget=budget)
 
     def _wait(self, rs: tenacity.RetryCallState, method: str, path: str) -> float:
         exc = rs.outcome.exception() if rs.outcome else None
