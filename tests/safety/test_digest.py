@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from capdaemon.audit import read_records
+from capdaemon.audit import AuditLog, log_paths, read_records
 from capdaemon.cli import main as cli
 from capdaemon.config import Config, ScheduleConfig
 from capdaemon.daemon.service import digest_job
@@ -179,3 +179,30 @@ def test_broken_or_empty_logs_are_not_anchored(tmp_path) -> None:
     assert errors == [
         "audit chain check failed: classifier_audit.jsonl:1: hash does not match the content"
     ]
+
+
+def test_failed_actions_probes_and_drift_are_the_digest_errors(
+    safe: SafetyHarness, capsys: object
+) -> None:
+    """A failed action, a failed probe and a protection drift each give one line under
+    "Errors" (time, action, PR or repo, why); the "attempted" record before a failure does not."""
+    safe.configure()
+    safe.tick()
+    safe.stop()
+    log, now = AuditLog(log_paths(safe.state_dir)[1]), safe.sb.now()
+    merge = {"action": "merge", "pr": "acme/widgets#9", "head_sha": "a" * 40}
+    log.append({**merge, "status": "attempted"}, now=now)
+    log.append({**merge, "status": "failed", "reason": "head moved"}, now=now)
+    log.append({"action": "probe.failed", "repo": "acme/widgets", "error": "no CI"}, now=now)
+    log.append({"action": "protection.drift", "repo": "acme/x", "problems": "no PRs"}, now=now)
+    args = ["--state", str(safe.state_dir), "--config", str(safe.config_dir)]
+    argv = ["digest", "--date", "2026-05-26", "--print", "--now", "2026-05-26T00:00:00Z", *args]
+    assert cli(argv) == 0
+    text = capsys.readouterr().out  # type: ignore[attr-defined]
+    errors = text.split("## Errors")[1].split("## ")[0]
+    lines = [ln for ln in errors.splitlines() if "acme/" in ln]
+    assert [ln.split(" ", 2)[2] for ln in lines] == [
+        r"merge acme/widgets\#9: head moved",  # Markdown-escaped
+        "probe.failed acme/widgets: no CI",
+        "protection.drift acme/x: no PRs",
+    ], errors

@@ -76,9 +76,7 @@ def _in(rec: Mapping[str, Any], start: datetime, end: datetime) -> bool:
 
 
 def _records(path: Path, start: datetime, end: datetime) -> Iterator[dict[str, Any]]:
-    for rec in read_records(path):
-        if _in(rec, start, end):
-            yield rec
+    return (rec for rec in read_records(path) if _in(rec, start, end))
 
 
 def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestFacts:
@@ -244,11 +242,8 @@ class _Actions:
             )
         elif (item := _attention_item(rec, ref)) is not None:
             self.attention.append(item)
-        elif status == "failed" or action in ("probe.failed", "protection.drift"):
-            what = rec.get("error") or rec.get("reason") or rec.get("problems") or ""
-            self.errors.append(
-                f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300]
-            )
+        elif (line := _error_line(rec, ref)) is not None:
+            self.errors.append(line)
 
     def _merge(self, rec: Mapping[str, Any], ref: str, pr: PRRecord | None) -> DigestMerge:
         q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
@@ -273,6 +268,15 @@ def _attention_item(rec: Mapping[str, Any], ref: str) -> DigestItem | None:
     if action == "repo_policy_error":
         return DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300])
     return None
+
+
+def _error_line(rec: Mapping[str, Any], ref: str) -> str | None:
+    """The "errors" line of a failed action, probe or protection drift (None: not one)."""
+    action = rec.get("action")
+    if rec.get("status") != "failed" and action not in ("probe.failed", "protection.drift"):
+        return None
+    what = rec.get("error") or rec.get("reason") or rec.get("problems") or ""
+    return f"{rec.get('ts')} {action} {ref or rec.get('repo', '')}: {what}"[:300]
 
 
 def _unprotected(config: Config, safety: Mapping[str, Any]) -> list[DigestItem]:
