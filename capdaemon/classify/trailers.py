@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 
 COMMENT_CHAR = "#"
@@ -105,6 +106,31 @@ def _trailer_end(lines: list[str], cutoff: int, *, last_ends: bool) -> int:
     return boc if boc else cutoff
 
 
+class _Line(Enum):
+    """What a line is to the search for the trailer block (trailer.c)."""
+
+    COMMENT = "comment"  # starts with the comment character: skipped
+    BLANK = "blank"  # only spaces: a paragraph's end
+    CONTINUATION = "continuation"  # starts with whitespace: may continue the line above
+    GENERATED = "generated"  # a trailer git writes itself (Signed-off-by, cherry picked)
+    TRAILER = "trailer"  # a token, optional spaces and `:`
+    OTHER = "other"
+
+
+def _line_kind(line: str) -> _Line:
+    """What `line` is to the trailer block search."""
+    first = line[:1]
+    if first == COMMENT_CHAR:
+        return _Line.COMMENT
+    if first in _SPACE:  # "" (an empty line) is in any string
+        return _Line.BLANK if not line.strip(" \t\r") else _Line.CONTINUATION
+    if line.startswith(_GIT_GENERATED):
+        return _Line.GENERATED
+    if _SEPARATOR.match(line) is not None and line[0] != ":":
+        return _Line.TRAILER
+    return _Line.OTHER
+
+
 def _trailer_start(lines: list[str], end: int) -> int:
     """Index of the first line of the trailer block, or `end` when there is none."""
     s = 0
@@ -115,14 +141,12 @@ def _trailer_start(lines: list[str], end: int) -> int:
     recognized = False
     trailers = others = continuations = 0
     for i in range(end - 1, end_of_title - 1, -1):
-        line = lines[i]
-        first = line[:1]
-        if first == COMMENT_CHAR:
+        kind = _line_kind(lines[i])
+        if kind is _Line.COMMENT:
             others += continuations
             continuations = 0
             continue
-        spaced = first in _SPACE  # "" (an empty line) is in any string
-        if spaced and not line.strip(" \t\r"):  # a blank line
+        if kind is _Line.BLANK:
             if only_spaces:
                 continue
             others += continuations
@@ -130,18 +154,15 @@ def _trailer_start(lines: list[str], end: int) -> int:
                 return i + 1
             return end
         only_spaces = False
-        if spaced:
+        if kind is _Line.CONTINUATION:
             continuations += 1
-        elif line.startswith(_GIT_GENERATED):
-            trailers += 1
-            continuations = 0
-            recognized = True
-        elif _SEPARATOR.match(line) is not None and line[0] != ":":
-            trailers += 1
-            continuations = 0
-        else:
+            continue
+        if kind is _Line.OTHER:
             others += 1 + continuations  # the lines below it were not continuations after all
-            continuations = 0
+        else:
+            trailers += 1
+            recognized = recognized or kind is _Line.GENERATED
+        continuations = 0
     return end
 
 
