@@ -24,9 +24,11 @@ Reaction, on the bench's clock (a watcher looks at the sandbox every 0.25 s): pu
 L1.C3 published on its head; `ci` done, `/approve`, 👍 → the PR merged. Events not acted on
 `drain` s after the script ends count as missed. Then `quiet` minutes with nothing happening.
 Traffic is capdaemon's only (the owner's clicks left out): requests, counted requests and
-GraphQL points a minute while the script runs and while quiet. Next to the bench's figures,
-the daemon's own (`tick_metrics.json` `reaction_samples` of the same window: L1.C3 published,
-vote counted, merge done), its full and targeted ticks (from its log) and its peak RSS.
+GraphQL points a minute while the script runs, while quiet, and while quiet after the
+detector's burst window (`schedule.detect_burst_seconds` after the last action) has passed.
+Next to the bench's figures, the daemon's own (`tick_metrics.json` `reaction_samples` of the
+same window: L1.C3 published, vote counted, merge done), its full and targeted ticks (from
+its log) and its peak RSS.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from bench_tick import write_config  # noqa: E402
 from event_world import KINDS, Stream, Watcher, figures, script, seed  # noqa: E402
 
 from capdaemon.commands._common import load_config_and_rules  # noqa: E402
+from capdaemon.config.types import ScheduleConfig  # noqa: E402
 from capdaemon.daemon.service.runner import open_ticker  # noqa: E402
 from capdaemon.decide.reaction import KINDS as DAEMON_KINDS  # noqa: E402
 from capdaemon.forge.pacing import ContentPacer  # noqa: E402
@@ -262,8 +265,13 @@ def _measure(
     watcher.look()
     q_before, q0 = traffic(sb), time.time()
     q_ends = {w: by_endpoint(sb, w) for w in ("requests", "counted")}
-    time.sleep(args.quiet * 60)
-    quiet = per_minute(q_before, traffic(sb), time.time() - q0)
+    window = min(float(ScheduleConfig().detect_burst_seconds), args.quiet * 60)
+    time.sleep(window)  # a look's burst window may still run after the last event
+    q_mid, mid = traffic(sb), time.time()
+    time.sleep(max(0.0, q0 + args.quiet * 60 - time.time()))
+    q_end = traffic(sb)
+    quiet = per_minute(q_before, q_end, time.time() - q0)
+    settled = per_minute(q_mid, q_end, time.time() - mid) if time.time() - mid >= 1 else None
     q_by = {w: grown(q_ends[w], by_endpoint(sb, w)) for w in ("requests", "counted")}
     rss = peak_rss_mib(proc.pid)
     return {
@@ -272,6 +280,7 @@ def _measure(
         "skipped": stream.skipped,
         "busy": busy,
         "quiet": quiet,
+        "settled": settled,
         "quiet_by": q_by,
         "rss": rss,
         "full": count(log, "tick.done", t0),
@@ -322,6 +331,9 @@ def table(rows: list[tuple[str, dict[str, Any]]], args: argparse.Namespace) -> l
         row(f"{what}/min, events flowing", [f"{r['busy'][i]:.1f}" for r in cols])
     for i, what in enumerate(names):
         row(f"{what}/min, quiet", [f"{r['quiet'][i]:.1f}" for r in cols])
+    for i, what in enumerate(names):
+        cells = [f"{r['settled'][i]:.1f}" if r["settled"] else "—" for r in cols]
+        row(f"{what}/min, quiet after the burst window", cells)
     row("full / targeted ticks", [f"{r['full']} / {r['targeted']}" for r in cols])
     row("daemon peak RSS (MiB)", [f"{r['rss']:.0f}" for r in cols])
     return lines
