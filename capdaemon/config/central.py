@@ -59,7 +59,8 @@ _CHECKED_REPO_KEYS = frozenset(
 )  # fmt: skip
 SCHEDULE_KEYS = frozenset(
     {"tick_seconds", "digest_time", "timezone", "detect_seconds", "detect_requests_per_minute",
-     "detect_burst_requests_per_minute", "detect_burst_seconds"}
+     "detect_burst_requests_per_minute", "detect_burst_seconds",
+     "detect_burst_graphql_points_per_hour"}
 )  # fmt: skip
 TIER_KEYS = frozenset(
     {"many_files", "large_diff_lines", "one_tap_ttl_hours"}

@@ -12,7 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from capdaemon.config import ConfigError, load_config
-from capdaemon.daemon.polling.cadence import Cadence, in_burst, look_spacing, slow_share
+from capdaemon.daemon.polling.cadence import (
+    Cadence,
+    in_burst,
+    look_spacing,
+    slow_share,
+    sweep_due,
+)
 from capdaemon.daemon.polling.detector import CHECK_FEEDS, ChangeDetector, _cost
 
 from .conftest import Harness, write_config
@@ -295,3 +301,45 @@ def test_a_burst_reads_the_newest_waiting_heads_first(daemon: Harness) -> None:
     heads = {f[2] for f in det.feeds(burst=True) if f[1] in CHECK_FEEDS}
     assert heads == {daemon.pull(prs[0]).head.sha, daemon.pull(prs[3]).head.sha}
     assert not [f for f in det.feeds(burst=False) if f[1] in CHECK_FEEDS]  # quiet: none
+
+
+sweep_cadences = st.builds(
+    Cadence,
+    detect_seconds=st.integers(1, 60),
+    quiet_per_minute=st.integers(1, 120),
+    burst_per_minute=st.integers(1, 450),
+    burst_seconds=st.integers(0, 600),
+    sweep_points_per_hour=st.integers(0, 2500),
+)
+
+
+@given(
+    sweep_cadences,
+    st.lists(st.tuples(st.floats(0, 30), st.integers(0, 5), st.booleans()), max_size=200),
+    st.floats(1, 7200),
+)
+def test_sweeps_keep_within_their_points_budget_over_any_window(
+    cad: Cadence, wakes: list[tuple[float, int, bool]], window: float
+) -> None:
+    """Wake-ups at any times, sweeps of any cost, burst or not: a sweep runs only in a burst,
+    never with a budget of 0, and over any window the points spent are at most what the
+    budget allows for it plus one sweep."""
+    now, last, spent = 0.0, float("-inf"), []
+    for gap, points, burst in wakes:
+        now += gap
+        if sweep_due(cad, last, now, points, burst=burst):
+            assert burst and points > 0 and cad.sweep_points_per_hour > 0
+            spent.append((now, points))
+            last = now
+    if cad.sweep_points_per_hour == 0:
+        assert not spent
+    for start, _ in spent:
+        inside = [p for t, p in spent if start <= t <= start + window]
+        allowed = cad.sweep_points_per_hour * window / 3600.0 + max(inside)
+        assert sum(inside) <= allowed + 1e-6
+
+
+@given(sweep_cadences, st.floats(-1e6, 1e6), st.floats(0, 1e6), st.integers(1, 10))
+def test_a_quiet_look_never_sweeps(cad: Cadence, last: float, now: float, points: int) -> None:
+    assert not sweep_due(cad, last, now, points, burst=False)
+    assert not sweep_due(cad, float("-inf"), now, 0, burst=True)  # nothing to sweep
