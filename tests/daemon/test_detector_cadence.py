@@ -15,6 +15,7 @@ from capdaemon.config import ConfigError, load_config
 from capdaemon.daemon.polling.cadence import (
     Cadence,
     in_burst,
+    look_may_be_due,
     look_spacing,
     slow_share,
     sweep_due,
@@ -343,3 +344,41 @@ def test_sweeps_keep_within_their_points_budget_over_any_window(
 def test_a_quiet_look_never_sweeps(cad: Cadence, last: float, now: float, points: int) -> None:
     assert not sweep_due(cad, last, now, points, burst=False)
     assert not sweep_due(cad, float("-inf"), now, 0, burst=True)  # nothing to sweep
+
+
+@given(cadences, st.integers(0, 200), st.integers(0, 300), st.booleans(), st.floats(0, 1e4))
+def test_a_wake_up_skipped_before_building_the_feeds_never_hides_a_due_look(
+    cad: Cadence, cost: int, poll: int, burst: bool, since: float
+) -> None:
+    """Whatever a look would cost, when its spacing has passed the cheap check says a look
+    may be due: skipping the feed list when it says no never delays a look."""
+    gap = look_spacing(cad, cost, poll, burst=burst)
+    if gap > 0 and since >= gap:
+        assert look_may_be_due(cad, 0.0, poll, since)
+    if not look_may_be_due(cad, 0.0, poll, since):
+        assert gap <= 0 or since < gap
+
+
+class _CountingDetector(ChangeDetector):
+    """A detector that counts how often it builds its feed list."""
+
+    built = 0
+
+    def feeds(self, *, burst: bool | None = None) -> list[tuple[str, str, str]]:
+        self.built += 1
+        return super().feeds(burst=burst)
+
+
+def test_wake_ups_between_looks_do_not_build_the_feed_list(daemon: Harness) -> None:
+    """Woken every second for two quiet minutes with looks at least 5 s apart: the feed list
+    (every record walked, the watch file read) is built only when a look may be due, not on
+    every wake-up."""
+    daemon.open_pr({"docs/a.md": "# a\n"})
+    daemon.tick()
+    now = [0.0]
+    det = _CountingDetector(daemon.ticker or daemon.start(), clock=lambda: now[0])
+    for _ in range(120):
+        det.run(daemon.sb.now())
+        now[0] += 1.0
+    assert det.stats.looks >= 5
+    assert det.built < 120 / 2  # each wake-up built it before

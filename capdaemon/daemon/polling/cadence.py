@@ -71,6 +71,15 @@ def look_spacing(cadence: Cadence, cost: int, poll_interval: float, *, burst: bo
     return max(float(cadence.detect_seconds), float(poll_interval), by_rate)
 
 
+def look_may_be_due(cadence: Cadence, last_look: float, poll_interval: float, now: float) -> bool:
+    """Whether a look may be due at `now` whatever it would read: the detector is on and
+    `detect_seconds` and the poll interval have passed since the last look (look_spacing is
+    never shorter). False spares a wake-up from building the feed list."""
+    if cadence.detect_seconds <= 0:
+        return False
+    return now - last_look >= max(float(cadence.detect_seconds), float(poll_interval))
+
+
 def slow_share(cadence: Cadence, base_cost: int, slow_costs: Sequence[int], *, burst: bool) -> int:
     """How many of the slow feeds (their costs in reading order) one look reads after its
     `base_cost` requests: one when quiet; in a burst as many as fit in what the burst rate

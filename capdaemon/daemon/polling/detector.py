@@ -50,6 +50,7 @@ from capdaemon.daemon.issues.watch import reaction_needs, safe_since, wanted_lis
 from capdaemon.daemon.polling.cadence import (
     Cadence,
     in_burst,
+    look_may_be_due,
     look_spacing,
     slow_share,
     sweep_due,
@@ -312,6 +313,8 @@ class ChangeDetector:
         the tick that made it wanted had just read the same; a change in between is the full
         tick's). A failed read leaves its mark as it was."""
         now = self.clock()
+        if not look_may_be_due(self.cadence(), self.last_look, self.poll_interval, now):
+            return set()  # no look due: the feed list (every record, the watch file) not built
         burst = in_burst(self.cadence(), self.last_change, now)
         feeds = self.feeds(burst=burst)
         interval = self.interval(sum(_cost(f) for f in feeds), burst=burst)
