@@ -213,6 +213,21 @@ def test_a_newly_waiting_prs_first_checks_read_shares_the_ticks_etag(daemon: Har
         ),
         ({"detect_burst_seconds": -5}, "detect_burst_seconds", "must be at least 0"),
         ({"detect_burst_seconds": "soon"}, "detect_burst_seconds", "expected an integer"),
+        (
+            {"detect_burst_graphql_points_per_hour": 2501},
+            "detect_burst_graphql_points_per_hour",
+            "must be from 0 (no rollup sweep) to 2500",
+        ),
+        (
+            {"detect_burst_graphql_points_per_hour": -1},
+            "detect_burst_graphql_points_per_hour",
+            "must be at least 0",
+        ),
+        (
+            {"detect_burst_graphql_points_per_hour": "lots"},
+            "detect_burst_graphql_points_per_hour",
+            "expected an integer",
+        ),
     ],
 )
 def test_a_bad_burst_setting_is_named(
