@@ -1,5 +1,6 @@
 """Benchmark `capdaemon run` under a scripted stream of events at 10 repos × 100 open PRs: the
-tick alone (`schedule.detect_seconds: 0`, what capdaemon did before the change detector) and
+tick alone (`schedule.detect_seconds: 0`, what capdaemon did before the change detector), the
+change detector without its burst rollup sweep (`detect_burst_graphql_points_per_hour: 0`) and
 the daemon as this tree configures it by default, side by side in one run.
 
 Run: .venv/bin/python bench/bench_event_stream.py [--repos 10] [--prs 100] [--minutes 10]
@@ -65,7 +66,9 @@ from capdaemon.logging import configure_logging  # noqa: E402
 from ghsandbox import Sandbox  # noqa: E402
 from ghsandbox import testing as std  # noqa: E402
 
-VARIANTS = ("tick only", "detector")
+# the tick alone; the change detector without its burst rollup sweep (the per-PR check feeds
+# only); the daemon as this tree's defaults set it
+VARIANTS = ("tick only", "detector, no sweep", "detector")
 
 
 def traffic(sb: Sandbox) -> tuple[int, int, int]:
@@ -97,17 +100,20 @@ def per_minute(before: tuple[int, ...], after: tuple[int, ...], seconds: float) 
 
 
 def write_run_config(
-    sb: Sandbox, key: Path, tmp: Path, names: list[str], args: Any, on: bool
+    sb: Sandbox, key: Path, tmp: Path, names: list[str], args: Any, variant: str
 ) -> Path:
     """The config directory: enforce, every repo requiring `ci`, the tick at `args.tick`; the
-    detector off (`detect_seconds: 0`) or as this tree's defaults set it."""
+    detector off (`detect_seconds: 0`), without its rollup sweep
+    (`detect_burst_graphql_points_per_hour: 0`) or as this tree's defaults set it."""
     cfg_dir = tmp / "config"
     write_config(cfg_dir, sb, key, names, "enforce")  # extra_checks: [ci] on every repo
     cfg_file = cfg_dir / "capdaemon.yml"
     data = yaml.safe_load(cfg_file.read_text(encoding="utf-8"))
     data["schedule"] = {"tick_seconds": int(args.tick)}
-    if not on:
+    if variant == "tick only":
         data["schedule"]["detect_seconds"] = 0
+    elif variant == "detector, no sweep":
+        data["schedule"]["detect_burst_graphql_points_per_hour"] = 0
     cfg_file.write_text(yaml.safe_dump(data), encoding="utf-8")
     return cfg_dir
 
@@ -196,7 +202,7 @@ def run_variant(name: str, args: argparse.Namespace, keys: Any) -> dict[str, Any
         sb.set_fidelity(points_per_minute=0, content_per_minute=0, content_per_hour=0)
         token = next(u["token"] for u in seed_data["users"] if u["login"] == std.OWNER)
         try:
-            return _scenario(sb, key, token, tmp, args, on=name == "detector")
+            return _scenario(sb, key, token, tmp, args, variant=name)
         finally:
             sb.stop()
             if args.keep:  # the daemon's log (its ticks' per-step figures) for reading later
@@ -207,10 +213,10 @@ def run_variant(name: str, args: argparse.Namespace, keys: Any) -> dict[str, Any
 
 
 def _scenario(
-    sb: Sandbox, key: Path, token: str, tmp: Path, args: argparse.Namespace, *, on: bool
+    sb: Sandbox, key: Path, token: str, tmp: Path, args: argparse.Namespace, *, variant: str
 ) -> dict[str, Any]:
     names, pools = seed(sb, args.repos, args.prs, random.Random(args.seed))
-    cfg_dir = write_run_config(sb, key, tmp, names, args, on)
+    cfg_dir = write_run_config(sb, key, tmp, names, args, variant)
     state, log = tmp / "state", tmp / "daemon.log"
     settled = settle(cfg_dir, state)
     sb.set_fidelity(mergeable_reads=0, mergeable_seconds=args.computing)
@@ -366,14 +372,16 @@ def main() -> int:
     ap.add_argument("--drain", type=float, help="s to wait for late actions (2 ticks + 30)")
     ap.add_argument("--rates", type=parse_rates, default=parse_rates(""), help="kind=per-minute")
     ap.add_argument("--seed", type=int, default=27)
-    ap.add_argument("--only", choices=VARIANTS, help="run one variant")
+    ap.add_argument(
+        "--only", choices=VARIANTS, action="append", help="run this variant (repeatable)"
+    )
     ap.add_argument("--keep", help="a folder to copy each variant's daemon log into")
     args = ap.parse_args()
     args.quiet = min(2.0, args.minutes) if args.quiet is None else args.quiet
     args.drain = 2 * args.tick + 30 if args.drain is None else args.drain
     configure_logging("json", "error")
     keys = std.generate_keys()
-    rows = [(v, run_variant(v, args, keys)) for v in VARIANTS if args.only in (None, v)]
+    rows = [(v, run_variant(v, args, keys)) for v in VARIANTS if not args.only or v in args.only]
     rates = ", ".join(f"{k} {v:g}" for k, v in args.rates.items())
     print(
         f"event stream under `capdaemon run`: {args.repos} repos × {args.prs} PRs, enforce, "

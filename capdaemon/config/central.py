@@ -22,6 +22,7 @@ from capdaemon.config.sections import (
 from capdaemon.config.types import (
     DEFAULT_MODE,
     MAX_BURST_PER_MINUTE,
+    MAX_SWEEP_POINTS_PER_HOUR,
     BreakerConfig,
     Config,
     GitHubConfig,
@@ -58,7 +59,8 @@ _CHECKED_REPO_KEYS = frozenset(
 )  # fmt: skip
 SCHEDULE_KEYS = frozenset(
     {"tick_seconds", "digest_time", "timezone", "detect_seconds", "detect_requests_per_minute",
-     "detect_burst_requests_per_minute", "detect_burst_seconds"}
+     "detect_burst_requests_per_minute", "detect_burst_seconds",
+     "detect_burst_graphql_points_per_hour"}
 )  # fmt: skip
 TIER_KEYS = frozenset(
     {"many_files", "large_diff_lines", "one_tap_ttl_hours"}
@@ -272,6 +274,17 @@ def _schedule(sec: _Section) -> ScheduleConfig:
             f"must be from detect_requests_per_minute ({quiet}) to {MAX_BURST_PER_MINUTE} (half"
             f" of GitHub's secondary limit of 900 REST requests a minute); got {burst}",
         )
+    points = sc.int(
+        "detect_burst_graphql_points_per_hour",
+        sd.detect_burst_graphql_points_per_hour,
+        minimum=0,
+    )
+    if points > MAX_SWEEP_POINTS_PER_HOUR:
+        raise sc.error(
+            "detect_burst_graphql_points_per_hour",
+            f"must be from 0 (no rollup sweep) to {MAX_SWEEP_POINTS_PER_HOUR} (half of GitHub's"
+            f" smallest GraphQL budget of 5,000 points an hour); got {points}",
+        )
     return ScheduleConfig(
         tick_seconds=tick,
         digest_time=sc.str("digest_time", sd.digest_time, pattern=_HHMM_RE, what="a time HH:MM"),
@@ -280,6 +293,7 @@ def _schedule(sec: _Section) -> ScheduleConfig:
         detect_requests_per_minute=quiet,
         detect_burst_requests_per_minute=burst,
         detect_burst_seconds=sc.int("detect_burst_seconds", sd.detect_burst_seconds, minimum=0),
+        detect_burst_graphql_points_per_hour=points,
     )
 
 

@@ -214,6 +214,9 @@ class RepoConfig:
 # the change detector's burst rate at most: half of GitHub's documented REST secondary limit
 # (900 points a minute, a GET one point), the rest left to the tick
 MAX_BURST_PER_MINUTE = 450
+# the rollup sweep's GraphQL points an hour at most: half of GitHub's smallest hourly budget
+# (5,000 points for a token or an App installation), the rest left to the tick
+MAX_SWEEP_POINTS_PER_HOUR = 2500
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,9 @@ class ScheduleConfig:
     `detect_seconds`: how often `capdaemon run` looks for a change between ticks (0: never);
     `detect_requests_per_minute`: the most requests a minute it may spend doing so while
     quiet; `detect_burst_requests_per_minute`: the most for `detect_burst_seconds` after a look
-    saw a change (0 seconds: never faster than quiet). See capdaemon.daemon.polling.cadence."""
+    saw a change (0 seconds: never faster than quiet); `detect_burst_graphql_points_per_hour`:
+    the GraphQL points an hour the burst's rollup sweep of the heads waiting on checks may
+    spend (0: no sweep). See capdaemon.daemon.polling.cadence."""
 
     tick_seconds: int = 60
     digest_time: str = "09:00"
@@ -232,6 +237,7 @@ class ScheduleConfig:
     detect_requests_per_minute: int = 30
     detect_burst_requests_per_minute: int = 300
     detect_burst_seconds: int = 60
+    detect_burst_graphql_points_per_hour: int = 1200
 
 
 # SPEC 4.1 tier 3's protected families (seed 000), each a named list so tests and docs

@@ -7,7 +7,7 @@ ForgePort methods by delegating to them; `Forge.from_config` connects (see forge
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from capdaemon.forge.protection import Protection
 from capdaemon.forge.ratelimit import WaitBudget
 from capdaemon.forge.reads import Reads
 from capdaemon.forge.reverts import Reverts
+from capdaemon.forge.rollups import head_rollups
 from capdaemon.forge.scrub import Scrubber
 from capdaemon.forge.session import ForgeSession, Identity, OverflowDir, ShaCaches, TickMemo
 from capdaemon.forge.snapshot import Snapshots
@@ -337,6 +338,9 @@ class Forge:
 
     def check_marks(self, repo: str, sha: str, feed: str = "checks") -> RecentChanges:
         return self._reads.check_marks(repo, sha, feed)
+
+    def head_rollups(self, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        return head_rollups(self._graphql, heads)
 
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)

@@ -111,11 +111,40 @@ OPEN_PULLS_WITH_BASE_QUERY = OPEN_PULLS_QUERY.replace(
     "$after: String) {", "$after: String, $base: String!) {", 1
 ).replace(_REPOSITORY, _REPOSITORY + BASE_REF_FIELDS, 1)
 
+# The check rollup state of many commits at once, each by repository and sha (the rollup
+# sweep of heads waiting on checks: no list GitHub offers moves when a check run completes).
+# GitHub's formula counts only connections, and this query has none: 1 point whatever the
+# number of heads. Bounded anyway: GitHub stops a query after 10 seconds, and each head is a
+# repository and an object lookup. Two fixed sizes (the forge sends only queries it knows,
+# with variables: no sha or name is ever pasted into the text); unused slots repeat a head.
+ROLLUP_SLOTS = 250
+ROLLUP_SMALL_SLOTS = 25
+ROLLUP_STATES = frozenset({"ERROR", "EXPECTED", "FAILURE", "PENDING", "SUCCESS"})
+
+
+def _rollups_query(slots: int) -> str:
+    """The rollup query with `slots` heads: variables $o<i>, $n<i> (the repo), $s<i> (the sha)."""
+    params = ", ".join(f"$o{i}: String!, $n{i}: String!, $s{i}: GitObjectID!" for i in range(slots))
+    heads = "\n".join(
+        f"  h{i}: repository(owner: $o{i}, name: $n{i}) {{ object(oid: $s{i}) {{ ...Rollup }} }}"
+        for i in range(slots)
+    )
+    return (
+        f"query CapdaemonRollups{slots}({params}) {{\n{heads}\n}}\n"
+        "fragment Rollup on GitObject { ... on Commit { oid statusCheckRollup { state } } }"
+    )
+
+
+ROLLUPS_QUERY = _rollups_query(ROLLUP_SLOTS)
+ROLLUPS_SMALL_QUERY = _rollups_query(ROLLUP_SMALL_SLOTS)
+
 QUERIES: dict[str, str] = {
     "comments": COMMENTS_QUERY,
     "reactions": REACTIONS_QUERY,
     "open_pulls": OPEN_PULLS_QUERY,
     "open_pulls_with_base": OPEN_PULLS_WITH_BASE_QUERY,
+    "rollups": ROLLUPS_QUERY,
+    "rollups_small": ROLLUPS_SMALL_QUERY,
 }
 _SENDABLE = frozenset(QUERIES.values())
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
@@ -187,6 +187,11 @@ class ForgePort(Protocol):
 
     def check_marks(self, repo: str, sha: str, feed: str = "checks") -> RecentChanges:
         """Marks that move when a check run (or, `feed` "checks", a commit status) changes."""
+        ...
+
+    def head_rollups(self, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The check rollup state of each (repo, sha) known to GitHub, in GraphQL queries of
+        many heads each (capdaemon.forge.rollups); raises on any failure."""
         ...
 
     def permission(self, repo: str, login: str) -> str:

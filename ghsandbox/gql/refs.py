@@ -1,5 +1,7 @@
 """GraphQL ``Repository.ref``: a branch's head, its classic protection rule and its ruleset rules.
 
+``Repository.object`` serves a commit by its sha (null when the repository has none).
+
 GitHub serves on ``Ref``:
 
 - ``target``: the commit the branch points at;
@@ -24,6 +26,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 
 from ..auth import require
 from ..errors import SandboxApiError
+from ..gittypes import is_sha
 from ..protection import ruleset_applies
 from .nodes import CommitN, Conn, page
 
@@ -67,6 +70,26 @@ def repo_ref(repo: Any, info: GraphQLResolveInfo, qualifiedName: str) -> RefN | 
         return None  # tags and other refs are not served: no branch by that name
     sha = info.context.b.git(repo.full).resolve(f"refs/heads/{name}")
     return None if sha is None else RefN(repo.full, name, sha)
+
+
+def repo_object(
+    repo: Any, info: GraphQLResolveInfo, oid: str | None = None, expression: str | None = None
+) -> CommitN | None:
+    """``Repository.object``: a commit by ``oid`` (or by an ``expression`` that names a branch,
+    a tag or a sha); null when the repository has no such object, as on GitHub. Trees, blobs
+    and tags are not served: asking for one is an error naming it, never a silent null."""
+    g = info.context.b.git(repo.full)
+    if (oid is None) == (expression is None):
+        raise GraphQLError("Repository.object takes exactly one of `oid` and `expression`")
+    sha = oid if oid is not None else g.resolve_ref_or_sha(str(expression))
+    if sha is None or not is_sha(sha):
+        return None
+    typ = g.object_type(sha)
+    if typ is None:
+        return None
+    if typ != "commit":
+        raise GraphQLError(f"the sandbox serves only commits from Repository.object, not a {typ}")
+    return CommitN(repo.full, sha)
 
 
 def _classic(ref: RefN, info: GraphQLResolveInfo) -> dict[str, Any] | None:

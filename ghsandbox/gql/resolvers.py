@@ -37,7 +37,7 @@ from .nodes import (
     cursor,
     page,
 )
-from .refs import REF_FIELDS, repo_ref
+from .refs import REF_FIELDS, repo_object, repo_ref
 from .schema import github_schema
 
 REST_TO_REACTION = {
@@ -367,6 +367,7 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "issueOrPullRequest": repo_issue_or_pull,
         "pullRequests": repo_pulls,
         "ref": repo_ref,
+        "object": repo_object,
     },
     "Issue": {**_ISSUE_COMMON, "state": _get(lambda i: i.rec["state"].upper())},
     "PullRequest": {

@@ -12,7 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from capdaemon.config import ConfigError, load_config
-from capdaemon.daemon.polling.cadence import Cadence, in_burst, look_spacing, slow_share
+from capdaemon.daemon.polling.cadence import (
+    Cadence,
+    in_burst,
+    look_may_be_due,
+    look_spacing,
+    slow_share,
+    sweep_due,
+)
 from capdaemon.daemon.polling.detector import CHECK_FEEDS, ChangeDetector, _cost
 
 from .conftest import Harness, write_config
@@ -206,6 +213,21 @@ def test_a_newly_waiting_prs_first_checks_read_shares_the_ticks_etag(daemon: Har
         ),
         ({"detect_burst_seconds": -5}, "detect_burst_seconds", "must be at least 0"),
         ({"detect_burst_seconds": "soon"}, "detect_burst_seconds", "expected an integer"),
+        (
+            {"detect_burst_graphql_points_per_hour": 2501},
+            "detect_burst_graphql_points_per_hour",
+            "must be from 0 (no rollup sweep) to 2500",
+        ),
+        (
+            {"detect_burst_graphql_points_per_hour": -1},
+            "detect_burst_graphql_points_per_hour",
+            "must be at least 0",
+        ),
+        (
+            {"detect_burst_graphql_points_per_hour": "lots"},
+            "detect_burst_graphql_points_per_hour",
+            "expected an integer",
+        ),
     ],
 )
 def test_a_bad_burst_setting_is_named(
@@ -295,3 +317,83 @@ def test_a_burst_reads_the_newest_waiting_heads_first(daemon: Harness) -> None:
     heads = {f[2] for f in det.feeds(burst=True) if f[1] in CHECK_FEEDS}
     assert heads == {daemon.pull(prs[0]).head.sha, daemon.pull(prs[3]).head.sha}
     assert not [f for f in det.feeds(burst=False) if f[1] in CHECK_FEEDS]  # quiet: none
+
+
+sweep_cadences = st.builds(
+    Cadence,
+    detect_seconds=st.integers(1, 60),
+    quiet_per_minute=st.integers(1, 120),
+    burst_per_minute=st.integers(1, 450),
+    burst_seconds=st.integers(0, 600),
+    sweep_points_per_hour=st.integers(0, 2500),
+)
+
+
+@given(
+    sweep_cadences,
+    st.lists(st.tuples(st.floats(0, 30), st.integers(0, 5), st.booleans()), max_size=200),
+    st.floats(1, 7200),
+)
+def test_sweeps_keep_within_their_points_budget_over_any_window(
+    cad: Cadence, wakes: list[tuple[float, int, bool]], window: float
+) -> None:
+    """Wake-ups at any times, sweeps of any cost, burst or not: a sweep runs only in a burst,
+    never with a budget of 0, and over any window the points spent are at most what the
+    budget allows for it plus one sweep."""
+    now, last, spent = 0.0, float("-inf"), []
+    for gap, points, burst in wakes:
+        now += gap
+        if sweep_due(cad, last, now, points, burst=burst):
+            assert burst and points > 0 and cad.sweep_points_per_hour > 0
+            spent.append((now, points))
+            last = now
+    if cad.sweep_points_per_hour == 0:
+        assert not spent
+    for start, _ in spent:
+        inside = [p for t, p in spent if start <= t <= start + window]
+        allowed = cad.sweep_points_per_hour * window / 3600.0 + max(inside)
+        assert sum(inside) <= allowed + 1e-6
+
+
+@given(sweep_cadences, st.floats(-1e6, 1e6), st.floats(0, 1e6), st.integers(1, 10))
+def test_a_quiet_look_never_sweeps(cad: Cadence, last: float, now: float, points: int) -> None:
+    assert not sweep_due(cad, last, now, points, burst=False)
+    assert not sweep_due(cad, float("-inf"), now, 0, burst=True)  # nothing to sweep
+
+
+@given(cadences, st.integers(0, 200), st.integers(0, 300), st.booleans(), st.floats(0, 1e4))
+def test_a_wake_up_skipped_before_building_the_feeds_never_hides_a_due_look(
+    cad: Cadence, cost: int, poll: int, burst: bool, since: float
+) -> None:
+    """Whatever a look would cost, when its spacing has passed the cheap check says a look
+    may be due: skipping the feed list when it says no never delays a look."""
+    gap = look_spacing(cad, cost, poll, burst=burst)
+    if gap > 0 and since >= gap:
+        assert look_may_be_due(cad, 0.0, poll, since)
+    if not look_may_be_due(cad, 0.0, poll, since):
+        assert gap <= 0 or since < gap
+
+
+class _CountingDetector(ChangeDetector):
+    """A detector that counts how often it builds its feed list."""
+
+    built = 0
+
+    def feeds(self, *, burst: bool | None = None) -> list[tuple[str, str, str]]:
+        self.built += 1
+        return super().feeds(burst=burst)
+
+
+def test_wake_ups_between_looks_do_not_build_the_feed_list(daemon: Harness) -> None:
+    """Woken every second for two quiet minutes with looks at least 5 s apart: the feed list
+    (every record walked, the watch file read) is built only when a look may be due, not on
+    every wake-up."""
+    daemon.open_pr({"docs/a.md": "# a\n"})
+    daemon.tick()
+    now = [0.0]
+    det = _CountingDetector(daemon.ticker or daemon.start(), clock=lambda: now[0])
+    for _ in range(120):
+        det.run(daemon.sb.now())
+        now[0] += 1.0
+    assert det.stats.looks >= 5
+    assert det.built < 120 / 2  # each wake-up built it before

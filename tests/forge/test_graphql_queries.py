@@ -21,7 +21,14 @@ def test_query_is_valid_on_githubs_schema(name: str) -> None:
     assert validate(github_schema(), parse(QUERIES[name])) == []
 
 
-COST = {"comments": 1, "reactions": 1, "open_pulls": 3, "open_pulls_with_base": 3}
+COST = {
+    "comments": 1,
+    "reactions": 1,
+    "open_pulls": 3,
+    "open_pulls_with_base": 3,
+    "rollups": 1,
+    "rollups_small": 1,
+}
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))

@@ -11,6 +11,11 @@ stay serial. GitHub's secondary rate limit is 900 points a minute for REST, a GE
 (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api); the configuration
 refuses a burst rate over half of it (config.types.MAX_BURST_PER_MINUTE), leaving the rest to
 the tick.
+
+In a burst, the heads waiting on checks are also swept in GraphQL (their check rollup state,
+many heads a query: capdaemon.daemon.polling.rollups), each sweep at least 3600·P /
+`detect_burst_graphql_points_per_hour` seconds after the one before, P its own points: over
+any window the sweeps spend no more than the budget allows for it, plus one sweep.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ class Cadence:
     quiet_per_minute: int
     burst_per_minute: int
     burst_seconds: float
+    sweep_points_per_hour: int = 0
 
     @classmethod
     def of(cls, sc: ScheduleConfig) -> Cadence:
@@ -39,6 +45,7 @@ class Cadence:
             quiet_per_minute=sc.detect_requests_per_minute,
             burst_per_minute=sc.detect_burst_requests_per_minute,
             burst_seconds=sc.detect_burst_seconds,
+            sweep_points_per_hour=sc.detect_burst_graphql_points_per_hour,
         )
 
     def rate(self, burst: bool) -> int:
@@ -64,6 +71,15 @@ def look_spacing(cadence: Cadence, cost: int, poll_interval: float, *, burst: bo
     return max(float(cadence.detect_seconds), float(poll_interval), by_rate)
 
 
+def look_may_be_due(cadence: Cadence, last_look: float, poll_interval: float, now: float) -> bool:
+    """Whether a look may be due at `now` whatever it would read: the detector is on and
+    `detect_seconds` and the poll interval have passed since the last look (look_spacing is
+    never shorter). False spares a wake-up from building the feed list."""
+    if cadence.detect_seconds <= 0:
+        return False
+    return now - last_look >= max(float(cadence.detect_seconds), float(poll_interval))
+
+
 def slow_share(cadence: Cadence, base_cost: int, slow_costs: Sequence[int], *, burst: bool) -> int:
     """How many of the slow feeds (their costs in reading order) one look reads after its
     `base_cost` requests: one when quiet; in a burst as many as fit in what the burst rate
@@ -80,3 +96,13 @@ def slow_share(cadence: Cadence, base_cost: int, slow_costs: Sequence[int], *, b
         spent += cost
         taken += 1
     return max(taken, 1)
+
+
+def sweep_due(cadence: Cadence, last_sweep: float, now: float, points: int, *, burst: bool) -> bool:
+    """May a rollup sweep of `points` GraphQL points run now, the last one having run at
+    `last_sweep`? Only in a burst, never with a budget of 0 (or nothing to sweep), and not
+    before 3600·points / budget seconds have passed since the last one (a clock that went
+    backwards counts as no time passed)."""
+    if not burst or points <= 0 or cadence.sweep_points_per_hour <= 0:
+        return False
+    return now - last_sweep >= 3600.0 * points / cadence.sweep_points_per_hour

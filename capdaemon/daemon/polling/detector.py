@@ -28,6 +28,11 @@ interval is the safety net for anything a look misses. Looks are spaced by the l
 change, `detect_burst_requests_per_minute`, which also reads the later issue pages every look
 and more slow feeds a look (capdaemon.daemon.polling.cadence). Whether a feed moved is decided
 by pure functions (what_moved, repos_moved).
+
+In a burst a look also sweeps the check rollups of every head waiting on checks in GraphQL
+(many heads a query, 1 point each; capdaemon.daemon.polling.rollups), spaced by
+`detect_burst_graphql_points_per_hour`: a CI run completing on a PR the per-PR feeds have not
+reached yet is seen at the next sweep, not at the next tick. A failed sweep changes nothing.
 """
 
 from __future__ import annotations
@@ -42,8 +47,17 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.daemon.core.tickdata import TickReport
 from capdaemon.daemon.issues.watch import reaction_needs, safe_since, wanted_lists
-from capdaemon.daemon.polling.cadence import Cadence, in_burst, look_spacing, slow_share
+from capdaemon.daemon.polling.cadence import (
+    Cadence,
+    in_burst,
+    look_may_be_due,
+    look_spacing,
+    slow_share,
+    sweep_due,
+)
+from capdaemon.daemon.polling.rollups import Head, rollups_flagged
 from capdaemon.forge.errors import FORGE_FAILURES
+from capdaemon.forge.rollups import rollup_queries
 from capdaemon.forge.types import IssueList
 from capdaemon.logging import get_logger
 from capdaemon.state import StateError
@@ -127,6 +141,9 @@ class DetectorStats:
     deferred: int = 0  # a change seen while a tick ran: kept for the next look
     slow_reads: int = 0  # reads of a waiting PR's checks or of a later issue page
     burst_looks: int = 0  # looks taken at the burst rate (after a look saw a change)
+    sweeps: int = 0  # rollup sweeps of the heads waiting on checks (in a burst)
+    sweep_points: int = 0  # GraphQL points they spent (1 a query)
+    failed_sweeps: int = 0
 
 
 class ChangeDetector:
@@ -141,6 +158,8 @@ class ChangeDetector:
         self.last_change = -math.inf  # when a look last saw a change (starts a burst)
         self.stats = DetectorStats()
         self._slow_turn = 0  # where the next look starts in the slow feeds
+        self.rollups: dict[Head, str] = {}  # each waiting head's rollup state at the last sweep
+        self.last_sweep = -math.inf
         self._lists: dict[str, IssueList] = {}  # the decision repo's listings read, by key
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
@@ -227,6 +246,16 @@ class ChangeDetector:
         """The checks of each PR whose merge waits only on checks (no list GitHub offers moves
         when a check run completes), and the later pages of the decision repo's listings (while
         the page before was full when last read). Marks of feeds no longer wanted are dropped."""
+        out = self._waiting_heads()
+        out += self._later_pages(decision)
+        keep = set(out) | {(decision or "", "issues", f"{key}#1") for key in self._lists}
+        for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
+            del self.marks[feed]
+        return out
+
+    def _waiting_heads(self) -> list[Feed]:
+        """The checks feed of each live PR of a supervised repo whose merge waits only on
+        checks, in the order they started waiting."""
         supervised = {rc.name for rc in self.ticker.config.repos}
         records = self.ticker.prs.records
         out: list[Feed] = []
@@ -235,10 +264,6 @@ class ChangeDetector:
             live = rec is not None and rec.state == PRState.OPEN and rec.head_sha == sha
             if live and repo in supervised:
                 out.append((repo, kind, sha))
-        out += self._later_pages(decision)
-        keep = set(out) | {(decision or "", "issues", f"{key}#1") for key in self._lists}
-        for feed in [f for f in self.marks if f[1] != "pulls" and f not in keep]:
-            del self.marks[feed]
         return out
 
     def _later_pages(self, decision: str | None) -> list[Feed]:
@@ -288,6 +313,8 @@ class ChangeDetector:
         the tick that made it wanted had just read the same; a change in between is the full
         tick's). A failed read leaves its mark as it was."""
         now = self.clock()
+        if not look_may_be_due(self.cadence(), self.last_look, self.poll_interval, now):
+            return set()  # no look due: the feed list (every record, the watch file) not built
         burst = in_burst(self.cadence(), self.last_change, now)
         feeds = self.feeds(burst=burst)
         interval = self.interval(sum(_cost(f) for f in feeds), burst=burst)
@@ -305,11 +332,35 @@ class ChangeDetector:
             changed |= moved
             asked = max(asked, wait or 0)
         self.poll_interval = asked
+        changed |= self.sweep(now, burst=burst or bool(changed))
         if changed:
             self.last_change = now
             self.stats.changes += 1
             log.info("detect.changed", repos=sorted(changed))
         return changed
+
+    def sweep(self, now: float, *, burst: bool) -> set[str]:
+        """In a burst, when the points budget allows: the check rollup state of every head
+        waiting on checks, in GraphQL; the repos whose heads it flags (rollups_flagged). A
+        failed sweep changes no state seen and flags nothing (the full tick is the net)."""
+        heads = [(repo, sha) for repo, _, sha in self._waiting_heads()]
+        points = rollup_queries(len(heads))
+        if not sweep_due(self.cadence(), self.last_sweep, now, points, burst=burst):
+            return set()
+        self.last_sweep = now
+        self.stats.sweeps += 1
+        self.stats.sweep_points += points
+        try:
+            got = self.ticker.forge.head_rollups(heads)
+        except FORGE_FAILURES as exc:
+            self.stats.failed_sweeps += 1
+            log.warning("detect.sweep_failed", heads=len(heads), error=str(exc)[:300])
+            return set()
+        flagged = rollups_flagged(self.rollups, got)
+        self.rollups = dict(got)
+        if flagged:
+            log.info("detect.rollups_moved", repos=sorted(flagged))
+        return flagged
 
     def _read(self, feed: Feed) -> tuple[set[str], int | None]:
         """One feed: the repos it shows changed, and the poll interval it asked for."""
