@@ -38,7 +38,7 @@ from capdaemon.forge.installations import Installations
 from capdaemon.forge.issues import Issues
 from capdaemon.forge.port import JsonObject, Marker, RateBudget
 from capdaemon.forge.protection import Protection
-from capdaemon.forge.ratelimit import WaitBudget
+from capdaemon.forge.ratelimit import WaitBudget, pro_rata_room
 from capdaemon.forge.reads import Reads
 from capdaemon.forge.reverts import Reverts
 from capdaemon.forge.rollups import head_rollups
@@ -268,6 +268,10 @@ class Forge:
                 key: rate.remaining for key, rate in self.transport.rates.items() if key
             },
         }
+
+    def graphql_room(self, points: int, own_per_hour: int) -> bool:
+        rate = self.transport.book.graphql_tightest
+        return pro_rata_room(rate, self.transport.clock().timestamp(), points, own_per_hour)
 
     def wire_counts(self) -> WireCounts:
         """The transport's running counters (requests, 304s, writes, seconds waited)."""

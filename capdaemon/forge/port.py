@@ -100,6 +100,11 @@ class ForgePort(Protocol):
         """Rate-limit figures and this tick's wait budget."""
         ...
 
+    def graphql_room(self, points: int, own_per_hour: int) -> bool:
+        """May a spender whose share of the GraphQL budget is `own_per_hour` spend `points`
+        now, as the budget's last answer said (capdaemon.forge.ratelimit.pro_rata_room)?"""
+        ...
+
     def wire_counts(self) -> WireCounts:
         """What went over the wire so far (running counters: requests, 304s, writes, seconds
         waited); the difference of two readings is what happened between them."""

@@ -65,6 +65,7 @@ class RateBook:
 
     def __init__(self) -> None:
         self.rates: dict[str, RateState] = {}  # budget key → its last rate-limit headers
+        self.graphql: dict[str, RateState] = {}  # the same for GraphQL's budget of points
         self._lock = threading.Lock()
 
     @property
@@ -76,15 +77,22 @@ class RateBook:
                 return next(iter(self.rates.values()), RateState())
             return min(known, key=lambda r: r.remaining if r.remaining is not None else 0)
 
-    def note(self, headers: Mapping[str, str], budget: str) -> None:
-        """Keep a REST answer's primary rate-limit headers (GraphQL has a budget of its own)."""
-        if (
-            "x-ratelimit-remaining" not in headers
-            or headers.get("x-ratelimit-resource") == "graphql"
-        ):
-            return
+    @property
+    def graphql_tightest(self) -> RateState | None:
+        """The GraphQL budget with the fewest points left, as its last answer said (None: no
+        GraphQL answer has said yet)."""
         with self._lock:
-            rate = self.rates.setdefault(budget, RateState())
+            known = [r for r in self.graphql.values() if r.remaining is not None]
+        return min(known, key=lambda r: r.remaining or 0) if known else None
+
+    def note(self, headers: Mapping[str, str], budget: str) -> None:
+        """Keep an answer's primary rate-limit headers: a REST answer's by its budget key, a
+        GraphQL answer's apart (GraphQL has a budget of points of its own)."""
+        if "x-ratelimit-remaining" not in headers:
+            return
+        graphql = headers.get("x-ratelimit-resource") == "graphql"
+        with self._lock:
+            rate = (self.graphql if graphql else self.rates).setdefault(budget, RateState())
             for attr, name in (
                 ("limit", "x-ratelimit-limit"),
                 ("remaining", "x-ratelimit-remaining"),
@@ -144,3 +152,16 @@ def refusal_wait(
     if secondary or primary or status == 429:
         return SECONDARY_MIN_WAIT, "secondary"
     return None
+
+
+def pro_rata_room(rate: RateState | None, now: float, points: int, own_per_hour: int) -> bool:
+    """May a spender whose own share is `own_per_hour` of a budget spend `points` now (pure)?
+    The rest of the budget is the other spenders' share (the limit less `own_per_hour`, an
+    hour), and what is left after spending must cover that share for the time to the reset
+    (`now` and the reset in epoch seconds): while the others stay within their share, the two
+    together never run the budget out; when they need more, this spender gives way. An
+    unknown budget (no answer has told yet) has room: the next answer tells."""
+    if rate is None or rate.remaining is None or rate.limit is None or rate.reset is None:
+        return True
+    left = min(max(rate.reset - now, 0.0), 3600.0) / 3600.0
+    return rate.remaining - points >= max(rate.limit - own_per_hour, 0) * left

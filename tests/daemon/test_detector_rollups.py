@@ -209,3 +209,31 @@ def test_a_rollup_made_green_by_another_app_runs_a_targeted_tick_but_no_merge(
     assert not daemon.pull(target).merged
     daemon.tick()
     assert not daemon.pull(target).merged and _merges(daemon, target) == 0
+
+
+def test_a_sweep_gives_way_when_the_ticks_need_the_graphql_budget(daemon: Harness) -> None:
+    """The installation's GraphQL budget is nearly spent with most of its hour to go: a due
+    sweep is held (no query, nothing flagged), `ci` completing meanwhile is still merged by
+    the full tick, once; when a new window refills the budget, sweeps run again."""
+    runs = _waiting(daemon, 3)
+    det, now = _burst(daemon)
+    _run_until(daemon, det, now, now[0] + 6)
+    sweeps = det.stats.sweeps
+    assert sweeps > 0 and not det.stats.held_sweeps
+    key = f"installation:{daemon.sb.installation_id}:graphql"
+    bucket = daemon.sb.app.limiter.bucket(key, 5000)
+    bucket.used = 4900  # others spent it: 100 points left, most of the hour to go
+    daemon.tick()  # the tick's GraphQL read tells the forge
+    target = min(runs)
+    runs[target].edit(status="completed", conclusion="success")
+    daemon.sb.reset_counters()
+    assert det.sweep(now[0] + 3600, burst=True) == set()
+    assert det.stats.sweeps == sweeps and det.stats.held_sweeps == 1
+    eps = daemon.sb.counters()["endpoints"]
+    assert not [k for k in eps if k.startswith("POST /graphql CapdaemonRollups")]
+    daemon.tick()
+    assert daemon.pull(target).merged and _merges(daemon, target) == 1
+    bucket.used = 0  # a new window
+    daemon.tick()
+    det.sweep(now[0] + 7200, burst=True)
+    assert det.stats.sweeps == sweeps + 1

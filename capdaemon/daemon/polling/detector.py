@@ -144,6 +144,7 @@ class DetectorStats:
     sweeps: int = 0  # rollup sweeps of the heads waiting on checks (in a burst)
     sweep_points: int = 0  # GraphQL points they spent (1 a query)
     failed_sweeps: int = 0
+    held_sweeps: int = 0  # due but held back: the GraphQL budget is ahead of its pace
 
 
 class ChangeDetector:
@@ -161,6 +162,7 @@ class ChangeDetector:
         self.rollups: dict[Head, str] = {}  # each waiting head's rollup state at the last sweep
         self.last_sweep = -math.inf
         self._lists: dict[str, IssueList] = {}  # the decision repo's listings read, by key
+        self._held = False  # sweeps held back by the GraphQL budget since the last one
         self._lock = threading.Lock()  # one look at a time (the job, a test, a benchmark)
 
     # ------------------------------------------------------------------ the job
@@ -346,6 +348,14 @@ class ChangeDetector:
         heads = [(repo, sha) for repo, _, sha in self._waiting_heads()]
         points = rollup_queries(len(heads))
         if not sweep_due(self.cadence(), self.last_sweep, now, points, burst=burst):
+            return set()
+        # the rest of the GraphQL budget is the ticks': when they need more, the sweep waits
+        room = self.ticker.forge.graphql_room(points, self.cadence().sweep_points_per_hour)
+        if not room and not self._held:  # logged once a spell
+            log.info("detect.sweep_held", points=points, reason="GraphQL budget ahead of pace")
+        self._held = not room
+        if not room:
+            self.stats.held_sweeps += 1
             return set()
         self.last_sweep = now
         self.stats.sweeps += 1
