@@ -12,6 +12,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from capdaemon.decide.ballot import BallotStatus
@@ -268,7 +269,7 @@ class IssueRef:
 _ISSUE_KEYS = tuple(f.name for f in dataclasses.fields(IssueRef))
 
 
-def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
+def _issues(data: Mapping[str, Any]) -> Mapping[str, IssueRef]:
     raw = data.get("issues", {})
     if not isinstance(raw, dict):
         raise RecordError(f"issues: expected an object, got {raw!r}")
@@ -276,12 +277,21 @@ def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
     for key, value in raw.items():
         kind = _enum(IssueKind, _LEGACY_ISSUE_KINDS.get(key, key), f"issues: kind {key!r}")
         out[kind.value] = IssueRef.from_json(value, f"issues.{key}")
-    return out
+    return MappingProxyType(out)
 
 
-@dataclass(slots=True)
+_NO_ISSUES: Mapping[str, IssueRef] = MappingProxyType({})
+
+
+def _no_issues() -> Mapping[str, IssueRef]:
+    return _NO_ISSUES  # read-only: one shared empty mapping
+
+
+@dataclass(frozen=True, slots=True)
 class PRRecord:
     """What the daemon remembers about one PR between ticks (keyed `owner/repo#N`).
+
+    Frozen: a change is a new record (`PRStore.change`), so every holder reads the store's.
 
     `fingerprint` hashes the classification inputs last handled (head, labels, foreign
     check runs — not statuses, which classification never sees —, policy, capability);
@@ -311,7 +321,7 @@ class PRRecord:
     counted_head: str = ""
     quadrant: Quadrant | None = None
     check_success: bool = False
-    blocking: list[str] = field(default_factory=list)
+    blocking: tuple[str, ...] = ()
     task_id: str | None = None
     merge_policy: str | None = None
     policy_reason: str = ""
@@ -319,10 +329,10 @@ class PRRecord:
     mergeable: bool | None = None
     author: str = ""
     title: str = ""
-    issues: dict[str, IssueRef] = field(default_factory=dict)
+    issues: Mapping[str, IssueRef] = field(default_factory=_no_issues)
     ballot_round: BallotRound | None = None
     ballot: BallotRecord | None = None
-    handled: list[str] = field(default_factory=list)
+    handled: tuple[str, ...] = ()
     merge_blocked_head: str = ""
     would_merge_head: str = ""
     state: PRState = PRState.OPEN
@@ -336,6 +346,15 @@ class PRRecord:
     auto_revert_head: str = ""
     auto_revert_floor: str = ""
     head_ref: str = ""
+
+    def __post_init__(self) -> None:
+        # a list or dict given by a caller is copied into its read-only form
+        if type(self.blocking) is not tuple:
+            object.__setattr__(self, "blocking", tuple(self.blocking))
+        if type(self.handled) is not tuple:
+            object.__setattr__(self, "handled", tuple(self.handled))
+        if type(self.issues) is not MappingProxyType:
+            object.__setattr__(self, "issues", MappingProxyType(dict(self.issues)))
 
     @property
     def ref(self) -> str:
@@ -388,7 +407,7 @@ class PRRecord:
         if unknown:
             raise RecordError(f"unknown keys {sorted(unknown)}")
         values = _scalars(data)
-        values.update({name: _texts(data, name, "") for name in ("blocking", "handled")})
+        values.update({name: tuple(_texts(data, name, "")) for name in ("blocking", "handled")})
         return cls(**values, **_composites(data))
 
 
