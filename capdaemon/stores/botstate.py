@@ -30,12 +30,13 @@ class StaleRecordError(RuntimeError):
 class PRStore:
     """`bot-state/prs.json` plus its journal `prs.journal`.
 
-    `records` is the one home of each PR's current record. Records are frozen: `change(rec,
-    **fields)` makes the changed copy the current one and appends it to the journal (fsynced,
-    cheap whatever the number of PRs), `put(rec)` does the same for a record built whole;
-    a holder of an older copy takes the returned one or reads it again by key. `compact()` rewrites prs.json atomically and drops the journal (once
-    per tick). Loading replays the journal over prs.json (the newest state of a record wins)
-    and ignores a torn final line — a crash mid-append, whose action had not started yet.
+    `records` is the one home of each PR's current record. Records are frozen:
+    `change(rec, **fields)` makes the changed copy the current one and appends it to the
+    journal (fsynced: cheap, whatever the number of PRs); `put(rec)` does the same for a
+    record built whole; a holder of an older copy takes the returned one or reads it again
+    by key. `compact()` rewrites prs.json atomically and drops the journal (once per tick).
+    Loading replays the journal over prs.json (the newest state of a record wins) and
+    ignores a torn final line — a crash mid-append, whose action had not started yet.
     """
 
     def __init__(self, state_dir: Path) -> None:

@@ -135,8 +135,9 @@ def _poll_repo(t: Tick, backlog: Backlog, rc: RepoConfig, prs: list[PRSummary]) 
     forget_closed(t, rc, {p.number for p in prs})
     deps.safety.basebind.note_retargeted(rc.base, prs, t.now)  # a ballot is bound to its base
     prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
-    known = [TickPR(rc, p, policy_hash, deps.prs.records) for p in prs if p.ref in deps.prs.records]
-    new = [TickPR(rc, p, policy_hash, deps.prs.records) for p in prs if p.ref not in deps.prs.records]
+    records = deps.prs.records
+    known = [TickPR(rc, p, policy_hash, records) for p in prs if p.ref in records]
+    new = [TickPR(rc, p, policy_hash, records) for p in prs if p.ref not in records]
     todo = known + backlog.to_read(rc, new)
     seen: list[TickPR] = []
     for start in range(0, len(todo), GATHER_CHUNK):

@@ -112,7 +112,7 @@ def publish_new(t: Tick, item: TickPR) -> TickPR:
     deps, pr = t.deps, item.pr
     if pr.ref in deps.prs.records:  # known meanwhile: handled as any known PR
         return process_pr(t, plan(t, item))  # on the checks and snapshot read already
-    deps.prs.records[pr.ref] = item.rec
+    deps.prs.put(item.rec, durable=False)  # saved with its classification below
     assert item.checks is not None
     t.ctx.tick_runs[(pr.repo, pr.head_sha)] = item.checks
     return _record_and_publish(t, item)
