@@ -92,11 +92,11 @@ def _time(value: Any, where: str) -> str:
     return str(value)
 
 
-def _texts(data: Mapping[str, Any], key: str, where: str) -> list[str]:
+def _texts(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise RecordError(f"{where}{key}: expected a list of strings, got {value!r}")
-    return list(value)
+    return tuple(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +218,7 @@ class IssueText:
             title=_value(d, "title", str, f"{where}.", False),
             body=_value(d, "body", str, f"{where}.", False),
             marker=dict(_value(d, "marker", dict, f"{where}.", False)),
-            labels=tuple(_texts(d, "labels", f"{where}.")),
+            labels=_texts(d, "labels", f"{where}."),
         )
 
 
@@ -407,8 +407,9 @@ class PRRecord:
         if unknown:
             raise RecordError(f"unknown keys {sorted(unknown)}")
         values = _scalars(data)
-        values.update({name: tuple(_texts(data, name, "")) for name in ("blocking", "handled")})
-        return cls(**values, **_composites(data))
+        values.update({name: _texts(data, name, "") for name in ("blocking", "handled")})
+        values.update(_composites(data))
+        return _built(values) if cls is PRRecord else cls(**values)
 
 
 def _scalars(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -429,6 +430,16 @@ def _scalars(data: Mapping[str, Any]) -> dict[str, Any]:
     if len(values) == len(_SCALARS) and len(_CHECKED) < 256:
         _CHECKED.add(types)
     return values
+
+
+def _built(values: Mapping[str, Any]) -> PRRecord:
+    """A record of checked values (absent ones take their defaults), its slots set directly:
+    the frozen __init__'s object.__setattr__ per field would make reading prs.json (thousands
+    of records) a third slower. The values are in their read-only forms already."""
+    rec: PRRecord = object.__new__(PRRecord)
+    for name, set_slot, default in _SLOTS:
+        set_slot(rec, values.get(name, default))
+    return rec
 
 
 def record_of(ref: str, data: Any) -> PRRecord:
@@ -466,6 +477,10 @@ def _composites(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(PRRecord))
+# (name, its slot's setter, its default: repo, number, issues, blocking, handled are always read)
+_SLOTS = tuple(
+    (f.name, getattr(PRRecord, f.name).__set__, f.default) for f in dataclasses.fields(PRRecord)
+)
 _FIELD_SET = frozenset(_FIELDS)
 # plain-typed fields: (JSON type, null allowed)
 _SCALARS: dict[str, tuple[type, bool]] = {
