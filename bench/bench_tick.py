@@ -10,8 +10,8 @@ issues; A/B/C PRs take their checks from the GraphQL page of open PRs (a check c
 raise them). In the first tick a new PR costs its compare, its trees and its writes: the PR
 itself, its checks and its mergeability come with that page too.
 Columns: wall time, requests sent, requests counted against the rate limit, counted requests
-per PR seen, 304s, GraphQL points, peak RSS; then requests per endpoint (sandbox counters) for
-the first and the steady tick.
+per PR seen, 304s, GraphQL points, peak RSS, prs.journal appends (each one fsync) and their
+bytes; then requests per endpoint (sandbox counters) for the first and the steady tick.
 
 `--mode enforce` supervises in enforce mode with an extra required check `ci` that a CI App
 reports `in_progress` on every head (nothing merges: every A/B/C PR waits on it). `--compare`
@@ -152,6 +152,7 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any, batch: bool = True)
         # measurement only: the whole backlog in the first tick, not paced to GitHub's 80
         # content-creating requests a minute (bench_cron_tick measures the paced cold start)
         ticker.forge.transport.pacer = ContentPacer(per_minute=10**6, per_hour=10**6)
+        journal = _count_journal(ticker.prs)
         conn.send("ready")
         for _ in range(3):
             conn.recv()
@@ -159,8 +160,11 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any, batch: bool = True)
             report = ticker.tick()
             wall = time.perf_counter() - t0
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            appends, appended = journal.pop("appends", 0), journal.pop("bytes", 0)
             conn.send(
                 {
+                    "appends": appends,
+                    "journal_bytes": appended,
                     "wall": wall,
                     "rss_mib": rss,
                     "prs": report.prs_seen,
@@ -169,6 +173,21 @@ def daemon_child(config_dir: str, state_dir: str, conn: Any, batch: bool = True)
                 }
             )
     conn.close()
+
+
+def _count_journal(store: Any) -> dict[str, int]:
+    """Count the store's journal appends and their bytes (the file grows by one line each)."""
+    counts: dict[str, int] = {}
+    save = store.save
+
+    def counted(rec: Any) -> None:
+        before = store.journal.stat().st_size if store.journal.exists() else 0
+        save(rec)
+        counts["appends"] = counts.get("appends", 0) + 1
+        counts["bytes"] = counts.get("bytes", 0) + store.journal.stat().st_size - before
+
+    store.save = counted
+    return counts
 
 
 def run_scenario(
@@ -249,9 +268,9 @@ def main() -> int:
     keys = std.generate_keys()
     print(
         "| scenario | batch | tick | PRs | classified | wall s | requests | counted | "
-        "counted per PR | 304 | GraphQL points | peak RSS MiB |"
+        "counted per PR | 304 | GraphQL points | peak RSS MiB | journal appends | journal KiB |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     per_endpoint: dict[tuple[int, str, str], dict[str, tuple[int, int, int]]] = {}
     for repos in (int(x) for x in args.repos.split(",")):
         for batch in (False, True) if args.compare else (True,):
@@ -264,7 +283,8 @@ def main() -> int:
                     f"| {repos} × {args.prs} {args.mode} | {on} | {m['label']} | {m['prs']} | "
                     f"{m['classified']} | {m['wall']:.2f} | {m['requests']} | {m['counted']} | "
                     f"{m['counted'] / max(1, m['prs']):.2f} | "
-                    f"{m['not_modified']} | {m['points']} | {m['rss_mib']:.0f} |",
+                    f"{m['not_modified']} | {m['points']} | {m['rss_mib']:.0f} | "
+                    f"{m['appends']} | {m['journal_bytes'] / 1024:.1f} |",
                     flush=True,
                 )
                 if m["errors"]:

@@ -451,8 +451,8 @@ class TelegramDesk:
         )  # fmt: skip
         entry.update(state=state, reason=reason, by=by)
         s.save()
-        rec.fingerprint = ""  # republish L1.C3 (and merge) on the next tick, which runs at once
-        t.prs.save(rec)
+        # republish L1.C3 (and merge) on the next tick, which runs at once
+        t.prs.change(rec, fingerprint="")
         req.update(state=req_state, outcome=outcome, decided_by=login)
         self.store.save()
         self._answer(tap, outcome)

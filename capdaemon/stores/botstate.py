@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -22,13 +23,20 @@ BALLOT_KIND, REVIEW_KIND = IssueKind.BALLOT.value, IssueKind.REVIEW.value
 SCOPE_KIND = IssueKind.SCOPE_VIOLATION.value
 
 
+class StaleRecordError(RuntimeError):
+    """A record was changed or saved from a copy that is no longer its PR's current record."""
+
+
 class PRStore:
     """`bot-state/prs.json` plus its journal `prs.journal`.
 
-    `save(rec)` appends the record's new state to the journal and fsyncs (cheap, whatever
-    the number of PRs); `compact()` rewrites prs.json atomically and drops the journal (once
-    per tick). Loading replays the journal over prs.json (the newest state of a record wins)
-    and ignores a torn final line — a crash mid-append, whose action had not started yet.
+    `records` is the one home of each PR's current record. Records are frozen:
+    `change(rec, **fields)` makes the changed copy the current one and appends it to the
+    journal (fsynced: cheap, whatever the number of PRs); `put(rec)` does the same for a
+    record built whole; a holder of an older copy takes the returned one or reads it again
+    by key. `compact()` rewrites prs.json atomically and drops the journal (once per tick).
+    Loading replays the journal over prs.json (the newest state of a record wins) and
+    ignores a torn final line — a crash mid-append, whose action had not started yet.
     """
 
     def __init__(self, state_dir: Path) -> None:
@@ -90,8 +98,35 @@ class PRStore:
             self.records[ref] = rec
         return rec
 
+    def change(self, rec: PRRecord, *, durable: bool = True, **fields: Any) -> PRRecord:
+        """`rec` with `fields` changed, made the PR's current record and, unless `durable` is
+        False, durable (one journal append); the caller goes on with the returned record.
+
+        `durable=False` keeps a change in memory until the record's next durable change (or
+        the compaction ending the tick). A record built aside (a new PR not published yet)
+        stays aside then. Changing a copy that is no longer the current record raises
+        StaleRecordError: the change would drop another one.
+        """
+        current = self.records.get(rec.ref)
+        if current is not None and current is not rec:
+            raise StaleRecordError(f"{rec.ref}: changed from a record that is not its current one")
+        new = dataclasses.replace(rec, **fields)
+        if durable or current is not None:
+            return self.put(new, durable=durable)
+        return new  # built aside, and stays aside
+
+    def put(self, rec: PRRecord, *, durable: bool = True) -> PRRecord:
+        """Make `rec` its PR's current record and, unless `durable` is False, durable (one
+        journal append); returns it."""
+        self.records[rec.ref] = rec
+        if durable:
+            self.save(rec)
+        return rec
+
     def save(self, rec: PRRecord) -> None:
-        """Make one record's current state durable (journal append + fsync)."""
+        """Append one record's current state to the journal and fsync (`put`/`change` do)."""
+        if self.records.get(rec.ref) is not rec:
+            raise StaleRecordError(f"{rec.ref}: saved from a record that is not its current one")
         line = json.dumps(
             {"ref": rec.ref, "record": rec.to_dict()}, ensure_ascii=False, separators=(",", ":")
         )

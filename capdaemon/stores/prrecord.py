@@ -12,6 +12,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from capdaemon.decide.ballot import BallotStatus
@@ -91,11 +92,11 @@ def _time(value: Any, where: str) -> str:
     return str(value)
 
 
-def _texts(data: Mapping[str, Any], key: str, where: str) -> list[str]:
+def _texts(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise RecordError(f"{where}{key}: expected a list of strings, got {value!r}")
-    return list(value)
+    return tuple(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +218,7 @@ class IssueText:
             title=_value(d, "title", str, f"{where}.", False),
             body=_value(d, "body", str, f"{where}.", False),
             marker=dict(_value(d, "marker", dict, f"{where}.", False)),
-            labels=tuple(_texts(d, "labels", f"{where}.")),
+            labels=_texts(d, "labels", f"{where}."),
         )
 
 
@@ -268,7 +269,7 @@ class IssueRef:
 _ISSUE_KEYS = tuple(f.name for f in dataclasses.fields(IssueRef))
 
 
-def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
+def _issues(data: Mapping[str, Any]) -> Mapping[str, IssueRef]:
     raw = data.get("issues", {})
     if not isinstance(raw, dict):
         raise RecordError(f"issues: expected an object, got {raw!r}")
@@ -276,12 +277,21 @@ def _issues(data: Mapping[str, Any]) -> dict[str, IssueRef]:
     for key, value in raw.items():
         kind = _enum(IssueKind, _LEGACY_ISSUE_KINDS.get(key, key), f"issues: kind {key!r}")
         out[kind.value] = IssueRef.from_json(value, f"issues.{key}")
-    return out
+    return MappingProxyType(out)
 
 
-@dataclass(slots=True)
+_NO_ISSUES: Mapping[str, IssueRef] = MappingProxyType({})
+
+
+def _no_issues() -> Mapping[str, IssueRef]:
+    return _NO_ISSUES  # read-only: one shared empty mapping
+
+
+@dataclass(frozen=True, slots=True)
 class PRRecord:
     """What the daemon remembers about one PR between ticks (keyed `owner/repo#N`).
+
+    Frozen: a change is a new record (`PRStore.change`), so every holder reads the store's.
 
     `fingerprint` hashes the classification inputs last handled (head, labels, foreign
     check runs — not statuses, which classification never sees —, policy, capability);
@@ -311,7 +321,7 @@ class PRRecord:
     counted_head: str = ""
     quadrant: Quadrant | None = None
     check_success: bool = False
-    blocking: list[str] = field(default_factory=list)
+    blocking: tuple[str, ...] = ()
     task_id: str | None = None
     merge_policy: str | None = None
     policy_reason: str = ""
@@ -319,10 +329,10 @@ class PRRecord:
     mergeable: bool | None = None
     author: str = ""
     title: str = ""
-    issues: dict[str, IssueRef] = field(default_factory=dict)
+    issues: Mapping[str, IssueRef] = field(default_factory=_no_issues)
     ballot_round: BallotRound | None = None
     ballot: BallotRecord | None = None
-    handled: list[str] = field(default_factory=list)
+    handled: tuple[str, ...] = ()
     merge_blocked_head: str = ""
     would_merge_head: str = ""
     state: PRState = PRState.OPEN
@@ -336,6 +346,15 @@ class PRRecord:
     auto_revert_head: str = ""
     auto_revert_floor: str = ""
     head_ref: str = ""
+
+    def __post_init__(self) -> None:
+        # a list or dict given by a caller is copied into its read-only form
+        if type(self.blocking) is not tuple:
+            object.__setattr__(self, "blocking", tuple(self.blocking))
+        if type(self.handled) is not tuple:
+            object.__setattr__(self, "handled", tuple(self.handled))
+        if type(self.issues) is not MappingProxyType:
+            object.__setattr__(self, "issues", MappingProxyType(dict(self.issues)))
 
     @property
     def ref(self) -> str:
@@ -389,7 +408,8 @@ class PRRecord:
             raise RecordError(f"unknown keys {sorted(unknown)}")
         values = _scalars(data)
         values.update({name: _texts(data, name, "") for name in ("blocking", "handled")})
-        return cls(**values, **_composites(data))
+        values.update(_composites(data))
+        return _built(values) if cls is PRRecord else cls(**values)
 
 
 def _scalars(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -410,6 +430,16 @@ def _scalars(data: Mapping[str, Any]) -> dict[str, Any]:
     if len(values) == len(_SCALARS) and len(_CHECKED) < 256:
         _CHECKED.add(types)
     return values
+
+
+def _built(values: Mapping[str, Any]) -> PRRecord:
+    """A record of checked values (absent ones take their defaults), its slots set directly:
+    the frozen __init__'s object.__setattr__ per field would make reading prs.json (thousands
+    of records) a third slower. The values are in their read-only forms already."""
+    rec: PRRecord = object.__new__(PRRecord)
+    for name, set_slot, default in _SLOTS:
+        set_slot(rec, values.get(name, default))
+    return rec
 
 
 def record_of(ref: str, data: Any) -> PRRecord:
@@ -447,6 +477,10 @@ def _composites(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(PRRecord))
+# (name, its slot's setter, its default: repo, number, issues, blocking, handled are always read)
+_SLOTS = tuple(
+    (f.name, getattr(PRRecord, f.name).__set__, f.default) for f in dataclasses.fields(PRRecord)
+)
 _FIELD_SET = frozenset(_FIELDS)
 # plain-typed fields: (JSON type, null allowed)
 _SCALARS: dict[str, tuple[type, bool]] = {

@@ -3,6 +3,7 @@ and a value capdaemon does not know is a named error that never reaches a decisi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from datetime import UTC, datetime
@@ -78,9 +79,11 @@ def test_the_journal_carries_typed_records_through_a_restart(tmp_path: Path) -> 
     state = _state(tmp_path)
     store = PRStore(state)
     rec = next(r for r in store.records.values() if r.state is PRState.OPEN)
-    rec.pending = Pending(PendingOp.MERGE, rec.head_sha, "2026-05-25T12:00:00Z", base_ref="main")
-    rec.ballot_seen = BallotSeen("fp", "2026-05-25T12:00:00Z")
-    store.save(rec)
+    rec = store.change(
+        rec,
+        pending=Pending(PendingOp.MERGE, rec.head_sha, "2026-05-25T12:00:00Z", base_ref="main"),
+        ballot_seen=BallotSeen("fp", "2026-05-25T12:00:00Z"),
+    )
     again = PRStore(state)  # replays the journal, then compacts
     assert again.records[rec.ref] == rec
     assert not (state / JOURNAL_FILE).exists()
@@ -237,9 +240,9 @@ def test_an_unknown_ballot_status_is_never_read_as_an_approval(tmp_path: Path) -
     with pytest.raises(ValueError):
         BallotRecord("approved ", "abc", 1)  # type: ignore[arg-type]
     rec = PRRecord(repo="o/r", number=1, head_sha="new")
-    rec.ballot = BallotRecord(BallotStatus.APPROVED, "old", 1)
+    rec = dataclasses.replace(rec, ballot=BallotRecord(BallotStatus.APPROVED, "old", 1))
     assert not rec.ballot_approves("new") and rec.ballot_status("new") is BallotStatus.PENDING
     assert rec.ballot_approves("old")
     for status in (BallotStatus.PENDING, BallotStatus.DEFERRED, BallotStatus.REJECTED):
-        rec.ballot = BallotRecord(status, "new", 1)
+        rec = dataclasses.replace(rec, ballot=BallotRecord(status, "new", 1))
         assert not rec.ballot_approves("new")

@@ -45,7 +45,8 @@ def ensure_ballot(t: Tick, item: TickPR) -> int | None:
     new_round = prior is not None and why is not None
     voided = _void_approval(t, rec, snap, prior, why) if new_round else None
     if new_round or prior is None:
-        rec.ballot = BallotRecord(BallotStatus.PENDING, snap.head_sha, rnd.round)
+        pending = BallotRecord(BallotStatus.PENDING, snap.head_sha, rnd.round)
+        rec = t.deps.prs.change(rec, durable=False, ballot=pending)
     labels = [Label.PENDING_OWNER.value]
     if rec.ballot_status(snap.head_sha) is BallotStatus.DEFERRED:
         labels.append(Label.DEFERRED.value)
@@ -62,7 +63,7 @@ def ensure_ballot(t: Tick, item: TickPR) -> int | None:
         return None
     if prior is not None and why is not None:
         rnd = _start_round(t, rec, snap, prior, rnd, why, voided, number)
-    rec.ballot_round = replace(rnd, issue=number)
+    t.deps.prs.change(item.rec, durable=False, ballot_round=replace(rnd, issue=number))
     return number
 
 
@@ -126,7 +127,7 @@ def _start_round(
     return rnd
 
 
-def note_reopened(rec: PRRecord) -> None:
-    """The PR was closed and is open again: a rejected round ends (a new one starts)."""
-    if rec.ballot_round:
-        rec.ballot_round = rec.ballot_round.seen_reopened()
+def reopened_round(rec: PRRecord) -> BallotRound | None:
+    """The PR was closed and is open again: its ballot round as it stands now (a rejected
+    round ends: a new one starts)."""
+    return rec.ballot_round.seen_reopened() if rec.ballot_round else rec.ballot_round

@@ -64,12 +64,11 @@ def step_ballots(t: Tick) -> None:
             status = count_votes(t, s, reads[rec.ref])
         if item.failed:
             ctx.ballot_unread.add(rec.ref)  # no merge on an approval we could not re-read
-        fp = fps.get(rec.ref)
+        fp, rec = fps.get(rec.ref), s.rec  # as the count left it
+        seen = None  # unread, or the outcome is not applied yet: read in full next tick
         if status is not None and fp and status == rec.ballot_status(s.pr.head_sha):
-            rec.ballot_seen = BallotSeen(fp, _iso(now))
-        else:  # unread, or the outcome is not applied yet: read in full next tick
-            rec.ballot_seen = None
-        deps.prs.save(rec)
+            seen = BallotSeen(fp, _iso(now))
+        deps.prs.change(rec, ballot_seen=seen)
         deps.heartbeat()
     _one_taps(t)
 
@@ -202,9 +201,9 @@ def count_votes(t: Tick, s: TickPR, reads: _BallotReads | None = None) -> str:
     outcome = resolve_ballot(facts, now)
     for vote in _audit_votes(t, rec, issue, rnd, outcome):
         ctx.reactions.note(BALLOT_COUNTED, rec.ref, vote.at, now)
-    _answer_unknown_commands(t, rec, issue, outcome)
+    _answer_unknown_commands(t, s.rec, issue, outcome)
     report.ballots[rec.ref] = outcome.status.value
-    previous = rec.ballot_status(s.pr.head_sha).value
+    previous = s.rec.ballot_status(s.pr.head_sha).value
     if outcome.status.value != previous:
         apply_ballot(t, s, issue, rnd, outcome, previous)
     return outcome.status.value
@@ -235,7 +234,7 @@ def _audit_votes(
             deps.log.info("vote.ignored", pr=rec.ref, user=vote.user, reason=vote.reason)
         else:
             counted.append(vote)
-        rec.handled.append(key)
+        rec = deps.prs.change(rec, durable=False, handled=(*rec.handled, key))
     return counted
 
 
@@ -260,7 +259,8 @@ def _answer_unknown_commands(t: Tick, rec: PRRecord, issue: int, outcome: Ballot
             },
             now=t.now,
         )
-        rec.handled.append(f"reply:{unknown.comment_id}")
+        handled = (*rec.handled, f"reply:{unknown.comment_id}")
+        rec = deps.prs.change(rec, durable=False, handled=handled)
 
 
 def apply_ballot(
@@ -304,13 +304,15 @@ def apply_ballot(
             now=now,
         )
         if not deps.shadow:  # the round is over, whatever happens to the votes later
-            rec.ballot_round = replace(rnd.rejected(now), issue=issue)
-    record_ballot(t, rec, rnd, outcome)  # record before act
+            over = replace(rnd.rejected(now), issue=issue)
+            rec = deps.prs.change(rec, durable=False, ballot_round=over)
+    rec = record_ballot(t, rec, rnd, outcome)  # record before act
     rejected = status is BallotStatus.REJECTED
     if rejected:
-        publish_rejected_check(deps, rec, outcome)
+        rec = publish_rejected_check(deps, rec, outcome)
     if rejected and close_pr(t, rec, reject_comment(outcome)):
-        close_issue(t, rec, BALLOT, "Rejected: the PR is closed.")
+        close_issue(t, s.rec, BALLOT, "Rejected: the PR is closed.")
+    rec = s.rec
     if rec.state == PRState.OPEN and not (rec.ballot_round and rec.ballot_round.rejected_at):
         republish(t, s)
 
@@ -323,12 +325,13 @@ def republish(t: Tick, s: TickPR) -> None:
     if rec.repo not in ctx.policies:
         read_repo_policy(t, s.rc, deps.forge.policy_text(rec.repo, s.rc.base))
     policy_hash = ctx.policies[rec.repo].policy_hash
-    process_pr(t, plan(t, TickPR(s.rc, s.pr, policy_hash)))
+    process_pr(t, plan(t, TickPR(s.rc, s.pr, policy_hash, t.deps.prs.records)))
 
 
-def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome) -> None:
+def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome) -> PRRecord:
     """L1.C3 on the rejected head says who rejected it (the PR is closed next and never
-    republished, so the check must not keep saying it waits for an answer)."""
+    republished, so the check must not keep saying it waits for an answer); returns the
+    PR's record."""
     check = rejected_check(rec.quadrant or "D", outcome)
     try:
         deps.forge.publish_check(
@@ -341,14 +344,14 @@ def publish_rejected_check(deps: TickDeps, rec: PRRecord, outcome: BallotOutcome
         )
     except ForgeError as exc:  # the close goes ahead: the check only reports it
         deps.log.warning("check.publish_failed", pr=rec.ref, error=str(exc)[:200])
-        return
-    rec.check_success = False
+        return rec
+    return deps.prs.change(rec, durable=False, check_success=False)
 
 
-def record_ballot(t: Tick, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome) -> None:
+def record_ballot(t: Tick, rec: PRRecord, rnd: BallotRound, outcome: BallotOutcome) -> PRRecord:
     """The ballot's outcome in the PR's record, saved (before anything acts on it)."""
     voted_at = _iso(outcome.deciding.at) if outcome.deciding is not None else None
-    rec.ballot = BallotRecord(
+    ballot = BallotRecord(
         outcome.status,
         outcome.head_sha,
         rnd.round,
@@ -357,7 +360,7 @@ def record_ballot(t: Tick, rec: PRRecord, rnd: BallotRound, outcome: BallotOutco
         _iso(t.now),
         voted_at,  # when the deciding vote was cast (reaction times)
     )
-    t.deps.prs.save(rec)
+    return t.deps.prs.change(rec, ballot=ballot)
 
 
 def retry_rejection(t: Tick, s: TickPR) -> None:
@@ -367,11 +370,12 @@ def retry_rejection(t: Tick, s: TickPR) -> None:
     t.report.ballots[rec.ref] = BallotStatus.REJECTED.value
     outcome = ballot_outcome(rec, rec.ballot.head_sha if rec.ballot else s.pr.head_sha, t.now)
     if close_pr(t, rec, reject_comment(outcome)):
-        close_issue(t, rec, BALLOT, "Rejected: the PR is closed.")
+        close_issue(t, s.rec, BALLOT, "Rejected: the PR is closed.")
 
 
 def close_pr(t: Tick, rec: PRRecord, comment: str) -> bool:
-    """Close a rejected PR (record before act). Shadow mode only audits "would_close"."""
+    """Close a rejected PR (record before act). Shadow mode only audits "would_close".
+    The PR's record changes in the store (a holder of `rec` reads it again there)."""
     deps, report = t.deps, t.report
     base = {"action": "close", "pr": rec.ref, "head_sha": rec.head_sha}
     if deps.shadow:
@@ -384,7 +388,7 @@ def close_pr(t: Tick, rec: PRRecord, comment: str) -> bool:
         report_error(report, "pr.close_failed", f"{rec.ref}: {exc}", pr=rec.ref)
         return False
     intent.done()
-    rec.state = PRState.CLOSED
+    deps.prs.change(deps.prs.records[rec.ref], durable=False, state=PRState.CLOSED)
     intent.settle()
     report.closed.append(rec.ref)
     deps.log.info("pr.closed", pr=rec.ref)

@@ -113,9 +113,9 @@ def ensure_issue(t: Tick, rec: PRRecord, want: WantedIssue) -> int | None:
         number=known.number if known else None,
     )
     ctx.decision_writes = True
-    _note_issue(t, rec, kind, issue)
+    rec = _note_issue(t, rec, kind, issue)
     if tampered and kind in WATCHED_KINDS:
-        restored(t, rec, kind, issue.number, tampered, want.round_no)
+        rec = restored(t, rec, kind, issue.number, tampered, want.round_no)
     done_tampered(ctx, rec.ref, kind)
     known = rec.issues[kind]
     if kind in WATCHED_KINDS:
@@ -124,19 +124,25 @@ def ensure_issue(t: Tick, rec: PRRecord, want: WantedIssue) -> int | None:
         known = replace(
             known, text=IssueText(want.title, want.body, dict(want.marker), want.labels)
         )
-    rec.issues[kind] = known
+    with_issue(t, rec, kind, known)
     return issue.number
 
 
-def _note_issue(t: Tick, rec: PRRecord, kind: str, issue: MarkedIssue) -> None:
+def with_issue(t: Tick, rec: PRRecord, kind: str, info: IssueRef) -> PRRecord:
+    """`rec` with its issue of `kind` set to `info`, made current in the store (in memory:
+    the caller's next durable change, or the tick's compaction, keeps it)."""
+    return t.deps.prs.change(rec, durable=False, issues={**rec.issues, kind: info})
+
+
+def _note_issue(t: Tick, rec: PRRecord, kind: str, issue: MarkedIssue) -> PRRecord:
     """The record's entry for this issue, updated from what GitHub returned (opened or reopened
-    issues audited)."""
+    issues audited); returns the changed record."""
     deps, now = t.deps, t.now
     repo = deps.decision_repo
     known = rec.issues.get(kind)
     if not known or known.number != issue.number:
         opened = issue.created_at or now
-        rec.issues[kind] = IssueRef(issue.number, issue.state == "open", _iso(opened))
+        rec = with_issue(t, rec, kind, IssueRef(issue.number, issue.state == "open", _iso(opened)))
         deps.actions_log.append(
             {
                 "action": "issue_opened",
@@ -148,8 +154,8 @@ def _note_issue(t: Tick, rec: PRRecord, kind: str, issue: MarkedIssue) -> None:
         )
         t.report.issues.append(f"{kind}:{repo}#{issue.number}")
         deps.log.info("issue.ensured", pr=rec.ref, kind=kind, issue=issue.number)
-        return
-    rec.issues[kind] = replace(known, open=issue.state == "open")
+        return rec
+    rec = with_issue(t, rec, kind, replace(known, open=issue.state == "open"))
     if issue.state == "open" and not known.open:
         deps.actions_log.append(
             {"action": "issue_reopened", "pr": rec.ref, "kind": kind,
@@ -157,6 +163,7 @@ def _note_issue(t: Tick, rec: PRRecord, kind: str, issue: MarkedIssue) -> None:
             now=now,
         )  # fmt: skip
         deps.log.info("issue.reopened", pr=rec.ref, kind=kind, issue=issue.number)
+    return rec
 
 
 def restore_reviews(t: Tick) -> None:
@@ -188,19 +195,19 @@ def restore_reviews(t: Tick) -> None:
                 number=info.number,
             )
             ctx.decision_writes = True
-            restored(t, rec, REVIEW, issue.number, what, None)
-            rec.issues[REVIEW] = replace(
-                rec.issues[REVIEW], body_sha=issue_text_hash(issue.title, issue.body)
-            )
+            rec = restored(t, rec, REVIEW, issue.number, what, None)
+            sha = issue_text_hash(issue.title, issue.body)
+            rec = with_issue(t, rec, REVIEW, replace(rec.issues[REVIEW], body_sha=sha))
         if item.failed:
             continue
-        deps.prs.save(rec)
+        deps.prs.save(deps.prs.records[ref])
 
 
 def restored(
     t: Tick, rec: PRRecord, kind: str, number: int, what: str, round_no: int | None
-) -> None:
-    """Say once, on the issue, that someone else edited it and that it was restored."""
+) -> PRRecord:
+    """Say once, on the issue, that someone else edited it and that it was restored; returns
+    the record with the restore counted."""
     deps, now = t.deps, t.now
     assert deps.decision_repo is not None
     info = rec.issues[kind]
@@ -211,7 +218,7 @@ def restored(
         {"kind": "restored", "key": f"{rec.ref}:{kind}:{count}"},
         texts.restored_comment(kind, what, round_no),
     )
-    rec.issues[kind] = replace(info, restores=count)
+    rec = with_issue(t, rec, kind, replace(info, restores=count))
     deps.actions_log.append(
         {
             "action": "issue_restored",
@@ -225,6 +232,7 @@ def restored(
     )
     deps.log.warning("issue.restored", pr=rec.ref, kind=kind, issue=number, what=what)
     done_tampered(t.ctx, rec.ref, kind)
+    return rec
 
 
 def done_tampered(ctx: TickContext, ref: str, kind: str) -> None:
@@ -282,14 +290,15 @@ def find_tampered(t: Tick) -> None:
             deps.log.warning("issue.tampered", pr=ref, kinds=sorted(kinds.items()))
 
 
-def close_issue(t: Tick, rec: PRRecord, kind: str, comment: str) -> None:
-    """Close one of the PR's decision issues with a comment (audited); nothing when closed."""
+def close_issue(t: Tick, rec: PRRecord, kind: str, comment: str) -> PRRecord:
+    """Close one of the PR's decision issues with a comment (audited); nothing when closed.
+    Returns the PR's record (changed in memory when the issue was closed)."""
     deps = t.deps
     known = rec.issues.get(kind)
     if not known or not known.open or deps.decision_repo is None:
-        return
+        return rec
     deps.forge.close_issue(deps.decision_repo, known.number, comment)
-    rec.issues[kind] = replace(known, open=False, text=None)
+    rec = with_issue(t, rec, kind, replace(known, open=False, text=None))
     deps.actions_log.append(
         {
             "action": "issue_closed",
@@ -301,6 +310,7 @@ def close_issue(t: Tick, rec: PRRecord, kind: str, comment: str) -> None:
         now=t.now,
     )
     deps.log.info("issue.closed", pr=rec.ref, kind=kind, issue=known.number)
+    return rec
 
 
 # ------------------------------------------------------------------ step 5
@@ -332,7 +342,7 @@ def step_passive_reviews(t: Tick) -> None:
                 close_issue(t, rec, REVIEW, texts.passive_close_comment(days))
                 deps.log.info("passive.closed", pr=rec.ref, issue=info.number)
             elif owner_commented:
-                rec.issues[REVIEW] = replace(info, kept_open=True)
+                rec = with_issue(t, rec, REVIEW, replace(info, kept_open=True))
                 deps.actions_log.append(
                     {
                         "action": "passive_kept_open",

@@ -53,8 +53,7 @@ class BaseBinding:
         """Record that `rec`'s PR targets `found`, not its ballot's base (once per move)."""
         if not rec.ballot_round:
             if rec.fingerprint:  # no ballot to void; classified again when it comes back
-                rec.fingerprint = ""
-                self.prs.save(rec)
+                self.prs.change(rec, fingerprint="")
             return
         rnd = rec.ballot_round
         if rnd.base_ref == found:
@@ -81,10 +80,12 @@ class BaseBinding:
                 },
                 now=now,
             )
-        rec.ballot = BallotRecord(BallotStatus.PENDING, rnd.head_sha, rnd.round)
-        rec.ballot_round = rnd.left_for(found)
-        rec.fingerprint = ""
-        self.prs.save(rec)
+        self.prs.change(
+            rec,
+            ballot=BallotRecord(BallotStatus.PENDING, rnd.head_sha, rnd.round),
+            ballot_round=rnd.left_for(found),
+            fingerprint="",
+        )
         log.warning("pr.base_changed", pr=rec.ref, to=found)
 
     def verify_merge(

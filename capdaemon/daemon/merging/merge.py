@@ -71,12 +71,12 @@ def step_reconcile(t: Tick) -> None:
                 },
                 now=now,
             )
-            rec.state, rec.merge_sha = PRState.MERGED, status.merge_sha
+            outcome = {"state": PRState.MERGED, "merge_sha": status.merge_sha}
         elif op == "merge" and status.merged:
             deps.actions_log.append(
                 {**base, "status": "done", "merge_sha": status.merge_sha}, now=now
             )
-            rec.state, rec.merge_sha = PRState.MERGED, status.merge_sha
+            outcome = {"state": PRState.MERGED, "merge_sha": status.merge_sha}
             if rec.pending.base_ref and status.merge_sha:  # on the approved base?
                 approved, head = rec.pending.base_ref, rec.pending.head_sha
                 deps.safety.basebind.verify_merge(
@@ -84,12 +84,13 @@ def step_reconcile(t: Tick) -> None:
                 )
         elif op == "close" and status.state == "closed":
             deps.actions_log.append({**base, "status": "done"}, now=now)
-            rec.state = PRState.MERGED if status.merged else PRState.CLOSED
+            outcome = {"state": PRState.MERGED if status.merged else PRState.CLOSED}
         else:
             deps.actions_log.append({**base, "status": "not_done"}, now=now)
+            outcome = {}
         deps.log.info("reconcile.done", pr=rec.ref, op=op, merged=status.merged, state=status.state)
         report.reconciled.append(f"{rec.ref}:{op}")
-        settle(deps, rec)
+        settle(deps, rec.ref, **outcome)
 
 
 def outcome_recorded(t: Tick, rec: PRRecord, op: str) -> bool:
@@ -102,13 +103,14 @@ def outcome_recorded(t: Tick, rec: PRRecord, op: str) -> bool:
         return False
     status = done.get("status")
     if op == "merge" and status in ("done", "merged_by_other"):
-        rec.state, rec.merge_sha = PRState.MERGED, str(done.get("merge_sha") or "")
-        close_issue(t, rec, BALLOT, f"Merged (merge commit {rec.merge_sha}).")
+        merge_sha = str(done.get("merge_sha") or "")
+        rec = deps.prs.change(rec, durable=False, state=PRState.MERGED, merge_sha=merge_sha)
+        close_issue(t, rec, BALLOT, f"Merged (merge commit {merge_sha}).")
     elif op == "close" and status == "done":
-        rec.state = PRState.CLOSED
+        deps.prs.change(rec, durable=False, state=PRState.CLOSED)
     deps.log.info("reconcile.already_recorded", pr=rec.ref, op=op, status=status)
     t.report.reconciled.append(f"{rec.ref}:{op}")
-    settle(deps, rec)
+    settle(deps, rec.ref)
     return True
 
 
@@ -161,7 +163,7 @@ def try_merge(t: Tick, s: TickPR) -> None:
     deps, now, rec, pr = t.deps, t.now, s.rec, s.pr
     tap = deps.safety.tiers.one_tap_result(rec, now)  # one reading for the whole merge
     if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
-        rec.mergeable = pr.mergeable
+        rec = deps.prs.change(rec, durable=False, mergeable=pr.mergeable)
     if rec.mergeable is False:  # conflicts with the base: waits, nothing read
         deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
         return
@@ -194,11 +196,11 @@ def try_merge(t: Tick, s: TickPR) -> None:
             },
             now=now,
         )
-        rec.would_merge_head = pr.head_sha
+        deps.prs.change(s.rec, durable=False, would_merge_head=pr.head_sha)
         t.report.would_merge.append(rec.ref)
         deps.log.info("merge.would_merge", pr=rec.ref)
         return
-    cause = merge_cause(pr.updated_at, _votes_at(rec, pr.head_sha, tap), facts.checks)
+    cause = merge_cause(pr.updated_at, _votes_at(s.rec, pr.head_sha, tap), facts.checks)
     merge(t, s, merged=lambda: t.ctx.reactions.note(MERGE_DONE, rec.ref, cause, now))
 
 
@@ -243,7 +245,7 @@ def readiness_of(
     if ready and merge_readiness(replace(facts, mergeable=True)).ok:
         status = t.ctx.merge_waits.settle(deps.forge, s.pr.repo, s.pr.number, s.pr.head_sha)
         if status.head_sha == s.pr.head_sha:
-            s.rec.mergeable = status.mergeable
+            deps.prs.change(s.rec, durable=False, mergeable=status.mergeable)
             facts = replace(facts, mergeable=status.mergeable)
     return merge_readiness(facts), facts
 
@@ -281,9 +283,9 @@ def merge(t: Tick, s: TickPR, merged: Callable[[], object] | None = None) -> Non
     recorded and handled here; no answer keeps the intent for step 0 of the next tick.
     `merged` is called as soon as GitHub has merged it (the reaction time's action)."""
     deps, now, report, rec, pr, rc = t.deps, t.now, t.report, s.rec, s.pr, s.rc
-    sha = pr.head_sha
-    intent = pr_intent(t, rec, "merge", sha, base_ref=rc.base)
-    deps.log.info("merge.attempted", pr=rec.ref, head=sha[:12], method=rc.merge_method)
+    sha, ref, prs = pr.head_sha, rec.ref, deps.prs
+    intent = pr_intent(t, rec, "merge", sha, base_ref=rc.base)  # changes the store's record
+    deps.log.info("merge.attempted", pr=ref, head=sha[:12], method=rc.merge_method)
     try:
         merge_sha = intent.attempt(
             lambda: deps.forge.merge(rec.repo, rec.number, sha, rc.merge_method, base=rc.base),
@@ -291,29 +293,30 @@ def merge(t: Tick, s: TickPR, merged: Callable[[], object] | None = None) -> Non
             quadrant=rec.quadrant,
         )
     except BaseMoved as exc:  # retargeted since the decision: no merge; a new round
-        deps.log.warning("merge.base_moved", pr=rec.ref, to=exc.found)
-        deps.safety.basebind.note_left(rec, exc.found, now)
+        deps.log.warning("merge.base_moved", pr=ref, to=exc.found)
+        deps.safety.basebind.note_left(prs.records[ref], exc.found, now)
     except HeadMoved:
-        deps.log.warning("merge.head_moved", pr=rec.ref, head=sha[:12])
-        rec.fingerprint = ""  # reclassified next tick
+        deps.log.warning("merge.head_moved", pr=ref, head=sha[:12])
+        prs.change(prs.records[ref], durable=False, fingerprint="")  # reclassified next tick
     except NotMergeable as exc:
-        deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200])
-        rec.merge_blocked_head = sha
+        deps.log.warning("merge.failed", pr=ref, error=str(exc)[:200])
+        prs.change(prs.records[ref], durable=False, merge_blocked_head=sha)
     except ForgeError as exc:
         # refused (Forbidden, NotFound, Invalid: the intent is dropped) or no answer (5xx
         # after retries, a dropped connection: GitHub may have merged, so the intent stays
         # for step 0 of the next tick)
-        unknown = rec.pending is not None
-        deps.log.warning("merge.failed", pr=rec.ref, error=str(exc)[:200], unknown=unknown)
+        unknown = prs.records[ref].pending is not None
+        deps.log.warning("merge.failed", pr=ref, error=str(exc)[:200], unknown=unknown)
         return
     else:
         if merged is not None:
             merged()
         intent.done(merge_sha=merge_sha)
-        rec.state, rec.merge_sha = PRState.MERGED, merge_sha
-        report.merged.append(rec.ref)
-        deps.log.info("merge.done", pr=rec.ref, merge_sha=merge_sha[:12])
+        prs.change(prs.records[ref], durable=False, state=PRState.MERGED, merge_sha=merge_sha)
+        report.merged.append(ref)
+        deps.log.info("merge.done", pr=ref, merge_sha=merge_sha[:12])
         deps.safety.basebind.verify_merge(rec, rc.base, sha, merge_sha, now, report)
     intent.settle()
+    rec = prs.records[ref]
     if rec.state == "merged":
         close_issue(t, rec, BALLOT, f"Merged at head {sha} (merge commit {merge_sha}).")

@@ -40,21 +40,22 @@ def recorded_outcome(
 def pr_intent(t: Tick, rec: PRRecord, op: str, head_sha: str, **extra: Any) -> Intent:
     """An irreversible write on a PR (merge, close) whose intent is the record's `pending`
     (with `extra`, which every record of the write carries too): step 0 of the next tick
-    reconciles one left there by a crash or an unknown outcome."""
-    deps, now = t.deps, t.now
+    reconciles one left there by a crash or an unknown outcome. The intent changes the PR's
+    current record in the store (a holder of `rec` reads it again there)."""
+    deps, now, ref = t.deps, t.now, rec.ref
+    pending = Pending(PendingOp(op), head_sha, utc_iso(now), base_ref=extra.get("base_ref"))
 
     def keep() -> None:
-        base_ref = extra.get("base_ref")
-        rec.pending = Pending(PendingOp(op), head_sha, utc_iso(now), base_ref=base_ref)
-        deps.prs.save(rec)
+        deps.prs.change(deps.prs.records[ref], pending=pending)
 
-    audit = {"action": op, "pr": rec.ref, "head_sha": head_sha, **extra}
-    return Intent(
-        deps.actions_log, audit, now, keep=keep, drop=lambda: settle(deps, rec), crash=deps.crash
-    )
+    def drop() -> None:
+        settle(deps, ref)
+
+    audit = {"action": op, "pr": ref, "head_sha": head_sha, **extra}
+    return Intent(deps.actions_log, audit, now, keep=keep, drop=drop, crash=deps.crash)
 
 
-def settle(deps: TickDeps, rec: PRRecord) -> None:
-    """Drop a PR's recorded intent (its outcome is known and recorded) and save the record."""
-    rec.pending = None
-    deps.prs.save(rec)
+def settle(deps: TickDeps, ref: str, **fields: Any) -> PRRecord:
+    """Drop a PR's recorded intent (its outcome is known and recorded), with `fields` changed
+    too, in one durable change of its current record; returns the new record."""
+    return deps.prs.change(deps.prs.records[ref], pending=None, **fields)

@@ -135,8 +135,9 @@ def _poll_repo(t: Tick, backlog: Backlog, rc: RepoConfig, prs: list[PRSummary]) 
     forget_closed(t, rc, {p.number for p in prs})
     deps.safety.basebind.note_retargeted(rc.base, prs, t.now)  # a ballot is bound to its base
     prs = [p for p in prs if p.base_ref == rc.base]  # only PRs into the supervised base
-    known = [TickPR(rc, p, policy_hash) for p in prs if p.ref in deps.prs.records]
-    new = [TickPR(rc, p, policy_hash) for p in prs if p.ref not in deps.prs.records]
+    records = deps.prs.records
+    known = [TickPR(rc, p, policy_hash, records) for p in prs if p.ref in records]
+    new = [TickPR(rc, p, policy_hash, records) for p in prs if p.ref not in records]
     todo = known + backlog.to_read(rc, new)
     seen: list[TickPR] = []
     for start in range(0, len(todo), GATHER_CHUNK):
@@ -211,8 +212,12 @@ def forget_closed(t: Tick, rc: RepoConfig, open_numbers: set[int]) -> None:
             status = deps.forge.pull_status(rec.repo, rec.number)
         if item.failed:  # unknown state: ask again next tick, decide nothing
             continue
-        rec.state = PRState.MERGED if status.merged else PRState.CLOSED
-        rec.merge_sha = status.merge_sha if status.merged else None
+        rec = deps.prs.change(
+            rec,
+            durable=False,  # kept by the tick's compaction
+            state=PRState.MERGED if status.merged else PRState.CLOSED,
+            merge_sha=status.merge_sha if status.merged else None,
+            updated_at=_iso(now),
+        )
         deps.actions_log.append({"action": "pr_left", "pr": rec.ref, "state": rec.state}, now=now)
         close_issue(t, rec, BALLOT, texts.gone_comment(rec.state))
-        rec.updated_at = _iso(now)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from capdaemon.classify.engine import classify
-from capdaemon.daemon.ballots.ballot_issue import ensure_ballot, note_reopened
+from capdaemon.daemon.ballots.ballot_issue import ensure_ballot, reopened_round
 from capdaemon.daemon.core.context import Tick, TickDeps
 from capdaemon.daemon.core.reactions import CHECK_PUBLISHED
 from capdaemon.daemon.core.tickdata import (
@@ -60,13 +61,11 @@ def process_pr(t: Tick, item: TickPR) -> TickPR:
         raise item.error
     item.verdict = item.capv = None  # classified again below, or unchanged
     rec = item.record = deps.prs.setdefault(pr.repo, pr.number, _iso(now))
-    if rec.state != "open":
-        rec.state = PRState.OPEN  # reopened
-        note_reopened(rec)
+    if rec.state != "open":  # reopened
+        rnd = reopened_round(rec)
+        rec = deps.prs.change(rec, durable=False, state=PRState.OPEN, ballot_round=rnd)
     if rec.head_ref != pr.head_ref:  # display only (the dashboard); upgrades older records
-        rec.head_ref = pr.head_ref
-        if rec.audited:
-            deps.prs.save(rec)
+        rec = deps.prs.change(rec, durable=bool(rec.audited), head_ref=pr.head_ref)
     if item.settled is not None:
         deps.log.debug("pr.settled", pr=pr.ref, why=item.settled)
         # nothing changed that could matter: no read, no classification, no write
@@ -77,12 +76,11 @@ def process_pr(t: Tick, item: TickPR) -> TickPR:
     t.ctx.tick_runs[(pr.repo, pr.head_sha)] = checks
     if unchanged(t, rec, item, checks):
         if rec.light != item.light:  # e.g. draft toggled: not a classification input
-            rec.light = item.light
-            deps.prs.save(rec)
+            deps.prs.change(rec, light=item.light)
         return _done(item)  # unchanged: no snapshot, no classification, no write
     if not _classified(t, item):
         return _done(item)  # the list is stale; the next tick sees the new head or base
-    snap = item.snap
+    snap, rec = item.snap, item.rec
     if rec.head_sha and rec.head_sha != snap.head_sha:
         head_moved(t, rec, snap.head_sha)
     return _record_and_publish(t, item)
@@ -114,7 +112,7 @@ def publish_new(t: Tick, item: TickPR) -> TickPR:
     deps, pr = t.deps, item.pr
     if pr.ref in deps.prs.records:  # known meanwhile: handled as any known PR
         return process_pr(t, plan(t, item))  # on the checks and snapshot read already
-    deps.prs.records[pr.ref] = item.rec
+    deps.prs.put(item.rec, durable=False)  # saved with its classification below
     assert item.checks is not None
     t.ctx.tick_runs[(pr.repo, pr.head_sha)] = item.checks
     return _record_and_publish(t, item)
@@ -140,7 +138,7 @@ def _classified(t: Tick, item: TickPR) -> bool:
     item.capv = _capability(t, item)
     item.cap = capability_state(item.capv.task_id, ctx.load_cap, now)
     item.verdict = classify(
-        label_floor(deps, item.rec, snap),
+        label_floor(deps, item, snap),
         ctx.config_for(rc.name),  # central config + the repo's .capdaemon.yml, parsed once
         now=now,
         policy_error=ctx.policy_error(rc.name),
@@ -158,7 +156,7 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     assert verdict is not None and capv is not None and item.checks is not None
     fp = full_fingerprint(item.pr, item.checks, item.policy_hash, item.cap)
     new_head = rec.head_sha != snap.head_sha  # a PR opened or pushed: its first L1.C3
-    _note_verdict(rec, snap, verdict, capv, now)
+    rec = deps.prs.change(rec, durable=False, **_noted_verdict(snap, verdict, capv, now))
     deps.safety.tiers.on_classified(rec, snap, now, t.reads)
     if rec.audited != fp:
         audit_classification(t, rec, snap, verdict, capv, fp)
@@ -166,10 +164,13 @@ def _record_and_publish(t: Tick, item: TickPR) -> TickPR:
     publish(t, item)
     if new_head:  # measured from the PR's last change as listed (at or after the push)
         t.ctx.reactions.note(CHECK_PUBLISHED, rec.ref, item.pr.updated_at, now)
-    rec.fingerprint = fp
-    rec.light = light_fingerprint(item.pr, item.policy_hash, item.cap)
-    rec.published = _digest(fp, rec.ballot_status(snap.head_sha).value)
-    deps.prs.save(rec)
+    rec = item.rec  # as the publication left it
+    deps.prs.change(
+        rec,
+        fingerprint=fp,
+        light=light_fingerprint(item.pr, item.policy_hash, item.cap),
+        published=_digest(fp, rec.ballot_status(snap.head_sha).value),
+    )
     return _done(item)
 
 
@@ -200,31 +201,41 @@ def _capability(t: Tick, item: TickPR) -> CapabilityVerdict:
     return replace(capv, merge_policy=bound.policy, policy_reason=bound.reason)
 
 
-def _note_verdict(
-    rec: PRRecord, snap: PRSnapshot, verdict: Verdict, capv: CapabilityVerdict, now: datetime
-) -> None:
+def _noted_verdict(
+    snap: PRSnapshot, verdict: Verdict, capv: CapabilityVerdict, now: datetime
+) -> dict[str, Any]:
     """What later ticks need of this head's verdict, kept on its record (prs.json)."""
-    rec.head_sha, rec.author, rec.title = snap.head_sha, snap.author, snap.title
-    rec.task_id, rec.merge_policy = capv.task_id, capv.merge_policy
-    rec.policy_reason = capv.policy_reason
-    rec.quadrant, rec.mergeable = verdict.quadrant, snap.mergeable
-    rec.firm_d = firm_d(verdict)
-    rec.auto_revert = any(
-        o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
-    )
-    rec.blocking = [f.message for f in verdict.blocking] + list(capv.blocking)
-    rec.merge_blocked_head = ""
-    rec.updated_at = _iso(now)
+    return {
+        "head_sha": snap.head_sha,
+        "author": snap.author,
+        "title": snap.title,
+        "task_id": capv.task_id,
+        "merge_policy": capv.merge_policy,
+        "policy_reason": capv.policy_reason,
+        "quadrant": verdict.quadrant,
+        "mergeable": snap.mergeable,
+        "firm_d": firm_d(verdict),
+        "auto_revert": any(
+            o.rule == "auto_revert_marker" and o.result is RuleResult.VOTE for o in verdict.rules
+        ),
+        "blocking": (*(f.message for f in verdict.blocking), *capv.blocking),
+        "merge_blocked_head": "",
+        "updated_at": _iso(now),
+    }
 
 
-def label_floor(deps: TickDeps, rec: PRRecord, snap: PRSnapshot) -> PRSnapshot:
+def label_floor(deps: TickDeps, item: TickPR, snap: PRSnapshot) -> PRSnapshot:
     """The snapshot the classifier sees: `decision:auto-revert` labels applied before this
     head was first seen no longer count (R2; clock-free: the committer date is the
     pusher's to set). The bot's own revert PR at exactly the revert commit is exempt."""
+    rec = item.rec
     if rec.auto_revert_head != snap.head_sha:
-        floor = auto_revert_floor(snap.label_events)
-        rec.auto_revert_head = snap.head_sha
-        rec.auto_revert_floor = floor.isoformat() if floor else ""
+        at = auto_revert_floor(snap.label_events)
+        floor = at.isoformat() if at else ""
+        # in memory (a new PR's record stays aside): saved with the classification
+        rec = item.record = deps.prs.change(
+            rec, durable=False, auto_revert_head=snap.head_sha, auto_revert_floor=floor
+        )
     if not rec.auto_revert_floor:
         return snap
     if snap.head_sha and snap.head_sha == deps.safety.probes.bot_revert_head(rec.repo, rec.number):
@@ -245,7 +256,7 @@ def audit_classification(
         "base_sha": snap.base_sha,
         **verdict.to_dict(),
         "capability": capv.to_dict(),
-        "blocking": rec.blocking,
+        "blocking": list(rec.blocking),
         "fingerprint": fp,
         # the central config and user rules decided with (`config.changed` names each hash)
         "config_hash": deps.policy_hash,
@@ -267,10 +278,11 @@ def audit_classification(
         deps.log.warning(
             "scope.violation", pr=rec.ref, task=capv.task_id, count=len(capv.violations)
         )
-    if rec.counted_head != snap.head_sha:
+    counted = rec.counted_head
+    if counted != snap.head_sha:
         deps.metrics.count_quadrant(verdict.quadrant.value)
-        rec.counted_head = snap.head_sha
-    rec.audited = fp
+        counted = snap.head_sha
+    rec = deps.prs.change(rec, durable=False, counted_head=counted, audited=fp)
     deps.log.info(
         "pr.classified",
         pr=rec.ref,
@@ -295,7 +307,7 @@ def head_moved(t: Tick, rec: PRRecord, new_head: str) -> None:
             now=now,
         )
         deps.log.info("ballot.voided", pr=rec.ref, old=rec.head_sha[:12], new=new_head[:12])
-    rec.would_merge_head = ""
+    deps.prs.change(rec, durable=False, would_merge_head="")
 
 
 def publish(t: Tick, item: TickPR) -> None:
@@ -317,6 +329,7 @@ def publish(t: Tick, item: TickPR) -> None:
     else:
         note = f"No ballot needed any more: head {snap.head_sha} is quadrant {verdict.quadrant}."
         close_issue(t, rec, BALLOT, note)
+    rec = item.rec  # as the ballot left it
     outcome = ballot_outcome(rec, snap.head_sha, now) if is_d else None
     deps.safety.tiers.gate(rec, snap, now, t.report)
     check = render_check(
@@ -346,7 +359,7 @@ def publish(t: Tick, item: TickPR) -> None:
         marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
     )
     t.ctx.tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
-    rec.check_success = check.success
+    deps.prs.change(item.rec, durable=False, check_success=check.success)
     deps.log.info("check.published", pr=rec.ref, head=snap.head_sha[:12], success=check.success)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from capdaemon.config import RepoConfig
@@ -17,7 +18,9 @@ class TickPR:
     """One open PR of this tick, from the list entry to the merge call: the only object that
     describes it while the tick runs.
 
-    Where it is: its repo config, list entry and the policy hash it is read under.
+    Where it is: its repo config, list entry and the policy hash it is read under, and the
+    store's records, where its current record is read (records are frozen: a change replaces
+    the PR's record there, so the item never holds a stale copy once the PR is recorded).
     What the tick read (gather phase, capdaemon.daemon.polling.gather): the light fingerprint
     and capability state, why nothing needs reading (`settled`), else its check runs and
     snapshot, or the error that stopped the reads. What it decided (publish): the record, the
@@ -29,6 +32,7 @@ class TickPR:
     rc: RepoConfig
     pr: PRSummary
     policy_hash: str
+    records: Mapping[str, PRRecord]  # the store's (PRStore.records), read only here
     # what the tick read
     light: str = ""
     cap: str = ""
@@ -37,7 +41,8 @@ class TickPR:
     snapshot: PRSnapshot | None = None
     error: BaseException | None = None
     # what it decided
-    record: PRRecord | None = None  # a new PR's record stays aside until it is published
+    # set once decided on; a new PR's record stays aside here until it is published
+    record: PRRecord | None = None
     verdict: Verdict | None = None
     capv: CapabilityVerdict | None = None
     # a new PR in the backlog
@@ -47,10 +52,19 @@ class TickPR:
 
     @property
     def rec(self) -> PRRecord:
-        """The PR's record (set once the PR is decided on)."""
-        if self.record is None:
+        """The PR's current record (once the PR is decided on): the store's, else the one
+        built aside for a new PR."""
+        rec = self.current
+        if rec is None:
             raise RuntimeError(f"{self.pr.ref}: no record yet in this tick")
-        return self.record
+        return rec
+
+    @property
+    def current(self) -> PRRecord | None:
+        """The PR's current record once it is decided on (None before)."""
+        if self.record is None:
+            return None
+        return self.records.get(self.pr.ref, self.record)
 
     @property
     def snap(self) -> PRSnapshot:
@@ -64,13 +78,14 @@ class TickPR:
         """This tick's quadrant, else the recorded one (D when none is recorded: fail closed)."""
         if self.verdict is not None:
             return self.verdict.quadrant
-        rec = self.record
+        rec = self.current
         return Quadrant(rec.quadrant) if rec is not None and rec.quadrant else Quadrant.D
 
     @property
     def blocked(self) -> bool:
         """A P0 finding or a scope violation fails L1.C3 whatever the quadrant."""
-        return self.record is not None and bool(self.record.blocking)
+        rec = self.current
+        return rec is not None and bool(rec.blocking)
 
     @property
     def key(self) -> tuple[int, int]:

@@ -100,10 +100,9 @@ class BurnIn:
         P0)."""
         if not promoted:
             return
-        for rec in self.prs.records.values():
+        for rec in list(self.prs.records.values()):
             if rec.state == "open" and promoted & set(self.store["agents_by_pr"].get(rec.ref, ())):
-                rec.fingerprint = ""
-                self.prs.save(rec)
+                self.prs.change(rec, fingerprint="")
 
 
 def _with(action: Action, **extra: Any) -> Action:

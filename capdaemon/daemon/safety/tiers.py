@@ -326,8 +326,8 @@ class Tiers:
         log.info("one_tap.decided", pr=rec.ref, state=res.state.value, by=res.approved_by)
         if res.state is OneTapState.EXPIRED:
             self._close(int(entry["issue"]), f"{res.reason}.")
-        rec.fingerprint = ""  # republished by the caller: the check, a ballot after expiry
-        self.prs.save(rec)
+        # republished by the caller: the check, a ballot after expiry
+        self.prs.change(rec, fingerprint="")
         return True
 
     def _close(self, number: int, comment: str) -> None:
