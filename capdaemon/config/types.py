@@ -237,7 +237,7 @@ class ScheduleConfig:
     detect_requests_per_minute: int = 30
     detect_burst_requests_per_minute: int = 300
     detect_burst_seconds: int = 60
-    detect_burst_graphql_points_per_hour: int = 1200
+    detect_burst_graphql_points_per_hour: int = 1800
 
 
 # SPEC 4.1 tier 3's protected families (seed 000), each a named list so tests and docs
