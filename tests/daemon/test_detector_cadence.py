@@ -26,13 +26,20 @@ from .conftest import Harness, write_config
 from .test_detector import _counted
 from .test_steady import _app_github, _settle
 
-cadences = st.builds(
-    Cadence,
-    detect_seconds=st.integers(0, 120),
-    quiet_per_minute=st.integers(1, 120),
-    burst_per_minute=st.integers(1, 450),
-    burst_seconds=st.integers(0, 600),
-)
+
+def _cadences(shortest: int, sweep_points: st.SearchStrategy[int]) -> st.SearchStrategy[Cadence]:
+    """Schedules: looks at least `shortest` s apart, any rates, the sweep's points budget."""
+    return st.builds(
+        Cadence,
+        detect_seconds=st.integers(shortest, 120 if shortest == 0 else 60),
+        quiet_per_minute=st.integers(1, 120),
+        burst_per_minute=st.integers(1, 450),
+        burst_seconds=st.integers(0, 600),
+        sweep_points_per_hour=sweep_points,
+    )
+
+
+cadences = _cadences(0, st.just(0))
 
 
 @given(cadences, st.integers(0, 200), st.integers(0, 300), st.booleans())
@@ -319,14 +326,7 @@ def test_a_burst_reads_the_newest_waiting_heads_first(daemon: Harness) -> None:
     assert not [f for f in det.feeds(burst=False) if f[1] in CHECK_FEEDS]  # quiet: none
 
 
-sweep_cadences = st.builds(
-    Cadence,
-    detect_seconds=st.integers(1, 60),
-    quiet_per_minute=st.integers(1, 120),
-    burst_per_minute=st.integers(1, 450),
-    burst_seconds=st.integers(0, 600),
-    sweep_points_per_hour=st.integers(0, 2500),
-)
+sweep_cadences = _cadences(1, st.integers(0, 2500))
 
 
 @given(
