@@ -205,7 +205,7 @@ def test_a_rollup_made_green_by_another_app_runs_a_targeted_tick_but_no_merge(
     ticks = det.stats.targeted_ticks
     _one_look(daemon, det, now)
     assert det.rollups[(daemon.sb.repo, daemon.pull(target).head.sha)] == "SUCCESS"
-    assert det.stats.targeted_ticks == ticks + 1
+    assert det.stats.targeted_ticks > ticks  # the sweep's, and any its writes start
     assert not daemon.pull(target).merged
     daemon.tick()
     assert not daemon.pull(target).merged and _merges(daemon, target) == 0

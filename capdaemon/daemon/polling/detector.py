@@ -29,10 +29,12 @@ change, `detect_burst_requests_per_minute`, which also reads the later issue pag
 and more slow feeds a look (capdaemon.daemon.polling.cadence). Whether a feed moved is decided
 by pure functions (what_moved, repos_moved).
 
-In a burst a look also sweeps the check rollups of every head waiting on checks in GraphQL
-(many heads a query, 1 point each; capdaemon.daemon.polling.rollups), spaced by
-`detect_burst_graphql_points_per_hour`: a CI run completing on a PR the per-PR feeds have not
-reached yet is seen at the next sweep, not at the next tick. A failed sweep changes nothing.
+In a burst the detector also sweeps, after a look's own targeted tick, the check rollups of
+every head waiting on checks in GraphQL (many heads a query, 1 point each;
+capdaemon.daemon.polling.rollups), spaced by `detect_burst_graphql_points_per_hour` and
+giving way when the ticks need the GraphQL budget: a CI run completing on a PR the per-PR
+feeds have not reached yet is seen at the next sweep, not at the next tick. A failed sweep
+changes nothing.
 """
 
 from __future__ import annotations
@@ -168,22 +170,40 @@ class ChangeDetector:
     # ------------------------------------------------------------------ the job
     def run(self, now: datetime | None = None) -> TickReport | None:
         """One wake-up: look when a look is due, then a targeted tick for what changed (or
-        for what an earlier look saw while a tick ran). Its report, or None."""
+        for what an earlier look saw while a tick ran); then, in a burst, the rollup sweep
+        when due, and a targeted tick for what it flags. The sweep comes after the look's
+        own targeted tick, so its queries never hold up acting on what the feeds showed.
+        The last report, or None."""
         with self._lock:
             if self.ticker.deps.stop.is_set():
                 return None
-            found = self.look()
-            repos = self.ticker.deps.changed.add(found)
-            if not repos:
-                return None
-            report = self.ticker.targeted_tick(repos, now)
-            if report is None:
-                self.stats.deferred += 1
-                log.info("detect.deferred", repos=repos, reason="a tick is running")
-                return None
-            self.ticker.deps.changed.served(repos)
-            self.stats.targeted_ticks += 1
+            report = self._serve(self.look(), now)
+            flagged = self.sweep(self.clock(), burst=self.bursting())
+            if flagged:
+                self._saw(flagged)
+                report = self._serve(flagged, now) or report
             return report
+
+    def _serve(self, found: set[str], now: datetime | None) -> TickReport | None:
+        """A targeted tick for `found` and every repo still waiting; None when there are
+        none, or a tick is running (the repos wait for it, or for the next wake-up)."""
+        repos = self.ticker.deps.changed.add(found)
+        if not repos:
+            return None
+        report = self.ticker.targeted_tick(repos, now)
+        if report is None:
+            self.stats.deferred += 1
+            log.info("detect.deferred", repos=repos, reason="a tick is running")
+            return None
+        self.ticker.deps.changed.served(repos)
+        self.stats.targeted_ticks += 1
+        return report
+
+    def _saw(self, changed: set[str]) -> None:
+        """A change seen now: it starts (or extends) a burst."""
+        self.last_change = self.clock()
+        self.stats.changes += 1
+        log.info("detect.changed", repos=sorted(changed))
 
     @property
     def pending(self) -> set[str]:
@@ -334,7 +354,6 @@ class ChangeDetector:
             changed |= moved
             asked = max(asked, wait or 0)
         self.poll_interval = asked
-        changed |= self.sweep(now, burst=burst or bool(changed))
         if changed:
             self.last_change = now
             self.stats.changes += 1
