@@ -364,6 +364,8 @@ class ChangeDetector:
         """In a burst, when the points budget allows: the check rollup state of every head
         waiting on checks, in GraphQL; the repos whose heads it flags (rollups_flagged). A
         failed sweep changes no state seen and flags nothing (the full tick is the net)."""
+        if not sweep_due(self.cadence(), self.last_sweep, now, 1, burst=burst):
+            return set()  # not even a one-point sweep is due: the waiting heads not walked
         heads = [(repo, sha) for repo, _, sha in self._waiting_heads()]
         points = rollup_queries(len(heads))
         if not sweep_due(self.cadence(), self.last_sweep, now, points, burst=burst):
