@@ -464,6 +464,8 @@ class TelegramDesk:
         if entry.get("issue") and t.decision_repo:
             try:
                 t.forge.close_issue(t.decision_repo, int(entry["issue"]), f"{outcome}")
+                entry["issue_closed"] = True  # the tick's close-out step need not ask again
+                s.save()
             except Exception as exc:  # the record is in the log; the tick retries nothing here
                 log.warning("telegram.issue_close_failed", pr=ref, error=str(exc)[:200])
         log.info("telegram.tap_counted", pr=ref, by=login, action=action)

@@ -13,6 +13,7 @@ from capdaemon.daemon.ballots import votes as ballots
 from capdaemon.daemon.core.context import Tick, TickContext, TickDeps
 from capdaemon.daemon.core.handover import serve_changed
 from capdaemon.daemon.core.steptimes import StepTimes
+from capdaemon.daemon.issues import closeout
 from capdaemon.daemon.issues import ensure as issues
 from capdaemon.daemon.merging import merge as merging
 from capdaemon.daemon.polling import poll
@@ -99,6 +100,7 @@ STEPS: tuple[Step, ...] = (
     ballots.step_ballots,  # step 3
     _sync_desk,
     _merge,  # step 4
+    closeout.step_close_settled,  # decision issues of PRs that left, closed with the outcome
     issues.step_passive_reviews,  # step 5
     issues.step_escalations,
     _burn_in,  # step 6
@@ -111,6 +113,7 @@ TARGETED_STEPS: tuple[Step, ...] = (
     poll.poll_and_classify,
     ballots.step_ballots,
     _merge,
+    closeout.step_close_settled,
 )
 
 

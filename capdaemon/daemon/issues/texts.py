@@ -139,6 +139,16 @@ def gone_comment(state: str) -> str:
     return f"Closing this ballot: the PR was {state} outside the ballot."
 
 
+def settled_comment(kind: str, state: str, merge_sha: str | None) -> str:
+    """Posted when a decision issue closes because its PR left: the PR's outcome."""
+    noun = {"ballot": "ballot", "one-tap": "one-tap request", "scope-violation": "scope issue"}
+    what = noun.get(kind, "review issue")
+    if state == "merged":
+        sha = f" (merge commit {short_sha(merge_sha)})" if merge_sha else ""
+        return f"The PR was merged{sha}: this {what} is settled."
+    return f"The PR was closed without merging: this {what} is settled."
+
+
 def restored_comment(kind: str, what: str, round_no: int | None = None) -> str:
     """Posted when someone else edited (or closed) one of the bot's decision issues."""
     noun = "ballot" if kind == "ballot" else "review issue"

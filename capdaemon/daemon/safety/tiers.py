@@ -225,7 +225,8 @@ class Tiers:
         )
         if report is not None:
             report.issues.append(f"{ONE_TAP}:{repo}#{issue.number}")
-        if old and old.get("state") == OneTapState.PENDING.value and old.get("issue"):
+        stale = old and old.get("issue") and old["issue"] != issue.number
+        if stale and not old.get("issue_closed"):
             self._close(
                 int(old["issue"]), "The PR head moved: a new one-tap request replaces this."
             )
@@ -324,19 +325,53 @@ class Tiers:
             now=now,
         )
         log.info("one_tap.decided", pr=rec.ref, state=res.state.value, by=res.approved_by)
-        if res.state is OneTapState.EXPIRED:
-            self._close(int(entry["issue"]), f"{res.reason}.")
+        if res.state is OneTapState.EXPIRED and self._close(int(entry["issue"]), f"{res.reason}."):
+            entry["issue_closed"] = True
+            s.save()
         # republished by the caller: the check, a ballot after expiry
         self.prs.change(rec, fingerprint="")
         return True
 
-    def _close(self, number: int, comment: str) -> None:
+    def _close(self, number: int, comment: str) -> bool:
+        """Close a one-tap issue; False (logged) when GitHub refused or did not answer."""
         if self.decision_repo is None:
-            return
+            return False
         try:
             self.forge.close_issue(self.decision_repo, number, comment)
         except ForgeError as exc:
             log.warning("issue.close_failed", issue=number, error=str(exc)[:200])
+            return False
+        return True
+
+    def one_tap_open(self, ref: str) -> bool:
+        """True while the PR's last one-tap issue may still be open on GitHub (it has one, and
+        capdaemon has not recorded closing it)."""
+        entry = self.store["one_tap"].get(ref)
+        return bool(entry and entry.get("issue") and not entry.get("issue_closed"))
+
+    def close_settled(self, rec: PRRecord, comment: str, now: datetime) -> None:
+        """Close the one-tap issue of a PR that merged or closed, once: the close is idempotent
+        on GitHub (a marked comment, then the state), recorded in safety.json so it is not asked
+        again, and audited. A ForgeError propagates (the next tick tries again)."""
+        entry = self.store["one_tap"].get(rec.ref)
+        repo = self.decision_repo
+        if repo is None or not entry or not entry.get("issue") or entry.get("issue_closed"):
+            return
+        number = int(entry["issue"])
+        self.forge.close_issue(repo, number, comment)
+        entry["issue_closed"] = True
+        self.store.save()
+        self.actions_log.append(
+            {
+                "action": "issue_closed",
+                "pr": rec.ref,
+                "kind": ONE_TAP,
+                "issue": f"{repo}#{number}",
+                "comment": comment,
+            },
+            now=now,
+        )
+        log.info("issue.closed", pr=rec.ref, kind=ONE_TAP, issue=number)
 
 
 def _one_tap_fp(act: IssueActivity | None) -> str | None:
