@@ -7,6 +7,7 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 import structlog
 
 from capdaemon.daemon.service.notify import Notifier, sd_notify
@@ -75,3 +76,24 @@ def test_json_events_never_carry_a_token() -> None:
     for secret in ("ghp_aaaa", "ghs_secret123", "BEGIN PRIVATE KEY", "github_pat_"):
         assert secret not in text
     assert lines[0]["repo"] == "acme/widgets" and lines[0]["token"] == "[redacted]"
+
+
+def test_the_watchdog_timeout_is_fitted_to_the_tick_interval(tmp_path) -> None:
+    """Under a systemd watchdog, the daemon sets WATCHDOG_USEC to three tick intervals (at
+    least 120 s): 20 s ticks → 120 s, 600 s ticks → 1,800 s (the unit's 300 s would kill a
+    healthy daemon between two 10-minute ticks); no watchdog → nothing sent."""
+    path = str(tmp_path / "notify.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(path)
+        sock.settimeout(2)
+        env = {"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "300000000"}
+        assert Notifier(env=env).fit_watchdog(20) == 120.0
+        assert sock.recv(64) == b"WATCHDOG_USEC=120000000"
+        notifier = Notifier(env=env)
+        assert notifier.fit_watchdog(600) == 1800.0
+        assert sock.recv(64) == b"WATCHDOG_USEC=1800000000"
+        assert notifier.watchdog_seconds == 1800.0
+        assert Notifier(env={"NOTIFY_SOCKET": path}).fit_watchdog(20) is None
+        sock.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            sock.recv(64)

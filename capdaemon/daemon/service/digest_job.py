@@ -16,6 +16,7 @@ from capdaemon.config import Config
 from capdaemon.daemon.issues.protection_issue import protect_command, unprotected
 from capdaemon.daemon.issues.texts import issue_web_url
 from capdaemon.daemon.safety.probe_sources import UNTRUSTED_ACTION
+from capdaemon.daemon.service.gapwatch import GAP_ACTION
 from capdaemon.decide.ballot import BallotStatus
 from capdaemon.decide.burnin import BurnInState, burn_in_raw
 from capdaemon.decide.digest import (
@@ -267,6 +268,8 @@ def _attention_item(rec: Mapping[str, Any], ref: str) -> DigestItem | None:
         return DigestItem(ref, f"red statuses from untrusted sources, not counted: {who}"[:300])
     if action == "repo_policy_error":
         return DigestItem(str(rec.get("repo", "")), str(rec.get("error", ""))[:300])
+    if action == GAP_ACTION:  # a frozen daemon or a suspended host (capdaemon.decide.gaps)
+        return DigestItem("", f"{rec.get('ts')}: {rec.get('detail')}"[:300])
     return None
 
 

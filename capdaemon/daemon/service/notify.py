@@ -8,6 +8,15 @@ import socket
 import time
 from collections.abc import Mapping
 
+WATCHDOG_FLOOR_SECONDS = 120.0  # a tick's longest silent stretch (retries, pacing) stays under it
+WATCHDOG_INTERVALS = 3  # three missed tick intervals: the daemon is hung, not just late
+
+
+def watchdog_for(tick_seconds: float) -> float:
+    """The watchdog timeout that fits a tick interval: three intervals (the daemon pings after
+    every tick and from inside long ticks), never under WATCHDOG_FLOOR_SECONDS."""
+    return max(WATCHDOG_INTERVALS * tick_seconds, WATCHDOG_FLOOR_SECONDS)
+
 
 def _address(raw: str) -> str | bytes:
     """The socket address from NOTIFY_SOCKET ('@name' is the Linux abstract namespace)."""
@@ -74,6 +83,18 @@ class Notifier:
     def watchdog(self) -> bool:
         """WATCHDOG=1: the tick loop is alive."""
         return self._send("WATCHDOG=1")
+
+    def fit_watchdog(self, tick_seconds: float) -> float | None:
+        """When systemd runs a watchdog for us, set its timeout to `watchdog_for(tick_seconds)`
+        (WATCHDOG_USEC=…): the unit's WatchdogSec holds only until then. The timeout set, or
+        None when there is no watchdog."""
+        if self.watchdog_seconds is None:
+            return None
+        seconds = watchdog_for(tick_seconds)
+        if self._send(f"WATCHDOG_USEC={round(seconds * 1_000_000)}"):
+            self._env["WATCHDOG_USEC"] = str(round(seconds * 1_000_000))
+            return seconds
+        return None
 
     def stopping(self) -> bool:
         """STOPPING=1: shutting down cleanly."""

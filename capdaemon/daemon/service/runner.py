@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.config import Config, GitHubConfig
 from capdaemon.daemon.polling.detector import ChangeDetector, add_detect_job, detect_job
+from capdaemon.daemon.service.gapwatch import GapWatch
 from capdaemon.daemon.service.notify import Notifier
 from capdaemon.daemon.service.preflight import (
     CredentialsError,
@@ -228,12 +229,17 @@ def serve(
             sched.shutdown(wait=False)
 
     detector = ChangeDetector(ticker)
+    gaps = GapWatch(ticker, tick_seconds)  # a frozen process or a suspended host: said
 
     def job() -> None:
+        gaps.tick_starting()
         if not detector.stats.looks:  # its marks, before the first tick lists anything
             detect_job(detector)
         running = ticker.config
-        code = tick_job(ticker)
+        try:
+            code = tick_job(ticker)
+        finally:
+            gaps.tick_ended()
         reschedule(running, ticker.config)  # the tick may have applied a config edit
         if code is not None:
             stop(code)
@@ -261,6 +267,8 @@ def serve(
         sched.reschedule_job("digest", trigger=cron_trigger(new))
         if not fixed_interval and new.schedule.tick_seconds != old.schedule.tick_seconds:
             sched.reschedule_job("tick", trigger="interval", seconds=new.schedule.tick_seconds)
+            gaps.interval = new.schedule.tick_seconds
+            notifier.fit_watchdog(new.schedule.tick_seconds)
             log.info("daemon.rescheduled", tick_seconds=new.schedule.tick_seconds)
 
     sched.add_job(
@@ -286,6 +294,9 @@ def serve(
             on_signal(stopped_early[0], None)
         else:
             notifier.ready(status=f"ticking every {tick_seconds:g} s")
+            watchdog = notifier.fit_watchdog(tick_seconds)
+            if watchdog is not None:
+                log.info("daemon.watchdog", seconds=watchdog, tick_seconds=tick_seconds)
             log.info("daemon.start", tick_seconds=tick_seconds, pid=os.getpid())
             sched.start()
             ticker.wait_idle()
