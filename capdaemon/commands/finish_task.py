@@ -200,7 +200,8 @@ def _qc(
     """Run the QC commands (--qc, else the capability's), print each result, collect the
     refusals and failures as violations and the results in the audit entry."""
     commands = list(args.qc) if args.qc else list(snap.capability.qc)
-    qc_results = run_qc(snap, commands, repo, now, timeout=args.qc_timeout)
+    qc = run_qc(snap, commands, repo, now, state=state_dir(args), timeout=args.qc_timeout)
+    qc_results = qc.results
     for r in qc_results:
         print(r.line(), file=sys.stdout if r.status == "passed" else sys.stderr)
         if r.status == "failed" and r.output:
@@ -209,6 +210,11 @@ def _qc(
             violations.append(r.violation)
     entry["qc"] = [{"command": r.command, "status": r.status, "detail": r.detail}
                    for r in qc_results]  # fmt: skip
+    for v in qc.changed:
+        print(f"QC CHANGED: {v.line()}", file=sys.stderr)
+    if qc.changed:
+        entry["qc_changed"] = [v.subject for v in qc.changed]
+        violations.extend(qc.changed)
     return qc_results
 
 
