@@ -1,0 +1,227 @@
+"""`scope-guard run` confines the process, not only its paths: each attack against the real
+kernel, through the real CLI (a child process), with the task's `network: false`.
+
+- keystrokes pushed into the caller's terminal (TIOCSTI) that the shell runs afterwards;
+- a write into another terminal;
+- MPTCP, UDP and a pathname unix socket of a daemon outside;
+- a double-forked daemon still writing after the run returned.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from capdaemon import seccomp
+
+from .confined import actions, checkout, confined, venv_env
+from .helpers import Git
+
+PROBE = ("scope-probe",)
+EACCES = 13
+
+
+@pytest.fixture
+def co(tmp_path: Path) -> Git:
+    return checkout(tmp_path / "repo")
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "bot-state"
+
+
+@pytest.fixture
+def task(co: Git, state: Path, tmp_path: Path) -> str:
+    """Dispatch the confined.py task (network: false) plus `inject`, for the terminal test."""
+    from capdaemon.cli import main
+
+    from .confined import TASK
+
+    path = tmp_path / "task.yml"
+    path.write_text(TASK.replace('["scope-probe"]', '["scope-probe", "inject"]'))
+    assert main(["dispatch", str(path), "--state", str(state), "--repo", str(co.root)]) == 0
+    return "run-1"
+
+
+# -- the terminal ------------------------------------------------------------------------
+
+INJECT = """\
+import fcntl, termios
+for fd in (0, 1, 2):
+    try:
+        for ch in "touch {mark}\\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, ch.encode())
+        print("injected through", fd)
+        break
+    except OSError as exc:
+        print("refused:", exc)
+"""
+
+
+def _read_until(fd: int, marker: bytes, seconds: float = 60.0) -> bytes:
+    got = b""
+    end = time.monotonic() + seconds
+    while marker not in got and time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                got += os.read(fd, 4096)
+            except OSError:
+                break
+    return got
+
+
+def test_tiocsti_into_the_callers_shell_is_refused(co: Git, state: Path, task: str) -> None:
+    """An interactive bash on a pseudo-terminal runs `scope-guard run -- inject`; the program
+    pushes `touch MARK` into the terminal's input (TIOCSTI, which root may do on any
+    terminal). The shell must not run it after the run ends."""
+    mark = co.root.parent / "pwned"
+    inject = co.root.parent / "bin" / "inject"
+    inject.write_text(f"#!{sys.executable}\n" + INJECT.format(mark=mark))
+    inject.chmod(0o755)
+    env = venv_env(PATH=f"{inject.parent}{os.pathsep}{venv_env()['PATH']}", PS1="$ ")
+    env.pop("PROMPT_COMMAND", None)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: an interactive shell on the pty
+        os.chdir(co.root)
+        os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+    try:
+        cli = f"{sys.executable} -m capdaemon.cli scope-guard run --task {task} --state {state}"
+        os.write(fd, f"{cli} -- inject; echo RUN''-ENDED\n".encode())
+        out = _read_until(fd, b"RUN-ENDED")
+        assert b"RUN-ENDED" in out, out
+        time.sleep(0.5)  # the shell reads whatever was injected as its next line
+        os.write(fd, b"echo SHELL''-IDLE\n")
+        out += _read_until(fd, b"SHELL-IDLE")
+        assert b"SHELL-IDLE" in out, out
+        assert not mark.exists(), out.decode(errors="replace")
+        assert b"refused:" in out
+    finally:
+        os.write(fd, b"exit\n")
+        os.close(fd)
+        os.waitpid(pid, 0)
+
+
+def test_another_terminal_is_not_writable(co: Git, state: Path, task: str) -> None:
+    """A second terminal (a pty the test opens) is not reachable from inside the run."""
+    master, slave = os.openpty()
+    try:
+        name = os.ttyname(slave)
+        run = confined(state, co.root, task, *PROBE, ops=[["append", name]])
+        assert run.code == 0, run.err
+        assert run.errnos()[0] != 0
+        ready, _, _ = select.select([master], [], [], 0.3)
+        assert not ready, os.read(master, 100)
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+# -- the network (network: false) --------------------------------------------------------
+
+
+class _Listener:
+    """A listener outside the sandbox, recording what reached it."""
+
+    def __init__(self, sock: socket.socket, stream: bool = True) -> None:
+        self.sock, self.got = sock, []
+        self.sock.settimeout(0.2)
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve if stream else self._recv, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.got.append(conn.recv(100))
+                except OSError:
+                    self.got.append(b"")
+
+    def _recv(self) -> None:
+        while not self.stop:
+            try:
+                self.got.append(self.sock.recv(100))
+            except OSError:
+                continue
+
+    def close(self) -> list[bytes]:
+        time.sleep(0.3)
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+        return self.got
+
+
+def test_mptcp_udp_and_unix_sockets_reach_nothing(co: Git, state: Path, task: str) -> None:
+    """MPTCP to a TCP listener, a UDP datagram and a pathname unix socket, all on this
+    machine and listening outside the sandbox: each is refused, and none receives a byte."""
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    path = str(co.root.parent / "daemon.sock")
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(path)
+    unix.listen()
+    listeners = [_Listener(tcp), _Listener(udp, stream=False), _Listener(unix)]
+    ops = [
+        ["mptcp", str(tcp.getsockname()[1])],
+        ["udp", str(udp.getsockname()[1])],
+        ["unix", path],
+        ["socketpair"],
+    ]
+    run = confined(state, co.root, task, *PROBE, ops=ops)
+    got = [listener.close() for listener in listeners]
+    assert run.code == 0, run.err
+    assert run.errnos() == [EACCES, EACCES, EACCES, 0], run.probe
+    assert got == [[], [], []]
+
+
+def test_the_filter_is_what_the_kernel_runs() -> None:
+    """The compiled filter: one instruction per table entry, and an unknown machine is an
+    error naming it (never a program that would allow everything)."""
+    prog = seccomp.network_filter(False, "x86_64")
+    assert len(prog) % 8 == 0 and 8 <= len(prog) // 8 <= 12
+    assert seccomp.network_filter(True, "x86_64") == b""
+    with pytest.raises(seccomp.SeccompError, match="riscv64"):
+        seccomp.network_filter(False, "riscv64")
+
+
+# -- processes ---------------------------------------------------------------------------
+
+
+def test_a_double_forked_daemon_dies_with_the_run(co: Git, state: Path, task: str) -> None:
+    """A program leaves a daemon (double fork, new session) appending to an allowed file;
+    when `run` returns it is gone, and nothing is written afterwards."""
+    out = co.root / "src" / "app.py"  # an existing file the task may write
+    run = confined(state, co.root, task, *PROBE, ops=[["daemon", str(out), "100"]])
+    assert run.code == 0, run.err
+    size = out.stat().st_size
+    assert size > len("VALUE = 1\n")  # it ran, and wrote, while the run lasted
+    time.sleep(0.6)
+    assert out.stat().st_size == size
+
+
+def test_the_audit_entry_names_the_layers(co: Git, state: Path, task: str) -> None:
+    """The `scope_run` entry says which sandbox layers were in force."""
+    assert confined(state, co.root, task, *PROBE).code == 0
+    start = actions(state)[-2]
+    layers = " | ".join(start["sandbox"])  # type: ignore[arg-type]
+    assert "bubblewrap" in layers and "network namespace" in layers
+    assert "seccomp" in layers and "landlock ABI" in layers
