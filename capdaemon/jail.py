@@ -30,11 +30,10 @@ Anything the default needs and the machine lacks is a `JailError`: one line, no 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 from capdaemon import landlock, seccomp
-from capdaemon.capability.model import HOOK_FOLDERS
+from capdaemon.capability.fspaths import hook_folders
 from capdaemon.confine import build_ruleset, plan_for
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
@@ -186,16 +185,6 @@ def _bwrap_args(bwrap: str, network: bool | tuple[int, ...], cwd: str) -> list[s
     return [*args, "--chdir", cwd, "--"]
 
 
-GIT_HOOKS = (
-    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
-    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout",
-    "post-merge", "pre-push", "pre-receive", "update", "proc-receive", "post-receive",
-    "post-update", "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite",
-    "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
-    "p4-post-changelist", "p4-pre-submit", "post-index-change",
-)  # fmt: skip
-
-
 def never_writable(state: str | os.PathLike[str], root: str, cap: Capability) -> tuple[str, ...]:
     """Repository-relative folders no run may write whatever the scope says: the state
     directory when it lives inside the checkout, and (unless the task sets
@@ -208,25 +197,3 @@ def never_writable(state: str | os.PathLike[str], root: str, cap: Capability) ->
     if not cap.hooks_writable:
         out += hook_folders(root)
     return tuple(out)
-
-
-def hook_folders(root: str) -> list[str]:
-    """`.husky`, `.githooks` and the folder `core.hooksPath` names when it is inside the
-    checkout at `root` (git reads its configuration; nothing is run)."""
-    out = list(HOOK_FOLDERS)
-    try:
-        got = subprocess.run(
-            ["git", "-C", root, "config", "--path", "--get", "core.hooksPath"],
-            capture_output=True, text=True, check=False, timeout=30,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return out
-    value = got.stdout.strip()
-    if got.returncode == 0 and value:
-        path = os.path.realpath(os.path.join(root, value))
-        prefix = root.rstrip("/") + "/"
-        if path == root.rstrip("/"):
-            out += GIT_HOOKS  # hooks in the checkout's root: each hook's name
-        elif path.startswith(prefix):
-            out.append(path[len(prefix) :])
-    return out

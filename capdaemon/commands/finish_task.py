@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
+from capdaemon.capability.fspaths import NotACheckoutError, hook_violations, repo_root
 from capdaemon.capability.model import (
+    HOOK_FOLDERS,
     BadTaskIdError,
     Violation,
     validate_task_id,
@@ -113,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         qc_results = _qc(args, snap, repo, now, entry, violations)
     if snap is not None:
         violations.extend(_scope(snap, changes, now, task_id, base_name, entry))
+        violations.extend(_hooks(snap, repo, changes))
     entry["files"] = len(changes)
     log = AuditLog(state / ACTIONS_LOG)
     if violations:
@@ -241,6 +244,20 @@ def _scope(
         file=sys.stderr if scope else sys.stdout,
     )
     return scope
+
+
+def _hooks(snap: CapabilitySnapshot, repo: Path, changes: list[FileChange]) -> list[Violation]:
+    """Changed paths in the folder `core.hooksPath` names (`.husky/` and `.githooks/` are
+    refused by the scope check itself), unless the task says `hooks_writable: true`."""
+    try:
+        root = repo_root(repo)
+    except NotACheckoutError:
+        return []
+    paths = [c.path for c in changes if c.path.split("/", 1)[0].lower() not in HOOK_FOLDERS]
+    found = hook_violations(snap.capability, root, paths, None)
+    for v in found:
+        print(f"capdaemon finish-task: hooks folder changed: {v.line()}", file=sys.stderr)
+    return found
 
 
 def _block(

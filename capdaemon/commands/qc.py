@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from capdaemon.capability.fspaths import NotACheckoutError, repo_root, word_checker
+from capdaemon.capability.fspaths import (
+    NotACheckoutError,
+    hook_folders,
+    repo_root,
+    word_checker,
+)
 from capdaemon.capability.model import (
     Capability,
     CapabilitySnapshot,
@@ -33,7 +38,7 @@ from capdaemon.capability.model import (
     ViolationKind,
 )
 from capdaemon.capability.scope import check_command, check_path
-from capdaemon.jail import Jail, JailError, hook_folders, never_writable, prepare
+from capdaemon.jail import Jail, JailError, never_writable, prepare
 from capdaemon.landlock import LandlockError
 
 OUTPUT_TAIL_LINES = 15
