@@ -225,3 +225,51 @@ def test_the_audit_entry_names_the_layers(co: Git, state: Path, task: str) -> No
     layers = " | ".join(start["sandbox"])  # type: ignore[arg-type]
     assert "bubblewrap" in layers and "network namespace" in layers
     assert "seccomp" in layers and "landlock ABI" in layers
+
+
+# -- where the sandbox cannot be had -----------------------------------------------------
+
+
+def test_no_bubblewrap_refuses_in_one_line(
+    co: Git, state: Path, task: str, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Without bubblewrap the run is refused (exit 2) in one line naming what is missing and
+    the opt-in; the program never starts."""
+    from capdaemon import jail
+    from capdaemon.cli import main
+
+    monkeypatch.setattr(jail, "BWRAP_PATHS", (str(co.root.parent / "no-such-bwrap"),))
+    monkeypatch.chdir(co.root)
+    monkeypatch.setenv("PATH", f"{co.root.parent / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    mark = co.root / "src" / "app.py"
+    before = mark.read_text()
+    argv = ["scope-guard", "run", "--task", task, "--state", str(state), "--"]
+    code = main([*argv, "scope-probe"])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2
+    assert len(lines) == 1, lines
+    assert "bubblewrap" in lines[0] and "enforcement: landlock-only" in lines[0]
+    assert mark.read_text() == before
+
+
+def test_landlock_only_is_an_audited_opt_in(co: Git, tmp_path: Path) -> None:
+    """`enforcement: landlock-only` runs without the process sandbox, keeps the write scope
+    and the socket filter, and the audit entry says so."""
+    from capdaemon.cli import main
+
+    from .confined import TASK
+
+    state = tmp_path / "state-lo"
+    path = tmp_path / "lo.yml"
+    path.write_text(TASK + "  enforcement: landlock-only\n")
+    assert main(["dispatch", str(path), "--state", str(state), "--repo", str(co.root)]) == 0
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    ops = [["append", "cron_settings.json"], ["append", "src/app.py"],
+           ["udp", str(udp.getsockname()[1])]]  # fmt: skip
+    run = confined(state, co.root, "run-1", *PROBE, ops=ops)
+    udp.close()
+    assert run.code == 0 and run.errnos() == [EACCES, 0, EACCES], run.err
+    start = actions(state)[-2]
+    assert "only (enforcement: landlock-only)" in str(start["enforcement"])
+    assert not any("bubblewrap" in s for s in start["sandbox"])  # type: ignore[union-attr]
