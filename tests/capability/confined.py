@@ -177,9 +177,10 @@ def confined(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     prefix: tuple[str, ...] = (),
+    python: str = sys.executable,
 ) -> Run:
     """`capdaemon scope-guard run --task TASK --state STATE -- ARGV` as a real child process."""
-    cmd = [*prefix, sys.executable, "-m", "capdaemon.cli", "scope-guard", "run"]
+    cmd = [*prefix, python, "-m", "capdaemon.cli", "scope-guard", "run"]
     cmd += ["--task", task, "--state", str(state), "--", *argv]
     proc = subprocess.run(
         cmd,

@@ -273,3 +273,67 @@ def test_landlock_only_is_an_audited_opt_in(co: Git, tmp_path: Path) -> None:
     start = actions(state)[-2]
     assert "only (enforcement: landlock-only)" in str(start["enforcement"])
     assert not any("bubblewrap" in s for s in start["sandbox"])  # type: ignore[union-attr]
+
+
+def _system_python() -> str | None:
+    """/usr/bin/python3 when it is this interpreter's version (`nobody` may not be able to
+    reach this one), with this environment's packages on PYTHONPATH."""
+    py = "/usr/bin/python3"
+    if not os.path.exists(py):
+        return None
+    import subprocess
+
+    got = subprocess.run([py, "-c", "import sys; print(sys.version_info[:2])"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    return py if got.stdout.strip() == str(sys.version_info[:2]) else None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_an_unprivileged_user_gets_the_same_sandbox() -> None:
+    """Run as `nobody` (bubblewrap then builds its namespaces in a user namespace): the write
+    scope, the socket filter and the private terminals hold as they do for root."""
+    import shutil
+    import sysconfig
+    import tempfile
+
+    import capdaemon
+    from capdaemon.cli import main
+
+    from .confined import TASK
+
+    python = _system_python()
+    if python is None:
+        pytest.skip("no /usr/bin/python3 of this version for the unprivileged user")
+    code_dirs = [str(Path(capdaemon.__file__).parent.parent), sysconfig.get_paths()["purelib"]]
+    base = Path(tempfile.mkdtemp(prefix="capdaemon-nobody-"))
+    try:
+        base.chmod(0o755)
+        co = checkout(base / "repo")
+        probe = base / "bin" / "scope-probe"
+        probe.write_text(probe.read_text().replace(sys.executable, python, 1))
+        state = base / "bot-state"
+        (base / "task.yml").write_text(TASK)
+        assert main(["dispatch", str(base / "task.yml"), "--state", str(state),
+                     "--repo", str(co.root)]) == 0  # fmt: skip
+        shutil.chown(base, "nobody", "nogroup")
+        for folder, dirs, files in os.walk(base):
+            for name in [*dirs, *files]:
+                os.lchown(os.path.join(folder, name), 65534, 65534)
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        master, slave = os.openpty()
+        ops = [["append", "cron_settings.json"], ["append", "src/app.py"],
+               ["udp", str(udp.getsockname()[1])], ["append", os.ttyname(slave)]]  # fmt: skip
+        who = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+        env = venv_env(HOME=str(base), PYTHONPATH=os.pathsep.join(code_dirs))
+        run = confined(state, co.root, "run-1", *PROBE, ops=ops, prefix=who, env=env,
+                       python=python)  # fmt: skip
+        udp.close()
+        os.close(master)
+        os.close(slave)
+        assert run.code == 0, run.err
+        errnos = run.errnos()
+        assert errnos[:3] == [EACCES, 0, EACCES] and errnos[3] != 0, run.probe
+        assert "bubblewrap" in " ".join(actions(state)[-2]["sandbox"])  # type: ignore[arg-type]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
