@@ -55,8 +55,11 @@ def die(what):
     e = ctypes.get_errno()
     sys.stderr.write("capdaemon sandbox: cannot confine: %s: %s\n" % (what, os.strerror(e)))
     os._exit(126)
-fd, bpf, end = int(a[1]), bytes.fromhex(a[2]), a.index("--", 3)
-for g in a[3:end]:
+fd, bpf, status, end = int(a[1]), bytes.fromhex(a[2]), int(a[3]), a.index("--", 4)
+if status >= 0:  # the sandbox is up: say so to scope-guard
+    os.write(status, b"up")
+    os.close(status)
+for g in a[4:end]:
     path, rights = g.rsplit("=", 1)
     if fd >= 0 and os.path.isdir(path):
         p = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -83,8 +86,18 @@ except OSError as exc:
 """
 
 
+_STATUS_AT = 7  # where `command` puts the status descriptor in the shim's command line
+
+
 class JailError(OSError):
     """The sandbox the task needs cannot be built here: one line naming what is missing."""
+
+
+SETUP_FAILED = (
+    "bubblewrap could not set up the sandbox (its reason is the `bwrap:` line above: user "
+    "namespaces disabled, or a mount refused); `enforcement: landlock-only` opts into "
+    "Landlock without the process sandbox"
+)
 
 
 def find_bwrap() -> str | None:
@@ -105,26 +118,61 @@ class Jail:
         self.prefix: list[str] = []
         self.shim: list[str] = []
         self.ruleset: landlock.Ruleset | None = None
+        self.status: tuple[int, int] | None = None  # bubblewrap's --json-status-fd pipe
         self.writable: list[str] = []
         self.held_back: list[str] = []
 
     @property
     def fds(self) -> tuple[int, ...]:
         """Descriptors the started program must inherit (the Landlock ruleset)."""
-        return () if self.ruleset is None else (self.ruleset.fd,)
+        out = () if self.ruleset is None else (self.ruleset.fd,)
+        return out if self.status is None else (*out, self.status[1])
+
+    def started(self) -> None:
+        """The program was started: this process's copy of the status pipe's end is closed."""
+        if self.status is not None and self.status[1] >= 0:
+            os.close(self.status[1])
+            self.status = (self.status[0], -1)
+
+    def setup_failed(self) -> bool:
+        """True when the sandbox never came up: bubblewrap ended before the shim ran (its own
+        message is on stderr already: no user namespaces, a mount refused)."""
+        if self.status is None:
+            return False
+        self.started()
+        os.set_blocking(self.status[0], False)
+        try:
+            said = os.read(self.status[0], 65536)
+        except BlockingIOError:
+            said = b""
+        return b"up" not in said
 
     def command(self, program: str, argv: list[str]) -> tuple[str, list[str]]:
         """What to execute and its argv: bubblewrap's, the shim's, then `program` with
         `argv` (its argv[0] kept); `program` itself under check-only."""
         if not self.shim:
             return program, argv
-        line = [*self.prefix, *self.shim, "--", program, *argv]
+        shim, write = self.shim, -1
+        if self.prefix:  # a status pipe per start: did the sandbox come up?
+            self._close_status()
+            read, write = os.pipe()
+            os.set_inheritable(write, True)
+            self.status = (read, write)
+        shim = [*shim[:_STATUS_AT], str(write), *shim[_STATUS_AT:]]
+        line = [*self.prefix, *shim, "--", program, *argv]
         return line[0], line
 
     def close(self) -> None:
         """Close the ruleset's descriptor (the restriction, once applied, stays)."""
         if self.ruleset is not None:
             self.ruleset.close()
+        self._close_status()
+
+    def _close_status(self) -> None:
+        if self.status is not None:
+            self.started()
+            os.close(self.status[0])
+            self.status = None
 
 
 def prepare(
@@ -173,7 +221,8 @@ def prepare(
         jail.layers.append("device ioctls refused (Landlock IOCTL_DEV)")
     if filt:
         jail.layers.append("seccomp: " + seccomp.describe(cap.network))
-    jail.shim = [sys.executable, "-I", "-S", "-c", SHIM, str(jail.ruleset.fd), filt.hex(), *grants]
+    jail.shim = [sys.executable, "-I", "-S", "-c", SHIM, str(jail.ruleset.fd), filt.hex()]
+    jail.shim += grants  # the status pipe's descriptor goes before them (`command`)
     return jail
 
 

@@ -38,7 +38,7 @@ from capdaemon.capability.model import (
     ViolationKind,
 )
 from capdaemon.capability.scope import check_command, check_path
-from capdaemon.jail import Jail, JailError, never_writable, prepare
+from capdaemon.jail import SETUP_FAILED, Jail, JailError, never_writable, prepare
 from capdaemon.landlock import LandlockError
 
 OUTPUT_TAIL_LINES = 15
@@ -180,6 +180,9 @@ def _run_one(line: str, jail: Jail, where: Path, timeout: float, tmpdir: str) ->
         return QCResult(line, "failed", f"timed out after {timeout:g} s", timeout)
     except OSError as exc:
         return QCResult(line, "failed", f"could not run: {exc.strerror}")
+    if jail.setup_failed():
+        said = "\n".join(proc.stderr.splitlines()[-OUTPUT_TAIL_LINES:])
+        return QCResult(line, "refused", SETUP_FAILED, 0.0, said)
     took = time.monotonic() - started
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-OUTPUT_TAIL_LINES:])
     if proc.returncode == 0:

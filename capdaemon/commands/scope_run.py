@@ -30,7 +30,7 @@ from capdaemon.chainlog import append_entry
 from capdaemon.commands._common import add_state_arg, error, state_dir
 from capdaemon.commands.scope_guard import _refuse, snapshot_or_refuse
 from capdaemon.filenames import ACTIONS_LOG
-from capdaemon.jail import Jail, JailError, never_writable, prepare
+from capdaemon.jail import SETUP_FAILED, Jail, JailError, never_writable, prepare
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -124,6 +124,7 @@ def _confined(cap: Capability, state: Path, root: str, program: str, argv: list[
     tmpdir = _private_tmp(cap.task_id)
     record: dict[str, object] = {"network": _network_text(cap.network)}
     jail: Jail | None = None
+    unset = False  # bubblewrap could not set the sandbox up: the program never ran
     try:
         try:
             jail = prepare(cap, root, tmpdir, never=never_writable(state, root, cap))
@@ -151,12 +152,15 @@ def _confined(cap: Capability, state: Path, root: str, program: str, argv: list[
             "scope_run", cap.task_id, argv, jail.level, root, durable=child.start, **record
         )
         status = child.wait()  # started here when the entry could not be written
+        if child.pid and jail.setup_failed():
+            error(PROG, f"cannot enforce task {cap.task_id}'s scope: {SETUP_FAILED}")
+            status, unset = 2, True
     finally:
         if jail is not None:
             jail.close()
         _remove_tree(tmpdir)
     audit("scope_run_exit", cap.task_id, argv, jail.level, root, exit=status)
-    if status != 0 and jail.ruleset is not None:
+    if status != 0 and jail.ruleset is not None and not unset:
         where = f"{state / ACTIONS_LOG} entry {entry}" if entry else "the audit log"
         print(
             f"capdaemon {PROG}: task {cap.task_id}'s scope was enforced by the kernel "

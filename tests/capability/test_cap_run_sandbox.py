@@ -337,3 +337,28 @@ def test_an_unprivileged_user_gets_the_same_sandbox() -> None:
         assert "bubblewrap" in " ".join(actions(state)[-2]["sandbox"])  # type: ignore[arg-type]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_sandbox_bubblewrap_cannot_build_is_a_refusal(
+    co: Git, state: Path, task: str, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    """When bubblewrap itself fails before starting the program (here: a mount it cannot
+    make, as it fails without user namespaces), `run` exits 2 saying so, not with an
+    exit status that could pass for the program's."""
+    from capdaemon import jail
+    from capdaemon.cli import main
+
+    real = jail._bwrap_args
+
+    def broken(*args: object) -> list[str]:
+        out = real(*args)  # type: ignore[arg-type]
+        return [out[0], "--ro-bind", str(co.root.parent / "missing"), "/missing", *out[1:]]
+
+    monkeypatch.setattr(jail, "_bwrap_args", broken)
+    monkeypatch.chdir(co.root)
+    monkeypatch.setenv("PATH", f"{co.root.parent / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    code = main(["scope-guard", "run", "--task", task, "--state", str(state), "--", "scope-probe"])
+    err = capfd.readouterr().err
+    assert code == 2
+    assert "bwrap:" in err and "bubblewrap could not set up the sandbox" in err
+    assert "enforced by the kernel" not in err
