@@ -299,9 +299,16 @@ def plan_for(cap: Capability, root: str, *, never: tuple[str, ...] = ()) -> Plan
 
 
 def build_ruleset(
-    plan: Plan, abi: int, tmpdir: str, network: bool | tuple[int, ...]
+    plan: Plan,
+    abi: int,
+    tmpdir: str,
+    network: bool | tuple[int, ...],
+    *,
+    host_terminals: bool = True,
 ) -> landlock.Ruleset:
-    """The Landlock ruleset of a plan, the private temporary folder and the devices.
+    """The Landlock ruleset of a plan, the private temporary folder and the devices (the
+    host's terminals in /dev/pts only when `host_terminals`: a sandbox with a /dev of its
+    own grants its own devpts instead).
 
     `network` False: no TCP bind or connect (ABI ≥ 4) and abstract unix sockets scoped to
     the sandbox (ABI ≥ 6); a tuple: connect to those TCP ports only; True: unrestricted.
@@ -328,7 +335,7 @@ def build_ruleset(
         for dev in DEVICES:
             if os.path.exists(dev):
                 rs.allow_path(dev, landlock.file_rights(abi), directory=False)
-        if os.path.isdir(TERMINALS):
+        if host_terminals and os.path.isdir(TERMINALS):
             rs.allow_path(TERMINALS, landlock.file_rights(abi), directory=True)
         if isinstance(network, tuple):
             for port in network:

@@ -41,6 +41,7 @@ FS_MAKE_BLOCK = 1 << 11
 FS_MAKE_SYM = 1 << 12
 FS_REFER = 1 << 13  # ABI 2
 FS_TRUNCATE = 1 << 14  # ABI 3
+FS_IOCTL_DEV = 1 << 15  # ABI 5
 
 NET_BIND_TCP = 1 << 0  # ABI 4
 NET_CONNECT_TCP = 1 << 1  # ABI 4
@@ -55,7 +56,7 @@ _WRITE_V1 = (
     | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM
 )  # fmt: skip
 # Rights a rule on a regular file (not a directory) may carry.
-_FILE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE
+_FILE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV
 
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}  # same numbers on both
 _PR_SET_NO_NEW_PRIVS = 38
@@ -67,17 +68,21 @@ class LandlockError(OSError):
 
 
 def handled_fs(abi: int) -> int:
-    """The write-type file-system rights handled at `abi` (REFER from 2, TRUNCATE from 3)."""
+    """The write-type file-system rights handled at `abi` (REFER from 2, TRUNCATE from 3,
+    device ioctls from 5: an ioctl on a device opened inside the sandbox needs a grant)."""
     out = _WRITE_V1
     if abi >= 2:
         out |= FS_REFER
     if abi >= 3:
         out |= FS_TRUNCATE
+    if abi >= 5:
+        out |= FS_IOCTL_DEV
     return out
 
 
 def file_rights(abi: int) -> int:
-    """The rights granted on a single writable file: write, and truncate from ABI 3."""
+    """The rights granted on a single writable file: write, truncate from ABI 3, device
+    ioctls from ABI 5 (meaningful only on a device)."""
     return _FILE_RIGHTS & handled_fs(abi)
 
 

@@ -31,8 +31,11 @@ DEFAULT_LEVEL = 3  # decision: an unstated level is the most cautious one
 MAX_TASK_FILE_BYTES = 256 * 1024  # a task file is a few hundred bytes; far larger is an attack
 MAX_LIST_ITEMS = 1000  # globs, commands or agents in one list of a task file
 SNAPSHOT_FORMAT = 1
-ENFORCEMENTS = ("kernel", "check-only")  # how `scope-guard run` enforces the task's scope
-DEFAULT_ENFORCEMENT = "kernel"  # decision: Landlock, and refuse where it is unavailable
+# how `scope-guard run` and QC enforce the task's scope: the process sandbox with Landlock,
+# Landlock alone (an explicit opt-in to less), or the static check alone
+ENFORCEMENTS = ("kernel", "landlock-only", "check-only")
+HOOK_FOLDERS = (".husky", ".githooks")  # hook managers' folders: the next commit runs them
+DEFAULT_ENFORCEMENT = "kernel"  # decision: the sandbox, and refuse where it is unavailable
 
 
 class CapabilityError(RuntimeError):
@@ -198,6 +201,7 @@ class Violation(Record):
 _CAPABILITY_FIELDS = (
     "task_id", "title", "level", "paths", "forbidden_paths", "commands", "merge_policy",
     "ttl_hours", "legacy", "description", "agents", "branches", "qc", "enforcement", "network",
+    "hooks_writable",
 )  # fmt: skip
 
 
@@ -227,8 +231,9 @@ class Capability(Record):
     agents: tuple[str, ...]
     branches: tuple[str, ...]
     qc: tuple[str, ...]  # finish-task's QC commands, in order (each within `commands`)
-    enforcement: str  # `scope-guard run`: "kernel" (Landlock) or "check-only"
+    enforcement: str  # `scope-guard run`: "kernel", "landlock-only" or "check-only"
     network: bool | tuple[int, ...]  # under `run`: False none, True any, or TCP ports to connect
+    hooks_writable: bool  # may write the folders git hooks run from (explicit opt-in)
 
     def __init__(
         self,
@@ -247,6 +252,7 @@ class Capability(Record):
         qc: tuple[str, ...] = (),
         enforcement: str = DEFAULT_ENFORCEMENT,
         network: bool | tuple[int, ...] = False,
+        hooks_writable: bool = False,
     ) -> None:
         d = self.__dict__
         d["task_id"] = task_id
@@ -264,6 +270,7 @@ class Capability(Record):
         d["qc"] = qc
         d["enforcement"] = enforcement
         d["network"] = network
+        d["hooks_writable"] = hooks_writable
 
     def with_matchers(self, allowed: RegexGlobSet, forbidden: RegexGlobSet) -> Capability:
         """An equal capability whose `allowed`/`forbidden` are the given (stored-regex) matchers.
@@ -288,8 +295,9 @@ class Capability(Record):
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form stored in the snapshot.
 
-        `agents`/`branches`/`qc`/`enforcement`/`network` appear only when given, so a
-        capability without them has exactly the form (and hash) it had before they existed.
+        `agents`/`branches`/`qc`/`enforcement`/`network`/`hooks_writable` appear only when
+        given, so a capability without them has exactly the form (and hash) it had before
+        they existed.
         """
         res: dict[str, Any] | None = None
         if not self.legacy:
@@ -308,6 +316,8 @@ class Capability(Record):
                 res["enforcement"] = self.enforcement
             if self.network is not False:
                 res["network"] = self.network if self.network is True else list(self.network)
+            if self.hooks_writable:
+                res["hooks_writable"] = True
         return {
             "task_id": self.task_id,
             "title": self.title,
@@ -344,6 +354,7 @@ class Capability(Record):
                 qc=tuple(str(c) for c in res.get("qc", ())),
                 enforcement=_enforcement(res),
                 network=_network(res),
+                hooks_writable=_hooks_writable(res),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed capability in snapshot: {exc}") from exc
@@ -380,6 +391,13 @@ def _enforcement(res: dict[str, Any]) -> str:
     if value not in ENFORCEMENTS:
         raise ValueError(f"enforcement must be one of {', '.join(ENFORCEMENTS)}")
     return str(value)
+
+
+def _hooks_writable(res: dict[str, Any]) -> bool:
+    value = res.get("hooks_writable", False)
+    if not isinstance(value, bool):
+        raise ValueError("hooks_writable must be true or false")
+    return value
 
 
 def _network(res: dict[str, Any]) -> bool | tuple[int, ...]:

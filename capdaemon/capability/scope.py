@@ -12,6 +12,7 @@ from capdaemon.capability.cmdline import CommandParseError, split_line, verbatim
 from capdaemon.capability.cmdpattern import PatternError, is_pattern, match_pattern, parse_pattern
 from capdaemon.capability.cmdtables import findings
 from capdaemon.capability.model import (
+    HOOK_FOLDERS,
     Capability,
     CapabilitySnapshot,
     Violation,
@@ -65,6 +66,13 @@ def check_path(cap: Capability, path: str) -> Violation | None:
     parts = norm.lower().split("/") if norm.isascii() else map(fold_path, norm.split("/"))
     if ".git" in parts:  # (ASCII: folding a part is lower-casing it)
         return Violation(ViolationKind.FORBIDDEN, norm, "inside a .git folder")
+    if not cap.hooks_writable and fold_path(norm.split("/", 1)[0]) in HOOK_FOLDERS:
+        return Violation(
+            ViolationKind.FORBIDDEN,
+            norm,
+            "a git hooks folder (the next commit runs what is there); the task may write it "
+            "only with `hooks_writable: true`",
+        )
     if cap.legacy:
         return None
     if cap.forbidden.match(norm):

@@ -32,7 +32,7 @@ from capdaemon.yamlread import YamlInputError, key_line, read_yaml
 TOP_KEYS = ("task_id", "title", "description", "level", "allowed_resources")
 RESOURCE_KEYS = (
     "paths", "forbidden_paths", "commands", "merge_policy", "ttl_hours", "agents", "branches",
-    "qc", "enforcement", "network",
+    "qc", "enforcement", "network", "hooks_writable",
 )  # fmt: skip
 # A GitHub login (ASCII letters, digits, hyphens; at most 39), or a GitHub App's `name[bot]`.
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
@@ -141,6 +141,7 @@ def parse_task(data: Any, *, allow_no_scope: bool = False) -> Capability:
         qc=qc,
         enforcement=_enforcement(res.get("enforcement", DEFAULT_ENFORCEMENT)),
         network=_network(res.get("network", False)),
+        hooks_writable=_hooks_writable(res.get("hooks_writable", False)),
     )
 
 
@@ -151,6 +152,16 @@ def _enforcement(value: Any) -> str:
             field, f"must be one of {', '.join(ENFORCEMENTS)}, not {quote_value(value)}"
         )
     return str(value)
+
+
+def _hooks_writable(value: Any) -> bool:
+    """true lets the task write the folders git hooks run from (`.husky`, `.githooks`,
+    `core.hooksPath`); false (the default) keeps them unwritable."""
+    if not isinstance(value, bool):
+        raise TaskFileError(
+            "allowed_resources.hooks_writable", f"must be true or false, not {_type(value)}"
+        )
+    return value
 
 
 def _network(value: Any) -> bool | tuple[int, ...]:

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
+from capdaemon.capability.fspaths import NotACheckoutError, hook_violations, repo_root
 from capdaemon.capability.model import (
+    HOOK_FOLDERS,
     BadTaskIdError,
     Violation,
     validate_task_id,
@@ -113,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         qc_results = _qc(args, snap, repo, now, entry, violations)
     if snap is not None:
         violations.extend(_scope(snap, changes, now, task_id, base_name, entry))
+        violations.extend(_hooks(snap, repo, changes))
     entry["files"] = len(changes)
     log = AuditLog(state / ACTIONS_LOG)
     if violations:
@@ -200,7 +203,8 @@ def _qc(
     """Run the QC commands (--qc, else the capability's), print each result, collect the
     refusals and failures as violations and the results in the audit entry."""
     commands = list(args.qc) if args.qc else list(snap.capability.qc)
-    qc_results = run_qc(snap, commands, repo, now, timeout=args.qc_timeout)
+    qc = run_qc(snap, commands, repo, now, state=state_dir(args), timeout=args.qc_timeout)
+    qc_results = qc.results
     for r in qc_results:
         print(r.line(), file=sys.stdout if r.status == "passed" else sys.stderr)
         if r.status == "failed" and r.output:
@@ -209,6 +213,11 @@ def _qc(
             violations.append(r.violation)
     entry["qc"] = [{"command": r.command, "status": r.status, "detail": r.detail}
                    for r in qc_results]  # fmt: skip
+    for v in qc.changed:
+        print(f"QC CHANGED: {v.line()}", file=sys.stderr)
+    if qc.changed:
+        entry["qc_changed"] = [v.subject for v in qc.changed]
+        violations.extend(qc.changed)
     return qc_results
 
 
@@ -235,6 +244,20 @@ def _scope(
         file=sys.stderr if scope else sys.stdout,
     )
     return scope
+
+
+def _hooks(snap: CapabilitySnapshot, repo: Path, changes: list[FileChange]) -> list[Violation]:
+    """Changed paths in the folder `core.hooksPath` names (`.husky/` and `.githooks/` are
+    refused by the scope check itself), unless the task says `hooks_writable: true`."""
+    try:
+        root = repo_root(repo)
+    except NotACheckoutError:
+        return []
+    paths = [c.path for c in changes if c.path.split("/", 1)[0].lower() not in HOOK_FOLDERS]
+    found = hook_violations(snap.capability, root, paths, None)
+    for v in found:
+        print(f"capdaemon finish-task: hooks folder changed: {v.line()}", file=sys.stderr)
+    return found
 
 
 def _block(

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         NotACheckoutError,
         check_named_path,
         here_in,
+        hook_violations,
         repo_root,
         word_checker,
     )
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     here = here_in(repo, Path.cwd())  # a relative path must pass from here as well
     for p in args.paths:
         violations.extend(check_named_path(cap, repo, p, here))
+    violations.extend(hook_violations(cap, repo, list(args.paths), here))
     words = word_checker(cap, repo, here)
     for line in args.commands:
         violations.extend(check_command(snap, line, now, paths=words))

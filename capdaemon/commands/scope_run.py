@@ -29,8 +29,8 @@ from capdaemon.capability.snapshot import guard_capability
 from capdaemon.chainlog import append_entry
 from capdaemon.commands._common import add_state_arg, error, state_dir
 from capdaemon.commands.scope_guard import _refuse, snapshot_or_refuse
-from capdaemon.confine import build_ruleset, plan_for
 from capdaemon.filenames import ACTIONS_LOG
+from capdaemon.jail import SETUP_FAILED, Jail, JailError, never_writable, prepare
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -119,52 +119,53 @@ def _snapshot(state: Path, task_id: str, now: datetime) -> CapabilitySnapshot | 
 
 
 def _confined(cap: Capability, state: Path, root: str, program: str, argv: list[str]) -> int:
-    """Build the ruleset (or not, for check-only), audit, run, clean up, audit the exit."""
+    """Prepare the sandbox (or not, for check-only), audit, run, clean up, audit the exit."""
     audit = _Audit(state)
-    ruleset: landlock.Ruleset | None = None
     tmpdir = _private_tmp(cap.task_id)
     record: dict[str, object] = {"network": _network_text(cap.network)}
-    level = "check-only"
+    jail: Jail | None = None
+    unset = False  # bubblewrap could not set the sandbox up: the program never ran
     try:
+        try:
+            jail = prepare(cap, root, tmpdir, never=never_writable(state, root, cap))
+        except (JailError, landlock.LandlockError) as exc:
+            error(
+                PROG,
+                f"cannot enforce task {cap.task_id}'s scope: {exc.strerror}; refusing to run "
+                "(a task with `enforcement: check-only` runs with the check alone)",
+            )
+            return 2
         if cap.enforcement == "check-only":
             record["network"] = "unrestricted (check-only)"
         else:
-            try:
-                abi = landlock.abi_version()
-            except landlock.LandlockError as exc:
-                error(
-                    PROG,
-                    f"cannot enforce task {cap.task_id}'s scope: {exc.strerror}; refusing to "
-                    "run (a task with `enforcement: check-only` runs with the check alone)",
-                )
-                return 2
-            level = f"landlock ABI {abi}"
-            if abi < 4 and cap.network is not True:
-                record["network"] = "not restricted: Landlock ABI < 4 has no TCP rules"
-                print(f"capdaemon {PROG}: WARNING: {record['network']}", file=sys.stderr)
-            plan = plan_for(cap, root, never=_inside(state, root))
-            ruleset = build_ruleset(plan, abi, tmpdir, cap.network)
-            shown = plan.writable()
             record |= {
-                "writable_count": len(shown),
-                "writable": shown[:SHOWN_GRANTS],
-                "held_back": plan.held_back[:SHOWN_GRANTS],
+                "sandbox": jail.layers,
+                "writable_count": len(jail.writable),
+                "writable": jail.writable[:SHOWN_GRANTS],
+                "held_back": jail.held_back[:SHOWN_GRANTS],
             }
-        child = _Child(program, argv, {**os.environ, **_tmp_env(tmpdir)}, ruleset)
+        exe, line = jail.command(program, argv)
+        env = {**os.environ, **_tmp_env(tmpdir)}
+        child = _Child(exe, line, env, session=bool(jail.prefix))
         # the program starts once the entry is on disk; the head pointer moves meanwhile
-        entry = audit("scope_run", cap.task_id, argv, level, root, durable=child.start, **record)
+        entry = audit(
+            "scope_run", cap.task_id, argv, jail.level, root, durable=child.start, **record
+        )
         status = child.wait()  # started here when the entry could not be written
+        if child.pid and jail.setup_failed():
+            error(PROG, f"cannot enforce task {cap.task_id}'s scope: {SETUP_FAILED}")
+            status, unset = 2, True
     finally:
-        if ruleset is not None:
-            ruleset.close()
+        if jail is not None:
+            jail.close()
         _remove_tree(tmpdir)
-    audit("scope_run_exit", cap.task_id, argv, level, root, exit=status)
-    if status != 0 and ruleset is not None:
+    audit("scope_run_exit", cap.task_id, argv, jail.level, root, exit=status)
+    if status != 0 and jail.ruleset is not None and not unset:
         where = f"{state / ACTIONS_LOG} entry {entry}" if entry else "the audit log"
         print(
             f"capdaemon {PROG}: task {cap.task_id}'s scope was enforced by the kernel "
-            f"({level}): a write outside it fails as the program's own 'Permission denied' "
-            f"(EACCES); what was writable: {where}",
+            f"({jail.level}): a write outside it fails as the program's own 'Permission "
+            f"denied' (EACCES); what was writable: {where}",
             file=sys.stderr,
         )
     return status
@@ -176,13 +177,6 @@ def _network_text(network: bool | tuple[int, ...]) -> str:
     if network is False:
         return "no TCP bind or connect"
     return "TCP connect to ports " + ", ".join(str(p) for p in network)
-
-
-def _inside(state: Path, root: str) -> tuple[str, ...]:
-    """The state directory relative to the checkout, when it is inside it."""
-    real = os.path.realpath(state)
-    prefix = root.rstrip("/") + "/"
-    return (real[len(prefix) :],) if real.startswith(prefix) else ()
 
 
 def _private_tmp(task_id: str) -> str:
@@ -253,18 +247,16 @@ class _Audit:
 
 class _Child:
     """The program: started once, then waited for, with SIGTERM and SIGHUP forwarded to it and
-    SIGINT and SIGQUIT left to it meanwhile.
+    SIGINT and SIGQUIT left to it meanwhile (forwarded too when it runs in a session of its
+    own, where the terminal's signals no longer reach it).
 
-    Started with posix_spawn (no copy of this process's page tables: ~2 ms less than fork),
-    from a short-lived thread that first restricts itself with the ruleset: Landlock and
-    no_new_privs hold for the thread that asks and everything it starts, not for this
-    process's other threads, so scope-guard itself stays free to write the audit log.
+    Started with posix_spawn (no copy of this process's page tables: ~2 ms less than fork);
+    the confinement is applied inside it (`capdaemon.jail`), so scope-guard itself stays
+    free to write the audit log.
     """
 
-    def __init__(
-        self, program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
-    ) -> None:
-        self.program, self.argv, self.env, self.ruleset = program, argv, env, ruleset
+    def __init__(self, exe: str, argv: list[str], env: dict[str, str], *, session: bool) -> None:
+        self.exe, self.argv, self.env, self.session = exe, argv, env, session
         self.pid = 0
         self.failed: int | None = None  # scope-guard's own exit status when it did not start
         self.handlers: dict[signal.Signals, Any] = {}
@@ -275,18 +267,20 @@ class _Child:
         if self.pid or self.failed is not None:
             return
         try:
-            pid = _spawn(self.program, self.argv, self.env, self.ruleset)
+            pid = os.posix_spawn(self.exe, self.argv, self.env, setsigmask=())
         except FileNotFoundError as exc:
             error(PROG, f"cannot run {self.argv[0]}: {exc.strerror}")
             self.failed = 127
             return
-        except Exception as exc:  # restriction or exec refused: the program never ran
+        except Exception as exc:  # exec refused: the program never ran
             error(PROG, f"cannot run {self.argv[0]}: {exc}")
             self.failed = 126
             return
         self.pid = pid
-        forward = {s: signal.signal(s, lambda n, _f: os.kill(pid, n)) for s in _FORWARDED}
-        ignore = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+        forwarded = _FORWARDED + _TERMINAL if self.session else _FORWARDED
+        ignored = () if self.session else _TERMINAL
+        forward = {s: signal.signal(s, lambda n, _f: os.kill(pid, n)) for s in forwarded}
+        ignore = {s: signal.signal(s, signal.SIG_IGN) for s in ignored}
         self.handlers = forward | ignore
 
     def wait(self) -> int:
@@ -304,32 +298,4 @@ class _Child:
 
 
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP)
-
-
-def _spawn(
-    program: str, argv: list[str], env: dict[str, str], ruleset: landlock.Ruleset | None
-) -> int:
-    """posix_spawn `program`, from a new thread restricted by `ruleset` when there is one;
-    its pid. What the thread raised (the restriction refused, exec failed) is raised here."""
-    if ruleset is None:
-        return os.posix_spawn(program, argv, env, setsigmask=())
-    import _thread  # built in: no import cost
-
-    out: list[int | BaseException] = []
-    done = _thread.allocate_lock()
-    done.acquire()
-
-    def confined() -> None:
-        try:
-            ruleset.restrict_self()  # this thread only; the spawned program inherits it
-            out.append(os.posix_spawn(program, argv, env, setsigmask=()))
-        except BaseException as exc:
-            out.append(exc)
-        finally:
-            done.release()
-
-    _thread.start_new_thread(confined, ())
-    done.acquire()
-    if isinstance(out[0], BaseException):
-        raise out[0]
-    return out[0]
+_TERMINAL = (signal.SIGINT, signal.SIGQUIT)

@@ -47,6 +47,39 @@ def op(kind, *a):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         s.close()
+    elif kind == "mptcp":  # socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP): not TCP to Landlock
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262) as s:
+            s.settimeout(5)
+            s.connect(("127.0.0.1", int(a[0])))
+            s.sendall(b"mptcp")
+    elif kind == "udp":
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"udp", ("127.0.0.1", int(a[0])))
+    elif kind == "unix":  # a pathname unix socket of a daemon outside
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(a[0])
+            s.sendall(b"unix")
+    elif kind == "socketpair":
+        x, y = socket.socketpair()
+        x.sendall(b"p")
+        assert y.recv(1) == b"p"
+        x.close(), y.close()
+    elif kind == "daemon":  # double fork, new session, keep appending to a[0] for a while
+        import time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # a daemon lets go of its caller's pipes
+                    os.dup2(null, fd)
+                for _ in range(int(a[1])):
+                    with open(a[0], "a") as fh:
+                        fh.write("tick\n")
+                    time.sleep(0.05)
+            os._exit(0)
+        os.wait()
+        time.sleep(0.3)  # the daemon runs a while during the run
     elif kind == "tmpdir":
         with open(os.path.join(os.environ["TMPDIR"], "scratch"), "w") as fh:
             fh.write("x")
@@ -144,9 +177,10 @@ def confined(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     prefix: tuple[str, ...] = (),
+    python: str = sys.executable,
 ) -> Run:
     """`capdaemon scope-guard run --task TASK --state STATE -- ARGV` as a real child process."""
-    cmd = [*prefix, sys.executable, "-m", "capdaemon.cli", "scope-guard", "run"]
+    cmd = [*prefix, python, "-m", "capdaemon.cli", "scope-guard", "run"]
     cmd += ["--task", task, "--state", str(state), "--", *argv]
     proc = subprocess.run(
         cmd,

@@ -53,7 +53,7 @@ def test_a_task_without_them_keeps_its_old_hash() -> None:
 @pytest.mark.parametrize(
     ("res", "field", "text"),
     [
-        ({"enforcement": "off"}, "allowed_resources.enforcement", "kernel, check-only"),
+        ({"enforcement": "off"}, "allowed_resources.enforcement", "kernel, landlock-only, check"),
         ({"network": "yes"}, "allowed_resources.network", "true, false or a list"),
         ({"network": []}, "allowed_resources.network", "write false"),
         ({"network": [0]}, "allowed_resources.network[0]", "1-65535"),
