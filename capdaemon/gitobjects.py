@@ -64,7 +64,7 @@ class Objects:
     hash as it is read; what was read can be copied into another object store."""
 
     def __init__(self, repo: Path, objects_dirs: Iterable[Path]) -> None:
-        pygit2.option(pygit2.GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1)
+        pygit2.option(pygit2.enums.Option.ENABLE_STRICT_HASH_VERIFICATION, True)
         dirs = list(objects_dirs)
         self.repo = repo
         self._odb = pygit2.Odb(str(dirs[0]))
@@ -261,15 +261,18 @@ def _walk(objs: Objects, old: str | None, new: str | None, prefix: bytes) -> Ite
     for name in sorted(a.keys() | b.keys()):
         am, asha = a.get(name, (b"", ""))
         bm, bsha = b.get(name, (b"", ""))
-        if am == bm and asha == bsha:
-            continue
-        path = prefix + name
-        a_tree, b_tree = am == MODE_TREE, bm == MODE_TREE
-        if a_tree or b_tree:
-            yield from _walk(objs, asha if a_tree else None, bsha if b_tree else None, path + b"/")
-        if am and not a_tree and bm and not b_tree:
-            yield Change(path, am, bm, asha, bsha)
-        elif am and not a_tree:
-            yield Change(path, am, b"", asha, "")
-        elif bm and not b_tree:
-            yield Change(path, b"", bm, "", bsha)
+        if (am, asha) != (bm, bsha):
+            yield from _entry_changes(objs, prefix + name, (am, asha), (bm, bsha))
+
+
+def _entry_changes(
+    objs: Objects, path: bytes, old: tuple[bytes, str], new: tuple[bytes, str]
+) -> Iterator[Change]:
+    """One differing entry: a tree on either side is walked; a non-tree side is a change."""
+    a_tree, b_tree = old[0] == MODE_TREE, new[0] == MODE_TREE
+    if a_tree or b_tree:
+        yield from _walk(objs, old[1] if a_tree else None, new[1] if b_tree else None, path + b"/")
+    old_mode, old_sha = (b"", "") if a_tree else old
+    new_mode, new_sha = (b"", "") if b_tree else new
+    if old_mode or new_mode:
+        yield Change(path, old_mode, new_mode, old_sha, new_sha)

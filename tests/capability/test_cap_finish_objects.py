@@ -138,7 +138,9 @@ def test_base_in_no_readable_checkout_is_refused_in_one_line(repo: Git, cli, tas
     subprocess.run(["git", "clone", "-q", str(owner.root), str(tmp_path / "agent")], check=True)
     owner.write({"docs/x.md": "x\n"})
     owner.commit("later")
-    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", owner.root).code == 0
+    assert (
+        cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", owner.root).code == 0
+    )
     subprocess.run(["rm", "-rf", str(owner.root)], check=True)
     res = finish(cli, state, tmp_path / "agent")
     assert res.code == 2

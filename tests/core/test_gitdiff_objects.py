@@ -24,8 +24,8 @@ _OPTIONS = [
     "[diff]\n\tignoreSubmodules = dirty\n",
     "[diff]\n\trenames = copies\n\tnoprefix = true\n",
     "[diff]\n\texternal = /bin/false\n",
-    "[submodule \"lib\"]\n\tignore = all\n",
-    "[submodule \"lib\"]\n\tpath = elsewhere\n",
+    '[submodule "lib"]\n\tignore = all\n',
+    '[submodule "lib"]\n\tpath = elsewhere\n',
     "[core]\n\tbigFileThreshold = 1\n",
     "[core]\n\tquotepath = on\n\tignoreCase = true\n",
     "[core]\n\tattributesFile = agent.attributes\n",
@@ -105,7 +105,9 @@ def _attack(git_dir: Path, base: str, c1: str, head: str, data: st.DataObject) -
         (git_dir / "refs" / "replace" / replaced).write_text(f"{other}\n", encoding="utf-8")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     base_modules=_GITMODULES,
     head_modules=_GITMODULES,
