@@ -1,18 +1,28 @@
-"""Read a local git range as a PR shows it: the changed files (modes, counts, patches)."""
+"""Read a local git range as a PR shows it: the changed files (modes, counts, patches).
+
+The range is read from the objects (gitrange): a checkout's configuration, hooks, shallow file,
+grafts, replace refs and attributes steer nothing, and submodule pointers are always compared.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from capdaemon.gitobjects import Objects, TreeDiff
+from capdaemon.gitobjects import merge_base as _objects_merge_base
+from capdaemon.gitrange import objects_dirs, pristine_range, ref_view
+from capdaemon.gitrun import GitError, git_env, run_git
 from capdaemon.languages import wants_whole_files
 from capdaemon.model import MODE_SUBMODULE, FileChange, FileStatus
 
 __all__ = [
     "GitError",
     "diff_range",
+    "git_env",
     "merge_base",
     "resolve",
     "resolve_many",
@@ -26,87 +36,12 @@ _DIFF_FIXED = (
     "--no-color",
     "--no-ext-diff",
     "--no-textconv",
+    "--ignore-submodules=none",
     "--src-prefix=a/",
     "--dst-prefix=b/",
     "-M",
     "-C",
 )
-
-
-# Settings a work tree's own .git/config must not change for capdaemon's reads: the
-# commit-graph file is a cache of parents the agent could forge, replace refs are off.
-_FIXED_CONFIG = (
-    "-c", "core.quotepath=off", "-c", "diff.renameLimit=20000", "-c", "core.commitGraph=false",
-    "-c", "core.useReplaceRefs=false", "-c", "advice.graftFileDeprecated=false",
-    "-c", "core.fsmonitor=false",
-)  # fmt: skip
-
-
-def git_env() -> dict[str, str]:
-    """The environment of every git process capdaemon starts (see _env)."""
-    return _env()
-
-
-class GitError(RuntimeError):
-    """A git command failed; the message names the repository and the ref concerned."""
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "LC_ALL": "C",
-            "GIT_LITERAL_PATHSPECS": "1",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_PAGER": "cat",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            # The history read is the objects' own: no `git replace` refs, no grafts file
-            # (a file that does not name the repository's info/grafts, read as empty).
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_GRAFT_FILE": os.devnull,
-        }
-    )
-    # Never let an inherited environment point git at another repository.
-    for key in (
-        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
-        "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-    ):  # fmt: skip
-        env.pop(key, None)
-    return env
-
-
-def run_git(
-    repo: Path,
-    args: Sequence[str | bytes],
-    *,
-    ref: str | None = None,
-    input: bytes | None = None,
-    ok_codes: tuple[int, ...] = (0,),
-) -> subprocess.CompletedProcess[bytes]:
-    """Run `git -C repo args` with capdaemon's fixed settings (no replace refs, grafts or
-    commit-graph); GitError naming the repo (and ref) on failure."""
-    repo = Path(repo)
-    if not repo.is_dir():
-        raise GitError(f"not a git repository: {repo} (no such directory)")
-    cmd = ["git", *_FIXED_CONFIG, "-C", str(repo)]
-    try:
-        proc = subprocess.run(
-            [*cmd, *args], input=input, capture_output=True, env=_env(), check=False
-        )
-    except FileNotFoundError as exc:  # git itself is missing
-        raise GitError(f"git is not installed (needed to read {repo})") from exc
-    if proc.returncode not in ok_codes:
-        err = proc.stderr.decode("utf-8", "replace").strip()
-        low = err.lower()
-        if "not a git repository" in low:
-            raise GitError(f"not a git repository: {repo}")
-        if "dubious ownership" in low:
-            raise GitError(f"git refuses {repo}: dubious ownership (see safe.directory)")
-        first = err.splitlines()[0] if err else f"exit {proc.returncode}"
-        where = f" (ref {ref!r})" if ref else ""
-        raise GitError(f"git {os.fsdecode(args[0])} failed in {repo}{where}: {first}")
-    return proc
 
 
 def _check_ref(repo: Path, ref: str) -> None:
@@ -123,33 +58,35 @@ def _known(repo: Path, ref: str) -> bool:
     return len(ref) in (40, 64) and set(ref) <= _HEX and (str(repo), ref) in _KNOWN_COMMITS
 
 
-def resolve(repo: Path, ref: str) -> str:
+def resolve(repo: Path, ref: str, *, extra: Sequence[Path] = ()) -> str:
     """The commit sha `ref` names in `repo`; GitError when it is missing or repo is no git repo."""
-    return resolve_many(repo, [ref])[0]
+    return resolve_many(repo, [ref], extra=extra)[0]
 
 
-def resolve_many(repo: Path, refs: Sequence[str]) -> list[str]:
-    """The commit shas of several refs from one git process (GitError names the first bad ref)."""
+def resolve_many(repo: Path, refs: Sequence[str], *, extra: Sequence[Path] = ()) -> list[str]:
+    """The commit shas of several refs from one git process (GitError names the first bad ref).
+
+    Refs are read in a view of the checkout with none of its configuration, grafts or shallow
+    file; `extra` repositories' objects may hold the commits too (a base recorded elsewhere)."""
     repo = Path(repo)
     for ref in refs:
         _check_ref(repo, ref)
     todo = [r for r in dict.fromkeys(refs) if not _known(repo, r)]
     found: dict[str, str] = {}
     if todo:
-        proc = run_git(
-            repo,
-            ["rev-parse", "--end-of-options", *(f"{r}^{{commit}}" for r in todo)],
-            ref=todo[0],
-            ok_codes=(0, 1, 128),
-        )
-        shas = proc.stdout.decode("ascii", "replace").split()
-        if proc.returncode == 0 and len(shas) == len(todo):
-            found = dict(zip(todo, shas, strict=True))
-        else:
-            err = proc.stderr.decode("utf-8", "replace").lower()
-            if "not a git repository" in err:
-                raise GitError(f"not a git repository: {repo}")
-            found = {r: _resolve_one(repo, r) for r in todo}  # names the bad ref exactly
+        with ref_view(repo, extra) as view:
+            proc = run_git(
+                repo,
+                ["rev-parse", "--end-of-options", *(f"{r}^{{commit}}" for r in todo)],
+                ref=todo[0],
+                ok_codes=(0, 1, 128),
+                git_dir=view,
+            )
+            shas = proc.stdout.decode("ascii", "replace").split()
+            if proc.returncode == 0 and len(shas) == len(todo):
+                found = dict(zip(todo, shas, strict=True))
+            else:  # names the bad ref exactly
+                found = {r: _resolve_one(repo, view, r) for r in todo}
         for sha in found.values():
             if len(sha) not in (40, 64):
                 raise GitError(f"unexpected git rev-parse output {sha!r} in {repo}")
@@ -157,39 +94,42 @@ def resolve_many(repo: Path, refs: Sequence[str]) -> list[str]:
     return [found.get(r, r) for r in refs]
 
 
-def _resolve_one(repo: Path, ref: str) -> str:
+def _resolve_one(repo: Path, view: Path, ref: str) -> str:
     proc = run_git(
         repo,
         ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
         ref=ref,
         ok_codes=(0, 1, 128),
+        git_dir=view,
     )
     if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").lower()
-        if "not a git repository" in err:
-            raise GitError(f"not a git repository: {repo}")
         raise GitError(f"unknown revision {ref!r} in {repo}")
     return proc.stdout.decode("ascii", "replace").strip()
 
 
 def merge_base(repo: Path, base: str, head: str) -> str:
-    """The merge base of `base` and `head` (the first, when there are several)."""
+    """The merge base of `base` and `head` (the newest, when there are several), walking the
+    parents the commit objects list (no grafts, shallow file or commit-graph)."""
     base_sha, head_sha = resolve_many(repo, [base, head])
-    return _merge_base_shas(repo, base_sha, head_sha, base, head)
-
-
-def _merge_base_shas(repo: Path, base_sha: str, head_sha: str, base: str, head: str) -> str:
-    proc = run_git(
-        repo, ["merge-base", base_sha, head_sha], ref=f"{base}...{head}", ok_codes=(0, 1)
-    )
-    out = proc.stdout.decode("ascii", "replace").split()
-    if proc.returncode != 0 or not out:
-        raise GitError(f"no merge base between {base!r} and {head!r} in {repo}")
-    return out[0]
+    objs = Objects(Path(repo), objects_dirs(repo))
+    return _objects_merge_base(objs, base_sha, head_sha)
 
 
 # ---------------------------------------------------------------------------
 # diff
+
+
+@dataclass(frozen=True)
+class _Git:
+    """git run on a private git dir, errors naming the checkout it stands for."""
+
+    repo: Path
+    git_dir: Path
+
+    def run(
+        self, args: Sequence[str | bytes], *, ref: str | None = None, input: bytes | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        return run_git(self.repo, args, ref=ref, input=input, git_dir=self.git_dir)
 
 
 def _fsdecode(raw: bytes) -> str:
@@ -298,10 +238,10 @@ def _hunks(chunk: bytes) -> str | None:
 
 
 def _patches_one_run(
-    repo: Path, mb: str, head_sha: str, entries: list[RawEntry]
+    g: _Git, mb: str, head_sha: str, entries: list[RawEntry]
 ) -> list[str | None] | None:
     """Patches for every entry from ONE git process; None when the chunks don't line up."""
-    proc = run_git(repo, ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
+    proc = g.run(["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha], ref=head_sha)
     chunks = _split_patches(proc.stdout)
     expected = sum(2 if e[4] == "T" else 1 for e in entries)
     if len(chunks) != expected:
@@ -322,12 +262,11 @@ def _patches_one_run(
     return out
 
 
-def _patch_for_path(repo: Path, mb: str, head_sha: str, entry: RawEntry) -> str | None:
+def _patch_for_path(g: _Git, mb: str, head_sha: str, entry: RawEntry) -> str | None:
     """The patch of one entry (fallback path: one git process per file)."""
     path, previous = entry[5], entry[6]
     paths = [path] if previous is None else [previous, path]
-    proc = run_git(
-        repo,
+    proc = g.run(
         ["diff", "-p", "-U3", *_DIFF_FIXED, mb, head_sha, "--", *[os.fsencode(p) for p in paths]],
         ref=head_sha,
     )
@@ -355,12 +294,12 @@ def _is_binary(data: bytes) -> bool:
     return b"\0" in data[:8000]
 
 
-def _cat_blobs(repo: Path, shas: list[str]) -> dict[str, str | None]:
+def _cat_blobs(g: _Git, shas: list[str]) -> dict[str, str | None]:
     """Blob texts by sha from one `git cat-file --batch` process; None for binary/missing."""
     wanted = list(dict.fromkeys(s for s in shas if s and s != ZERO_SHA))
     if not wanted:
         return {}
-    proc = run_git(repo, ["cat-file", "--batch"], input="".join(f"{s}\n" for s in wanted).encode())
+    proc = g.run(["cat-file", "--batch"], input="".join(f"{s}\n" for s in wanted).encode())
     out = proc.stdout
     result: dict[str, str | None] = {}
     pos = 0
@@ -395,7 +334,7 @@ def _wanted(
     return want
 
 
-def _contents(repo: Path, entries: Sequence[RawEntry], want: list[bool]) -> dict[str, str | None]:
+def _contents(g: _Git, entries: Sequence[RawEntry], want: list[bool]) -> dict[str, str | None]:
     """The texts of the wanted entries' old and new blobs, by sha."""
     if not any(want):
         return {}
@@ -406,7 +345,7 @@ def _contents(repo: Path, entries: Sequence[RawEntry], want: list[bool]) -> dict
                 wanted.append(old_sha)
             if new_mode != MODE_SUBMODULE:
                 wanted.append(new_sha)
-    return _cat_blobs(repo, wanted)
+    return _cat_blobs(g, wanted)
 
 
 def diff_range(
@@ -416,45 +355,61 @@ def diff_range(
     *,
     patches: bool = True,
     contents_for: Callable[[str], bool] | None = None,
+    extra: Sequence[Path] = (),
 ) -> list[FileChange]:
     """The files changed by `base...head` (from the merge base to head), as a PR lists them.
 
     Renames/copies carry both paths; modes are git's octal strings (None on the absent side);
     `patch` is the hunk text (None for binary files); base/head contents are read only for
     paths where `contents_for(path)` is true (the previous path's blob for the base side).
+    The range is read from hash-checked objects (`extra` repositories may hold some) and git
+    runs only on a private copy of them; GitError when git would leave out a changed path.
     """
     repo = Path(repo)
-    base_sha, head_sha = resolve_many(repo, [base, head])
-    mb = _merge_base_shas(repo, base_sha, head_sha, base, head)
-    raw = run_git(
-        repo, ["diff", "-z", "--raw", "--no-abbrev", *_DIFF_FIXED, mb, head_sha], ref=head
-    ).stdout
-    entries = _parse_raw(raw)
-    if not entries:
-        return []
-    counts: list[tuple[int | None, int | None]]
-    patch_list: list[str | None] | None = None
-    if patches:
-        patch_list = _patches_one_run(repo, mb, head_sha, entries)
-        if patch_list is None:
-            patch_list = [_patch_for_path(repo, mb, head_sha, e) for e in entries]
-        counts = [(None, None) if p is None else _count(p) for p in patch_list]
-    else:
-        counts = _numstat_counts(repo, mb, head_sha, head, entries)
-    want = _wanted(entries, patch_list, contents_for)
-    contents = _contents(repo, entries, want)
+    base_sha, head_sha = resolve_many(repo, [base, head], extra=extra)
+    with pristine_range(repo, base_sha, head_sha, extra) as rng:
+        g = _Git(repo, rng.git_dir)
+        old, new = rng.diff.old_tree, rng.diff.new_tree
+        raw = g.run(["diff", "-z", "--raw", "--no-abbrev", *_DIFF_FIXED, old, new], ref=head).stdout
+        entries = _parse_raw(raw)
+        _check_complete(repo, rng.diff, entries)
+        if not entries:
+            return []
+        counts: list[tuple[int | None, int | None]]
+        patch_list: list[str | None] | None = None
+        if patches:
+            patch_list = _patches_one_run(g, old, new, entries)
+            if patch_list is None:
+                patch_list = [_patch_for_path(g, old, new, e) for e in entries]
+            counts = [(None, None) if p is None else _count(p) for p in patch_list]
+        else:
+            counts = _numstat_counts(g, old, new, head, entries)
+        want = _wanted(entries, patch_list, contents_for)
+        contents = _contents(g, entries, want)
     return [
         _file_change(entry, counts[idx], patch_list, idx, contents if want[idx] else None)
         for idx, entry in enumerate(entries)
     ]
 
 
+def _check_complete(repo: Path, diff: TreeDiff, entries: Sequence[RawEntry]) -> None:
+    """Every path whose entry differs between the trees is in git's list (as a path, or as
+    the source of a rename); GitError naming the first one left out."""
+    listed = {e[5] for e in entries} | {e[6] for e in entries if e[4] == "R" and e[6]}
+    missing = sorted(p for p in map(_fsdecode, diff.paths()) if p not in listed)
+    if missing:
+        raise GitError(
+            f"git's diff of {repo} left out {len(missing)} changed path(s), first "
+            f"{missing[0]!r}; the range is not read"
+        )
+
+
 def _numstat_counts(
-    repo: Path, mb: str, head_sha: str, head: str, entries: Sequence[RawEntry]
+    g: _Git, mb: str, head_sha: str, head: str, entries: Sequence[RawEntry]
 ) -> list[tuple[int | None, int | None]]:
     """Added/deleted line counts per entry from `git diff --numstat` (None for binary)."""
     by_path: dict[str, tuple[int | None, int | None]] = {}
-    numstat = run_git(repo, ["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
+    numstat = g.run(["diff", "-z", "--numstat", *_DIFF_FIXED, mb, head_sha], ref=head)
     for a, d, p in _parse_numstat(numstat.stdout):
         if p in by_path:  # same path twice (should not happen): add up, binary wins
             pa, pd = by_path[p]

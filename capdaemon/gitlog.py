@@ -1,4 +1,7 @@
-"""Commits and file contents read from git (`commits_range`, `read_file`), as GitHub shows them."""
+"""Commits and file contents read from git (`commits_range`, `read_file`), as GitHub shows them.
+
+Neither reads a checkout's configuration, grafts or shallow file: the commits are listed in a
+view of its refs and objects alone, a file is read from the hash-checked objects."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from capdaemon.gitdiff import _is_binary, resolve, resolve_many, run_git
+from capdaemon.gitrange import read_blob_at, ref_view
 from capdaemon.model import Commit
 from capdaemon.timefmt import parse_utc
 
@@ -26,21 +30,24 @@ def commits_range(repo: Path, base: str, head: str) -> list[Commit]:
     repo = Path(repo)
     base_sha, head_sha = resolve_many(repo, [base, head])
     fmt = "%x00".join(_LOG_FIELDS)
-    proc = run_git(
-        repo,
-        [
-            "log",
-            "-z",
-            "--reverse",
-            "--no-color",
-            "--no-show-signature",
-            "--encoding=UTF-8",
-            f"--format={fmt}",
-            f"{base_sha}..{head_sha}",
-            "--",
-        ],
-        ref=f"{base}..{head}",
-    )
+    with ref_view(repo) as view:
+        proc = run_git(
+            repo,
+            [
+                "log",
+                "-z",
+                "--reverse",
+                "--no-color",
+                "--no-show-signature",
+                "--no-mailmap",
+                "--encoding=UTF-8",
+                f"--format={fmt}",
+                f"{base_sha}..{head_sha}",
+                "--",
+            ],
+            ref=f"{base}..{head}",
+            git_dir=view,
+        )
     parts = proc.stdout.split(b"\0")
     n = len(_LOG_FIELDS)
     commits = []
@@ -69,12 +76,7 @@ def commits_range(repo: Path, base: str, head: str) -> list[Commit]:
 def read_file(repo: Path, rev: str, path: str) -> str | None:
     """The text of `path` at commit `rev` (e.g. the base's `.capdaemon.yml`); None if absent."""
     repo = Path(repo)
-    sha = resolve(repo, rev)
-    proc = run_git(repo, ["cat-file", "--batch"], input=f"{sha}:{path}\n".encode(), ref=rev)
-    out = proc.stdout
-    nl = out.find(b"\n")
-    header = out[:nl].decode("utf-8", "replace").split()
-    if nl == -1 or len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
+    data = read_blob_at(repo, resolve(repo, rev), path)
+    if data is None or _is_binary(data):
         return None
-    data = out[nl + 1 : nl + 1 + int(header[2])]
-    return None if _is_binary(data) else data.decode("utf-8", "replace")
+    return data.decode("utf-8", "replace")

@@ -80,7 +80,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     now = datetime.now(UTC)
     try:
-        result = dispatch(state_dir(args), cap, now, source=str(taskfile), base=base)
+        result = dispatch(
+            state_dir(args),
+            cap,
+            now,
+            source=str(taskfile),
+            base=base,
+            base_repo=str(Path(args.repo).resolve()) if base else None,
+        )
     except DispatchConflictError as exc:
         error(PROG, f"REFUSED: {exc}")
         return 1

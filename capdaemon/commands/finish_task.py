@@ -34,11 +34,11 @@ from capdaemon.commands.finish_pr import add_args as add_pr_args
 from capdaemon.commands.finish_pr import open_pr
 from capdaemon.commands.qc import run_qc
 from capdaemon.filenames import ACTIONS_LOG
-from capdaemon.gitdiff import GitError, diff_range, resolve, run_git
+from capdaemon.gitdiff import GitError, diff_range, resolve
 from capdaemon.model import MODE_SYMLINK, FileStatus
 from capdaemon.stores.capabilities import snapshot_or_violation
 from capdaemon.stores.escalations import write_escalation
-from capdaemon.stores.registry import recorded_base
+from capdaemon.stores.registry import recorded_base, recorded_base_repo
 
 if TYPE_CHECKING:
     from capdaemon.capability.model import CapabilitySnapshot
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if base != branch:
         entry["base_sha"] = base
     try:
-        changes = _changes(repo, base, args.head, snap, entry)
+        changes = _changes(repo, base, args.head, snap, entry, _base_sources(state, task_id, snap))
     except GitError as exc:
         error(PROG, f"cannot read the task branch: {exc}")
         return 2
@@ -153,18 +153,30 @@ def _base(
     )
 
 
+def _base_sources(state: Path, task_id: str, snap: CapabilitySnapshot | None) -> list[Path]:
+    """The checkout the base was read from at dispatch, whose objects may hold the base."""
+    where = recorded_base_repo(state, task_id) if snap is not None else None
+    return [] if where is None else [where]
+
+
 def _changes(
-    repo: Path, base: str, head: str, snap: CapabilitySnapshot | None, entry: dict[str, Any]
+    repo: Path,
+    base: str,
+    head: str,
+    snap: CapabilitySnapshot | None,
+    entry: dict[str, Any],
+    sources: list[Path],
 ) -> list[FileChange]:
-    """The branch's changed paths (symlink targets read when symlinks changed); sets
-    entry["head_sha"]. GitError only with a capability: without one the refusal stands."""
+    """The branch's changed paths read from its objects (symlink targets read when symlinks
+    changed); sets entry["head_sha"]. GitError only with a capability: without one the
+    refusal stands."""
     try:
         head_sha = resolve(repo, head)
         entry["head_sha"] = head_sha
         if snap is None:
             return []
-        _fetch_base(repo, base, entry)
-        changes = diff_range(repo, base, head_sha, patches=False)
+        _check_base(repo, base, entry, sources)
+        changes = diff_range(repo, base, head_sha, patches=False, extra=sources)
         links = {
             c.path
             for c in changes
@@ -172,7 +184,7 @@ def _changes(
         }
         if links:  # second pass only when symlinks changed: read their targets
             changes = diff_range(
-                repo, base, head_sha, patches=False, contents_for=links.__contains__
+                repo, base, head_sha, patches=False, contents_for=links.__contains__, extra=sources
             )
         return changes
     except GitError:
@@ -181,15 +193,20 @@ def _changes(
         return []
 
 
-def _fetch_base(repo: Path, base: str, entry: dict[str, Any]) -> None:
-    """A recorded base commit missing from this clone is fetched from origin by its sha (its
-    content is proven by the sha, whatever the remote is)."""
+def _check_base(repo: Path, base: str, entry: dict[str, Any], sources: list[Path]) -> None:
+    """The recorded base commit is read from the checkout's objects, else from those of the
+    checkout it was recorded from; nothing is fetched (a fetch would run the checkout's
+    remotes and ssh command). GitError saying where it was looked for."""
     if "base_sha" not in entry:
         return
     try:
-        resolve(repo, base)
+        resolve(repo, base, extra=sources)
     except GitError:
-        run_git(repo, ["fetch", "--quiet", "--no-tags", "--", "origin", base], ref=base)
+        also = f" nor in {sources[0]}, where it was recorded" if sources else ""
+        raise GitError(
+            f"the base commit {base} recorded at dispatch is not in {repo}{also}; fetch it "
+            "into the checkout and run finish-task again"
+        ) from None
 
 
 def _qc(

@@ -43,12 +43,15 @@ def dispatch(
     *,
     source: str | None = None,
     base: tuple[str, str] | None = None,
+    base_repo: str | None = None,
 ) -> DispatchResult:
     """Write the task's snapshot (create-only, read-only) and append the dispatch audit record.
 
     `base` (branch name, commit sha), when given, is recorded with the first dispatch: the
     commit finish-task diffs the branch against (a local branch the agent could move is
     never trusted for it). A later dispatch of the same capability never changes it.
+    `base_repo` is the checkout the base was read from: finish-task reads the base's objects
+    from there when the task's own checkout lacks them (nothing is fetched).
 
     Same content again → no-op ("unchanged"); a snapshot whose audit record is missing (a
     crash between the two writes) gets its record ("recorded"); different content →
@@ -73,6 +76,8 @@ def dispatch(
             entry["source"] = source
         if base is not None:
             entry["base"], entry["base_sha"] = base
+            if base_repo:
+                entry["base_repo"] = base_repo
         return log.append(entry, now=now)
 
     with file_lock(state_dir / CAPABILITIES_DIR / ".dispatch.lock"):
@@ -96,6 +101,15 @@ def dispatch(
             raise DispatchConflictError(f"{path} appeared while dispatching; try again")
         snap = snapshot_from_body(body, path, cap.task_id)
         return DispatchResult("dispatched", snap, record(body))
+
+
+def recorded_base_repo(state_dir: Path, task_id: str) -> Path | None:
+    """The checkout the task's base was read from at dispatch, or None (older records)."""
+    for rec in find_dispatch_records(state_dir, task_id):
+        where = rec.get("base_repo")
+        if isinstance(where, str) and rec.get("base_sha"):
+            return Path(where)
+    return None
 
 
 def recorded_base(state_dir: Path, task_id: str) -> tuple[str, str] | None:
