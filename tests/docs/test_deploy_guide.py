@@ -116,3 +116,4 @@ def test_the_rehearsal_walks_from_a_fresh_folder(tmp_path: Path) -> None:
     assert "classifier_audit.jsonl: ok" in out and "actions.jsonl: ok" in out
     assert (tmp_path / "rehearsal" / "pages" / "index.html").is_file()
     assert "merge done" not in out  # shadow mode merges nothing
+    assert re.search(r"posted: acme/capdaemon-bot#\d+", out), out[-2000:]
