@@ -1,5 +1,5 @@
 """The deployment guide is true to the product: every `capdaemon` command line in it (and in
-the README and the systemd page) parses against the real parser, and its rehearsal, run from
+every other page of the docs) parses against the real parser, and its rehearsal, run from
 a fresh folder against the sandbox, succeeds step by step."""
 
 from __future__ import annotations
@@ -17,13 +17,23 @@ import yaml
 
 from tests.docs.guidewalk import GUIDE, ROOT, command_lines, parse, walk_blocks
 
-PAGES = [GUIDE, ROOT / "README.md", ROOT / "systemd" / "README.md"]
+PAGES = [
+    p
+    for p in sorted(
+        {ROOT / "README.md", ROOT / "systemd" / "README.md", *ROOT.glob("docs/**/*.md")}
+    )
+    if command_lines(p.read_text(encoding="utf-8"))
+]
+
+
+def test_the_pages_with_commands_include_the_guide_and_the_readmes() -> None:
+    assert {GUIDE, ROOT / "README.md", ROOT / "systemd" / "README.md"} <= set(PAGES)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_command_line_parses(page: Path) -> None:
+    """Every `capdaemon …` line in the page's code blocks parses against the real parser."""
     lines = command_lines(page.read_text(encoding="utf-8"))
-    assert lines, page
     failures = []
     for line in lines:
         try:
