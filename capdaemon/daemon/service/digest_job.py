@@ -106,6 +106,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         period=(start, end),
         quadrant_counts=counts,
         merges=tuple(acts.merges),
+        would_merges=tuple(acts.shadow_only()),
         pending_ballots=_pending(config, prs, safety),
         auto_closed=tuple(acts.auto_closed),
         scope_violations=tuple(acts.scope),
@@ -216,6 +217,7 @@ class _Actions:
 
     attention: list[DigestItem]
     merges: list[DigestMerge] = dataclasses.field(default_factory=list)
+    would_merges: dict[str, DigestMerge] = dataclasses.field(default_factory=dict)  # by PR
     auto_closed: list[DigestItem] = dataclasses.field(default_factory=list)
     scope: list[DigestItem] = dataclasses.field(default_factory=list)
     escalations: list[DigestItem] = dataclasses.field(default_factory=list)
@@ -228,8 +230,10 @@ class _Actions:
         status = rec.get("status")
         if action == "merge" and status == "attempted":
             self.quadrant_of[(ref, str(rec.get("head_sha")))] = str(rec.get("quadrant", ""))
-        elif action == "merge" and status in ("done", "would_merge"):
+        elif action == "merge" and status == "done":
             self.merges.append(self._merge(rec, ref, prs.get(ref)))
+        elif action == "merge" and status == "would_merge":  # shadow mode: not a merge
+            self.would_merges.setdefault(ref, self._merge(rec, ref, prs.get(ref)))
         elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
             self.auto_closed.append(
                 DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", "")))
@@ -244,6 +248,11 @@ class _Actions:
             self.attention.append(item)
         elif (line := _error_line(rec, ref)) is not None:
             self.errors.append(line)
+
+    def shadow_only(self) -> list[DigestMerge]:
+        """Shadow mode's would-be merges, once per PR, without the PRs that merged for real."""
+        merged = {m.ref for m in self.merges}
+        return [m for ref, m in self.would_merges.items() if ref not in merged]
 
     def _merge(self, rec: Mapping[str, Any], ref: str, pr: PRRecord | None) -> DigestMerge:
         q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
