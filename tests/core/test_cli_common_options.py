@@ -83,3 +83,23 @@ def test_why_with_the_common_command_line_runs(
     where = ["--config", str(tmp_path / "config"), "--state", str(tmp_path / "state")]
     assert main(["why", "acme/widgets#1", *where]) == 1
     assert "nothing is known of acme/widgets#1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "tick"])
+def test_an_unknown_log_level_is_a_usage_error_naming_the_levels(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--log-level loud`: exit 2 before anything starts, the valid levels named."""
+    assert main([command, "--log-level", "loud"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --log-level: invalid choice: 'loud'" in err
+    assert all(level in err for level in ("debug", "info", "warning", "error", "critical"))
+    assert "ValueError" not in err
+
+
+def test_a_log_level_in_capitals_is_accepted() -> None:
+    """`--log-level WARNING` parses as warning (it then fails on the missing config: 2)."""
+    module = importlib.import_module(COMMANDS["tick"][0])
+    parser = argparse.ArgumentParser()
+    module.configure(parser)
+    assert parser.parse_args(["--log-level", "WARNING"]).log_level == "warning"
