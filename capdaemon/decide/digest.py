@@ -147,6 +147,7 @@ class DigestFacts:
     clock_drift: str | None = None  # how far this machine's clock is off GitHub's, when it is
     reactions: tuple[ReactionStats, ...] = ()  # event → action per kind over the period
     targeted: TargetedCounts | None = None  # the change detector's ticks (None: never run)
+    catch_up: bool = False  # posted at start-up: the daemon was not running at digest time
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -255,6 +256,12 @@ def _opening_lines(facts: DigestFacts, now: datetime) -> list[str]:
     """Heading, period, the shadow-mode note and a tripped breaker (which comes first)."""
     out = [f"# capdaemon digest — {facts.date.isoformat()} ({md(facts.timezone)})", ""]
     out += _period_lines(facts, now)
+    if facts.catch_up:
+        out += [
+            "_Posted late, at start-up: capdaemon was not running at the digest time, and "
+            "this digest had not been posted._",
+            "",
+        ]
     if facts.shadow:
         out += [
             "_Shadow mode: capdaemon merged and closed nothing; what enforce mode would have "
