@@ -38,6 +38,9 @@ def redact_secrets(
     return event_dict
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")  # --log-level's choices
+
+
 def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | None = None) -> str:
     """Configure structlog once for the process: `json`, `console`, or `auto` (console on a TTY).
 
@@ -48,9 +51,9 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
         fmt = "console" if out.isatty() else "json"
     if fmt not in ("json", "console"):
         raise ValueError(f"log format must be json, console or auto, not {fmt!r}")
-    lvl = logging.getLevelName(level.upper())
+    lvl = logging.getLevelName(level.upper()) if level.lower() in LOG_LEVELS else None
     if not isinstance(lvl, int):
-        raise ValueError(f"unknown log level {level!r}")
+        raise ValueError(f"unknown log level {level!r} (one of: {', '.join(LOG_LEVELS)})")
     renderer: Any = (
         structlog.processors.JSONRenderer(sort_keys=False)
         if fmt == "json"

@@ -9,6 +9,7 @@ from capdaemon.classify.commentonly import WHAT_PASSES, comment_only_files
 from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.classify.hunks import ADDED, Hunk, try_parse_patch
 from capdaemon.classify.structure import added_line_no, config_change, self_logic_hits
+from capdaemon.config.types import PROSE_SUFFIXES
 from capdaemon.globs import PathError, fold_path, is_plain_ascii, normalize_path
 from capdaemon.model import (
     MODE_SUBMODULE,
@@ -361,7 +362,8 @@ def _carve_out(
     status = fc.status
     paths = (path, old) if old is not None and status is FileStatus.RENAMED else (path,)
     for p in paths:
-        refusal = _name_refusal(p, (*cc.config.noncritical_dirs, *TEST_DIRS))
+        dirs = (*cc.config.noncritical_dirs, *cc.config.noncritical_prose_dirs, *TEST_DIRS)
+        refusal = _name_refusal(p, dirs)
         if refusal:
             return None, refusal
     whys: list[str] = []
@@ -392,8 +394,10 @@ def _what_passes(cc: CompiledClassifier) -> str:
     """What would have been non-critical, for a refusal's reason text."""
     dirs = ", ".join(cc.config.noncritical_dirs) or "none"
     files = ", ".join(cc.config.noncritical_files) or "none"
+    prose = ", ".join(cc.config.noncritical_prose_dirs) or "none"
     return (
-        f"what passes: files under {dirs}; files named {files}; new files or added lines "
+        f"what passes: files under {dirs}; files named {files}; prose documents "
+        f"({' '.join(PROSE_SUFFIXES)}) under {prose}; new files or added lines "
         f"under {', '.join(TEST_DIRS)}; {WHAT_PASSES}; prose in a document is not a comment"
     )
 
@@ -428,4 +432,7 @@ def _path_carve_out(path: str, cc: CompiledClassifier) -> str | None:
     hits = cc.noncritical_files.hits(path)
     if hits:
         return f"{hits[0]} file"
+    d = _under(path, cc.config.noncritical_prose_dirs)
+    if d is not None and path.endswith(PROSE_SUFFIXES):
+        return f"prose document under {d}"
     return None

@@ -31,7 +31,7 @@ from capdaemon.daemon.service.runner import (
     serve,
     with_base_url,
 )
-from capdaemon.logging import configure_logging, get_logger
+from capdaemon.logging import LOG_LEVELS, configure_logging, get_logger
 from capdaemon.state import LockedError, StateError
 
 
@@ -41,7 +41,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     add_state_arg(parser)
     parser.add_argument("--base-url", help="GitHub API base URL override (e.g. the sandbox's)")
     parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least severe level logged (default info)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
 

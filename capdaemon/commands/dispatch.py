@@ -13,7 +13,13 @@ from capdaemon.capability.model import (
     NoCapabilityError,
     TaskFileError,
 )
-from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.commands._common import (
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    state_dir,
+    unused_config_problem,
+)
 from capdaemon.gitdiff import GitError, resolve
 from capdaemon.state import StateError
 from capdaemon.stores.registry import dispatch
@@ -40,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--base", metavar="REF", help="the branch the task starts from (default: main)"
     )
     add_state_arg(parser)
+    add_unused_config_arg(parser)
 
 
 def _base(args: argparse.Namespace) -> tuple[str, str] | None:
@@ -54,6 +61,10 @@ def _base(args: argparse.Namespace) -> tuple[str, str] | None:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch one task; 0 on success or no-op, 1 when refused, 2 on a malformed task file."""
+    problem = unused_config_problem(args)
+    if problem:
+        error(PROG, problem)
+        return 2
     taskfile = Path(args.taskfile)
     try:
         cap = load_task_file(taskfile, allow_no_scope=args.allow_no_scope)

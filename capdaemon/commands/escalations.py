@@ -16,6 +16,14 @@ from capdaemon.commands._common import (
 from capdaemon.state import StateError
 from capdaemon.stores.escalations import list_escalations
 
+# `capdaemon escalations resolve ID --by LOGIN --reason TEXT`: close one, with who and why.
+SUBCOMMANDS = {
+    "resolve": (
+        "capdaemon.commands.escalation_resolve",
+        "resolve an escalation: record who and why (audited), close its owner issue",
+    )
+}
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
@@ -46,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     for r in recs:
         state = "open"
         if r.resolved:
-            state = "resolved"
+            by, why = r.resolved.get("by", "?"), r.resolved.get("note", "")
+            state = f"resolved by {by}" + (f": {why}" if why else "")
         elif r.notified:
             state = f"notified {r.issue_url or ''}".strip()
         print(f"{r.id}  task {r.task}  {r.layer}  {state}")

@@ -208,11 +208,11 @@ def fill_classifier(text: str, found: Detected) -> str:
     examples folders as a commented suggestion (carving out is the operator's call)."""
     if found.source_root is not None:
         text = re.sub(r"(?m)^source_root: .*$", f"source_root: {found.source_root}", text, count=1)
-    if found.safe_dirs:
+    if found.safe_dirs:  # in place of the empty list: uncommented, it is the only one
         suggestion = (
             f"# Found in {found.clone.name or found.clone}: uncomment after review (changes "
             "under these folders are then non-critical):\n"
             f"# known_safe_dirs: [{', '.join(found.safe_dirs)}]\n"
         )
-        text = re.sub(r"(?m)^(?=known_safe_dirs: )", suggestion, text, count=1)
+        text = re.sub(r"(?m)^known_safe_dirs: \[\]\n", lambda _m: suggestion, text, count=1)
     return _found_header(text, found)

@@ -13,7 +13,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.commands._common import (
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    state_dir,
+    unused_config_problem,
+)
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -28,6 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
     add_state_arg(parser)
+    add_unused_config_arg(parser)
     parser.add_argument(
         "--repo",
         metavar="DIR",
@@ -64,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.commands:
         error(PROG, "give at least one PATH or --command CMD")
+        return 2
+    problem = unused_config_problem(args)
+    if problem:
+        error(PROG, problem)
         return 2
     try:
         task_id = validate_task_id(args.task)

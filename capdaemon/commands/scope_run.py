@@ -27,7 +27,13 @@ from capdaemon.capability.model import (
 from capdaemon.capability.scope import check_command
 from capdaemon.capability.snapshot import guard_capability
 from capdaemon.chainlog import append_entry
-from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.commands._common import (
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    state_dir,
+    unused_config_problem,
+)
 from capdaemon.commands.scope_guard import _refuse, snapshot_or_refuse
 from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.jail import SETUP_FAILED, Jail, JailError, never_writable, prepare
@@ -47,6 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("--task", required=True, metavar="ID", help="the dispatched task id")
     add_state_arg(parser)
+    add_unused_config_arg(parser)
     parser.add_argument(
         "--repo", metavar="DIR", help="a folder of the git checkout to confine to (default: cwd)"
     )
@@ -60,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         error(PROG, "give the command after --: scope-guard run --task ID -- CMD ARGS...")
+        return 2
+    problem = unused_config_problem(args)
+    if problem:
+        error(PROG, problem)
         return 2
     try:
         task_id = validate_task_id(args.task)

@@ -6,7 +6,15 @@ import argparse
 import re
 
 from capdaemon.audit import story
-from capdaemon.commands._common import add_state_arg, error, printable, state_dir, state_dir_problem
+from capdaemon.commands._common import (
+    add_state_arg,
+    add_unused_config_arg,
+    error,
+    printable,
+    state_dir,
+    state_dir_problem,
+    unused_config_problem,
+)
 from capdaemon.story import tell
 
 _PR_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([0-9]+)$")
@@ -16,6 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `capdaemon why`."""
     parser.add_argument("pr", metavar="OWNER/REPO#N", help="the pull request")
     add_state_arg(parser)
+    add_unused_config_arg(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     pr = f"{m.group(1)}#{int(m.group(2))}"
     sdir = state_dir(args)
-    problem = state_dir_problem(sdir)
+    problem = unused_config_problem(args) or state_dir_problem(sdir)
     if problem:
         error("why", problem)
         return 2

@@ -27,7 +27,11 @@ RESTRICTIVE_CLASSIFIER_LISTS: tuple[str, ...] = (
     "critical_globs",
     "config_file_globs",
 )
-CARVE_OUT_CLASSIFIER_LISTS: tuple[str, ...] = ("noncritical_dirs", "noncritical_files")
+CARVE_OUT_CLASSIFIER_LISTS: tuple[str, ...] = (
+    "noncritical_dirs",
+    "noncritical_files",
+    "noncritical_prose_dirs",
+)
 _PATTERN_LISTS = frozenset(
     {"external_content_patterns", "secret_content_patterns", "self_logic_patterns"}
 )

@@ -79,6 +79,12 @@ DEFAULT_CONFIG_FILE_GLOBS: tuple[str, ...] = (
 )
 DEFAULT_NONCRITICAL_DIRS: tuple[str, ...] = ("docs/guide/", "examples/")
 DEFAULT_NONCRITICAL_FILES: tuple[str, ...] = ("CHANGELOG.md", "README*")
+# Prose documentation under these folders is non-critical: a file whose name ends in one of
+# PROSE_SUFFIXES (exact, lower case). Anything else there (a Sphinx conf.py, a script, an .mdx
+# page that runs JSX, a notebook) is judged as usual; the critical lists still win
+# (docs/concepts/** keeps its typo-only rule).
+DEFAULT_NONCRITICAL_PROSE_DIRS: tuple[str, ...] = ("docs/",)
+PROSE_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".rst", ".adoc", ".asciidoc", ".txt")
 DEFAULT_EXTERNAL_GLOBS: tuple[str, ...] = ()  # email / social / webhook senders (configurable)
 DEFAULT_EXTERNAL_CONTENT_PATTERNS: tuple[str, ...] = (
     r"\bsmtplib\b",
@@ -126,6 +132,7 @@ class ClassifierConfig:
     config_file_globs: tuple[str, ...] = DEFAULT_CONFIG_FILE_GLOBS
     noncritical_dirs: tuple[str, ...] = DEFAULT_NONCRITICAL_DIRS
     noncritical_files: tuple[str, ...] = DEFAULT_NONCRITICAL_FILES
+    noncritical_prose_dirs: tuple[str, ...] = DEFAULT_NONCRITICAL_PROSE_DIRS
     user_rule_timeout_seconds: float = 2.0
     typo_words: tuple[str, ...] = ()  # project words the typo carve-out accepts as spelled right
 

@@ -125,6 +125,9 @@ class LogFold:
     per_day: dict[date, dict[str, int]] = field(default_factory=dict)  # distinct heads
     heads: set[str] = field(default_factory=set)  # "ref head" classified
     merges: list[tuple[str, str, str]] = field(default_factory=list)  # (ts, ref, quadrant)
+    # shadow mode's "would merge", never a merge: ref → (ts, ref, quadrant) of its newest one,
+    # dropped once the PR merges for real (one row per PR)
+    would_merges: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     decided: list[Ballot] = field(default_factory=list)
     breaker_history: list[dict[str, Any]] = field(default_factory=list)
     policy_errors: dict[str, list[str]] = field(default_factory=dict)
@@ -142,6 +145,7 @@ class LogFold:
             per_day={d: dict(c) for d, c in self.per_day.items()},
             heads=set(self.heads),
             merges=list(self.merges),
+            would_merges=dict(self.would_merges),
             decided=list(self.decided),
             breaker_history=list(self.breaker_history),
             policy_errors={k: list(v) for k, v in self.policy_errors.items()},
@@ -226,9 +230,13 @@ class LogFold:
         status = rec.get("status")
         if action == "merge" and status == "attempted":
             self.quadrant_of[ref] = str(rec.get("quadrant") or "")
-        elif action == "merge" and status in ("done", "would_merge"):
+        elif action == "merge" and status == "done":
             q = rec.get("quadrant") or self.quadrant_of.pop(ref, "")
             self.merges.append((ts, ref, str(q)))
+            self.would_merges.pop(ref, None)
+        elif action == "merge" and status == "would_merge":  # shadow mode: not a merge
+            self.would_merges.pop(ref, None)  # the newest last
+            self.would_merges[ref] = (ts, ref, str(rec.get("quadrant") or ""))
         elif action == "issue_opened" and rec.get("kind") == "ballot":
             self.ballot_opened[ref] = ts
         elif action == "ballot" and status not in (None, "pending"):

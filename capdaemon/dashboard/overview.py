@@ -62,6 +62,7 @@ def _cards(model: ReadModel) -> str:
         ("classified heads (pushes)", str(model.heads), "heads"),
         ("merges today (UTC)", str(merged_today), "merges-today"),
         ("merges in all", str(len(model.merges)), "merges"),
+        ("would merge, shadow mode (not merged)", str(len(model.would_merges)), "would-merge"),
         ("ballots pending", "?" if unknown else str(len(model.pending)), "pending"),
         ("ballots decided", str(len(model.decided)), "decided"),
         ("open escalations", str(open_escalations), "escalations"),
@@ -152,6 +153,17 @@ def _audit(model: ReadModel) -> str:
     return table(("log", "chain (verified now)", "last digest anchor"), rows, id_="audit")
 
 
+def _shadow_section(model: ReadModel, rows: str) -> str:
+    """Shadow mode's would-be merges, apart from merges (shown in shadow mode or when any)."""
+    if not model.would_merges and model.config.mode != "shadow":
+        return ""
+    return (
+        "<h2>Would merge in shadow mode: not merged (newest 20)</h2>"
+        '<p class="muted">Shadow mode merges nothing: these PRs would have merged in '
+        "enforce mode. Each PR is listed once; one that merged later is under Merges.</p>" + rows
+    )
+
+
 def render(model: ReadModel, root: str = "") -> str:
     """The Overview body."""
     m = model.metrics
@@ -214,6 +226,14 @@ def render(model: ReadModel, root: str = "") -> str:
         ),
         id_="merges",
     )
+    would = table(
+        ("judged", "PR", "quadrant", "mode"),
+        (
+            [when(ts), pr_link(model, ref, root), quadrant(q), '<span class="bad">shadow</span>']
+            for ts, ref, q in reversed(model.would_merges[-20:])
+        ),
+        id_="would-merge",
+    )
     return (
         tick
         + _cards(model)
@@ -225,6 +245,7 @@ def render(model: ReadModel, root: str = "") -> str:
         + decided
         + "<h2>Merges (newest 20)</h2>"
         + merges
+        + _shadow_section(model, would)
         + "<h2>Circuit breaker</h2>"
         + _breaker(model, root)
         + "<h2>Audit chain</h2>"

@@ -97,6 +97,7 @@ class ReadModel:
     totals: dict[str, int] = field(default_factory=dict)  # PRs by latest classification
     heads: int = 0  # distinct (PR, head) pairs classified
     merges: list[tuple[str, str, str]] = field(default_factory=list)  # (ts, ref, quadrant)
+    would_merges: list[tuple[str, str, str]] = field(default_factory=list)  # shadow, not merged
     pending: list[Ballot] = field(default_factory=list)
     decided: list[Ballot] = field(default_factory=list)
     breaker: BreakerFile | None = None
@@ -369,6 +370,7 @@ def _from_fold(model: ReadModel, fold: LogFold) -> None:
     days = (start + timedelta(days=i) for i in range(CHART_DAYS))
     model.days = [(d, dict(fold.per_day.get(d) or dict.fromkeys(QUADRANTS, 0))) for d in days]
     model.merges, model.decided = fold.merges, fold.decided
+    model.would_merges = list(fold.would_merges.values())
     model.breaker_history, model.violations = fold.breaker_history, fold.violations
 
 

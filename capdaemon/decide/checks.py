@@ -19,6 +19,11 @@ from capdaemon.model import FileVerdict, Quadrant, Severity, Verdict
 MAX_FILE_ROWS = 200
 MAX_SUMMARY_CHARS = 60_000  # GitHub caps a check summary at 65,535 characters
 MAX_TITLE_CHARS = 120
+SHADOW_WOULD_MERGE = "would merge (shadow mode: not merged)"
+SHADOW_NOTE = (
+    "Shadow mode: capdaemon merges and closes nothing. Where this check passes, the PR would "
+    "merge in enforce mode."
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class CheckFacts:
     one_tap_url: str = ""
     blocking: tuple[str, ...] = ()  # e.g. scope violation, no capability: fail the check
     notes: tuple[str, ...] = ()  # shown, never fail (e.g. "breaker tripped: no auto-merge")
+    shadow: bool = False  # shadow mode: nothing merges; a passing check says "would merge"
 
 
 @dataclass(frozen=True)
@@ -102,13 +108,16 @@ def _blocking_reasons(verdict: Verdict, facts: CheckFacts) -> list[str]:
 
 
 def _check_title(q: str, blocking: list[str], facts: CheckFacts) -> str:
-    """The first blocking reason, the approving owner, or "ok"; capped at MAX_TITLE_CHARS."""
+    """The first blocking reason, the approving owner, or "ok" (in shadow mode "would merge",
+    never a word that says it merges); capped at MAX_TITLE_CHARS."""
     if blocking:
         title = f"Quadrant {q}: {blocking[0]}"
     elif facts.ballot is not None and facts.ballot.approves(facts.head_sha):
         title = f"Quadrant {q}: approved by {facts.ballot.decided_by}"
     else:
         title = f"Quadrant {q}: ok"
+    if facts.shadow and not blocking:
+        title += f"; {SHADOW_WOULD_MERGE}"
     if len(title) > MAX_TITLE_CHARS:
         title = title[: MAX_TITLE_CHARS - 1] + "…"
     return title
@@ -190,7 +199,8 @@ def render_check(verdict: Verdict, facts: CheckFacts) -> CheckOutput:
     out = [f"**Quadrant {q}** on {short_sha(facts.head_sha)}: {md(verdict.reasoning)}", ""]
     out += _tier_lines(facts.tier)
     out += _section("Blocking", [md(b) for b in blocking])
-    out += _section("Notes", [md(n) for n in facts.notes])
+    notes = (SHADOW_NOTE, *facts.notes) if facts.shadow else facts.notes
+    out += _section("Notes", [md(n) for n in notes])
     out += _section("Attention (P1)", _finding_items(verdict, Severity.P1))
     out += _ballot_lines(facts)
     out += _one_tap_lines(facts)
@@ -263,15 +273,36 @@ _PASSIVE = {Quadrant.B: "critical but reversible", Quadrant.C: "irreversible but
 
 
 def passive_issue_body(
-    quadrant: Quadrant, pr_ref: str, pr_url: str, pr_title: str, verdict: Verdict, days: float = 7
+    quadrant: Quadrant,
+    pr_ref: str,
+    pr_url: str,
+    pr_title: str,
+    verdict: Verdict,
+    days: float = 7,
+    *,
+    shadow: bool = False,
 ) -> str:
-    """The passive-review issue for an auto-merged B or C PR."""
+    """The passive-review issue for a B or C PR capdaemon approves by itself: opened before
+    the merge, so it says "auto-approved" (it merges once its checks pass), and in shadow
+    mode "would merge" (nothing merges)."""
     if quadrant not in _PASSIVE:
         raise ValueError(f"passive reviews are for quadrants B and C, not {quadrant}")
     what = _PASSIVE[quadrant]
+    pr = _pr_line(pr_ref, pr_url, pr_title)
+    if shadow:
+        head = f"## Would merge ({quadrant.value}, {what}), shadow mode, not merged: {pr}"
+        when = (
+            "Shadow mode: capdaemon merged nothing. In enforce mode it would merge this PR by "
+            "itself once its checks pass; switching to enforce judges it again first."
+        )
+    else:
+        head = f"## Auto-approved ({quadrant.value}, {what}): {pr}"
+        when = "capdaemon merges this PR by itself once its checks pass."
     return "\n".join(
         [
-            f"## Auto-merged ({quadrant.value}, {what}): {_pr_line(pr_ref, pr_url, pr_title)}",
+            head,
+            "",
+            when,
             "",
             f"Classifier reasoning: {md(verdict.reasoning)}",
             "",

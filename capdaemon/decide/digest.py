@@ -82,7 +82,7 @@ def digest_day(now: datetime, digest_time: str, tz: str, *, ended: bool) -> date
 
 @dataclass(frozen=True)
 class DigestMerge:
-    """A PR merged (or, in shadow mode, that would have merged) in the period."""
+    """A PR merged (or, in `DigestFacts.would_merges`, that shadow mode would have merged)."""
 
     ref: str
     quadrant: Quadrant
@@ -129,7 +129,8 @@ class DigestFacts:
     timezone: str
     period: tuple[datetime, datetime] | None = None  # the instants covered (start, end)
     quadrant_counts: Mapping[Quadrant, int] = field(default_factory=dict)
-    merges: tuple[DigestMerge, ...] = ()
+    merges: tuple[DigestMerge, ...] = ()  # merged, for real
+    would_merges: tuple[DigestMerge, ...] = ()  # shadow mode's "would merge", one per PR
     pending_ballots: tuple[DigestBallot, ...] = ()
     auto_closed: tuple[DigestItem, ...] = ()
     scope_violations: tuple[DigestItem, ...] = ()
@@ -146,6 +147,7 @@ class DigestFacts:
     clock_drift: str | None = None  # how far this machine's clock is off GitHub's, when it is
     reactions: tuple[ReactionStats, ...] = ()  # event → action per kind over the period
     targeted: TargetedCounts | None = None  # the change detector's ticks (None: never run)
+    catch_up: bool = False  # posted at start-up: the daemon was not running at digest time
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -254,9 +256,16 @@ def _opening_lines(facts: DigestFacts, now: datetime) -> list[str]:
     """Heading, period, the shadow-mode note and a tripped breaker (which comes first)."""
     out = [f"# capdaemon digest — {facts.date.isoformat()} ({md(facts.timezone)})", ""]
     out += _period_lines(facts, now)
+    if facts.catch_up:
+        out += [
+            "_Posted late, at start-up: capdaemon was not running at the digest time, and "
+            "this digest had not been posted._",
+            "",
+        ]
     if facts.shadow:
         out += [
-            "_Shadow mode: nothing was merged or closed; merges below are would-be merges._",
+            "_Shadow mode: capdaemon merged and closed nothing; what enforce mode would have "
+            'merged is listed under "Would merge", apart from merges._',
             "",
         ]
     if facts.breaker.tripped:
@@ -279,7 +288,17 @@ def _merge_lines(facts: DigestFacts) -> list[str]:
         when = f" at {_local_time(m.merged_at, facts.timezone)}" if m.merged_at else ""
         title = f" {md(m.title)}" if m.title else ""
         out.append(f"- {head} ({m.quadrant.value}){title}{when}")
-    return out + ([] if facts.merges else ["None."]) + [""]
+    out += [] if facts.merges else ["None."]
+    out.append("")
+    if not facts.would_merges and not facts.shadow:
+        return out
+    out += [f"## Would merge, shadow mode: not merged ({len(facts.would_merges)})", ""]
+    for m in facts.would_merges:
+        head = link(m.ref, m.url) if m.url else ref(m.ref)
+        when = f" at {_local_time(m.merged_at, facts.timezone)}" if m.merged_at else ""
+        title = f" {md(m.title)}" if m.title else ""
+        out.append(f"- {head} ({m.quadrant.value}){title}: would merge, judged{when}")
+    return out + ([] if facts.would_merges else ["None."]) + [""]
 
 
 def _pending_ballot_lines(facts: DigestFacts, now: datetime) -> list[str]:

@@ -82,13 +82,16 @@ def explain(
     keep_running: bool,
     temporary: bool,
 ) -> None:
-    """Where things are and what to try — only what still works after the demo returns."""
-    if temporary:
+    """Where things are and what to try — only what still works after the demo returns (with
+    --keep-running: the sandbox, its tokens and a curl line, whatever the folder)."""
+    if temporary and not keep_running:
         say("the demo's temporary folder is removed on exit; `--dir DIR` keeps its files")
         say("and `--keep-running` keeps the sandbox up to explore")
         return
     alice = std.token_for(std.OWNER)
     say(f"sandbox folder: {root}")
+    if temporary:
+        say("  (a temporary folder: removed when the sandbox stops; `--dir DIR` keeps its files)")
     say(f"  config {config_dir}, state {state_dir}, daemon log {root / 'capdaemon.log'}")
     say(f"  try: capdaemon audit verify --state {state_dir}")
     say(f"  try: capdaemon digest --print --config {config_dir} --state {state_dir}")

@@ -91,6 +91,7 @@ class SafetyStore:
         ("api_fail_streak", 0),
         ("audit_check", {}),
         ("breaker_comments", []),
+        ("mode", ""),  # the mode the daemon last ran in (daemon.merging.modeswitch)
     )
 
     def __init__(self, state_dir: Path) -> None:

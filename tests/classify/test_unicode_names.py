@@ -46,7 +46,8 @@ def test_non_ascii_names_in_carve_out_folders_are_judged_like_ascii(path: str) -
     [
         ("ｅxamples/run.py", "looks like examples/"),  # fullwidth e
         ("\u0435\u0445amples/run.py", "looks like examples/"),  # Cyrillic е, х
-        ("docs/ɡuide/x.md", "not proven non-critical"),  # Latin script g is not g
+        ("docs/ɡuide/x.py", "not proven non-critical"),  # Latin script g is not g
+        ("ｄocs/x.md", "looks like docs/"),  # fullwidth d: not the prose folder
         ("examples/evil\u202egnp.py", "control or format characters"),  # bidi override
         ("examples/a\u200bb.py", "control or format characters"),  # zero-width space
     ],

@@ -35,8 +35,8 @@ def test_demo_without_git_fails_in_one_line_and_leaves_nothing(tmp_path: Path) -
 
 
 def test_demo_kept_running_then_terminated_removes_its_folder(tmp_path: Path) -> None:
-    """`demo --keep-running`, then SIGTERM (systemd, `kill`): exit 143 and no folder left
-    (it was kept, private key and all)."""
+    """`demo --keep-running` (no --dir) prints the sandbox's tokens and a curl line; then
+    SIGTERM (systemd, `kill`): exit 143 and no folder left (it was kept, private key and all)."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     proc = subprocess.Popen(
@@ -51,8 +51,13 @@ def test_demo_kept_running_then_terminated_removes_its_folder(tmp_path: Path) ->
     reader.daemon = True
     reader.start()
     try:
-        while "the sandbox keeps running" not in lines.get(timeout=300):
-            pass
+        said: list[str] = []
+        while not said or "the sandbox keeps running" not in said[-1]:
+            said.append(lines.get(timeout=300))
+        out = "".join(said)
+        # the sandbox is up: how to reach it is printed, and nobody is told to keep it running
+        assert "tokens: alice=" in out and "curl -s -H 'Authorization: token" in out, out
+        assert "`--keep-running` keeps" not in out and "demo --keep-running" not in out, out
         [folder] = scratch.iterdir()
         assert folder.name.startswith("capdaemon-demo-") and (folder / "keys").is_dir()
         proc.send_signal(signal.SIGTERM)

@@ -16,6 +16,7 @@ from capdaemon.daemon.core.steptimes import StepTimes
 from capdaemon.daemon.issues import closeout
 from capdaemon.daemon.issues import ensure as issues
 from capdaemon.daemon.merging import merge as merging
+from capdaemon.daemon.merging import modeswitch
 from capdaemon.daemon.polling import poll
 from capdaemon.decide.merge import RequiredCheck
 from capdaemon.forge.types import IssueActivity
@@ -73,7 +74,10 @@ def _sync_desk(t: Tick) -> None:
 
 
 def _merge(t: Tick) -> None:
-    """Step 4, then Telegram says "merged" at once."""
+    """Step 4, then Telegram says "merged" at once. The first full tick after a switch from
+    shadow to enforce mode merges nothing: it reports the switch instead (modeswitch)."""
+    if modeswitch.holds_merges(t):
+        return
     merging.step_merge(t)
     t.deps.safety.channels.after_merge(t.host, t.report)
 

@@ -23,10 +23,11 @@ def ballot_title(repo: str, number: int, title: str) -> str:
     return f"[D] owner decision needed: {repo}#{number} {title}"[:240]
 
 
-def review_title(quadrant: str, repo: str, number: int, title: str) -> str:
-    """Title of a passive B/C review issue."""
+def review_title(quadrant: str, repo: str, number: int, title: str, *, shadow: bool = False) -> str:
+    """Title of a passive B/C review issue ("would merge" in shadow mode: nothing merges)."""
     what = "critical, reversible" if quadrant == "B" else "irreversible, non-critical"
-    return f"[{quadrant}] auto-approved ({what}): {repo}#{number} {title}"[:240]
+    verb = "would merge, shadow mode" if shadow else "auto-approved"
+    return f"[{quadrant}] {verb} ({what}): {repo}#{number} {title}"[:240]
 
 
 def scope_title(repo: str, number: int) -> str:

@@ -138,42 +138,82 @@ def step_merge(t: Tick) -> None:
 def _may_merge(t: Tick, s: TickPR) -> bool:
     """Whether a PR seen this tick may merge now, on what the tick already knows (nothing is
     read): False when its readiness would certainly wait, or when it must (fail closed)."""
-    deps, ctx, rec, pr = t.deps, t.ctx, s.rec, s.pr
-    if rec.state != "open" or rec.head_sha != pr.head_sha or not rec.fingerprint:
+    deps, rec = t.deps, s.rec
+    reason = certain_wait(t, s)
+    if reason in _LOGGED_WAITS:
+        deps.log.info("merge.waiting", pr=rec.ref, reasons=[reason])
+    if reason is not None:
         return False
+    return not (deps.shadow and rec.would_merge_head == s.pr.head_sha)  # recorded once a head
+
+
+_LOGGED_WAITS = ("ballot unreadable", "repo policy does not parse")
+
+
+def certain_wait(t: Tick, s: TickPR) -> str | None:
+    """Why a PR seen this tick certainly waits, on what the tick already knows (nothing is
+    read), or None when its readiness is worth deciding."""
+    ctx, rec, pr = t.ctx, s.rec, s.pr
+    if rec.state != "open":
+        return f"the PR is {rec.state}"
+    if rec.head_sha != pr.head_sha or not rec.fingerprint:
+        return "not classified at this head yet"
     if rec.pending:
-        return False  # an earlier action's outcome is unknown: reconciled first (step 0)
+        return "an earlier action's outcome is unknown"  # reconciled first (step 0)
     if rec.ref in ctx.ballot_unread:
-        deps.log.info("merge.waiting", pr=rec.ref, reasons=["ballot unreadable"])
-        return False  # fail closed: a newer owner /reject may be in what we could not read
-    if not rec.check_success or rec.merge_blocked_head == pr.head_sha:
-        return False  # cheap filter: our own L1.C3 fails, or GitHub refused this head
-    if deps.shadow and rec.would_merge_head == pr.head_sha:
-        return False
+        return "ballot unreadable"  # fail closed: a newer owner /reject may be unread
+    if not rec.check_success:
+        return "its L1.C3 fails"
+    if rec.merge_blocked_head == pr.head_sha:
+        return "GitHub refused to merge this head"
     if ctx.policy_error(s.rc.name) is not None:
-        deps.log.info("merge.waiting", pr=rec.ref, reasons=["repo policy does not parse"])
-        return False  # fail closed: the repo's policy is unknown this tick
+        return "repo policy does not parse"  # fail closed: the repo's policy is unknown
     blocking = {b.lower() for b in s.rc.blocking_labels}
-    # merge_readiness would wait on a draft or a blocking label: no need to read anything
-    return not (pr.draft or any(label.lower() in blocking for label in pr.labels))
+    if pr.draft:
+        return "draft"
+    if any(label.lower() in blocking for label in pr.labels):
+        return "a blocking label"
+    return None
+
+
+def rejudge(t: Tick, s: TickPR) -> tuple[bool, tuple[str, ...]]:
+    """Whether a PR seen this tick would merge now, and why not: its readiness as step 4
+    decides it, read and decided here without acting (the switch to enforce mode)."""
+    reason = certain_wait(t, s)
+    if reason is not None:
+        return False, (reason,)
+    tap = t.deps.safety.tiers.one_tap_result(s.rec, t.now)
+    got = _readiness(t, s, tap)
+    if got is None:
+        return False, ("conflicts with the base",)
+    return got[0].ok, got[0].reasons
+
+
+def _readiness(t: Tick, s: TickPR, tap: OneTapResult | None) -> tuple[Readiness, MergeFacts] | None:
+    """The PR's readiness and the facts it was decided on (None: it conflicts with the base,
+    nothing read)."""
+    deps, rec, pr = t.deps, s.rec, s.pr
+    if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
+        rec = deps.prs.change(rec, durable=False, mergeable=pr.mergeable)
+    if rec.mergeable is False:  # conflicts with the base: waits, nothing read
+        deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
+        return None
+    rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
+    if rollup is not None:
+        # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
+        # read; the merge call is bound to the head sha (a push in between: GitHub 409)
+        return readiness_of(t, s, rollup, tap)
+    return _rest_readiness(t, s, tap)
 
 
 def try_merge(t: Tick, s: TickPR) -> None:
     """Merge one PR whose readiness says so (or record that it would, in shadow mode)."""
     deps, now, rec, pr = t.deps, t.now, s.rec, s.pr
     tap = deps.safety.tiers.one_tap_result(rec, now)  # one reading for the whole merge
-    if pr.mergeable_known:  # this tick's batch: None means GitHub is still computing it
-        rec = deps.prs.change(rec, durable=False, mergeable=pr.mergeable)
-    if rec.mergeable is False:  # conflicts with the base: waits, nothing read
-        deps.log.debug("merge.waiting", pr=rec.ref, reasons=["conflicts with the base"])
+    got = _readiness(t, s, tap)
+    if got is None:
         return
-    rollup = deps.forge.rollup_checks(pr.repo, pr.head_sha)
-    if rollup is not None:
-        # this tick's batch rollup of the head plus the L1.C3 we wrote since: no per-PR
-        # read; the merge call is bound to the head sha (a push in between: GitHub 409)
-        readiness, facts = readiness_of(t, s, rollup, tap)
-    else:
-        readiness, facts = _rest_readiness(t, s, tap)
+    readiness, facts = got
     watch = readiness.action is MergeAction.WAIT and waits_only_on_checks(facts)
     if watch:  # the change detector looks for its checks completing between ticks
         key, value = (rec.repo, rec.number), (pr.head_sha, waiting_check_feed(facts))

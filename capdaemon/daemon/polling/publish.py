@@ -341,6 +341,7 @@ def publish(t: Tick, item: TickPR) -> None:
             ballot_url=deps.issue_url(ballot_issue),
             one_tap=deps.safety.tiers.one_tap_result(rec, now),
             blocking=tuple(capv.blocking),
+            shadow=deps.shadow,
         ),
     )
     automatic = not is_d and deps.safety.tiers.decision(rec).requirement is Requirement.NONE
@@ -376,8 +377,12 @@ def _passive_review(t: Tick, item: TickPR) -> None:
     want = WantedIssue(
         REVIEW,
         {"kind": REVIEW, "pr": rec.ref, "quadrant": verdict.quadrant.value},
-        texts.review_title(verdict.quadrant.value, rec.repo, rec.number, snap.title),
-        passive_issue_body(verdict.quadrant, rec.ref, "", snap.title, verdict, days=days),
+        texts.review_title(
+            verdict.quadrant.value, rec.repo, rec.number, snap.title, shadow=deps.shadow
+        ),
+        passive_issue_body(
+            verdict.quadrant, rec.ref, "", snap.title, verdict, days=days, shadow=deps.shadow
+        ),
         (label.value,),
     )
     ensure_issue(t, rec, want)

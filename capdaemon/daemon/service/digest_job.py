@@ -107,6 +107,7 @@ def gather(config: Config, state_dir: Path, day: date, now: datetime) -> DigestF
         period=(start, end),
         quadrant_counts=counts,
         merges=tuple(acts.merges),
+        would_merges=tuple(acts.shadow_only()),
         pending_ballots=_pending(config, prs, safety),
         auto_closed=tuple(acts.auto_closed),
         scope_violations=tuple(acts.scope),
@@ -217,6 +218,7 @@ class _Actions:
 
     attention: list[DigestItem]
     merges: list[DigestMerge] = dataclasses.field(default_factory=list)
+    would_merges: dict[str, DigestMerge] = dataclasses.field(default_factory=dict)  # by PR
     auto_closed: list[DigestItem] = dataclasses.field(default_factory=list)
     scope: list[DigestItem] = dataclasses.field(default_factory=list)
     escalations: list[DigestItem] = dataclasses.field(default_factory=list)
@@ -229,8 +231,10 @@ class _Actions:
         status = rec.get("status")
         if action == "merge" and status == "attempted":
             self.quadrant_of[(ref, str(rec.get("head_sha")))] = str(rec.get("quadrant", ""))
-        elif action == "merge" and status in ("done", "would_merge"):
+        elif action == "merge" and status == "done":
             self.merges.append(self._merge(rec, ref, prs.get(ref)))
+        elif action == "merge" and status == "would_merge":  # shadow mode: not a merge
+            self.would_merges.setdefault(ref, self._merge(rec, ref, prs.get(ref)))
         elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
             self.auto_closed.append(
                 DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", "")))
@@ -245,6 +249,11 @@ class _Actions:
             self.attention.append(item)
         elif (line := _error_line(rec, ref)) is not None:
             self.errors.append(line)
+
+    def shadow_only(self) -> list[DigestMerge]:
+        """Shadow mode's would-be merges, once per PR, without the PRs that merged for real."""
+        merged = {m.ref for m in self.merges}
+        return [m for ref, m in self.would_merges.items() if ref not in merged]
 
     def _merge(self, rec: Mapping[str, Any], ref: str, pr: PRRecord | None) -> DigestMerge:
         q = rec.get("quadrant") or self.quadrant_of.get((ref, str(rec.get("head_sha"))))
@@ -397,9 +406,13 @@ def once_each(items: list[DigestItem]) -> tuple[DigestItem, ...]:
     return tuple(out)
 
 
-def render_for(config: Config, state_dir: Path, day: date, now: datetime) -> str:
-    """The digest Markdown of local date `day` as of `now`."""
-    return render_digest(gather(config, state_dir, day, now), now)
+def render_for(
+    config: Config, state_dir: Path, day: date, now: datetime, *, catch_up: bool = False
+) -> str:
+    """The digest Markdown of local date `day` as of `now` (`catch_up`: posted at start-up,
+    late, and it says so)."""
+    facts = gather(config, state_dir, day, now)
+    return render_digest(dataclasses.replace(facts, catch_up=catch_up), now)
 
 
 def write(state_dir: Path, day: date, text: str) -> Path:
@@ -425,20 +438,48 @@ def post(config: Config, forge: ForgePort, day: date, text: str) -> int | None:
     return int(issue.number)
 
 
-def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime) -> date | None:
+CATCH_UP = "catch-up"  # posted at start-up: the daemon was not running at digest time
+SCHEDULED = "scheduled"
+
+
+def send_if_due(
+    config: Config, state_dir: Path, forge: ForgePort, now: datetime, *, startup: bool = False
+) -> date | None:
     """Send today's digest when it is due and not yet sent; the date sent, else None.
+
+    At start-up (`startup`) a due digest is a catch-up: the daemon was not running at the
+    digest time. It is sent when an earlier digest was (the deployment ran before: owners
+    expect today's), said in the log (`digest.catch_up`, with the reason), in the audit
+    record and at the top of the digest. A new deployment (no digest ever sent) posts
+    nothing at start-up: its first digest comes at the next digest time (`digest.first_at`).
 
     Order for crash safety: file, issue (found again by its marker), then the sent date
     and the audit record — a crash in between re-posts into the same issue, never a second.
     """
     state_dir = Path(state_dir)
+    sched = config.schedule
     with file_lock(state_dir / (DIGEST_STATE_FILE + ".lock")):
-        day = digest_due(
-            now, last_sent(state_dir), config.schedule.digest_time, config.schedule.timezone
-        )
+        before = last_sent(state_dir)
+        day = digest_due(now, before, sched.digest_time, sched.timezone)
         if day is None:
             return None
-        text = render_for(config, state_dir, day, now)
+        at = f"{sched.digest_time} {sched.timezone}"
+        if startup and before is None:
+            log.info(
+                "digest.first_at",
+                reason=f"a new deployment: no digest was ever posted, so nothing is caught up; "
+                f"the first is posted at the next {at}",
+            )
+            return None
+        reason = CATCH_UP if startup else SCHEDULED
+        if startup:
+            log.info(
+                "digest.catch_up",
+                date=day.isoformat(),
+                reason=f"started after {at} and the digest of {day.isoformat()} was not posted "
+                f"(the last one was {before.isoformat() if before else 'never'})",
+            )
+        text = render_for(config, state_dir, day, now, catch_up=startup)
         path = write(state_dir, day, text)
         number = post(config, forge, day, text)
         atomic_write_json(
@@ -446,10 +487,16 @@ def send_if_due(config: Config, state_dir: Path, forge: ForgePort, now: datetime
         )
         issue = f"{config.ballot_repo}#{number}" if number is not None else None
         AuditLog(log_paths(state_dir)[1]).append(
-            {"action": "digest", "date": day.isoformat(), "issue": issue, "file": path.name},
+            {
+                "action": "digest",
+                "date": day.isoformat(),
+                "issue": issue,
+                "file": path.name,
+                "reason": reason,
+            },
             now=now,
         )
-        log.info("digest.sent", date=day.isoformat(), issue=number)
+        log.info("digest.sent", date=day.isoformat(), issue=number, reason=reason)
         return day
 
 
@@ -465,14 +512,17 @@ def add_digest_job(
     scheduler: Any, ticker: Ticker, *, clock: Callable[[], datetime] | None = None
 ) -> Callable[[], date | None]:
     """Schedule the digest: daily at digest_time (misfire grace 6 h, coalesced) and once at
-    start-up (sends only when today's is due and missing). A failed post retries every 10 min
+    start-up (a catch-up: sends only when today's is due and missing, and a digest was sent
+    before; see send_if_due). A failed post retries every 10 min
     (at most 6 times). Returns the job function (tests call it directly)."""
     clock = clock or (lambda: datetime.now(UTC))
     retries = {"n": 0}
 
-    def job() -> date | None:
+    def job(startup: bool = False) -> date | None:
         try:
-            sent = send_if_due(ticker.config, ticker.state_dir, ticker.forge, clock())
+            sent = send_if_due(
+                ticker.config, ticker.state_dir, ticker.forge, clock(), startup=startup
+            )
         except StateError:
             raise
         except Exception as exc:  # a failed post: retried soon, never twice (marker, sent date)
@@ -485,6 +535,7 @@ def add_digest_job(
                     run_date=clock() + timedelta(minutes=RETRY_MINUTES),
                     id="digest-retry",
                     replace_existing=True,
+                    kwargs={"startup": startup},
                 )
             return None
         retries["n"] = 0
@@ -499,5 +550,12 @@ def add_digest_job(
         misfire_grace_time=MISFIRE_GRACE_SECONDS,
         replace_existing=True,
     )
-    scheduler.add_job(job, "date", run_date=clock(), id="digest-startup", replace_existing=True)
+    scheduler.add_job(
+        job,
+        "date",
+        run_date=clock(),
+        id="digest-startup",
+        replace_existing=True,
+        kwargs={"startup": True},
+    )
     return job
