@@ -16,6 +16,7 @@ from typing import Any
 from capdaemon.filenames import METRICS_FILE
 from capdaemon.state import StateError, read_json
 from capdaemon.stores.safety_state import read_breaker
+from capdaemon.timefmt import parse_utc
 
 STALE_TICKS = 3  # a last tick older than this many intervals: the daemon is not ticking
 
@@ -39,7 +40,7 @@ def judge(
     """The health from tick_metrics.json's facts and the breaker. `running_since`: when the
     daemon answering started (no tick yet is healthy for STALE_TICKS intervals after it)."""
     stale_after = STALE_TICKS * tick_seconds
-    last = _when(metrics.get("last_tick_at"))
+    last = last_tick_at(metrics)
     since = last or running_since
     age = (now - since).total_seconds() if since is not None else None
     body = _last_tick(metrics) if last is not None and age is not None else _no_tick()
@@ -88,12 +89,10 @@ def read_health(state_dir: Path, *, tick_seconds: float, now: datetime) -> Healt
     return judge(raw or {}, breaker_open=breaker_open, tick_seconds=tick_seconds, now=now)
 
 
-def _when(value: Any) -> datetime | None:
-    """An aware ISO time from tick_metrics.json, else None."""
-    if not isinstance(value, str):
-        return None
+def last_tick_at(metrics: Mapping[str, Any]) -> datetime | None:
+    """When the last full tick started, from tick_metrics.json's `last_tick_at` (None when
+    there is none or it is not an aware ISO time)."""
     try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_utc(metrics.get("last_tick_at"), "last_tick_at")  # type: ignore[arg-type]
     except ValueError:
         return None
-    return when if when.tzinfo is not None else None

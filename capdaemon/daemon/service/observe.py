@@ -25,7 +25,7 @@ from capdaemon.decide.reaction import SUMMARY_KEY
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import StateError
-from capdaemon.stores.health import Health, judge
+from capdaemon.stores.health import Health, judge, last_tick_at
 from capdaemon.stores.prparts import PRState
 from capdaemon.stores.safety_state import read_breaker
 
@@ -131,15 +131,12 @@ def _tick_families(data: Mapping[str, Any]) -> Iterator[Metric]:
     )
     seconds.add_metric([], _count(data, "last_tick_seconds"))
     yield seconds
-    at = data.get("last_tick_at")
+    at = last_tick_at(data)
     when = GaugeMetricFamily(
         "capdaemon_last_tick_timestamp_seconds",
         "when the last full tick started (epoch; 0: none yet)",
     )
-    try:
-        when.add_metric([], datetime.fromisoformat(str(at)).timestamp() if at else 0.0)
-    except ValueError:
-        when.add_metric([], 0.0)
+    when.add_metric([], at.timestamp() if at is not None else 0.0)
     yield when
     errors = GaugeMetricFamily("capdaemon_last_tick_errors", "errors in the last full tick")
     errors.add_metric([], _count(data, "errors_last_tick"))
