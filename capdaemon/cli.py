@@ -11,6 +11,7 @@ import os
 import sys
 
 from capdaemon import __version__
+from capdaemon.stateformat import StateFormatError
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import (scope-guard comes through here)
 if TYPE_CHECKING:
@@ -117,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return int(module.run(args) or 0)
+    except StateFormatError as exc:  # a state directory this capdaemon must not read
+        print(f"capdaemon {name}: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -35,6 +35,7 @@ from capdaemon.daemon.service.runner import (
 )
 from capdaemon.logging import configure_logging, get_logger
 from capdaemon.state import LockedError, StateError
+from capdaemon.stateformat import StateFormatError
 
 if TYPE_CHECKING:
     from capdaemon.daemon.core.tick import Ticker
@@ -107,7 +108,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     fmt = configure_logging(args.log_format, args.log_level)
     log = get_logger("capdaemon.daemon")
     notifier = Notifier()
-    state = state_dir(args)
+    state = state_dir(args, check=False)  # open_ticker checks (and stamps) its format
 
     def fail(event: str, message: str, code: int) -> int:
         """One line: a JSON event when logs are JSON (the journal), else plain text."""
@@ -151,6 +152,8 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
                 )
     except LockedError as exc:
         return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)
+    except StateFormatError as exc:
+        return fail("daemon.state_format", f"refusing to start: {exc}", EXIT_STATE)
     except StateError as exc:
         return fail("daemon.state_corrupt", f"corrupt state, refusing to start: {exc}", EXIT_STATE)
     except (CLIError, CredentialsError) as exc:

@@ -27,6 +27,7 @@ from capdaemon.daemon.service.preflight import (
 from capdaemon.filenames import key_file_path
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
+from capdaemon.stateformat import check_format, stamp_format
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
@@ -120,6 +121,7 @@ def open_ticker(
     from capdaemon.daemon.core.tick import Ticker
     from capdaemon.forge import tokencache
 
+    check_format(Path(state_dir))  # a newer format: nothing in it is read (StateFormatError)
     cache: tokencache.Loaded | None = None  # set when this function builds the Forge
     built: Forge | None = None
     if forge is None:
@@ -153,6 +155,9 @@ def open_ticker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
+        stamped = stamp_format(state_dir)  # a newer format: StateFormatError, nothing written
+        if stamped:
+            get_logger("capdaemon.daemon").info("state.format_stamped", detail=stamped)
         from capdaemon.channels import tgjob
 
         try:
