@@ -4,8 +4,8 @@ A directory without the file was written before formats were numbered: its layou
 the current one, and the daemon stamps it (saying so in its log). A directory of a newer
 format than this capdaemon knows is refused by the daemon and by every command that opens
 it, in one line naming the file and both versions: an older capdaemon never reads, and
-never rewrites, state it does not understand. Kept free of heavy imports: `scope-guard`
-checks it before every edit an agent makes.
+never rewrites, state it does not understand. `scope-guard` checks it before every edit an
+agent makes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from capdaemon import __version__
 from capdaemon.filenames import STATE_FORMAT_FILE
+from capdaemon.state import atomic_write_json
 
 STATE_FORMAT = 1  # the layout this capdaemon reads and writes
 OLDEST_FORMAT = 1  # the oldest it reads (older ones are migrated to STATE_FORMAT first)
@@ -82,9 +83,6 @@ def stamp_format(state_dir: Path) -> str | None:
             else "no format.json (written before formats were numbered: format 1)"
         )
     )
-    # lazily: state.py's atomic writes cost scope-guard, which only ever reads this file
-    from capdaemon.state import atomic_write_json
-
     atomic_write_json(path, {"format": STATE_FORMAT})
     return f"{path}: {before}; stamped format {STATE_FORMAT}"
 

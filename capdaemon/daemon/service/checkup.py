@@ -21,6 +21,7 @@ from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.audit import log_paths, verify
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.issues.access import decision_repo_writers
+from capdaemon.daemon.service.identity import check_identity, check_protection
 from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
 from capdaemon.findings import FAIL, OK, WARN, Finding
 from capdaemon.forge.appclock import (
@@ -30,7 +31,6 @@ from capdaemon.forge.appclock import (
     describe_offset,
     within_jwt_window,
 )
-from capdaemon.forge.convert import review_count
 from capdaemon.forge.errors import FORGE_FAILURES, NotFound, NotInstalled
 from capdaemon.landlock import LandlockError, abi_version
 from capdaemon.state import StateError, read_json
@@ -159,7 +159,8 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
 
     steps: list[Callable[[], Iterator[Finding]]] = [
         lambda: _installation(forge, config),
-        *[(lambda rc=rc: _repo(forge, rc)) for rc in config.repos],
+        lambda: check_identity(forge, config),
+        *[(lambda rc=rc: _repo(forge, config, rc)) for rc in config.repos],
         lambda: _decision_repo(forge, config, candidates),
         lambda: _rate(forge),
     ]
@@ -242,7 +243,7 @@ def _one_installation(
         )
 
 
-def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
+def _repo(forge: Forge, config: Config, rc: RepoConfig) -> Iterator[Finding]:
     try:
         perms = forge.repo_permissions(rc.name)
     except NotFound:
@@ -259,30 +260,7 @@ def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
         f"repo {rc.name}",
         "reachable with write access" if push else "reachable but read-only: grant write",
     )
-    protection = forge.get_protection(rc.name, rc.base)
-    if protection is None:
-        yield Finding(
-            FAIL,
-            f"protection {rc.name}",
-            f"branch {rc.base} is not protected: run `capdaemon protect {rc.name}`",
-        )
-        return
-    checks = (protection.get("required_status_checks") or {}).get("contexts") or []
-    reviews = protection.get("required_pull_request_reviews") is not None
-    detail = f"{rc.base} protected; required checks: {', '.join(checks) or 'none'}" + (
-        "; reviews required" if reviews else ""
-    )
-    yield Finding(OK if checks else WARN, f"protection {rc.name}", detail)
-    count = review_count(protection)
-    if count:
-        yield Finding(
-            WARN,
-            f"reviewers {rc.name}",
-            f"{rc.base} requires {count} approving review(s): capdaemon is the reviewer of record "
-            "(L1.C3 pinned to the App) and a required human review blocks every merge it makes "
-            f"by itself; keep it only if you want both, else `capdaemon protect {rc.name} "
-            "--reviewers 0`",
-        )
+    yield from check_protection(forge, config, rc)
 
 
 def _decision_repo(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:

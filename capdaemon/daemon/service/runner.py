@@ -155,9 +155,7 @@ def open_ticker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
-        stamped = stamp_format(state_dir)  # a newer format: StateFormatError, nothing written
-        if stamped:
-            get_logger("capdaemon.daemon").info("state.format_stamped", detail=stamped)
+        _stamp(state_dir)
         from capdaemon.channels import tgjob
 
         try:
@@ -179,6 +177,14 @@ def open_ticker(
         finally:
             if cache is not None and built is not None:
                 _keep_cache(built, state_dir, config.github.base_url, cache)
+
+
+def _stamp(state_dir: Path) -> None:
+    """Stamp the locked state directory's format (stateformat), saying so when it was older;
+    a newer format raises StateFormatError before anything is written."""
+    stamped = stamp_format(state_dir)
+    if stamped:
+        get_logger("capdaemon.daemon").info("state.format_stamped", detail=stamped)
 
 
 def _keep_cache(forge: Forge, state_dir: Path, base_url: str, cache: tokencache.Loaded) -> None:
