@@ -125,3 +125,20 @@ def test_read_format_returns_the_number_or_refuses_naming_the_file(value: object
             assert not valid and str(path) in str(exc)
         else:
             assert valid and got == fmt
+
+
+@pytest.mark.slow
+def test_doctor_reports_the_state_format(daemon: Harness) -> None:
+    """doctor --offline names the format: ok for format 1, one FAIL line naming the file and
+    both formats for a newer one (the other checks still run)."""
+    daemon.tick()
+    daemon.stop()
+    proc = _capdaemon("doctor", "--offline", *_dirs(daemon))
+    [line] = [ln for ln in proc.stdout.splitlines() if " state format " in ln]
+    assert line.startswith("ok") and "format 1" in line
+    (daemon.state_dir / FORMAT).write_text(json.dumps({"format": STATE_FORMAT + 1}))
+    proc = _capdaemon("doctor", "--offline", *_dirs(daemon))
+    [line] = [ln for ln in proc.stdout.splitlines() if " state format " in ln]
+    assert line.startswith("FAIL") and str(daemon.state_dir / FORMAT) in line
+    assert f"state format {STATE_FORMAT + 1}" in line and proc.returncode == 1
+    assert proc.stdout.splitlines()[-1].startswith("doctor: 1 failed")

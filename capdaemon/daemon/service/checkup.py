@@ -22,7 +22,7 @@ from capdaemon.audit import log_paths, verify
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.issues.access import decision_repo_writers
 from capdaemon.daemon.service.identity import check_identity, check_protection
-from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
+from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE, STATE_FORMAT_FILE
 from capdaemon.findings import FAIL, OK, WARN, Finding
 from capdaemon.forge.appclock import (
     AHEAD_TOLERANCE,
@@ -34,6 +34,7 @@ from capdaemon.forge.appclock import (
 from capdaemon.forge.errors import FORGE_FAILURES, NotFound, NotInstalled
 from capdaemon.landlock import LandlockError, abi_version
 from capdaemon.state import StateError, read_json
+from capdaemon.stateformat import STATE_FORMAT, StateFormatError, check_format, read_format
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -71,6 +72,7 @@ def check_state_dir(state: Path) -> Iterator[Finding]:
         return
     yield Finding(OK, "state directory", f"{state} is a writable directory")
     yield _lock_finding(state / "capdaemon.lock")
+    yield _format_finding(state)
     bad = []
     for name in (PRS_FILE, METRICS_FILE, SAFETY_FILE):
         try:
@@ -95,6 +97,20 @@ def check_state_dir(state: Path) -> Iterator[Finding]:
                 "audit log",
                 f"{path}:{report.line}: {report.reason} (see `capdaemon audit verify`)",
             )
+
+
+def _format_finding(state: Path) -> Finding:
+    """The directory's state format (stateformat): newer than this capdaemon reads fails."""
+    try:
+        found = read_format(state)
+        check_format(state)
+    except StateFormatError as exc:
+        return Finding(FAIL, "state format", str(exc))
+    if found is None:
+        return Finding(
+            OK, "state format", f"no {STATE_FORMAT_FILE}: format 1 (stamped at the next start)"
+        )
+    return Finding(OK, "state format", f"format {found} (this capdaemon reads {STATE_FORMAT})")
 
 
 def _lock_finding(lock: Path) -> Finding:
