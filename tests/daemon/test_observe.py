@@ -29,6 +29,7 @@ from capdaemon.decide.breaker import BreakerState
 from capdaemon.stores.safety_state import breaker_update
 
 from .conftest import Harness, write_config
+from .test_reload_rules import _edit, _reloader
 
 pytestmark = pytest.mark.slow
 
@@ -201,3 +202,34 @@ def test_metrics_listen_is_loopback_unless_allowed(daemon: Harness, tmp_path: Pa
     assert _config(tmp_path, daemon, {"listen": "[::1]:9464"}).metrics.address == ("::1", 9464)
     write_config(tmp_path / "d", daemon.sb)
     assert load_config(tmp_path / "d").metrics.address is None
+
+
+def test_a_reload_is_counted_and_a_new_metrics_listen_waits_for_a_restart(
+    daemon: Harness,
+) -> None:
+    """An applied config change counts in capdaemon_config_reloads_total{outcome="applied"}, a
+    refused one in "refused"; a changed `metrics:` is held back (the endpoints are bound once)."""
+    daemon.configure()
+    reloader = _reloader(daemon)
+    ticker = daemon.ticker
+    assert ticker is not None
+    observed = Observed(ticker, reloader, lambda: 60.0, started=datetime.now(UTC))
+    url, server = _serve(observed)
+    try:
+
+        def change(d: dict[str, Any]) -> None:
+            d["owners"] = [*d["owners"], "carol"]
+            d["metrics"] = {"listen": "127.0.0.1:9999"}
+
+        _edit(daemon, change)
+        daemon.tick()
+        assert "carol" in ticker.config.owners and ticker.config.metrics.listen is None
+        [rec] = daemon.actions("config.changed")
+        assert rec["restart_needed"] == ["metrics"]
+        _edit(daemon, lambda d: d.update(mode="sideways"))
+        daemon.tick()
+        got = _samples(_get(f"{url}/metrics")[1])
+        assert got[("capdaemon_config_reloads_total", (("outcome", "applied"),))] == 1
+        assert got[("capdaemon_config_reloads_total", (("outcome", "refused"),))] == 1
+    finally:
+        server.shutdown()

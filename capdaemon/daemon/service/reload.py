@@ -192,6 +192,9 @@ class Reloader:
         if config.github != running.github:
             config = dataclasses.replace(config, github=running.github)
             held.append("github")
+        if config.metrics != running.metrics:  # the endpoints are bound once, at start
+            config = dataclasses.replace(config, metrics=running.metrics)
+            held.append("metrics")
         if config.channels.telegram != running.channels.telegram:
             channels = dataclasses.replace(config.channels, telegram=running.channels.telegram)
             config = dataclasses.replace(config, channels=channels)
