@@ -4,9 +4,6 @@ format is refused in one line by the daemon and every command that opens the sta
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,18 +13,9 @@ from hypothesis import strategies as st
 from capdaemon.stateformat import STATE_FORMAT, StateFormatError, check_format, read_format
 
 from .conftest import Harness
+from .test_process import _capdaemon
 
 FORMAT = "format.json"
-
-
-def _capdaemon(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "capdaemon.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ},
-    )
 
 
 def _dirs(daemon: Harness) -> list[str]:

@@ -80,16 +80,18 @@ class DaemonCollector:
         yield from _wire_families(o.ticker.forge.rate_budget())
         yield from _pr_families(o.ticker)
         yield from _reaction_families(data.get(SUMMARY_KEY))
-        breaker = GaugeMetricFamily(
-            "capdaemon_breaker_open", "1 while the circuit breaker is tripped (merges stop)"
+        yield _single(
+            GaugeMetricFamily,
+            "capdaemon_breaker_open",
+            "1 while the circuit breaker is tripped (merges stop)",
+            1.0 if o.breaker_open() else 0.0,
         )
-        breaker.add_metric([], 1.0 if o.breaker_open() else 0.0)
-        yield breaker
-        shadow = GaugeMetricFamily(
-            "capdaemon_shadow_mode", "1 in shadow mode (decide and record, never merge)"
+        yield _single(
+            GaugeMetricFamily,
+            "capdaemon_shadow_mode",
+            "1 in shadow mode (decide and record, never merge)",
+            1.0 if o.ticker.shadow else 0.0,
         )
-        shadow.add_metric([], 1.0 if o.ticker.shadow else 0.0)
-        yield shadow
         reloads = CounterMetricFamily(
             "capdaemon_config_reloads",
             "config directory changes since start: applied, or refused (the running one kept)",
@@ -99,9 +101,12 @@ class DaemonCollector:
         for outcome in ("applied", "refused"):
             reloads.add_metric([outcome], float(counts.get(outcome, 0)))
         yield reloads
-        up = GaugeMetricFamily("capdaemon_start_time_seconds", "when the daemon started (epoch)")
-        up.add_metric([], o.started.timestamp())
-        yield up
+        yield _single(
+            GaugeMetricFamily,
+            "capdaemon_start_time_seconds",
+            "when the daemon started (epoch)",
+            o.started.timestamp(),
+        )
 
 
 def _count(data: Mapping[str, Any], key: str) -> float:
@@ -109,38 +114,47 @@ def _count(data: Mapping[str, Any], key: str) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
+def _single(
+    family: type[CounterMetricFamily] | type[GaugeMetricFamily], name: str, text: str, value: float
+) -> Metric:
+    """A family of one unlabelled sample (a counter's name without `_total`)."""
+    out = family(name, text)
+    out.add_metric([], value)
+    return out
+
+
+def _by_kind(name: str, text: str, data: Mapping[str, Any], keys: Mapping[str, str]) -> Metric:
+    """A counter labelled `kind` (full / targeted), each from its tick_metrics.json key."""
+    out = CounterMetricFamily(name, text, labels=["kind"])
+    for kind, key in keys.items():
+        out.add_metric([kind], _count(data, key))
+    return out
+
+
 def _tick_families(data: Mapping[str, Any]) -> Iterator[Metric]:
-    ticks = CounterMetricFamily(
+    yield _by_kind(
         "capdaemon_ticks",
         "ticks run, by kind (full, or targeted at repos seen changing)",
-        labels=["kind"],
+        data,
+        {"full": "ticks", "targeted": "targeted_ticks"},
     )
-    ticks.add_metric(["full"], _count(data, "ticks"))
-    ticks.add_metric(["targeted"], _count(data, "targeted_ticks"))
-    yield ticks
-    merges = CounterMetricFamily(
+    yield _by_kind(
         "capdaemon_merges",
         "PRs the daemon merged, by the kind of tick that merged them",
-        labels=["kind"],
+        data,
+        {"full": "merged_total", "targeted": "targeted_merged"},
     )
-    merges.add_metric(["full"], _count(data, "merged_total"))
-    merges.add_metric(["targeted"], _count(data, "targeted_merged"))
-    yield merges
-    seconds = GaugeMetricFamily(
-        "capdaemon_last_tick_duration_seconds", "the last full tick's wall time"
-    )
-    seconds.add_metric([], _count(data, "last_tick_seconds"))
-    yield seconds
     at = last_tick_at(data)
-    when = GaugeMetricFamily(
-        "capdaemon_last_tick_timestamp_seconds",
-        "when the last full tick started (epoch; 0: none yet)",
-    )
-    when.add_metric([], at.timestamp() if at is not None else 0.0)
-    yield when
-    errors = GaugeMetricFamily("capdaemon_last_tick_errors", "errors in the last full tick")
-    errors.add_metric([], _count(data, "errors_last_tick"))
-    yield errors
+    for name, text, value in (
+        ("duration_seconds", "the last full tick's wall time", _count(data, "last_tick_seconds")),
+        (
+            "timestamp_seconds",
+            "when the last full tick started (epoch; 0: none yet)",
+            at.timestamp() if at is not None else 0.0,
+        ),
+        ("errors", "errors in the last full tick", _count(data, "errors_last_tick")),
+    ):
+        yield _single(GaugeMetricFamily, f"capdaemon_last_tick_{name}", text, value)
     classified = CounterMetricFamily(
         "capdaemon_classified", "PR heads classified, by quadrant", labels=["quadrant"]
     )
@@ -151,20 +165,16 @@ def _tick_families(data: Mapping[str, Any]) -> Iterator[Metric]:
 
 def _wire_families(budget: Mapping[str, Any]) -> Iterator[Metric]:
     sent, free = _count(budget, "requests"), _count(budget, "not_modified")
-    requests = CounterMetricFamily(
-        "capdaemon_github_requests", "HTTP requests sent to GitHub since start (304s included)"
-    )
-    requests.add_metric([], sent)
-    yield requests
-    counted = CounterMetricFamily(
-        "capdaemon_github_counted_requests",
-        "requests GitHub counts against the rate limit since start (all but 304 Not Modified)",
-    )
-    counted.add_metric([], max(0.0, sent - free))
-    yield counted
-    writes = CounterMetricFamily("capdaemon_github_writes", "write requests sent since start")
-    writes.add_metric([], _count(budget, "writes"))
-    yield writes
+    for name, text, value in (
+        ("requests", "HTTP requests sent to GitHub since start (304s included)", sent),
+        (
+            "counted_requests",
+            "requests GitHub counts against the rate limit since start (all but 304 Not Modified)",
+            max(0.0, sent - free),
+        ),
+        ("writes", "write requests sent since start", _count(budget, "writes")),
+    ):
+        yield _single(CounterMetricFamily, f"capdaemon_github_{name}", text, value)
     for key, name, text in (
         (
             "remaining",
@@ -178,9 +188,7 @@ def _wire_families(budget: Mapping[str, Any]) -> Iterator[Metric]:
         ),
     ):
         if isinstance(budget.get(key), int):
-            g = GaugeMetricFamily(name, text)
-            g.add_metric([], float(budget[key]))
-            yield g
+            yield _single(GaugeMetricFamily, name, text, float(budget[key]))
 
 
 def _pr_families(ticker: Ticker) -> Iterator[Metric]:
