@@ -3,6 +3,7 @@ the breaker, the dashboard's `/healthz`, and the loopback-only `metrics.listen`.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -18,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from capdaemon.config.central import load_capdaemon
 from capdaemon.config.loaders import load_config
 from capdaemon.config.sections import ConfigError
 from capdaemon.daemon.service.observe import Observed, make_server
@@ -233,3 +237,31 @@ def test_a_reload_is_counted_and_a_new_metrics_listen_waits_for_a_restart(
         assert got[("capdaemon_config_reloads_total", (("outcome", "refused"),))] == 1
     finally:
         server.shutdown()
+
+
+_hosts = st.one_of(
+    st.ip_addresses(v=4).map(str),
+    st.ip_addresses(v=6).map(lambda a: f"[{a}]"),
+    st.sampled_from(["localhost", "example.com", "", "::1", "127.0.0.1.evil"]),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(host=_hosts, port=st.integers(min_value=-5, max_value=70000), allow=st.booleans())
+def test_metrics_listen_accepts_only_loopback_or_what_is_allowed(
+    host: str, port: int, allow: bool
+) -> None:
+    """Whatever `metrics.listen` holds, the loader either binds exactly that host and port —
+    a loopback one unless allow_non_loopback — or refuses naming metrics.listen."""
+    listen = f"{host}:{port}"
+    data = {"metrics": {"listen": listen, "allow_non_loopback": allow}}
+    try:
+        got = load_capdaemon("capdaemon.yml", data)["metrics"]
+    except ConfigError as exc:
+        assert "metrics.listen" in str(exc)
+        return
+    bound, bound_port = got.address
+    assert (bound, bound_port) == (host.strip("[]"), port) and 0 < port < 65536
+    if not allow:
+        assert bound == "localhost" or ipaddress.ip_address(bound).is_loopback
