@@ -11,6 +11,7 @@ import os
 import sys
 
 from capdaemon import __version__
+from capdaemon.stateformat import StateFormatError
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import (scope-guard comes through here)
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("capdaemon.commands.init", "write a starter config from the packaged sample"),
     "doctor": ("capdaemon.commands.doctor", "check a deployment without changing anything"),
 }
+# answered here, from every command's parser (the one place that sees them all)
+COMPLETION = ("completion", "print the shell completion script: capdaemon completion bash|zsh")
+SHELLS = ("bash", "zsh")
+DIRECTORY_ARGS = frozenset({"config", "state", "dir", "root"})  # complete directory names
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -60,8 +65,23 @@ def _usage() -> str:
     lines = ["usage: capdaemon COMMAND [ARGS...]", "", "commands:"]
     width = max(len(c) for c in COMMANDS)
     lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {COMPLETION[0].ljust(width)}  {COMPLETION[1]}"]
     lines += ["", "`capdaemon COMMAND --help` for a command's arguments."]
     return "\n".join(lines)
+
+
+def _answered_here(argv: list[str]) -> int | None:
+    """The exit code of what needs no command module (usage, --version, completion), else
+    None."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"capdaemon {__version__}")
+        return 0
+    if argv[0] == COMPLETION[0]:
+        return _completion(argv[1:])
+    return None
 
 
 def _command(name: str, rest: list[str]) -> tuple[Any, str, list[str], str]:
@@ -80,12 +100,9 @@ def _command(name: str, rest: list[str]) -> tuple[Any, str, list[str], str]:
 def main(argv: list[str] | None = None) -> int:
     """Run one capdaemon command; returns the process exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(_usage())
-        return 0 if argv else 2
-    if argv[0] == "--version":
-        print(f"capdaemon {__version__}")
-        return 0
+    answered = _answered_here(argv)
+    if answered is not None:
+        return answered
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"capdaemon: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
@@ -101,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return int(module.run(args) or 0)
+    except StateFormatError as exc:  # a state directory this capdaemon must not read
+        print(f"capdaemon {name}: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -115,6 +135,66 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def full_parser() -> argparse.ArgumentParser:
+    """One parser holding every command's (and subcommand's) own parser, as each module
+    configures it: what shell completion is generated from."""
+    root = argparse.ArgumentParser(prog="capdaemon", formatter_class=_HelpFormatter)
+    root.add_argument("--version", action="version", version=f"capdaemon {__version__}")
+    commands = root.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        parser = commands.add_parser(
+            name, help=help_, description=help_, formatter_class=_HelpFormatter
+        )
+        subcommands: dict[str, tuple[str, str]] = getattr(module, "SUBCOMMANDS", {})
+        if subcommands:
+            words = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+            for word, (sub_name, sub_help) in subcommands.items():
+                sub = words.add_parser(word, help=sub_help, formatter_class=_HelpFormatter)
+                importlib.import_module(sub_name).configure(sub)
+        module.configure(parser)
+    _configure_completion(commands.add_parser(COMPLETION[0], help=COMPLETION[1]))
+    for action in _actions(root):  # a directory argument completes directory names
+        if action.dest in DIRECTORY_ARGS and action.option_strings:
+            action.complete = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/"}  # type: ignore[attr-defined]
+    return root
+
+
+def _actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """Every action of a parser and of its subparsers, depth first."""
+    out: list[argparse.Action] = []
+    for action in parser._actions:
+        out.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _actions(sub)
+    return out
+
+
+def _configure_completion(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
+
+
+def _completion(rest: list[str]) -> int:
+    """`capdaemon completion bash|zsh`: the script, generated by shtab from full_parser()."""
+    import shtab
+
+    parser = argparse.ArgumentParser(
+        prog=f"capdaemon {COMPLETION[0]}",
+        description=COMPLETION[1],
+        formatter_class=_HelpFormatter,
+        epilog="bash: source <(capdaemon completion bash) in ~/.bashrc; zsh: capdaemon completion"
+        ' zsh > "${fpath[1]}/_capdaemon" (then compinit)',
+    )
+    _configure_completion(parser)
+    try:
+        args = parser.parse_args(rest)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    print(shtab.complete(full_parser(), shell=args.shell))
+    return 0
 
 
 def _stdout_closed() -> int:

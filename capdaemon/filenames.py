@@ -17,6 +17,7 @@ CLASSIFIER_LOG = "classifier_audit.jsonl"
 ACTIONS_LOG = "actions.jsonl"
 
 # -- bot-state: state files ------------------------------------------------------------------
+STATE_FORMAT_FILE = "format.json"  # the directory's layout version (capdaemon.stateformat)
 PRS_FILE = "prs.json"
 JOURNAL_FILE = "prs.journal"
 METRICS_FILE = "tick_metrics.json"

@@ -91,6 +91,68 @@ def list_collaborators(ctx: Ctx, owner: str, repo: str) -> Paged:
     return Paged(people, one)
 
 
+# GitHub's `permission` words for the roles (`pull`/`push` are the API's names of read/write)
+ROLE_OF_PERMISSION = {"pull": "read", "triage": "triage", "push": "write", "maintain": "maintain",
+                      "admin": "admin"}  # fmt: skip
+
+
+def _user_login(ctx: Ctx, username: str) -> str:
+    login = next((k for k in ctx.b.data["users"] if k.lower() == username.lower()), None)
+    if login is None or ctx.b.data["users"][login].get("type") == "Organization":
+        raise not_found()
+    return str(login)
+
+
+@route("PUT", "/repos/<owner>/<repo>/collaborators/<username>")
+def put_collaborator(ctx: Ctx, owner: str, repo: str, username: str) -> Result:
+    """PUT /repos/{owner}/{repo}/collaborators/{username} (admin; an App: `administration:
+    write`): body `{"permission": pull|triage|push|maintain|admin}`, default push. A new
+    collaborator gets 201 and a repository invitation, an existing one 204 with the new role.
+    The sandbox applies the invitation at once (GitHub waits for the invitee to accept)."""
+    full = _full(ctx, owner, repo)
+    ctx.require(full, "admin", "administration")
+    login = _user_login(ctx, username)
+    word = field_of(
+        ctx.body(), "permission", str, "Collaborator", default="push",
+        choices=tuple(ROLE_OF_PERMISSION),
+    )  # fmt: skip
+    rec = ctx.b.repo(full)
+    if login == rec["owner"]:
+        raise validation("Collaborator", "permission", "invalid")  # the owner is no collaborator
+    with ctx.b.lock:
+        existed = login in rec["collaborators"]
+        rec["collaborators"][login] = ROLE_OF_PERMISSION[word]
+        ctx.b.store.save()
+    if existed:
+        return Result(204, None)
+    invitation = {
+        "id": ctx.b.store.new_id(),
+        "node_id": render.node_id("RepositoryInvitation", f"{full}:{login}"),
+        "repository": render.repo(ctx.b, ctx.urls, rec, full=False),
+        "invitee": render.user(ctx.b, ctx.urls, login),
+        "inviter": render.user(ctx.b, ctx.urls, ctx.ident.login),
+        "permissions": {"pull": "read", "push": "write"}.get(word, word),
+        "created_at": ctx.b.now(),
+        "expired": False,
+        "url": f"{ctx.urls.api}/user/repository_invitations/{login}",
+        "html_url": f"{ctx.urls.web}/{full}/invitations",
+    }
+    return Result(201, invitation)
+
+
+@route("DELETE", "/repos/<owner>/<repo>/collaborators/<username>")
+def delete_collaborator(ctx: Ctx, owner: str, repo: str, username: str) -> Result:
+    """DELETE /repos/{owner}/{repo}/collaborators/{username} (admin; an App: `administration:
+    write`): 204, whether or not the login was a collaborator."""
+    full = _full(ctx, owner, repo)
+    ctx.require(full, "admin", "administration")
+    login = _user_login(ctx, username)
+    with ctx.b.lock:
+        if ctx.b.repo(full)["collaborators"].pop(login, None) is not None:
+            ctx.b.store.save()
+    return Result(204, None)
+
+
 # -- rulesets ------------------------------------------------------------------------------
 
 

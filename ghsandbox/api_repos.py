@@ -204,9 +204,10 @@ def get_branch(ctx: Ctx, owner: str, repo: str, branch: str) -> Result:
 
 @route("GET", "/repos/<owner>/<repo>/branches/<path:branch>/protection")
 def get_protection(ctx: Ctx, owner: str, repo: str, branch: str) -> Result:
-    """GET /repos/{owner}/{repo}/branches/{branch}/protection (admin)."""
+    """GET /repos/{owner}/{repo}/branches/{branch}/protection (a user: admin; an App:
+    `administration: read`, as on GitHub)."""
     full = full_name(ctx, owner, repo)
-    ctx.require(full, "admin", "administration")
+    ctx.require(full, "admin", "administration", app_level="read")
     _branch_sha(ctx, full, branch)
     rule = ctx.b.repo(full)["protection"].get(branch)
     if rule is None:

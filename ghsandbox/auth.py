@@ -182,9 +182,16 @@ def app_allows(b: Backend, ident: Identity, category: str, level: str) -> bool:
 
 
 def require(
-    b: Backend, ident: Identity, full: str, level: str = "read", category: str | None = None
+    b: Backend,
+    ident: Identity,
+    full: str,
+    level: str = "read",
+    category: str | None = None,
+    app_level: str | None = None,
 ) -> str:
-    """Raise GitHub's 404/403 unless the caller has ``level`` on the repo; return the role."""
+    """Raise GitHub's 404/403 unless the caller has ``level`` on the repo; return the role.
+    An App installation needs ``category`` at ``app_level`` (default: write for any level
+    above read; GitHub reads branch protection with ``administration: read``)."""
     if ident.kind == "app":
         raise SandboxApiError(
             403,
@@ -196,7 +203,7 @@ def require(
     if role == "none":
         raise SandboxApiError(404, "Not Found")
     if category is not None and not app_allows(
-        b, ident, category, "write" if level != "read" else "read"
+        b, ident, category, app_level or ("write" if level != "read" else "read")
     ):
         raise SandboxApiError(403, "Resource not accessible by integration")
     if PERMISSION_RANK[role] < PERMISSION_RANK[level]:

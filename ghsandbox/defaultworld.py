@@ -27,7 +27,7 @@ def default_seed(root: Path) -> tuple[dict[str, Any], Path]:
     keys = std.generate_keys()
     key_path, _ = std.write_keys(keys, root / KEY_DIR)
     (root / KEY_DIR / f"{std.EVIL_APP_SLUG}.pem").unlink()  # only the capdaemon App is seeded
-    seed = std.standard_seed(keys)
+    seed = std.default_world_seed(keys)
     seed["apps"] = [a for a in seed["apps"] if a["id"] == std.APP_ID]
     seed["fidelity"] = {}  # GitHub's limits, all on
     seed["admin_token"] = f"sandbox-admin-{secrets.token_hex(12)}"

@@ -112,12 +112,18 @@ class Ctx:
             raise SandboxApiError(401, "Requires authentication")
         return self.ident.login
 
-    def require(self, full: str, level: str = "read", category: str | None = None) -> str:
+    def require(
+        self,
+        full: str,
+        level: str = "read",
+        category: str | None = None,
+        app_level: str | None = None,
+    ) -> str:
         """Check the caller's access to a repo (see auth.require)."""
         if level != "read" and self.ident.kind == "anonymous":
             self.b.repo(full)
             raise SandboxApiError(401, "Requires authentication")
-        return require(self.b, self.ident, full, level, category)
+        return require(self.b, self.ident, full, level, category, app_level)
 
     def json(self) -> Any:
         """The parsed JSON request body of any shape (None when empty; 400 if malformed)."""

@@ -167,6 +167,20 @@ def standard_seed(keys: AppKeys, rate_limit: int = 5000) -> dict[str, Any]:
     }
 
 
+def default_world_seed(keys: AppKeys) -> dict[str, Any]:
+    """The world `capdaemon sandbox serve` and `capdaemon demo` start with: the standard seed,
+    except that the agents have only triage on the decision repo (what the docs ask of a
+    deployment: with write, an agent could edit or close a ballot)."""
+    seed = standard_seed(keys)
+    for repo in seed["repos"]:
+        if f"{repo['owner']}/{repo['name']}" == BOT_REPO:
+            repo["collaborators"] = {
+                **repo["collaborators"],
+                **dict.fromkeys(AGENTS, "triage"),
+            }
+    return seed
+
+
 def with_second_org(seed: dict[str, Any]) -> dict[str, Any]:
     """The seed plus org globex (alice admin) with repo globex/gadgets, where the capdaemon App
     has a second installation (its own rate limit, 7,000 an hour) — the evil App none."""

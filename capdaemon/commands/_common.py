@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from capdaemon.quoting import printable as printable  # the one home; re-exported for commands
+from capdaemon.stateformat import check_format
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings anyway
 if TYPE_CHECKING:
@@ -75,10 +76,13 @@ def unused_config_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def state_dir(args: argparse.Namespace) -> Path:
-    """The state directory chosen by --state, $CAPDAEMON_STATE, or ./bot-state."""
-    chosen = getattr(args, "state", None) or os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR
-    return Path(chosen)
+def state_dir(args: argparse.Namespace, *, check: bool = True) -> Path:
+    """The state directory chosen by --state, $CAPDAEMON_STATE, or ./bot-state. With `check`,
+    StateFormatError when it holds a newer format than this capdaemon reads (stateformat)."""
+    chosen = Path(getattr(args, "state", None) or os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR)
+    if check:
+        check_format(chosen)
+    return chosen
 
 
 def state_dir_problem(path: Path) -> str | None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capdaemon.commands import ticksummary
 from capdaemon.commands._common import (
@@ -18,6 +19,7 @@ from capdaemon.commands._common import (
 )
 from capdaemon.config import Config
 from capdaemon.daemon.service.notify import Notifier
+from capdaemon.daemon.service.observe import Endpoints, Observed
 from capdaemon.daemon.service.preflight import CredentialsError, UnreachableError, repo_problems
 from capdaemon.daemon.service.reload import ConfigRefused, Reloader
 from capdaemon.daemon.service.runner import (
@@ -33,6 +35,10 @@ from capdaemon.daemon.service.runner import (
 )
 from capdaemon.logging import LOG_LEVELS, configure_logging, get_logger
 from capdaemon.state import LockedError, StateError
+from capdaemon.stateformat import StateFormatError
+
+if TYPE_CHECKING:
+    from capdaemon.daemon.core.tick import Ticker
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +71,22 @@ def _reloader(args: argparse.Namespace) -> Reloader:
     return Reloader(config_dir(args)[0], load=load, check_repos=repo_problems)
 
 
+def _endpoints(ticker: Ticker, reloader: Reloader | None, fixed: float | None) -> Endpoints:
+    """`/healthz` and `/metrics` on `metrics.listen` (nothing when it is not set); a
+    CLIError naming the key when the address cannot be bound."""
+    address = ticker.config.metrics.address
+
+    def interval() -> float:
+        return fixed or ticker.config.schedule.tick_seconds
+
+    observed = Observed(ticker, reloader, interval, started=datetime.now(UTC))
+    try:
+        return Endpoints(observed, address)
+    except OSError as exc:
+        listen = ticker.config.metrics.listen
+        raise CLIError(f"metrics.listen: cannot listen on {listen}: {exc.strerror}") from None
+
+
 def _os_failure(exc: OSError, state: Path) -> tuple[str, str, int]:
     """The event, the line and the exit status for a file that could not be used."""
     if exc.filename is None:
@@ -92,7 +114,7 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
     fmt = configure_logging(args.log_format, args.log_level)
     log = get_logger("capdaemon.daemon")
     notifier = Notifier()
-    state = state_dir(args)
+    state = state_dir(args, check=False)  # open_ticker checks (and stamps) its format
 
     def fail(event: str, message: str, code: int) -> int:
         """One line: a JSON event when logs are JSON (the journal), else plain text."""
@@ -125,16 +147,19 @@ def start(args: argparse.Namespace, *, daemon: bool) -> int:
                 print(ticksummary.render(run_once(ticker), json_asked=args.json))
                 return EXIT_OK
             seconds = args.tick_seconds or config.schedule.tick_seconds
-            return serve(
-                ticker,
-                tick_seconds=seconds,
-                notifier=notifier,
-                reloader=reloader,
-                fixed_interval=bool(args.tick_seconds),
-                stopped_early=stopped_early,
-            )
+            with _endpoints(ticker, reloader, args.tick_seconds):
+                return serve(
+                    ticker,
+                    tick_seconds=seconds,
+                    notifier=notifier,
+                    reloader=reloader,
+                    fixed_interval=bool(args.tick_seconds),
+                    stopped_early=stopped_early,
+                )
     except LockedError as exc:
         return fail("daemon.locked", f"{exc}; refusing to start a second daemon", EXIT_FAILED)
+    except StateFormatError as exc:
+        return fail("daemon.state_format", f"refusing to start: {exc}", EXIT_STATE)
     except StateError as exc:
         return fail("daemon.state_corrupt", f"corrupt state, refusing to start: {exc}", EXIT_STATE)
     except (CLIError, CredentialsError) as exc:

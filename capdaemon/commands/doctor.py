@@ -106,7 +106,7 @@ def _guarded(checks: Checked) -> Checked:
 def _findings(args: argparse.Namespace) -> Checked:
     """(Finding, whether it is a config/credentials check) in the order they are made."""
 
-    state = state_dir(args)
+    state = state_dir(args, check=False)  # its format is one of the checks
     try:
         config, rules = load_config_and_rules(args, required=True)
     except CLIError as exc:

@@ -26,13 +26,15 @@ from capdaemon.commands._common import (
 )
 from capdaemon.daemon.issues.access import decision_repo_writers
 from capdaemon.daemon.issues.protection_issue import protect_command
+from capdaemon.daemon.safety.byhand import by_hand
 from capdaemon.daemon.safety.protection import protection_problems
 from capdaemon.daemon.service.runner import CredentialsError, github_credentials, with_base_url
 from capdaemon.decide.labels import L1C3_CHECK_NAME
 from capdaemon.filenames import PRS_FILE
 from capdaemon.forge.client import Forge
 from capdaemon.forge.convert import review_count
-from capdaemon.forge.errors import FORGE_FAILURES, NotFound
+from capdaemon.forge.errors import FORGE_FAILURES, Forbidden, NotFound
+from capdaemon.forge.writes import protection_body
 from capdaemon.logging import logging_for_command
 from capdaemon.state import StateError, read_json
 
@@ -106,12 +108,14 @@ def _run(args: argparse.Namespace) -> int:
         _warn_decision_writers(forge, config, state_dir(args), args.agent)
         current = forge.effective_protection(args.repo, branch)
         before = protection_problems(current, app_id) + _review_problems(current, args.reviewers)
+        manual = _by_hand(forge, args.repo, branch, app_id, args.reviewers) if before else []
         if args.check:
-            return _report_check(args.repo, branch, rc.base if rc else None, before)
-        # already as required (classic protection or rulesets): write nothing
-        changed = bool(before) and forge.set_protection(
-            args.repo, branch, L1C3_CHECK_NAME, app_id, reviewers=args.reviewers
+            return _report_check(args.repo, branch, rc.base if rc else None, before, manual)
+        changed = (
+            _write(forge, args.repo, branch, app_id, args.reviewers, manual) if before else False
         )
+        if changed is None:
+            return 1
         final = forge.effective_protection(args.repo, branch)
         after = protection_problems(final, app_id) + _review_problems(final, args.reviewers)
     except (CLIError, CredentialsError) as exc:
@@ -140,16 +144,70 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_check(repo: str, branch: str, base: str | None, problems: list[str]) -> int:
-    """`--check`: one line per shortfall and the command that fixes them (1), or that the
-    branch is protected as required (0)."""
+def _report_check(
+    repo: str, branch: str, base: str | None, problems: list[str], manual: list[str]
+) -> int:
+    """`--check`: one line per shortfall, the command that fixes them (an App with
+    `administration: write`) and the exact settings to apply by hand (1); or that the branch
+    is protected as required (0)."""
     for p in problems:
         print(f"{repo}:{branch}: {p}")
     if not problems:
         print(f"{repo}:{branch}: protected as required")
         return 0
     print(f"{repo}:{branch}: to fix, run: {protect_command(repo, branch, base)}")
+    print("\n".join(manual))
     return 1
+
+
+def _by_hand(
+    forge: Forge, repo: str, branch: str, app_id: int | None, reviewers: int | None
+) -> list[str]:
+    """The settings `protect` would write, as lines to apply by hand."""
+    cur = forge.get_protection(repo, branch)
+    wanted = review_count(cur) if reviewers is None else reviewers
+    body = protection_body(cur, L1C3_CHECK_NAME, app_id, reviews=wanted)
+    return by_hand(repo, branch, body, forge.app_slug)
+
+
+def _write(
+    forge: Forge,
+    repo: str,
+    branch: str,
+    app_id: int | None,
+    reviewers: int | None,
+    manual: list[str],
+) -> bool | None:
+    """Set the protection (whether anything changed); None, having said why and printed the
+    settings to apply by hand, when the App may only read protection."""
+    if _read_only(forge):
+        _refuse_read_only(repo, branch, manual)
+        return None
+    try:  # already as required (classic protection or rulesets): nothing is written
+        return forge.set_protection(repo, branch, L1C3_CHECK_NAME, app_id, reviewers=reviewers)
+    except Forbidden:
+        _refuse_read_only(repo, branch, manual)
+        return None
+
+
+def _read_only(forge: Forge) -> bool:
+    """An App whose installation grants `administration` below write: it reads protection,
+    it cannot change it."""
+    if not forge.as_app:
+        return False
+    info = forge.installation_info()
+    return info is not None and info[2].get("administration") != "write"
+
+
+def _refuse_read_only(repo: str, branch: str, manual: list[str]) -> None:
+    """One line saying why nothing was changed, then the settings to apply by hand."""
+    error(
+        "protect",
+        f"{repo}:{branch} not changed: the App's administration permission is read, which"
+        " reads branch protection but cannot write it; apply the settings below by hand (or"
+        " grant administration: write while you run protect)",
+    )
+    print("\n".join(manual))
 
 
 def _say_protected(

@@ -61,6 +61,7 @@ from capdaemon.config.types import CheckSpec as CheckSpec
 from capdaemon.config.types import ClassifierConfig as ClassifierConfig
 from capdaemon.config.types import Config as Config
 from capdaemon.config.types import GitHubConfig as GitHubConfig
+from capdaemon.config.types import MetricsConfig as MetricsConfig
 from capdaemon.config.types import PostMergeConfig as PostMergeConfig
 from capdaemon.config.types import RepoConfig as RepoConfig
 from capdaemon.config.types import ScheduleConfig as ScheduleConfig

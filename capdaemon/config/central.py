@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import fields
 from typing import Any
 
@@ -26,6 +27,7 @@ from capdaemon.config.types import (
     BreakerConfig,
     Config,
     GitHubConfig,
+    MetricsConfig,
     PostMergeConfig,
     RepoConfig,
     ScheduleConfig,
@@ -69,6 +71,8 @@ TIER_KEYS = frozenset(
 )
 POST_MERGE_KEYS = frozenset({"window_minutes", "auto_revert_pr", "revert_daily_cap"})
 BREAKER_KEYS = frozenset({"threshold", "window_hours"})
+METRICS_KEYS = frozenset({"listen", "allow_non_loopback"})
+_LISTEN_RE = r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$"
 CAPDAEMON_KEYS = frozenset(
     {
         "github",
@@ -82,6 +86,7 @@ CAPDAEMON_KEYS = frozenset(
         "tiers",
         "post_merge",
         "breaker",
+        "metrics",
         "passive_review_days",
         "random_review_share",
         "burn_in_days",
@@ -125,6 +130,7 @@ def load_capdaemon(file: str, data: Any) -> dict[str, Any]:
     out["tiers"] = _tiers(sec)
     out["post_merge"] = _post_merge(sec)
     out["breaker"] = _breaker(sec)
+    out["metrics"] = _metrics(sec)
     out["passive_review_days"] = sec.num(
         "passive_review_days", Config.passive_review_days, minimum=0, exclusive_min=True
     )
@@ -330,3 +336,29 @@ def _breaker(sec: _Section) -> BreakerConfig:
         threshold=bs.int("threshold", bd.threshold, minimum=1),
         window_hours=bs.num("window_hours", bd.window_hours, minimum=0, exclusive_min=True),
     )
+
+
+def _metrics(sec: _Section) -> MetricsConfig:
+    """`metrics:`: where `capdaemon run` serves /healthz and /metrics (off when absent); only
+    on a loopback address unless `allow_non_loopback` says otherwise (nothing there is secret,
+    but PR counts and timings are the owners' business)."""
+    ms = sec.section("metrics", METRICS_KEYS)
+    allow = ms.bool("allow_non_loopback", False)
+    listen = ms.str("listen", "", pattern=_LISTEN_RE, what="host:port (e.g. 127.0.0.1:9464)")
+    if not listen:
+        return MetricsConfig(None, allow)
+    host, port = MetricsConfig(listen).address or ("", 0)
+    if not 0 < port < 65536:
+        raise ms.error("listen", f"port {port} is not from 1 to 65535")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not allow:
+        raise ms.error(
+            "listen",
+            f"{quote_value(host)} is not a loopback address (127.0.0.1, ::1, localhost): the"
+            " endpoints have no authentication; set metrics.allow_non_loopback: true to serve"
+            " them there anyway",
+        )
+    return MetricsConfig(listen, allow)

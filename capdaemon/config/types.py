@@ -302,6 +302,23 @@ class PostMergeConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """`capdaemon run`'s health and Prometheus endpoints (`/healthz`, `/metrics`): off unless
+    `listen` is set ("host:port"); a host other than loopback needs `allow_non_loopback`."""
+
+    listen: str | None = None
+    allow_non_loopback: bool = False
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """(host, port) to bind, or None when the endpoints are off."""
+        if not self.listen:
+            return None
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
+@dataclass(frozen=True)
 class BreakerConfig:
     """SPEC 6.3 circuit breaker."""
 
@@ -355,6 +372,7 @@ class Config:
     tiers: TierConfig = field(default_factory=TierConfig)
     post_merge: PostMergeConfig = field(default_factory=PostMergeConfig)
     breaker: BreakerConfig = field(default_factory=BreakerConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     passive_review_days: float = 7.0
     random_review_share: float = 0.10
     burn_in_days: float = 60.0

@@ -11,6 +11,7 @@ read it). Every answer, errors included, carries the same security headers.
 from __future__ import annotations
 
 import ipaddress
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from capdaemon.filenames import (
     SAFETY_FILE,
 )
 from capdaemon.logging import get_logger
+from capdaemon.stores.health import read_health
 
 # the files (and folders: a new file changes their mtime) the read model is built from
 WATCHED = (
@@ -217,6 +219,15 @@ def make_server(
                 self._send(421, "text/plain; charset=utf-8", b"misdirected request\n", head_only)
                 return
             url = urlsplit(self.path)
+            if url.path == "/healthz":  # the daemon's health, from the state files
+                health = read_health(
+                    cache.state_dir,
+                    tick_seconds=cache.config.schedule.tick_seconds,
+                    now=cache.clock(),
+                )
+                body = json.dumps(health.body, sort_keys=True) + "\n"
+                self._send(health.status, "application/json", body.encode(), head_only)
+                return
             params = {k: v[0][:200] for k, v in parse_qs(url.query).items() if k in PARAMS}
             try:
                 page_no = int(params.pop("page", "1"))

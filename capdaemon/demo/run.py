@@ -123,7 +123,7 @@ def _start_sandbox(root: Path) -> tuple[Sandbox, Path]:
     """The standard sandbox seeded with the demo repo's files; and the App's private key file."""
     keys = std.generate_keys()
     key_file, _ = std.write_keys(keys, root / "keys")
-    seed = std.standard_seed(keys)
+    seed = std.default_world_seed(keys)
     seed["repos"][0]["files"] = {**seed["repos"][0]["files"], **BASE_FILES}
     return Sandbox.start(root / "sandbox", seed), key_file
 

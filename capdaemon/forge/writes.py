@@ -203,25 +203,42 @@ class Writes:
         wanted = count if reviewers is None else reviewers
         if cur is not None and protection_ok(cur, check_name, app_id) and count == wanted:
             return False
-        strict, checks = _other_checks(cur, check_name)
-        mine: dict[str, Any] = {"context": check_name}
-        if app_id is not None:
-            mine["app_id"] = app_id
-        checks.append(mine)
-        body = {
-            "required_status_checks": {"strict": strict, "checks": checks},
-            "enforce_admins": enforce_admins,
-            "required_pull_request_reviews": {"required_approving_review_count": wanted},
-            "restrictions": None,
-            "allow_force_pushes": False,
-            "allow_deletions": False,
-        }
+        body = protection_body(
+            cur, check_name, app_id, enforce_admins=enforce_admins, reviews=wanted
+        )
         self._memo.forget_branch((repo, branch))
         self._http.req(
             "PUT", f"/repos/{repo}/branches/{quote(branch, safe='')}/protection", body=body
         )
         log.info("forge.write", op="set_protection", repo=repo, branch=branch, check=check_name)
         return True
+
+
+def protection_body(
+    cur: dict[str, Any] | None,
+    check_name: str,
+    app_id: int | None,
+    *,
+    enforce_admins: bool = False,
+    reviews: int = 0,
+) -> dict[str, Any]:
+    """The branch protection `capdaemon protect` writes (the PUT body): `check_name` required
+    (from `app_id`), the branch's other required checks kept, PRs with `reviews` approving
+    reviews, no force pushes, no deletions. One home for what is applied and what a read-only
+    App's operator is told to set by hand."""
+    strict, checks = _other_checks(cur, check_name)
+    mine: dict[str, Any] = {"context": check_name}
+    if app_id is not None:
+        mine["app_id"] = app_id
+    checks.append(mine)
+    return {
+        "required_status_checks": {"strict": strict, "checks": checks},
+        "enforce_admins": enforce_admins,
+        "required_pull_request_reviews": {"required_approving_review_count": reviews},
+        "restrictions": None,
+        "allow_force_pushes": False,
+        "allow_deletions": False,
+    }
 
 
 def _other_checks(cur: dict[str, Any] | None, check_name: str) -> tuple[bool, list[dict[str, Any]]]:

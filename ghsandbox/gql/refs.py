@@ -99,10 +99,11 @@ def _classic(ref: RefN, info: GraphQLResolveInfo) -> dict[str, Any] | None:
 
 
 def ref_protection_rule(ref: RefN, info: GraphQLResolveInfo) -> dict[str, Any] | None:
-    """``Ref.branchProtectionRule``: null unless the caller may administer the repository."""
+    """``Ref.branchProtectionRule``: null unless the caller may administer the repository (an
+    App: read it with `administration: read`)."""
     ctx = info.context
     try:
-        require(ctx.b, ctx.ident, ref.full, "admin", "administration")
+        require(ctx.b, ctx.ident, ref.full, "admin", "administration", app_level="read")
     except SandboxApiError:
         return None
     return _classic(ref, info)

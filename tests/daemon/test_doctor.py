@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 PROTECTION = {
     "required_status_checks": {"strict": False, "checks": [{"context": "L1.C3", "app_id": 1001}]},
     "enforce_admins": True,
-    "required_pull_request_reviews": None,
+    "required_pull_request_reviews": {"required_approving_review_count": 0},
     "restrictions": None,
     "allow_force_pushes": False,
 }

@@ -403,6 +403,7 @@ class Ticker:
             prs_seen=report.prs_seen,
             classified_last_tick=len(report.classified),
             merged_last_tick=len(report.merged),
+            merged_total=int(self.metrics.data.get("merged_total", 0)) + len(report.merged),
             errors_last_tick=len(report.errors),
             open_by_quadrant=open_by_q,
             api_requests_used=used,

@@ -21,7 +21,8 @@ from capdaemon.appspec import APP_PERMISSIONS
 from capdaemon.audit import log_paths, verify
 from capdaemon.config import Config, RepoConfig
 from capdaemon.daemon.issues.access import decision_repo_writers
-from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE
+from capdaemon.daemon.service.identity import check_identity, check_protection
+from capdaemon.filenames import METRICS_FILE, PRS_FILE, SAFETY_FILE, STATE_FORMAT_FILE
 from capdaemon.findings import FAIL, OK, WARN, Finding
 from capdaemon.forge.appclock import (
     AHEAD_TOLERANCE,
@@ -30,10 +31,10 @@ from capdaemon.forge.appclock import (
     describe_offset,
     within_jwt_window,
 )
-from capdaemon.forge.convert import review_count
 from capdaemon.forge.errors import FORGE_FAILURES, NotFound, NotInstalled
 from capdaemon.landlock import LandlockError, abi_version
 from capdaemon.state import StateError, read_json
+from capdaemon.stateformat import STATE_FORMAT, StateFormatError, check_format, read_format
 
 if TYPE_CHECKING:
     from capdaemon.forge.client import Forge
@@ -71,6 +72,7 @@ def check_state_dir(state: Path) -> Iterator[Finding]:
         return
     yield Finding(OK, "state directory", f"{state} is a writable directory")
     yield _lock_finding(state / "capdaemon.lock")
+    yield _format_finding(state)
     bad = []
     for name in (PRS_FILE, METRICS_FILE, SAFETY_FILE):
         try:
@@ -95,6 +97,20 @@ def check_state_dir(state: Path) -> Iterator[Finding]:
                 "audit log",
                 f"{path}:{report.line}: {report.reason} (see `capdaemon audit verify`)",
             )
+
+
+def _format_finding(state: Path) -> Finding:
+    """The directory's state format (stateformat): newer than this capdaemon reads fails."""
+    try:
+        found = read_format(state)
+        check_format(state)
+    except StateFormatError as exc:
+        return Finding(FAIL, "state format", str(exc))
+    if found is None:
+        return Finding(
+            OK, "state format", f"no {STATE_FORMAT_FILE}: format 1 (stamped at the next start)"
+        )
+    return Finding(OK, "state format", f"format {found} (this capdaemon reads {STATE_FORMAT})")
 
 
 def _lock_finding(lock: Path) -> Finding:
@@ -159,7 +175,8 @@ def check_github(forge: Forge, config: Config, candidates: set[str]) -> Iterator
 
     steps: list[Callable[[], Iterator[Finding]]] = [
         lambda: _installation(forge, config),
-        *[(lambda rc=rc: _repo(forge, rc)) for rc in config.repos],
+        lambda: check_identity(forge, config),
+        *[(lambda rc=rc: _repo(forge, config, rc)) for rc in config.repos],
         lambda: _decision_repo(forge, config, candidates),
         lambda: _rate(forge),
     ]
@@ -242,7 +259,7 @@ def _one_installation(
         )
 
 
-def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
+def _repo(forge: Forge, config: Config, rc: RepoConfig) -> Iterator[Finding]:
     try:
         perms = forge.repo_permissions(rc.name)
     except NotFound:
@@ -259,30 +276,7 @@ def _repo(forge: Forge, rc: RepoConfig) -> Iterator[Finding]:
         f"repo {rc.name}",
         "reachable with write access" if push else "reachable but read-only: grant write",
     )
-    protection = forge.get_protection(rc.name, rc.base)
-    if protection is None:
-        yield Finding(
-            FAIL,
-            f"protection {rc.name}",
-            f"branch {rc.base} is not protected: run `capdaemon protect {rc.name}`",
-        )
-        return
-    checks = (protection.get("required_status_checks") or {}).get("contexts") or []
-    reviews = protection.get("required_pull_request_reviews") is not None
-    detail = f"{rc.base} protected; required checks: {', '.join(checks) or 'none'}" + (
-        "; reviews required" if reviews else ""
-    )
-    yield Finding(OK if checks else WARN, f"protection {rc.name}", detail)
-    count = review_count(protection)
-    if count:
-        yield Finding(
-            WARN,
-            f"reviewers {rc.name}",
-            f"{rc.base} requires {count} approving review(s): capdaemon is the reviewer of record "
-            "(L1.C3 pinned to the App) and a required human review blocks every merge it makes "
-            f"by itself; keep it only if you want both, else `capdaemon protect {rc.name} "
-            "--reviewers 0`",
-        )
+    yield from check_protection(forge, config, rc)
 
 
 def _decision_repo(forge: Forge, config: Config, candidates: set[str]) -> Iterator[Finding]:

@@ -129,6 +129,7 @@ class Reloader:
         self._seen = fingerprint(self.config_dir)  # the files the running config came from
         self._forced = threading.Event()
         self.refused: str | None = None  # why the files as they are now were refused
+        self.counts = {"applied": 0, "refused": 0}  # changes since start (for /metrics)
         self._issue_checked = False
 
     # ------------------------------------------------------------------ SIGHUP
@@ -191,6 +192,9 @@ class Reloader:
         if config.github != running.github:
             config = dataclasses.replace(config, github=running.github)
             held.append("github")
+        if config.metrics != running.metrics:  # the endpoints are bound once, at start
+            config = dataclasses.replace(config, metrics=running.metrics)
+            held.append("metrics")
         if config.channels.telegram != running.channels.telegram:
             channels = dataclasses.replace(config.channels, telegram=running.channels.telegram)
             config = dataclasses.replace(config, channels=channels)
@@ -216,6 +220,7 @@ class Reloader:
             log.info("config.unchanged", config_hash=old_hash)
             return
         ticker.apply_config(cand.config, cand.rules)
+        self.counts["applied"] += 1
         new_hash = ticker.config_hash
         if new_hash != old_hash:
             ticker.actions_log.append(
@@ -234,6 +239,7 @@ class Reloader:
     def _refuse(self, ticker: Ticker, message: str, now: datetime) -> None:
         """Keep the running config; log the error; one incident issue while it lasts."""
         self.refused = message
+        self.counts["refused"] += 1
         log.error(
             "config.reload_refused",
             error=message,

@@ -28,6 +28,7 @@ from capdaemon.daemon.service.preflight import (
 from capdaemon.filenames import key_file_path
 from capdaemon.logging import get_logger
 from capdaemon.state import StateLock
+from capdaemon.stateformat import check_format, stamp_format
 
 if TYPE_CHECKING:
     from capdaemon.classify.user_rules import UserRule
@@ -121,6 +122,7 @@ def open_ticker(
     from capdaemon.daemon.core.tick import Ticker
     from capdaemon.forge import tokencache
 
+    check_format(Path(state_dir))  # a newer format: nothing in it is read (StateFormatError)
     cache: tokencache.Loaded | None = None  # set when this function builds the Forge
     built: Forge | None = None
     if forge is None:
@@ -154,6 +156,7 @@ def open_ticker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateLock(state_dir):
+        _stamp(state_dir)
         from capdaemon.channels import tgjob
 
         try:
@@ -175,6 +178,14 @@ def open_ticker(
         finally:
             if cache is not None and built is not None:
                 _keep_cache(built, state_dir, config.github.base_url, cache)
+
+
+def _stamp(state_dir: Path) -> None:
+    """Stamp the locked state directory's format (stateformat), saying so when it was older;
+    a newer format raises StateFormatError before anything is written."""
+    stamped = stamp_format(state_dir)
+    if stamped:
+        get_logger("capdaemon.daemon").info("state.format_stamped", detail=stamped)
 
 
 def _keep_cache(forge: Forge, state_dir: Path, base_url: str, cache: tokencache.Loaded) -> None:
