@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from capdaemon.config import load_config
 from capdaemon.daemon.service.digest_job import render_for
@@ -35,6 +38,12 @@ def _wait_for(predicate: object, timeout: float) -> bool:
     return False
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _ticks(state: Path) -> int:
     try:
         return int(json.loads((state / "tick_metrics.json").read_text())["ticks"])
@@ -45,8 +54,10 @@ def _ticks(state: Path) -> int:
 def test_a_sigstop_of_three_intervals_is_logged_counted_and_in_the_digest(
     daemon: Harness,
 ) -> None:
-    """SIGSTOP for 3.5 intervals, SIGCONT: one gap of kind "paused" is said everywhere."""
-    daemon.configure()
+    """SIGSTOP for 3.5 intervals, SIGCONT: one gap of kind "paused" is said everywhere,
+    /metrics included."""
+    port = _free_port()
+    daemon.configure(metrics={"listen": f"127.0.0.1:{port}"})
     args = ["--config", str(daemon.config_dir), "--state", str(daemon.state_dir)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "capdaemon.cli", "run", "--tick-seconds", str(TICK), *args,
@@ -65,6 +76,8 @@ def test_a_sigstop_of_three_intervals_is_logged_counted_and_in_the_digest(
             lambda: json.loads((daemon.state_dir / "tick_metrics.json").read_text()).get("gaps"),
             30,
         ), "the gap was not counted"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            scraped = r.read().decode()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -77,6 +90,13 @@ def test_a_sigstop_of_three_intervals_is_logged_counted_and_in_the_digest(
     assert gaps[0]["kind"] == "paused" and gaps[0]["seconds"] >= 3 * TICK
     metrics = json.loads((daemon.state_dir / "tick_metrics.json").read_text())
     assert metrics["gaps"] == 1 and metrics["gaps_recent"][0]["kind"] == "paused"
+    gaps_total = [
+        s.value
+        for f in text_string_to_metric_families(scraped)
+        for s in f.samples
+        if s.name == "capdaemon_tick_gaps_total"
+    ]
+    assert gaps_total == [1.0]
     records = [json.loads(x) for x in (daemon.state_dir / "actions.jsonl").read_text().splitlines()]
     (record,) = [r for r in records if r.get("action") == "daemon_gap"]
     assert "frozen" in record["detail"]

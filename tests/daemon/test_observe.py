@@ -117,6 +117,7 @@ def test_run_serves_metrics_that_match_what_happened(daemon: Harness, tmp_path: 
     )
     assert got[("capdaemon_github_rate_limit_remaining", ())] > 0
     assert got[("capdaemon_breaker_open", ())] == 0
+    assert got[("capdaemon_tick_gaps_total", ())] == 0
     assert got[("capdaemon_config_reloads_total", (("outcome", "applied"),))] == 0
     assert got[("capdaemon_last_tick_duration_seconds", ())] > 0
     kinds = {labels for (name, labels) in got if name == "capdaemon_reactions"}

@@ -155,6 +155,12 @@ def _tick_families(data: Mapping[str, Any]) -> Iterator[Metric]:
         ("errors", "errors in the last full tick", _count(data, "errors_last_tick")),
     ):
         yield _single(GaugeMetricFamily, f"capdaemon_last_tick_{name}", text, value)
+    yield _single(
+        CounterMetricFamily,
+        "capdaemon_tick_gaps",
+        "gaps between ticks: a frozen process, a suspended host or a stepped clock",
+        _count(data, "gaps"),
+    )
     classified = CounterMetricFamily(
         "capdaemon_classified", "PR heads classified, by quadrant", labels=["quadrant"]
     )
