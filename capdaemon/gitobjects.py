@@ -81,7 +81,11 @@ class Objects:
         try:
             kind, data = self._odb.read(sha)
         except KeyError:
-            raise GitError(f"object {sha} is missing from {self.repo}") from None
+            hint = " (a shallow clone? the history down to the merge base is needed)"
+            what = "commit" if want == pygit2.GIT_OBJECT_COMMIT else "object"
+            raise GitError(
+                f"{what} {sha} is missing from {self.repo}{hint if what == 'commit' else ''}"
+            ) from None
         except (pygit2.GitError, ValueError) as exc:
             raise GitError(f"object {sha} in {self.repo} cannot be read: {exc}") from None
         if int(kind) != want:

@@ -117,11 +117,11 @@ def test_dispatch_base_needs_a_checkout(cli, taskfile, state: Path, tmp_path: Pa
     assert not (state / "capabilities").exists()
 
 
-def test_recorded_base_missing_from_the_clone_is_fetched_by_sha(
+def test_recorded_base_missing_from_the_clone_is_read_where_it_was_recorded(
     repo: Git, cli, taskfile, state: Path, tmp_path: Path
 ) -> None:
-    """The base recorded from the owner's checkout is not in the agent's clone yet: fetched
-    from origin by its sha, then the branch is judged against it."""
+    """The base recorded from the owner's checkout is not in the agent's clone yet: its
+    objects are read from the owner's checkout (nothing fetched), then the branch is judged."""
     clone = tmp_path / "agent"
     subprocess.run(["git", "clone", "-q", "-b", "main", str(repo.root), str(clone)], check=True)
     repo("checkout", "-q", "main")
