@@ -149,3 +149,24 @@ def test_classify_reports_a_gitlink_bump_hidden_by_gitmodules(capsys, repo, samp
     code, out, err = classify_cli(capsys, repo, sample_config)
     assert code == 0, err
     assert "vendor/lib" in out and "1 file(s)" in out
+
+
+def test_home_git_config_does_not_hide_a_gitlink_bump(repo, tmp_path, monkeypatch):
+    """A `~/.gitconfig` and `~/.config/git/attributes` (writable by an agent running as the
+    same user) that hide submodules and mark everything binary change nothing."""
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{OLD_LINK},vendor/lib")
+    repo.commit("vendor lib")
+    repo.git("branch", "-f", "main", "HEAD")
+    repo.git("update-index", "--cacheinfo", f"160000,{NEW_LINK},vendor/lib")
+    repo.write("app/main.py", "# entry\nprint('hello')\n")
+    repo.commit("bump")
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[diff]\n\tignoreSubmodules = all\n")
+    (home / ".config" / "git" / "attributes").write_text("* -diff\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    files = {f.path: f for f in diff_range(repo.path, "main", "feat")}
+    assert set(files) == {"vendor/lib", "app/main.py"}
+    assert files["app/main.py"].patch and "+print('hello')" in files["app/main.py"].patch
