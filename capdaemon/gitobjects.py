@@ -70,9 +70,12 @@ class Objects:
         pygit2.option(pygit2.enums.Option.ENABLE_STRICT_HASH_VERIFICATION, True)
         dirs = list(objects_dirs)
         self.repo = repo
-        self._odb = pygit2.Odb(str(dirs[0]))
-        for extra in dirs[1:]:
-            self._odb.add_disk_alternate(str(extra))
+        try:
+            self._odb = pygit2.Odb(str(dirs[0]))
+            for extra in dirs[1:]:
+                self._odb.add_disk_alternate(str(extra))
+        except (pygit2.GitError, OSError) as exc:
+            raise GitError(f"cannot read the objects of {repo}: {exc}") from None
         self._commits: dict[str, Commit] = {}
         self.read_raw: dict[str, tuple[int, bytes]] = {}  # trees and blobs read, by sha
 
