@@ -105,11 +105,15 @@ class Objects:
         except ValueError:
             return False
 
+    def commit_raw(self, sha: str) -> bytes:
+        """The raw bytes of commit `sha` (hash checked)."""
+        return self.read(sha, pygit2.GIT_OBJECT_COMMIT)
+
     def commit(self, sha: str) -> Commit:
         """The commit `sha`, its parents as the object lists them (never grafted)."""
         found = self._commits.get(sha)
         if found is None:
-            found = _parse_commit(self.read(sha, pygit2.GIT_OBJECT_COMMIT), sha, self.repo)
+            found = _parse_commit(self.commit_raw(sha), sha, self.repo)
             self._commits[sha] = found
         return found
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+import zlib
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capdaemon.gitdiff import diff_range
+from capdaemon.gitdiff import GitError, diff_range
+from capdaemon.gitlog import commits_range
 
 from .conftest import GitRepo, classify_cli
 
@@ -170,3 +173,18 @@ def test_home_git_config_does_not_hide_a_gitlink_bump(repo, tmp_path, monkeypatc
     files = {f.path: f for f in diff_range(repo.path, "main", "feat")}
     assert set(files) == {"vendor/lib", "app/main.py"}
     assert files["app/main.py"].patch and "+print('hello')" in files["app/main.py"].patch
+
+
+def test_forged_commit_object_is_refused(repo):
+    """The agent rewrites a commit's object file with another message (a trailer that changes
+    the verdict): git shows the forgery; capdaemon checks the hash and refuses."""
+    sha = repo.commit("plain change", allow_empty=True)
+    repo.commit("next change", allow_empty=True)
+    raw = repo.git("cat-file", "commit", sha).encode()
+    forged = raw.replace(b"plain change", b"plain change\n\nReviewed-by: owner")
+    loose = repo.path / ".git" / "objects" / sha[:2] / sha[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"commit %d\0" % len(forged) + forged))
+    assert "Reviewed-by" in repo.git("log", "--format=%B", "main..feat")  # git reads the forgery
+    with pytest.raises(GitError, match="hash mismatch"):
+        commits_range(repo.path, "main", "feat")
