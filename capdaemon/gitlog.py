@@ -1,76 +1,88 @@
 """Commits and file contents read from git (`commits_range`, `read_file`), as GitHub shows them.
 
-Neither reads a checkout's configuration, grafts or shallow file: the commits are listed in a
-view of its refs and objects alone, a file is read from the hash-checked objects."""
+Neither reads a checkout's configuration, grafts or shallow file: git only orders the range's
+commits in a view of the checkout's refs and objects alone; every commit and file is then read
+from the hash-checked objects."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import codecs
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from capdaemon.gitdiff import _is_binary, resolve, resolve_many, run_git
-from capdaemon.gitrange import read_blob_at, ref_view
+from capdaemon.gitobjects import Objects
+from capdaemon.gitrange import objects_dirs, read_blob_at, ref_view
 from capdaemon.model import Commit
-from capdaemon.timefmt import parse_utc
-
-_LOG_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B")
-
-
-def _parse_dt(text: str) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return parse_utc(text, "commit date")
-    except ValueError:
-        return None
 
 
 def commits_range(repo: Path, base: str, head: str) -> list[Commit]:
     """The commits of `base..head`, oldest first (as GitHub lists a PR's commits)."""
     repo = Path(repo)
     base_sha, head_sha = resolve_many(repo, [base, head])
-    fmt = "%x00".join(_LOG_FIELDS)
     with ref_view(repo) as view:
         proc = run_git(
             repo,
-            [
-                "log",
-                "-z",
-                "--reverse",
-                "--no-color",
-                "--no-show-signature",
-                "--no-mailmap",
-                "--encoding=UTF-8",
-                f"--format={fmt}",
-                f"{base_sha}..{head_sha}",
-                "--",
-            ],
+            ["rev-list", "--reverse", f"{base_sha}..{head_sha}", "--"],
             ref=f"{base}..{head}",
             git_dir=view,
         )
-    parts = proc.stdout.split(b"\0")
-    n = len(_LOG_FIELDS)
+    objs = Objects(repo, objects_dirs(repo))
     commits = []
-    for i in range(0, len(parts) - n + 1, n):
-        fields = [p.decode("utf-8", "replace") for p in parts[i : i + n]]
-        sha, parents, an, ae, ad, cn, ce, cd, body = fields
-        sha = sha.lstrip("\n")
-        if not sha:
-            continue
-        commits.append(
-            Commit(
-                sha=sha,
-                parents=tuple(parents.split()),
-                message=body.rstrip("\n"),
-                author_name=an,
-                author_email=ae,
-                authored_at=_parse_dt(ad),
-                committer_name=cn,
-                committer_email=ce,
-                committed_at=_parse_dt(cd),
-            )
-        )
+    for sha in proc.stdout.decode("ascii", "replace").split():
+        commits.append(_commit(sha, objs.commit_raw(sha)))
     return commits
+
+
+def _commit(sha: str, raw: bytes) -> Commit:
+    """A Commit of a commit object's raw bytes (its `encoding` header honoured)."""
+    head, _, message = raw.partition(b"\n\n")
+    fields: dict[bytes, bytes] = {}
+    parents: list[str] = []
+    for line in head.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        if key == b"parent":
+            parents.append(value.decode("ascii", "replace"))
+        elif key and not line.startswith(b" ") and key not in fields:
+            fields[key] = value
+    encoding = fields.get(b"encoding", b"utf-8").decode("ascii", "replace")
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        encoding = "utf-8"
+    an, ae, ad = _ident(fields.get(b"author", b""), encoding)
+    cn, ce, cd = _ident(fields.get(b"committer", b""), encoding)
+    return Commit(
+        sha=sha,
+        parents=tuple(parents),
+        message=message.decode(encoding, "replace").rstrip("\n"),
+        author_name=an,
+        author_email=ae,
+        authored_at=ad,
+        committer_name=cn,
+        committer_email=ce,
+        committed_at=cd,
+    )
+
+
+def _ident(value: bytes, encoding: str) -> tuple[str, str, datetime | None]:
+    """(name, email, time) of an `author`/`committer` header: `Name <email> 1700000000 +0200`."""
+    lt, gt = value.find(b"<"), value.rfind(b">")
+    if lt == -1 or gt < lt:
+        return value.decode(encoding, "replace").strip(), "", None
+    name = value[:lt].decode(encoding, "replace").strip()
+    email = value[lt + 1 : gt].decode(encoding, "replace")
+    stamp = value[gt + 1 :].split()
+    when = None
+    if len(stamp) == 2 and stamp[0].isdigit() and len(stamp[1]) == 5 and stamp[1][1:].isdigit():
+        tz = stamp[1].decode("ascii")
+        minutes = int(tz[1:3]) * 60 + int(tz[3:5])
+        offset = timedelta(minutes=-minutes if tz[0] == "-" else minutes)
+        try:
+            when = datetime.fromtimestamp(int(stamp[0]), timezone(offset))
+        except (OverflowError, OSError, ValueError):
+            when = None
+    return name, email, when
 
 
 def read_file(repo: Path, rev: str, path: str) -> str | None:

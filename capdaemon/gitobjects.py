@@ -70,9 +70,12 @@ class Objects:
         pygit2.option(pygit2.enums.Option.ENABLE_STRICT_HASH_VERIFICATION, True)
         dirs = list(objects_dirs)
         self.repo = repo
-        self._odb = pygit2.Odb(str(dirs[0]))
-        for extra in dirs[1:]:
-            self._odb.add_disk_alternate(str(extra))
+        try:
+            self._odb = pygit2.Odb(str(dirs[0]))
+            for extra in dirs[1:]:
+                self._odb.add_disk_alternate(str(extra))
+        except (pygit2.GitError, OSError) as exc:
+            raise GitError(f"cannot read the objects of {repo}: {exc}") from None
         self._commits: dict[str, Commit] = {}
         self.read_raw: dict[str, tuple[int, bytes]] = {}  # trees and blobs read, by sha
 
@@ -81,7 +84,11 @@ class Objects:
         try:
             kind, data = self._odb.read(sha)
         except KeyError:
-            raise GitError(f"object {sha} is missing from {self.repo}") from None
+            hint = " (a shallow clone? the history down to the merge base is needed)"
+            what = "commit" if want == pygit2.GIT_OBJECT_COMMIT else "object"
+            raise GitError(
+                f"{what} {sha} is missing from {self.repo}{hint if what == 'commit' else ''}"
+            ) from None
         except (pygit2.GitError, ValueError) as exc:
             raise GitError(f"object {sha} in {self.repo} cannot be read: {exc}") from None
         if int(kind) != want:
@@ -98,11 +105,15 @@ class Objects:
         except ValueError:
             return False
 
+    def commit_raw(self, sha: str) -> bytes:
+        """The raw bytes of commit `sha` (hash checked)."""
+        return self.read(sha, pygit2.GIT_OBJECT_COMMIT)
+
     def commit(self, sha: str) -> Commit:
         """The commit `sha`, its parents as the object lists them (never grafted)."""
         found = self._commits.get(sha)
         if found is None:
-            found = _parse_commit(self.read(sha, pygit2.GIT_OBJECT_COMMIT), sha, self.repo)
+            found = _parse_commit(self.commit_raw(sha), sha, self.repo)
             self._commits[sha] = found
         return found
 

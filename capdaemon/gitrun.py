@@ -24,9 +24,10 @@ class GitError(RuntimeError):
     """A git command failed; the message names the repository and the ref concerned."""
 
 
-def git_env() -> dict[str, str]:
+def git_env(*, pristine: bool = False) -> dict[str, str]:
     """The environment of every git process capdaemon starts: C locale, no prompt, no system
-    or global configuration or attributes, no replace refs or grafts, no inherited GIT_DIR."""
+    configuration, no replace refs or grafts, no inherited GIT_DIR; `pristine` (git run on
+    capdaemon's own git dirs) also drops the user's global configuration and attributes."""
     env = dict(os.environ)
     env.update(
         {
@@ -35,8 +36,6 @@ def git_env() -> dict[str, str]:
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_PAGER": "cat",
             "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_ATTR_NOSYSTEM": "1",
             # The history read is the objects' own: no `git replace` refs, no grafts file
             # (a file that does not name the repository's info/grafts, read as empty).
             "GIT_NO_REPLACE_OBJECTS": "1",
@@ -47,10 +46,14 @@ def git_env() -> dict[str, str]:
     for key in (
         "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
         "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
-        "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXTERNAL_DIFF",
-        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_EXEC_PATH",
+        "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+        "GIT_EXTERNAL_DIFF",
     ):  # fmt: skip
         env.pop(key, None)
+    if pristine:
+        env.update({"GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1"})
+        for key in ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_EXEC_PATH"):
+            env.pop(key, None)
     return env
 
 
@@ -72,7 +75,11 @@ def run_git(
     cmd = ["git", *FIXED_CONFIG, *where]
     try:
         proc = subprocess.run(
-            [*cmd, *args], input=input, capture_output=True, env=git_env(), check=False
+            [*cmd, *args],
+            input=input,
+            capture_output=True,
+            env=git_env(pristine=git_dir is not None),
+            check=False,
         )
     except FileNotFoundError as exc:  # git itself is missing
         raise GitError(f"git is not installed (needed to read {repo})") from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,3 +76,26 @@ class Git:
 def escalations(state: Path) -> list[Path]:
     """The .escalate files in a state dir."""
     return sorted((state / "escalations").glob("*.escalate"))
+
+
+def clone_behind(repo: Git, dispatch: Callable[[], None], clone: Path) -> tuple[Git, str]:
+    """An agent's clone of main made before main moves on and the task is dispatched (by
+    `dispatch`) from `repo`: the clone lacks the recorded base. Returns (the clone, on a new
+    branch `task`; the recorded base sha)."""
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(repo.root), str(clone)], check=True)
+    repo("checkout", "-q", "main")
+    repo.write({"docs/new.md": "later\n"})
+    later = repo.commit("main moves on")
+    dispatch()
+    agent = Git.__new__(Git)
+    agent.root = clone
+    agent("config", "user.email", "a@example.invalid")
+    agent("config", "user.name", "a")
+    agent("checkout", "-q", "-b", "task")
+    return agent, later
+
+
+def dispatch(cli: Callable[..., Result], taskfile: Callable[[str], Path], state: Path,
+             repo: Git) -> None:  # fmt: skip
+    """Dispatch the incident task from `repo` (its main recorded as the base)."""
+    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root).code == 0

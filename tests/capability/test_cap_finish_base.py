@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import INCIDENT_TASK, Git, escalations
+from .helpers import INCIDENT_TASK, Git, clone_behind, dispatch, escalations
 
 
 @pytest.fixture
@@ -117,22 +117,13 @@ def test_dispatch_base_needs_a_checkout(cli, taskfile, state: Path, tmp_path: Pa
     assert not (state / "capabilities").exists()
 
 
-def test_recorded_base_missing_from_the_clone_is_fetched_by_sha(
+def test_recorded_base_missing_from_the_clone_is_read_where_it_was_recorded(
     repo: Git, cli, taskfile, state: Path, tmp_path: Path
 ) -> None:
-    """The base recorded from the owner's checkout is not in the agent's clone yet: fetched
-    from origin by its sha, then the branch is judged against it."""
+    """The base recorded from the owner's checkout is not in the agent's clone yet: its
+    objects are read from the owner's checkout (nothing fetched), then the branch is judged."""
     clone = tmp_path / "agent"
-    subprocess.run(["git", "clone", "-q", "-b", "main", str(repo.root), str(clone)], check=True)
-    repo("checkout", "-q", "main")
-    repo.write({"docs/new.md": "later\n"})
-    later = repo.commit("main moves on")
-    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root).code == 0
-    agent = Git.__new__(Git)
-    agent.root = clone
-    agent("config", "user.email", "a@example.invalid")
-    agent("config", "user.name", "a")
-    agent("checkout", "-q", "-b", "task")
+    agent, later = clone_behind(repo, lambda: dispatch(cli, taskfile, state, repo), clone)
     agent.write({"scripts/finish-task.sh": "#!/bin/sh\necho v4\n"})
     agent.commit("fix")
     res = cli("finish-task", "--task", "task-2360", "--repo", clone, "--state", state)

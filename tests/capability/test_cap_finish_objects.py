@@ -9,7 +9,7 @@ import subprocess
 import zlib
 from pathlib import Path
 
-from .helpers import INCIDENT_TASK, Git, escalations
+from .helpers import INCIDENT_TASK, Git, clone_behind, dispatch, escalations
 
 GITLINK_OLD = "1" * 40
 GITLINK_NEW = "2" * 40
@@ -102,14 +102,7 @@ def test_no_fetch_runs_the_checkouts_ssh_command_or_hooks(repo: Git, cli, taskfi
     fsmonitor and hooks would leave marker files: finish-task reads the base from the checkout
     it was recorded from, runs none of them, and still judges the branch."""
     clone = tmp_path / "agent"
-    subprocess.run(["git", "clone", "-q", "-b", "main", str(repo.root), str(clone)], check=True)
-    repo("checkout", "-q", "main")
-    repo.write({"docs/new.md": "later\n"})
-    later = repo.commit("main moves on")
-    assert cli("dispatch", taskfile(INCIDENT_TASK), "--state", state, "--repo", repo.root).code == 0
-    agent = Git.__new__(Git)
-    agent.root = clone
-    agent("checkout", "-q", "-b", "task")
+    agent, later = clone_behind(repo, lambda: dispatch(cli, taskfile, state, repo), clone)
     agent.write({"cron_settings.json": None})
     agent.commit("delete")
     marker = tmp_path / "ran"

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+import zlib
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capdaemon.gitdiff import diff_range
+from capdaemon.gitdiff import GitError, diff_range
+from capdaemon.gitlog import commits_range
 
 from .conftest import GitRepo, classify_cli
 
@@ -149,3 +152,39 @@ def test_classify_reports_a_gitlink_bump_hidden_by_gitmodules(capsys, repo, samp
     code, out, err = classify_cli(capsys, repo, sample_config)
     assert code == 0, err
     assert "vendor/lib" in out and "1 file(s)" in out
+
+
+def test_home_git_config_does_not_hide_a_gitlink_bump(repo, tmp_path, monkeypatch):
+    """A `~/.gitconfig` and `~/.config/git/attributes` (writable by an agent running as the
+    same user) that hide submodules and mark everything binary change nothing."""
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{OLD_LINK},vendor/lib")
+    repo.commit("vendor lib")
+    repo.git("branch", "-f", "main", "HEAD")
+    repo.git("update-index", "--cacheinfo", f"160000,{NEW_LINK},vendor/lib")
+    repo.write("app/main.py", "# entry\nprint('hello')\n")
+    repo.commit("bump")
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[diff]\n\tignoreSubmodules = all\n")
+    (home / ".config" / "git" / "attributes").write_text("* -diff\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    files = {f.path: f for f in diff_range(repo.path, "main", "feat")}
+    assert set(files) == {"vendor/lib", "app/main.py"}
+    assert files["app/main.py"].patch and "+print('hello')" in files["app/main.py"].patch
+
+
+def test_forged_commit_object_is_refused(repo):
+    """The agent rewrites a commit's object file with another message (a trailer that changes
+    the verdict): git shows the forgery; capdaemon checks the hash and refuses."""
+    sha = repo.commit("plain change", allow_empty=True)
+    repo.commit("next change", allow_empty=True)
+    raw = repo.git("cat-file", "commit", sha).encode()
+    forged = raw.replace(b"plain change", b"plain change\n\nReviewed-by: owner")
+    loose = repo.path / ".git" / "objects" / sha[:2] / sha[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"commit %d\0" % len(forged) + forged))
+    assert "Reviewed-by" in repo.git("log", "--format=%B", "main..feat")  # git reads the forgery
+    with pytest.raises(GitError, match="hash mismatch"):
+        commits_range(repo.path, "main", "feat")
