@@ -8,7 +8,6 @@ the checkout compared before and after QC). Prints a Markdown table.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -18,29 +17,21 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_scope_guard import BEFORE, CPU, _capdaemon, make_repo, round_robin
-
-TASK = """\
-task_id: {id}
-allowed_resources:
-  paths: ["src/**", "docs/**", "tests/**"]
-  forbidden_paths: [".github/**", "memory/events/*.cron-*", "config/**", "/*.pem"]
-  commands: ["true"]
-{qc}"""
+from bench_scope_guard import (
+    BEFORE,
+    CPU,
+    _capdaemon,
+    bench_args,
+    bench_parser,
+    make_repo,
+    round_robin,
+)
+from bench_scope_run import TASK
 
 
 def main() -> int:
     """Build the fixtures, measure, print the table."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--files", type=int, default=3000)
-    ap.add_argument("--before", metavar="DIR", help="also run this checkout's finish-task")
-    ap.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
-    args = ap.parse_args()
-    if args.cpu:
-        CPU.append(True)
-    if args.before:
-        BEFORE.append(str(Path(args.before).resolve()))
+    args = bench_args(bench_parser(__doc__, 10, "finish-task"))
     tmp = Path(tempfile.mkdtemp(prefix="capdaemon-bench-qc-"))
     try:
         state, conf = tmp / "bot-state", tmp / "conf"
@@ -49,7 +40,7 @@ def main() -> int:
         cap = _capdaemon()
         for task_id, qc in (("no-qc", ""), ("qc-true", '  qc: ["true"]\n')):
             path = tmp / f"{task_id}.yml"
-            path.write_text(TASK.format(id=task_id, qc=qc))
+            path.write_text(TASK.format(id=task_id, pem="/*.pem", enforcement="kernel") + qc)
             cmd = [*cap, "dispatch", str(path), "--state", str(state), "--repo", str(repo)]
             subprocess.run([*cmd, "--base", "main"], check=True, capture_output=True)
 
