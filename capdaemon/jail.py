@@ -33,8 +33,8 @@ import os
 import sys
 
 from capdaemon import landlock, seccomp
-from capdaemon.capability.fspaths import hook_folders
 from capdaemon.confine import build_ruleset, plan_for
+from capdaemon.hookdirs import hook_folders
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from capdaemon.commands._common import add_state_arg, error, state_dir
+from capdaemon.hookdirs import hook_violations  # what `run` loads first anyway (fspaths)
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
         NotACheckoutError,
         check_named_path,
         here_in,
-        hook_violations,
         repo_root,
         word_checker,
     )
