@@ -196,8 +196,12 @@ def prepare(
         abi = landlock.abi_version()
     except landlock.LandlockError as exc:
         raise JailError(exc.errno or 0, str(exc.strerror)) from None
-    if abi < 4 and cap.network is not True and bwrap is None:
-        raise JailError(0, f"Landlock ABI {abi} has no TCP rules (Linux 6.7 or later needed)")
+    if abi < 4 and isinstance(cap.network, tuple):  # (`false` needs none: seccomp)
+        raise JailError(0, f"Landlock ABI {abi} has no TCP port rules (Linux 6.7 or later)")
+    try:
+        filt = seccomp.network_filter(cap.network)
+    except seccomp.SeccompError as exc:
+        raise JailError(0, str(exc.strerror)) from None
     jail = Jail(
         f"landlock ABI {abi} only (enforcement: landlock-only)"
         if bwrap is None
@@ -207,7 +211,6 @@ def prepare(
     jail.writable, jail.held_back = plan.writable(), plan.held_back
     jail.ruleset = build_ruleset(plan, abi, tmpdir, cap.network, host_terminals=bwrap is None)
     os.set_inheritable(jail.ruleset.fd, True)
-    filt = seccomp.network_filter(cap.network)
     grants = []
     if bwrap is not None:
         jail.prefix = _bwrap_args(bwrap, cap.network, cwd or root)
