@@ -213,7 +213,7 @@ def prepare(
     os.set_inheritable(jail.ruleset.fd, True)
     grants = []
     if bwrap is not None:
-        jail.prefix = _bwrap_args(bwrap, cap.network, cwd or root)
+        jail.prefix = bwrap_args(bwrap, cap.network, cwd or root)
         jail.layers += ["bubblewrap: new session, no capabilities, pid+ipc namespaces, "
                         "private /dev and /proc, dies with its parent"]  # fmt: skip
         if cap.network is False:
@@ -229,7 +229,8 @@ def prepare(
     return jail
 
 
-def _bwrap_args(bwrap: str, network: bool | tuple[int, ...], cwd: str) -> list[str]:
+def bwrap_args(bwrap: str, network: bool | tuple[int, ...], cwd: str) -> list[str]:
+    """bubblewrap's command line up to `--` (the command follows it)."""
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     if network is False:
         args.append("--unshare-net")

@@ -348,13 +348,13 @@ def test_a_sandbox_bubblewrap_cannot_build_is_a_refusal(
     from capdaemon import jail
     from capdaemon.cli import main
 
-    real = jail._bwrap_args
+    real = jail.bwrap_args
 
     def broken(*args: object) -> list[str]:
         out = real(*args)  # type: ignore[arg-type]
         return [out[0], "--ro-bind", str(co.root.parent / "missing"), "/missing", *out[1:]]
 
-    monkeypatch.setattr(jail, "_bwrap_args", broken)
+    monkeypatch.setattr(jail, "bwrap_args", broken)
     monkeypatch.chdir(co.root)
     monkeypatch.setenv("PATH", f"{co.root.parent / 'bin'}{os.pathsep}{os.environ['PATH']}")
     code = main(["scope-guard", "run", "--task", task, "--state", str(state), "--", "scope-probe"])
