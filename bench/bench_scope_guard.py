@@ -162,19 +162,31 @@ def row(name: str, times: list[float], rss: int, base: float | None, code: int) 
     return f"| {name} | {med * 1000:.1f} | {p90 * 1000:.1f} | {ratio} | {rss / 1024:.1f} | {code} |"
 
 
-def main() -> int:
-    """Build the fixtures in a temp dir, run the measurements, print the tables."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--runs", type=int, default=30)
+def bench_parser(doc: str | None, runs: int, what: str) -> argparse.ArgumentParser:
+    """The options every scope benchmark takes: --runs, --files, --before DIR, --cpu."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--runs", type=int, default=runs)
     ap.add_argument("--files", type=int, default=3000)
-    ap.add_argument("--pre-matchers-fixture", metavar="STATE", help=argparse.SUPPRESS)
-    ap.add_argument("--before", metavar="DIR", help="also run this checkout's scope-guard")
+    ap.add_argument("--before", metavar="DIR", help=f"also run this checkout's {what}")
     ap.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
+    return ap
+
+
+def bench_args(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse, and apply --cpu and --before to the measuring helpers."""
     args = ap.parse_args()
     if args.cpu:
         CPU.append(True)
     if args.before:
         BEFORE.append(str(Path(args.before).resolve()))
+    return args
+
+
+def main() -> int:
+    """Build the fixtures in a temp dir, run the measurements, print the tables."""
+    ap = bench_parser(__doc__, 30, "scope-guard")
+    ap.add_argument("--pre-matchers-fixture", metavar="STATE", help=argparse.SUPPRESS)
+    args = bench_args(ap)
     if args.pre_matchers_fixture:  # run in a child: the parent's RSS would inflate the children's
         dispatch_pre_matchers(Path(args.pre_matchers_fixture))
         return 0

@@ -12,7 +12,6 @@ the child).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -22,7 +21,16 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_scope_guard import BEFORE, CPU, _capdaemon, grow_log, make_repo, round_robin
+from bench_scope_guard import (
+    BEFORE,
+    CPU,
+    _capdaemon,
+    bench_args,
+    bench_parser,
+    grow_log,
+    make_repo,
+    round_robin,
+)
 
 TASK = """\
 task_id: {id}
@@ -36,16 +44,7 @@ allowed_resources:
 
 def main() -> int:
     """Build the fixtures, measure, print the table."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--files", type=int, default=3000)
-    ap.add_argument("--before", metavar="DIR", help="also run this checkout's scope-guard run")
-    ap.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
-    args = ap.parse_args()
-    if args.cpu:
-        CPU.append(True)
-    if args.before:
-        BEFORE.append(str(Path(args.before).resolve()))
+    args = bench_args(bench_parser(__doc__, 30, "scope-guard run"))
     tmp = Path(tempfile.mkdtemp(prefix="capdaemon-bench-run-"))
     try:
         state = tmp / "bot-state"

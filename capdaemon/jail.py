@@ -33,8 +33,8 @@ import os
 import sys
 
 from capdaemon import landlock, seccomp
-from capdaemon.capability.fspaths import hook_folders
 from capdaemon.confine import build_ruleset, plan_for
+from capdaemon.hookdirs import hook_folders
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -196,8 +196,12 @@ def prepare(
         abi = landlock.abi_version()
     except landlock.LandlockError as exc:
         raise JailError(exc.errno or 0, str(exc.strerror)) from None
-    if abi < 4 and cap.network is not True and bwrap is None:
-        raise JailError(0, f"Landlock ABI {abi} has no TCP rules (Linux 6.7 or later needed)")
+    if abi < 4 and isinstance(cap.network, tuple):  # (`false` needs none: seccomp)
+        raise JailError(0, f"Landlock ABI {abi} has no TCP port rules (Linux 6.7 or later)")
+    try:
+        filt = seccomp.network_filter(cap.network)
+    except seccomp.SeccompError as exc:
+        raise JailError(0, str(exc.strerror)) from None
     jail = Jail(
         f"landlock ABI {abi} only (enforcement: landlock-only)"
         if bwrap is None
@@ -207,10 +211,9 @@ def prepare(
     jail.writable, jail.held_back = plan.writable(), plan.held_back
     jail.ruleset = build_ruleset(plan, abi, tmpdir, cap.network, host_terminals=bwrap is None)
     os.set_inheritable(jail.ruleset.fd, True)
-    filt = seccomp.network_filter(cap.network)
     grants = []
     if bwrap is not None:
-        jail.prefix = _bwrap_args(bwrap, cap.network, cwd or root)
+        jail.prefix = bwrap_args(bwrap, cap.network, cwd or root)
         jail.layers += ["bubblewrap: new session, no capabilities, pid+ipc namespaces, "
                         "private /dev and /proc, dies with its parent"]  # fmt: skip
         if cap.network is False:
@@ -226,7 +229,8 @@ def prepare(
     return jail
 
 
-def _bwrap_args(bwrap: str, network: bool | tuple[int, ...], cwd: str) -> list[str]:
+def bwrap_args(bwrap: str, network: bool | tuple[int, ...], cwd: str) -> list[str]:
+    """bubblewrap's command line up to `--` (the command follows it)."""
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     if network is False:
         args.append("--unshare-net")

@@ -27,6 +27,7 @@ from capdaemon.daemon.service.checkup import (
     check_clock,
     check_github,
     check_landlock,
+    check_sandbox,
     check_state_dir,
     check_time_zone,
 )
@@ -154,6 +155,7 @@ def _offline(
     yield from ((f, False) for f in check_state_dir(state))
     yield check_time_zone(config, datetime.now(UTC)), True
     yield check_landlock(), False
+    yield check_sandbox(), False
     return token, key
 
 

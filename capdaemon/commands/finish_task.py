@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog
-from capdaemon.capability.fspaths import NotACheckoutError, hook_violations, repo_root
+from capdaemon.capability.fspaths import NotACheckoutError, repo_root
 from capdaemon.capability.model import (
     HOOK_FOLDERS,
     BadTaskIdError,
@@ -35,6 +35,7 @@ from capdaemon.commands.finish_pr import open_pr
 from capdaemon.commands.qc import run_qc
 from capdaemon.filenames import ACTIONS_LOG
 from capdaemon.gitdiff import GitError, diff_range, resolve
+from capdaemon.hookdirs import hook_violations
 from capdaemon.model import MODE_SYMLINK, FileStatus
 from capdaemon.stores.capabilities import snapshot_or_violation
 from capdaemon.stores.escalations import write_escalation

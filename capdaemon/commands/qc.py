@@ -25,12 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from capdaemon.capability.fspaths import (
-    NotACheckoutError,
-    hook_folders,
-    repo_root,
-    word_checker,
-)
+from capdaemon.capability.fspaths import NotACheckoutError, repo_root, word_checker
 from capdaemon.capability.model import (
     Capability,
     CapabilitySnapshot,
@@ -38,6 +33,7 @@ from capdaemon.capability.model import (
     ViolationKind,
 )
 from capdaemon.capability.scope import check_command, check_path
+from capdaemon.hookdirs import hook_folders
 from capdaemon.jail import SETUP_FAILED, Jail, JailError, never_writable, prepare
 from capdaemon.landlock import LandlockError
 

@@ -20,6 +20,7 @@ from capdaemon.commands._common import (
     state_dir,
     unused_config_problem,
 )
+from capdaemon.hookdirs import hook_violations  # what `run` loads first anyway (fspaths)
 
 TYPE_CHECKING = False  # typing costs ~2 ms to import; annotations here are strings
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
         NotACheckoutError,
         check_named_path,
         here_in,
-        hook_violations,
         repo_root,
         word_checker,
     )

@@ -348,13 +348,13 @@ def test_a_sandbox_bubblewrap_cannot_build_is_a_refusal(
     from capdaemon import jail
     from capdaemon.cli import main
 
-    real = jail._bwrap_args
+    real = jail.bwrap_args
 
     def broken(*args: object) -> list[str]:
         out = real(*args)  # type: ignore[arg-type]
         return [out[0], "--ro-bind", str(co.root.parent / "missing"), "/missing", *out[1:]]
 
-    monkeypatch.setattr(jail, "_bwrap_args", broken)
+    monkeypatch.setattr(jail, "bwrap_args", broken)
     monkeypatch.chdir(co.root)
     monkeypatch.setenv("PATH", f"{co.root.parent / 'bin'}{os.pathsep}{os.environ['PATH']}")
     code = main(["scope-guard", "run", "--task", task, "--state", str(state), "--", "scope-probe"])
@@ -362,3 +362,25 @@ def test_a_sandbox_bubblewrap_cannot_build_is_a_refusal(
     assert code == 2
     assert "bwrap:" in err and "bubblewrap could not set up the sandbox" in err
     assert "enforced by the kernel" not in err
+
+
+def test_a_port_list_lets_tcp_through_but_not_mptcp(co: Git, tmp_path: Path) -> None:
+    """`network: [PORT]`: a TCP connection to PORT works; an MPTCP socket to the same port,
+    which Landlock's TCP rules would not see, is refused."""
+    from capdaemon.cli import main
+
+    from .confined import TASK
+
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen()
+    port = tcp.getsockname()[1]
+    listener = _Listener(tcp)
+    state = tmp_path / "state-ports"
+    path = tmp_path / "ports.yml"
+    path.write_text(TASK + f"  network: [{port}]\n")
+    assert main(["dispatch", str(path), "--state", str(state), "--repo", str(co.root)]) == 0
+    run = confined(state, co.root, "run-1", *PROBE, ops=[["connect", str(port)],
+                                                         ["mptcp", str(port)]])  # fmt: skip
+    listener.close()
+    assert run.code == 0 and run.errnos() == [0, EACCES], run.err

@@ -194,3 +194,20 @@ def test_doctor_agent_with_write_on_the_decision_repo(
     assert code == 1
     [fail] = _fails(lines)
     assert "decision repo" in fail and "agent-1 (write)" in fail
+
+
+def test_doctor_says_whether_the_sandbox_can_be_built() -> None:
+    """The sandbox finding runs bubblewrap for real: ok here (CI installs it), and a
+    missing bubblewrap is a warning naming the package and the opt-ins."""
+    from capdaemon import jail
+    from capdaemon.daemon.service.checkup import check_sandbox
+
+    found = check_sandbox()
+    assert found.status == "ok" and "pid/ipc/net namespaces" in found.detail, found
+    saved = jail.BWRAP_PATHS
+    jail.BWRAP_PATHS = ("/nonexistent/bwrap",)
+    try:
+        missing = check_sandbox()
+    finally:
+        jail.BWRAP_PATHS = saved
+    assert missing.status == "warn" and "apt-get install bubblewrap" in missing.detail

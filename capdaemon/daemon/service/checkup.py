@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ from capdaemon.forge.appclock import (
     within_jwt_window,
 )
 from capdaemon.forge.errors import FORGE_FAILURES, NotFound, NotInstalled
+from capdaemon.jail import bwrap_args, find_bwrap
 from capdaemon.landlock import LandlockError, abi_version
 from capdaemon.state import StateError, read_json
 from capdaemon.stateformat import STATE_FORMAT, StateFormatError, check_format, read_format
@@ -148,6 +150,28 @@ def check_landlock() -> Finding:
         )
     net = "writes and TCP" if abi >= 4 else "writes (no TCP rules before ABI 4)"
     return Finding(OK, "landlock", f"ABI {abi}: `scope-guard run` confines {net}")
+
+
+def check_sandbox() -> Finding:
+    """bubblewrap, and whether it can build the sandbox here (one real `true` in it)."""
+    bwrap = find_bwrap()
+    if bwrap is None:
+        return Finding(
+            WARN,
+            "sandbox",
+            "bubblewrap is not installed (apt-get install bubblewrap): `scope-guard run` and "
+            "finish-task's QC refuse tasks without `enforcement: landlock-only` or check-only",
+        )
+    try:
+        got = subprocess.run(
+            [*bwrap_args(bwrap, False, "/"), "true"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Finding(WARN, "sandbox", f"{bwrap} could not be run: {exc}")
+    if got.returncode != 0:
+        said = got.stderr.strip().splitlines()[-1:] or [f"exit {got.returncode}"]
+        return Finding(WARN, "sandbox", f"{bwrap} cannot build the sandbox here: {said[0]}")
+    return Finding(OK, "sandbox", f"{bwrap}: new session, pid/ipc/net namespaces, no capabilities")
 
 
 def check_time_zone(config: Config, now: datetime) -> Finding:
