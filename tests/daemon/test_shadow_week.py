@@ -70,6 +70,7 @@ def test_shadow_mode_says_would_merge_everywhere_and_never_merged(daemon: Harnes
     assert 'data-card="merges"><b>0</b>' in page
     assert 'data-card="merges-today"><b>0</b>' in page
     assert 'data-card="would-merge"><b>2</b>' in page
+    assert 'id="shadow-mode">shadow mode: capdaemon merges nothing<' in page  # every page
     would = page.split('id="would-merge"', 1)[1].split("</table>", 1)[0]
     assert all(would.count(f">{r}<") == 1 for r in refs) and "shadow" in would
 
