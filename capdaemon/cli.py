@@ -34,7 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "finish-task": ("capdaemon.commands.finish_task", "check a task branch before merging"),
     "tasks": ("capdaemon.commands.tasks", "list capability snapshots"),
-    "escalations": ("capdaemon.commands.escalations", "list open escalation records"),
+    "escalations": (
+        "capdaemon.commands.escalations",
+        "list open escalation records (`escalations resolve ID`: close one)",
+    ),
     "sandbox": ("capdaemon.commands.sandbox", "the GitHub-compatible sandbox server"),
     "run": ("capdaemon.commands.run", "run the daemon (APScheduler)"),
     "tick": ("capdaemon.commands.tick", "run one tick and exit"),

@@ -11,6 +11,7 @@ from capdaemon.dashboard.links import STORY_DIR, story_href, story_slug
 from capdaemon.dashboard.readmodel import ReadModel
 
 __all__ = ["STORY_DIR", "Page", "all_paths", "render", "story_href", "story_index", "story_slug"]
+SHADOW_MARK = ' · <b class="bad" id="shadow-mode">shadow mode: capdaemon merges nothing</b>'
 REFRESH_SECONDS = 60  # served pages reload themselves (the model is rebuilt when state changes)
 
 
@@ -32,7 +33,8 @@ def _frame(model: ReadModel, active: str, title: str, body: str, root: str, stat
         root=root,
         problems=[(p.file, p.message) for p in model.problems],
         note=note,
-        note_html=when(model.now.isoformat()),
+        note_html=when(model.now.isoformat())
+        + (SHADOW_MARK if model.config.mode == "shadow" else ""),
         static=static,
         refresh=0 if static else REFRESH_SECONDS,
     )

@@ -25,7 +25,7 @@ BASE = {
     "docs/concepts/r2.md": "# Rules\n\nAccess is unauthorized.\n",
     "docs/concepts/r3.md": "# Rules\n\nBackups are encrypted.\n",
     "docs/concepts/r4.md": "# Rules\n\nThe classifer decides.\n",
-    "docs/notes.md": "# Notes\n\nSome prose.\n",
+    "app/notes.md": "# Notes\n\nSome prose.\n",  # prose outside docs/ (carved out there)
 }
 
 
@@ -59,7 +59,7 @@ ATTACKS: dict[str, tuple[dict[str, str], str]] = {
         },
         "B",
     ),
-    "prose-line-in-a-doc": ({"docs/notes.md": "# Notes\n\nOther prose.\n"}, "B"),
+    "prose-line-in-a-doc": ({"app/notes.md": "# Notes\n\nOther prose.\n"}, "B"),
     "migration-coding-cookie": (
         {
             "db/migrations/0001_init.py": (

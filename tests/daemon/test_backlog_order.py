@@ -37,8 +37,9 @@ def _workflow(i: int) -> dict[str, str]:
 
 
 def _docs(i: int) -> dict[str, str]:
-    """A docs page: quadrant B here (a passive review issue, then a merge)."""
-    return {f"docs/p{i}.md": f"# {i}\n"}
+    """A notes page outside docs/ (where prose is not carved out): quadrant B here (a passive
+    review issue, then a merge)."""
+    return {f"notes/p{i}.md": f"# {i}\n"}
 
 
 def _draft(daemon: Harness, i: int) -> int:
@@ -126,7 +127,7 @@ def test_approved_ballot_merges_while_the_backlog_waits_and_polling_goes_on(
     assert first.backlog_waiting == {"A": 0, "B": 2, "C": 0, "D": 0}
     daemon.ballot(d, "alice").create_comment("/approve A")
     pushed = docs[0]  # published in the first tick: known
-    daemon.push(pushed, {"docs/p0.md": "# 0, again\n"})
+    daemon.push(pushed, {"notes/p0.md": "# 0, again\n"})
     daemon.advance(minutes=2)
     daemon.sb.reset_counters()
     capsys.readouterr()

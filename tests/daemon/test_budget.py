@@ -43,7 +43,7 @@ def test_cold_start_over_budget_progresses_and_keeps_ballots_flowing(daemon: Har
     _budgeted(daemon, writes_per_minute=11)
     d = daemon.open_pr(WORKFLOW)  # oldest: taken on first
     for i in range(8):
-        daemon.open_pr({f"docs/p{i}.md": f"# {i}\n"})
+        daemon.open_pr({f"notes/p{i}.md": f"# {i}\n"})
     backlog = []
     report = daemon.tick()
     backlog.append(report.backlog_left)
@@ -67,7 +67,7 @@ def test_cold_start_over_budget_progresses_and_keeps_ballots_flowing(daemon: Har
             break
         daemon.advance(seconds=61)
         merged |= set(daemon.tick().merged)
-    assert len(merged) == 9  # every docs PR and the approved D PR
+    assert len(merged) == 9  # every notes PR and the approved D PR
     assert json.loads((daemon.state_dir / BUDGET_FILE).read_text())["ticks"]
 
 
@@ -76,7 +76,7 @@ def test_same_minute_tick_takes_no_new_pr_but_still_merges_known_ones(daemon: Ha
     tick still completes (ballots and merges of known PRs are never deferred)."""
     _budgeted(daemon, writes_per_minute=11)
     for i in range(5):
-        daemon.open_pr({f"docs/q{i}.md": f"# {i}\n"})
+        daemon.open_pr({f"notes/q{i}.md": f"# {i}\n"})
     first = daemon.tick()
     assert first.backlog_left == 2
     second = daemon.tick()  # same clock: the minute's writes are spent
@@ -88,7 +88,7 @@ def test_corrupt_budget_file_is_set_aside(daemon: Harness) -> None:
     daemon.configure()
     daemon.state_dir.mkdir(parents=True, exist_ok=True)
     (daemon.state_dir / BUDGET_FILE).write_text("{not json", encoding="utf-8")
-    daemon.open_pr({"docs/x.md": "# x\n"})
+    daemon.open_pr({"notes/x.md": "# x\n"})
     report = daemon.tick()
     assert report.merged and not report.errors
     kept = list(daemon.state_dir.glob(f"{BUDGET_FILE}.corrupt-*"))

@@ -3,6 +3,7 @@ in one summary before anything merges (real ticks against the sandbox)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -69,6 +70,7 @@ def test_shadow_mode_says_would_merge_everywhere_and_never_merged(daemon: Harnes
     assert 'data-card="merges"><b>0</b>' in page
     assert 'data-card="merges-today"><b>0</b>' in page
     assert 'data-card="would-merge"><b>2</b>' in page
+    assert 'id="shadow-mode">shadow mode: capdaemon merges nothing<' in page  # every page
     would = page.split('id="would-merge"', 1)[1].split("</table>", 1)[0]
     assert all(would.count(f">{r}<") == 1 for r in refs) and "shadow" in would
 
@@ -96,3 +98,43 @@ def test_the_first_enforce_tick_reports_the_switch_and_merges_nothing(daemon: Ha
     second = daemon.tick()
     assert sorted(second.merged) == sorted(f"{daemon.sb.repo}#{n}" for n in (b, a))
     assert len(daemon.issues("mode-switch")) == 1  # reported once
+
+
+def test_until_the_switch_is_reported_nothing_merges(daemon: Harness) -> None:
+    """A targeted tick before the first full enforce tick merges nothing; a summary that cannot
+    be posted (GitHub refuses) holds every merge and is tried again at the next tick."""
+    b, a = _shadow_week(daemon)
+    daemon.configure(mode="enforce")
+    daemon.advance(minutes=5)
+    ticker = daemon.start()
+    targeted = ticker.targeted_tick([daemon.sb.repo], daemon.sb.now())
+    assert targeted is not None and targeted.merged == []
+    daemon.sb.faults("POST", r"^/repos/acme/capdaemon-bot/issues$", status=403, count=20)
+    refused = daemon.tick()
+    assert refused.merged == [] and any("mode switch summary" in e for e in refused.errors)
+    assert daemon.issues("mode-switch") == [] and daemon.actions("mode.switched") == []
+    daemon.sb.clear_faults()
+    daemon.advance(minutes=5)
+    assert daemon.tick().merged == []
+    assert len(daemon.issues("mode-switch")) == 1
+    daemon.advance(minutes=5)
+    assert len(daemon.tick().merged) == 2
+    assert daemon.pull(b).merged and daemon.pull(a).merged
+
+
+def test_a_state_from_before_the_mode_was_recorded_still_reports_the_switch(
+    daemon: Harness,
+) -> None:
+    """bot-state written before safety.json kept the mode: an open PR approved in shadow is
+    enough to treat the first enforce tick as the switch (fail closed)."""
+    b, a = _shadow_week(daemon)
+    daemon.stop()
+    path = daemon.state_dir / "safety.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data.pop("mode") == "shadow"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    daemon.configure(mode="enforce")
+    daemon.advance(minutes=5)
+    assert daemon.tick().merged == []
+    (summary,) = daemon.issues("mode-switch")
+    assert f"{daemon.sb.repo}#{b} " in summary.body and f"{daemon.sb.repo}#{a} " in summary.body

@@ -140,8 +140,10 @@ def summary_body(came_from: str, judged: list[Judged]) -> str:
         'each PR below marked "merges at the next tick" merges then, unless something '
         "changes first (a push, a failing check, an owner's `/reject`, the breaker).",
         "",
-        "To stop it, set `mode: shadow` again (a reload with SIGHUP applies it at the next "
-        "tick) before the next tick runs.",
+        "To hold one PR, add one of its repo's blocking labels (`do-not-merge` by default). "
+        "To hold them all, set `mode: shadow` in capdaemon.yml again: `capdaemon run` reloads "
+        "its config at the start of each tick (SIGHUP reloads it at once). This issue stays "
+        "open until an owner closes it.",
         "",
     ]
     if not judged:

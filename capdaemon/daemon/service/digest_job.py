@@ -234,7 +234,8 @@ class _Actions:
         elif action == "merge" and status == "done":
             self.merges.append(self._merge(rec, ref, prs.get(ref)))
         elif action == "merge" and status == "would_merge":  # shadow mode: not a merge
-            self.would_merges.setdefault(ref, self._merge(rec, ref, prs.get(ref)))
+            self.would_merges.pop(ref, None)  # its newest head's, once per PR
+            self.would_merges[ref] = self._merge(rec, ref, prs.get(ref))
         elif action == "issue_closed" and rec.get("kind") in ("review", "random-review"):
             self.auto_closed.append(
                 DigestItem(ref or str(rec.get("issue")), str(rec.get("issue", "")))
