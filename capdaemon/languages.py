@@ -1,7 +1,10 @@
-"""Which file types have an exact tokenizer here, and which changed files are worth reading
-whole for the comment-only carve-out (a cheap look at the patch; no parser is imported)."""
+"""What a file is, by its name: which file types have an exact tokenizer here, which changed
+files are worth reading whole for the comment-only carve-out (a cheap look at the patch; no
+parser is imported), and which are prose, the only files a typo fix may be carved out in."""
 
 from __future__ import annotations
+
+import re
 
 PYTHON = "python"
 HTML = "html"
@@ -50,3 +53,32 @@ def wants_whole_files(path: str, patch: str | None) -> bool:
         if text and not text.startswith(starts):
             return False
     return changed
+
+
+# Prose: Markdown, reStructuredText, AsciiDoc, plain text. Nothing else is (code, SQL, YAML,
+# JSON, TOML, CSV, templates, files without an extension): there a "typo fix" changes what runs
+# or what is read (`DELET` → `DELETE`, `tru` → `true`).
+PROSE_EXTENSIONS: frozenset[str] = frozenset(
+    {"md", "markdown", "rst", "rest", "adoc", "asciidoc", "txt", "text"}
+)
+# Plain-text names that tools read as data (pip, CMake, crawlers): never prose.
+_TOOL_TEXT = re.compile(
+    r"(?:.*requirements.*|.*constraints.*|cmakelists|robots|llms(?:-full)?)\.txt", re.IGNORECASE
+)
+
+
+def is_prose(path: str) -> bool:
+    """Whether a file is prose (the typo carve-out's only domain), by its name."""
+    name = path.rsplit("/", 1)[-1]
+    if "." not in name.lstrip(".") or _TOOL_TEXT.fullmatch(name):
+        return False
+    return name.rsplit(".", 1)[-1].casefold() in PROSE_EXTENSIONS
+
+
+def prose_kinds() -> str:
+    """The prose file types, for a refusal's reason text."""
+    return (
+        "Markdown, reStructuredText, AsciiDoc or plain text ("
+        + ", ".join(f".{e}" for e in sorted(PROSE_EXTENSIONS))
+        + ")"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capdaemon.classify.carveouts import additions_only, typo_fix
+from capdaemon.classify.carveouts import additions_only, prose_typo_fix
 from capdaemon.classify.commentonly import WHAT_PASSES, comment_only_files
 from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.classify.hunks import ADDED, Hunk, try_parse_patch
@@ -331,7 +331,8 @@ def _doctrine_typo(
     hunks: tuple[Hunk, ...] | None,
     cc: CompiledClassifier,
 ) -> tuple[str | None, str]:
-    """The docs/concepts typo carve-out, the only one that beats the critical list.
+    """The docs/concepts typo carve-out, the only one that beats the critical list (prose
+    files only: `languages.is_prose`).
 
     Returns (why non-critical, "") when it applies, else (None, why not — "" when the
     file is not a doctrine document at all).
@@ -344,7 +345,7 @@ def _doctrine_typo(
     other = [pat for pat in cc.critical.hits(path) if not pat.casefold().startswith(folded_dirs)]
     if other or cc.schemas.match(path) or cc.self_paths.match(path) or cc.config_files.match(path):
         return None, "also on another critical list"
-    carve = typo_fix(hunks, extra_words=cc.config.typo_words)
+    carve = prose_typo_fix(path, hunks, extra_words=cc.config.typo_words)
     if carve:
         return f"{carve.why} in {_under(path, TYPO_FIX_DIRS)}", ""
     return None, carve.why

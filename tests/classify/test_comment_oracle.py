@@ -160,6 +160,12 @@ TRAPS = [
         id="c-block-comment-around-unchanged-code",
     ),
     pytest.param(
+        "c",
+        "int f(void) {\n  /* note */\n  return __LINE__;\n}\n",
+        "int f(void) {\n  /* note\n     more */\n  return __LINE__;\n}\n",
+        id="c-comment-gains-a-line-and-moves-__LINE__",
+    ),
+    pytest.param(
         "java",
         "class T { static int f() { int a = 1;\n  // note\n  return a; } }\n",
         "class T { static int f() { int a = 1;\n  // note \\u000a a = 2;\n  return a; } }\n",
@@ -266,8 +272,8 @@ BENIGN = [
     pytest.param("python", "x = 1\n# a\nprint(x)\n", "x = 1\n# b\n\n# c\nprint(x)\n", id="py"),
     pytest.param(
         "c",
-        "int f(void) { /* a */ return 1; }\n",
-        "// lead\nint f(void) { /* b\n   more */ return 1; }\n",
+        "int f(void) { /* a */ return 1; }\n/* tail */\n",
+        "int f(void) { /* b, more */ return 1; } // end\n/* tail\n   more */\n",
         id="c",
     ),
     pytest.param(

@@ -1,0 +1,291 @@
+"""Carve-outs judged by what a file is, with the real tools as oracles: a Go file importing "C"
+(go builds its preamble comment as C), a "typo fix" in SQL or YAML under docs/concepts/
+(sqlite3 and PyYAML read the two sides differently), and a C comment that gains a line (gcc
+compiles `__LINE__` from it). Each is refused; prose typo fixes and in-place comment edits
+still pass."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capdaemon.classify.axes import classify_file
+from capdaemon.classify.carveouts import typo_fix
+from capdaemon.classify.cgo import imports_c
+from capdaemon.classify.commentonly import comment_only_files
+from capdaemon.classify.compiled import compile_classifier
+from capdaemon.classify.hunks import parse_patch
+from capdaemon.config import ClassifierConfig
+from capdaemon.languages import is_prose
+from capdaemon.model import FileChange, FileStatus
+
+from .classify_builders import make_patch
+
+
+def _tool(name: str) -> str:
+    """The tool's path; in CI a missing tool fails the test (.ci/run installs it)."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is required in CI (.ci/run installs it)")
+        pytest.skip(f"{name} not installed")
+    return path
+
+
+def _run(argv: list[str], cwd: Path, **env: str) -> str:
+    run = subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+        check=False,
+    )
+    return f"rc={run.returncode}\n{run.stdout}"
+
+
+# ----------------------------------------------------------------------------- cgo
+CGO_BASE = """package main
+
+import (
+\t"fmt"
+
+\t// static int answer(void) { return 1; }
+\t"C"
+)
+
+func main() { fmt.Println(C.answer()) }
+"""
+
+
+def _go_run(tmp: Path, source: str) -> str:
+    go = _tool("go")
+    _tool("gcc")
+    (tmp / "go.mod").write_text("module m\n\ngo 1.19\n")
+    (tmp / "main.go").write_text(source)
+    return _run(
+        [go, "run", "."],
+        tmp,
+        CGO_ENABLED="1",
+        GOFLAGS="-mod=mod",
+        GOCACHE=str(tmp / ".cache"),
+        GOPATH=str(tmp / ".gopath"),
+    )
+
+
+@pytest.mark.slow
+def test_an_edit_to_a_cgo_preamble_in_a_grouped_import_is_code(tmp_path: Path) -> None:
+    """go builds the comment before "C" in a grouped import as C: editing it changes what the
+    program prints, and the comment-only carve-out refuses it."""
+    head = CGO_BASE.replace("return 1", "return 2")
+    assert _go_run(tmp_path, CGO_BASE) == "rc=0\n1\n"
+    assert _go_run(tmp_path, head) == "rc=0\n2\n"
+    carve = comment_only_files("main.go", CGO_BASE, head)
+    assert not carve
+    assert 'imports "C"' in carve.why
+
+
+_OTHER_IMPORTS = st.lists(st.sampled_from(['"fmt"', '"os"', 'x "strings"', '_ "embed"']))
+_C_PATH = st.sampled_from(['"C"', "`C`", '"\\x43"', '"\\103"', '"\\u0043"', '"\\U00000043"'])
+_NAME = st.sampled_from(["", "_ ", "C ", ". ", "c "])
+_GAP = st.sampled_from(["", " /* x */ ", "\n", " // y\n"])
+
+
+@st.composite
+def _cgo_files(draw: st.DrawFn) -> tuple[str, str]:
+    """(base, head): a Go file importing "C" in a generated shape (grouped or not, among
+    other imports, named or not, any spelling, comments around, build-tagged or not); head
+    changes only the preamble comment."""
+    others = draw(_OTHER_IMPORTS)
+    spec = draw(_NAME) + draw(_C_PATH)
+    tag = draw(st.sampled_from(["", "//go:build cgo\n\n", "// +build linux\n\n"]))
+    block = draw(st.sampled_from(["// static int answer(void) { return @; }", "/* int v = @; */"]))
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(others)))
+        lines = [*others[:at], block, spec, *others[at:]]
+        imports = "import" + draw(_GAP) + "(\n\t" + "\n\t".join(lines) + "\n)\n"
+    else:
+        imports = "".join(f"import {o}\n" for o in others) + f"{block}\nimport{draw(_GAP)} {spec}\n"
+    body = f"{tag}package main\n\n{imports}\nfunc main() {{}}\n"
+    return body.replace("@", "1"), body.replace("@", "2")
+
+
+@given(files=_cgo_files())
+@settings(max_examples=150, deadline=None)
+def test_no_shape_of_an_import_of_c_gets_the_comment_carve_out(files: tuple[str, str]) -> None:
+    """Whatever the import block looks like, a file importing "C" is never comment-only."""
+    base, head = files
+    assert imports_c(base) and imports_c(head)
+    carve = comment_only_files("main.go", base, head)
+    assert not carve, (base, head)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'package p\n\nimport "fmt"\n\n// "C"\nfunc f() { fmt.Println("C") }\n',
+        'package p\n\nimport (\n\t"fmt"\n\t// import "C"\n)\n\nvar s = `C`\n',
+    ],
+)
+def test_a_c_that_is_no_import_does_not_count(text: str) -> None:
+    """A "C" in a string or a comment is no cgo import: those files keep the carve-out."""
+    assert not imports_c(text)
+    head = text.replace("\nfunc", "\n// more\nfunc").replace("\nvar", "\n// more\nvar")
+    assert comment_only_files("p.go", text, head)
+
+
+# ----------------------------------------------------------------------------- typo in prose
+def _doctrine(path: str, old: str, new: str) -> FileChange:
+    return FileChange(path=path, status=FileStatus.MODIFIED, patch=make_patch([old], [new]))
+
+
+def _critical(fc: FileChange) -> tuple[bool, str]:
+    v = classify_file(fc, compile_classifier(ClassifierConfig()))
+    return v.critical, " ".join(v.reasons)
+
+
+def _sqlite(tmp: Path, statement: str) -> str:
+    sqlite3 = _tool("sqlite3")
+    db = tmp / "t.db"
+    db.unlink(missing_ok=True)
+    script = (
+        "CREATE TABLE jobs(id);\nINSERT INTO jobs VALUES (1);\n"
+        f"{statement}\nSELECT count(*) FROM jobs;\n"
+    )
+    return subprocess.run(
+        [sqlite3, str(db)], input=script, capture_output=True, text=True, timeout=60, check=False
+    ).stdout
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new"),
+    [
+        ("docs/concepts/cleanup.sql", "DELET FROM jobs;", "DELETE FROM jobs;"),
+        ("docs/concepts/policy.yaml", "enabled: tru", "enabled: true"),
+        ("docs/concepts/policy.yml", "enabled: tru", "enabled: true"),
+        ("docs/concepts/policy.json", '{"mode": "stric"}', '{"mode": "strict"}'),
+        ("docs/concepts/policy.toml", "enabled = fals", "enabled = false"),
+        ("docs/concepts/check.py", "x = Tru", "x = True"),
+        ("docs/concepts/requirements.txt", "reqests==2.0", "requests==2.0"),
+        ("docs/concepts/RULES", "The classifer decides.", "The classifier decides."),
+        ("docs/concepts/page.mdx", "The classifer decides.", "The classifier decides."),
+    ],
+)
+def test_a_typo_fix_outside_prose_is_no_carve_out(path: str, old: str, new: str) -> None:
+    """Each line alone reads as a typo fix; in code, SQL, data or a file of no known prose
+    type under docs/concepts/ it stays a critical rule change."""
+    assert typo_fix(parse_patch(make_patch([old], [new])))
+    critical, reasons = _critical(_doctrine(path, old, new))
+    assert critical, reasons
+    assert "a typo fix is carved out in prose only" in reasons
+
+
+def test_sqlite3_and_pyyaml_say_the_typo_changes_what_runs(tmp_path: Path) -> None:
+    """The oracles: sqlite3 deletes the row only with DELETE; PyYAML reads "tru" as a string
+    and "true" as a boolean."""
+    assert _sqlite(tmp_path, "DELET FROM jobs;") != _sqlite(tmp_path, "DELETE FROM jobs;")
+    assert _sqlite(tmp_path, "DELETE FROM jobs;") == "0\n"
+    assert yaml.safe_load("enabled: tru") != yaml.safe_load("enabled: true")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "docs/concepts/rules.md",
+        "docs/concepts/rules.markdown",
+        "docs/concepts/rules.rst",
+        "docs/concepts/rules.adoc",
+        "docs/concepts/rules.asciidoc",
+        "docs/concepts/rules.txt",
+        "docs/concepts/RULES.MD",
+    ],
+)
+def test_a_typo_fix_in_prose_is_still_carved_out(path: str) -> None:
+    """Markdown, reStructuredText, AsciiDoc and plain text keep the typo carve-out."""
+    critical, reasons = _critical(
+        _doctrine(path, "The classifer decides.", "The classifier decides.")
+    )
+    assert not critical, reasons
+    assert "typo fix only" in reasons
+
+
+@given(name=st.from_regex(r"[a-z]{1,6}(\.[a-z]{1,5})?", fullmatch=True))
+def test_prose_is_only_the_prose_extensions(name: str) -> None:
+    """Any other extension, or none, is not prose."""
+    ext = name.rsplit(".", 1)[-1] if "." in name else None
+    prose = ext in {"md", "markdown", "rst", "rest", "adoc", "asciidoc", "txt", "text"}
+    assert is_prose(f"docs/concepts/{name}") is prose
+
+
+# ----------------------------------------------------------------------------- C line numbers
+LINE_BASE = """#include <stdio.h>
+#include <assert.h>
+
+int main(void) {
+  /* the count */
+  printf("%d\\n", __LINE__);
+  return 0;
+}
+"""
+
+
+def _gcc_run(tmp: Path, source: str) -> str:
+    gcc = _tool("gcc")
+    (tmp / "f.c").write_text(source)
+    build = subprocess.run(
+        [gcc, "-o", "f", "f.c"], cwd=tmp, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert build.returncode == 0, build.stderr
+    return _run([str(tmp / "f")], tmp)
+
+
+@pytest.mark.parametrize("path", ["f.c", "f.cc"])
+def test_a_c_comment_that_gains_a_line_moves_line_and_is_refused(tmp_path: Path, path: str) -> None:
+    """gcc prints another __LINE__ once the comment above it has one more line: refused.
+    The same comment reworded on its one line prints the same and keeps the carve-out."""
+    longer = LINE_BASE.replace("/* the count */", "/* the count\n     of lines */")
+    reworded = LINE_BASE.replace("/* the count */", "/* the line count */")
+    assert _gcc_run(tmp_path, LINE_BASE) != _gcc_run(tmp_path, longer)
+    assert _gcc_run(tmp_path, LINE_BASE) == _gcc_run(tmp_path, reworded)
+    carve = comment_only_files(path, LINE_BASE, longer)
+    assert not carve
+    assert "__LINE__" in carve.why
+    assert comment_only_files(path, LINE_BASE, reworded)
+    removed = comment_only_files(path, LINE_BASE.replace("  /* the count */\n", ""), LINE_BASE)
+    assert not removed
+
+
+_LINE_WORDS = st.text(alphabet="abc \n", max_size=12)
+
+
+@given(
+    before=_LINE_WORDS,
+    after=_LINE_WORDS,
+    block=st.booleans(),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_c_comment_edit_passes_exactly_when_no_code_moves(
+    before: str, after: str, block: bool
+) -> None:
+    """A generated comment edit above code: carved out exactly when it keeps the line count
+    (then every code token keeps its line), refused otherwise."""
+
+    def comment(text: str) -> str:
+        return f"/* {text} */" if block else "".join(f"// {t}\n" for t in text.split("\n"))
+
+    def program(text: str) -> str:
+        return f"int f(void) {{\n  int a = 1;\n{comment(text)}\n  return a + __LINE__;\n}}\n"
+
+    base, head = program(before), program(after)
+    carve = comment_only_files("f.c", base, head)
+    if base == head:
+        return
+    assert bool(carve) is (base.count("\n") == head.count("\n")), (base, head, carve.why)
