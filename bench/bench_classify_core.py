@@ -55,6 +55,17 @@ def make_files(n: int, seed: int = 1) -> tuple[FileChange, ...]:
             path, status = f"docs/concepts/rule_{i}.md", FileStatus.MODIFIED
             old = [f"The classifer decides case {i}.", "Text."]
             new = [f"The classifier decides case {i}.", "Text."]
+            # a typo fix in Markdown is judged on the whole file, which the daemon reads
+            out.append(
+                FileChange(
+                    path=path,
+                    status=status,
+                    patch=_patch(old, new),
+                    base_content="\n".join(old),
+                    head_content="\n".join(new),
+                )
+            )
+            continue
         elif kind < 0.76:
             path, status = f"examples/demo_{i}.py", FileStatus.ADDED
             old = []

@@ -34,10 +34,13 @@ _C_STARTS = ("//", "/*", "*")
 
 
 def wants_whole_files(path: str, patch: str | None) -> bool:
-    """Whether a modified file is worth reading whole for the comment-only carve-out: its
-    language has an exact tokenizer and every changed line of the patch is blank or starts
-    like a comment (HTML always: its comments span lines freely). Only a prefilter: the
-    carve-out itself compares the whole files' tokens."""
+    """Whether a modified file is worth reading whole for a carve-out: for the comment-only
+    one, its language has an exact tokenizer and every changed line of the patch is blank or
+    starts like a comment (HTML always: its comments span lines freely); for the typo fix, a
+    Markdown, reStructuredText or AsciiDoc file under a typo-fix folder (its code blocks are
+    found on the whole file). Only a prefilter: the carve-outs read the whole files."""
+    if patch and wants_whole_prose(path):
+        return True
     language = language_of(path)
     if language is None or not patch:
         return False
@@ -73,6 +76,27 @@ def is_prose(path: str) -> bool:
     if "." not in name.lstrip(".") or _TOOL_TEXT.fullmatch(name):
         return False
     return name.rsplit(".", 1)[-1].casefold() in PROSE_EXTENSIONS
+
+
+# Where a typo fix is carved out even though the folder is critical (SPEC 2.3 names it).
+TYPO_FIX_DIRS: tuple[str, ...] = ("docs/concepts/",)
+# Prose formats with code blocks, front matter or literal blocks: a typo fix in one is judged
+# on the whole file, where those blocks can be found (plain text has none).
+BLOCK_PROSE_EXTENSIONS: frozenset[str] = PROSE_EXTENSIONS - {"txt", "text"}
+
+
+def wants_whole_prose_type(path: str) -> bool:
+    """Whether a typo fix in this file is judged on its whole text: a prose format with code
+    blocks (Markdown, reStructuredText, AsciiDoc)."""
+    name = path.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].casefold() if "." in name.lstrip(".") else ""
+    return ext in BLOCK_PROSE_EXTENSIONS and is_prose(path)
+
+
+def wants_whole_prose(path: str) -> bool:
+    """Whether a changed file's texts are read for the typo carve-out: a prose format with
+    code blocks under a typo-fix folder."""
+    return path.startswith(TYPO_FIX_DIRS) and wants_whole_prose_type(path)
 
 
 def prose_kinds() -> str:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from capdaemon.classify.hunks import Hunk
+from capdaemon.classify.prose import code_in_prose
 from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_change
 from capdaemon.languages import is_prose, prose_kinds
 
@@ -230,16 +231,24 @@ def typo_fix(
 
 
 def prose_typo_fix(
-    path: str, hunks: Sequence[Hunk] | None, *, extra_words: Sequence[str] = ()
+    path: str,
+    hunks: Sequence[Hunk] | None,
+    texts: tuple[str | None, str | None] = (None, None),
+    *,
+    extra_words: Sequence[str] = (),
 ) -> Carve:
     """`typo_fix` for a file by its path: only a prose file can hold a typo fix (in code,
-    SQL or data a corrected word is a changed instruction or value)."""
+    SQL or data a corrected word is a changed instruction or value), and only outside its
+    code (`prose.code_in_prose`, on the whole base and head `texts` where it has blocks)."""
     if not is_prose(path):
         return Carve(
             False,
             f"{path} is not {prose_kinds()}: a typo fix is carved out in prose only, since in "
             "code, SQL or data a corrected word changes what runs or what is read",
         )
+    why = code_in_prose(path, hunks, texts) if hunks else ""
+    if why:
+        return Carve(False, f"{why}: a typo fix is carved out in prose only")
     return typo_fix(hunks, extra_words=extra_words)
 
 

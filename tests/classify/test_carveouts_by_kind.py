@@ -144,7 +144,19 @@ def test_a_c_that_is_no_import_does_not_count(text: str) -> None:
 
 # ----------------------------------------------------------------------------- typo in prose
 def _doctrine(path: str, old: str, new: str) -> FileChange:
-    return FileChange(path=path, status=FileStatus.MODIFIED, patch=make_patch([old], [new]))
+    return _change(path, [old], [new])
+
+
+def _change(path: str, base: list[str], head: list[str], whole: bool = True) -> FileChange:
+    """A modified file with its patch and (by default) its whole base and head texts, as the
+    daemon reads them for a typo fix under docs/concepts/."""
+    texts = {"base_content": "\n".join(base) + "\n", "head_content": "\n".join(head) + "\n"}
+    return FileChange(
+        path=path,
+        status=FileStatus.MODIFIED,
+        patch=make_patch(base, head),
+        **(texts if whole else {}),  # type: ignore[arg-type]
+    )
 
 
 def _critical(fc: FileChange) -> tuple[bool, str]:
@@ -289,3 +301,98 @@ def test_a_c_comment_edit_passes_exactly_when_no_code_moves(
     if base == head:
         return
     assert bool(carve) is (base.count("\n") == head.count("\n")), (base, head, carve.why)
+
+
+# ----------------------------------------------------------------------------- code in prose
+GAP = ["", "Some prose.", "", "More prose.", ""]  # more than a hunk's context apart
+DOC = [
+    "# Rules",
+    *GAP,
+    "The classifer decides.",  # 6
+    *GAP,
+    "```pyhton",  # 12
+    "DELET FROM jobs;",  # 13
+    "```",
+    *GAP,
+    "Run `capdaemon chek` first; the classifer decides.",  # 20
+    *GAP,
+    "    DELET FROM jobs;",  # 26
+    *GAP,
+    ">>> enabled = tru",  # 32
+    *GAP,
+    "Example::",
+    "",
+    "  DELET FROM jobs;",  # 40
+    *GAP,
+    "The end.",
+]
+
+
+def _doc_edit(path: str, lines: list[str], at: int, old: str, new: str) -> tuple[bool, str]:
+    head = list(lines)
+    head[at] = head[at].replace(old, new)
+    assert head != lines
+    return _critical(_change(path, lines, head))
+
+
+@pytest.mark.parametrize(
+    ("at", "old", "new", "why"),
+    [
+        (13, "DELET", "DELETE", "code fence"),
+        (12, "pyhton", "python", "code fence"),  # doc-test runners now run the block
+        (20, "chek", "check", "inline code"),
+        (26, "DELET", "DELETE", "indented"),
+        (32, "tru", "true", "doctest"),
+        (40, "DELET", "DELETE", "literal block"),
+    ],
+)
+def test_code_inside_a_prose_file_is_no_typo(at: int, old: str, new: str, why: str) -> None:
+    """In a Markdown or reStructuredText file, a "typo" inside a code fence, an inline code
+    span, an indented block, a doctest or an rst literal block is code: critical."""
+    critical, reasons = _doc_edit("docs/concepts/rules.md", DOC, at, old, new)
+    assert critical and why in reasons, reasons
+
+
+def test_prose_around_code_keeps_the_typo_carve_out() -> None:
+    """The prose of the same file, outside the code (before or after backticks on a line,
+    right below a closed fence), is still typo-fixable."""
+    for at in (6, 20):
+        head = list(DOC)
+        head[at] = head[at].replace("classifer", "classifier")
+        critical, reasons = _critical(_change("docs/concepts/rules.md", DOC, head))
+        assert not critical, reasons
+    below = ["# Rules", "", "```", "a = 1", "b = 2", "c = 3", "```", "The classifer decides."]
+    critical, reasons = _doc_edit("docs/concepts/rules.md", below, 7, "classifer", "classifier")
+    assert not critical, reasons  # the whole file shows the fence closed above
+
+
+def test_a_long_code_block_is_found_on_the_whole_file() -> None:
+    """A "typo" deep inside a fenced block, its fences out of the patch's view, is code: the
+    whole file shows the block; without the whole file the carve-out is refused."""
+    sql = [f"UPDATE jobs SET n = {i};" for i in range(12)]
+    lines = ["# Rules", "", "```sql", *sql[:6], "DELET FROM jobs;", *sql[6:], "```", "", "End."]
+    critical, reasons = _doc_edit("docs/concepts/rules.md", lines, 9, "DELET", "DELETE")
+    assert critical and "code fence" in reasons, reasons
+    prose = ["# Rules", "", "The classifer decides.", ""]
+    head = [prose[0], prose[1], "The classifier decides.", ""]
+    critical, reasons = _critical(_change("docs/concepts/rules.md", prose, head, whole=False))
+    assert critical and "whole file unavailable" in reasons, reasons
+    critical, reasons = _critical(_change("docs/concepts/rules.txt", prose, head, whole=False))
+    assert not critical, reasons  # plain text has no blocks: its patch is enough
+
+
+def test_front_matter_is_data_not_prose() -> None:
+    """YAML front matter at the top of a Markdown file is read by site generators."""
+    lines = ["---", "draft: tru", "---", "", "# Rules", "", "Prose."]
+    critical, reasons = _doc_edit("docs/concepts/rules.md", lines, 1, "tru", "true")
+    assert critical and "front matter" in reasons, reasons
+
+
+def test_an_asciidoc_listing_block_is_code() -> None:
+    """AsciiDoc's `----` listing block holds code; in Markdown `----` is a rule, not a fence."""
+    lines = ["= Rules", "", "----", "DELET FROM jobs;", "----", "", "Prose."]
+    critical, reasons = _doc_edit("docs/concepts/rules.adoc", lines, 3, "DELET", "DELETE")
+    assert critical and "code fence" in reasons, reasons
+    md = ["# Rules", "", "----", "", "The classifer decides.", ""]
+    critical, reasons = _doc_edit("docs/concepts/rules.md", md, 4, "classifer", "classifier")
+    assert not critical, reasons
