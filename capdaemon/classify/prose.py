@@ -7,14 +7,19 @@ indented line (a Markdown code block, a reStructuredText literal block), a fence
 (```` ``` ````, `~~~`; in AsciiDoc also `----`, `....`) or a line inside a fenced block, a
 line in a reStructuredText literal block or directive (after `::`, `.. code-block::`), and
 YAML or TOML front matter (`---`/`+++` from the first line). Markdown, reStructuredText and
-AsciiDoc files are read whole, top down, on both sides (without their whole texts the typo
-carve-out is refused); plain text has no blocks, and its patch is read alone.
+AsciiDoc files are read whole on both sides (without their whole texts the typo carve-out is
+refused): Markdown by markdown-it-py's CommonMark parser (fenced and indented code and HTML
+blocks, in lists and quotes too), the others top down by the rules above; plain text has no
+blocks, and its patch is read alone.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
+
+from markdown_it import MarkdownIt
 
 from capdaemon.classify.hunks import ADDED, CONTEXT, REMOVED, DiffLine, Hunk
 from capdaemon.languages import wants_whole_prose_type
@@ -41,8 +46,8 @@ def code_in_prose(
             return (
                 "whole file unavailable: its code blocks and front matter cannot be told from prose"
             )
-        why = _hunk_code(_whole(head, hunks, ADDED), fence) or _hunk_code(
-            _whole(base, hunks, REMOVED), fence
+        why = _whole_code(path, head, _whole(head, hunks, ADDED), fence) or _whole_code(
+            path, base, _whole(base, hunks, REMOVED), fence
         )
     else:
         why = next((w for h in hunks if (w := _hunk_code(h.lines, fence))), "")
@@ -57,6 +62,44 @@ def code_in_prose(
                         "changed: code, not prose"
                     )
     return ""
+
+
+_MARKDOWN = (".md", ".markdown")
+_MD_CODE = frozenset({"fence", "code_block", "html_block"})
+
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark")
+
+
+def _whole_code(path: str, text: str, lines: list[DiffLine], fence: re.Pattern[str]) -> str:
+    """Why a changed line of one whole side is code: Markdown by its CommonMark blocks plus
+    the line rules (front matter, doctests), the other formats by the line rules alone."""
+    if not path.casefold().endswith(_MARKDOWN):
+        return _hunk_code(lines, fence)
+    code = _markdown_code_lines(text)
+    for ln in lines:
+        if ln.kind != CONTEXT and ln.new_no in code:
+            return f"line {ln.new_no}: inside a code fence, code block or HTML block, not prose"
+    front = _opens_front_matter(lines)
+    for i, ln in enumerate(lines):
+        if ln.kind == CONTEXT:
+            front = front and not (i and ln.text.strip() in _FRONT)
+            continue
+        why = _line_code(ln, False, False, front)
+        if why and "indented" not in why:  # CommonMark said it is no code block
+            return why
+    return ""
+
+
+def _markdown_code_lines(text: str) -> set[int]:
+    """The 1-based lines CommonMark puts in a fenced or indented code block or an HTML block."""
+    code: set[int] = set()
+    for tok in _markdown().parse(text):
+        if tok.type in _MD_CODE and tok.map:
+            code.update(range(tok.map[0] + 1, tok.map[1] + 1))
+    return code
 
 
 def _whole(text: str, hunks: Sequence[Hunk], kind: str) -> list[DiffLine]:
@@ -115,14 +158,16 @@ def _opens_front_matter(lines: Sequence[DiffLine]) -> bool:
 
 def _fence_after(fence: re.Pattern[str], text: str, opened: str) -> str:
     """The open fence's marker after a context line: a fence line opens one when none is
-    open, and closes the open one when it is of the same kind and at least as long."""
+    open, and closes the open one when it is of the same kind, at least as long, and bare."""
     m = fence.match(text)
     if m is None:
         return opened
     marker = next(g for g in m.groups() if g)
     if not opened:
         return marker
-    return "" if marker[0] == opened[0] and len(marker) >= len(opened) else opened
+    bare = text.strip()  # a closing fence has no info string
+    closes = set(bare) == {opened[0]} and len(bare) >= len(opened)
+    return "" if closes else opened
 
 
 def _line_code(ln: DiffLine, fenced: bool, literal: bool, front: bool) -> str:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from capdaemon.classify.axes import classify_file
 from capdaemon.classify.carveouts import typo_fix
@@ -22,6 +23,7 @@ from capdaemon.classify.cgo import imports_c
 from capdaemon.classify.commentonly import comment_only_files
 from capdaemon.classify.compiled import compile_classifier
 from capdaemon.classify.hunks import parse_patch
+from capdaemon.classify.prose import code_in_prose
 from capdaemon.config import ClassifierConfig
 from capdaemon.languages import is_prose
 from capdaemon.model import FileChange, FileStatus
@@ -336,21 +338,52 @@ def _doc_edit(path: str, lines: list[str], at: int, old: str, new: str) -> tuple
 
 
 @pytest.mark.parametrize(
-    ("at", "old", "new", "why"),
+    ("path", "at", "old", "new", "why"),
     [
-        (13, "DELET", "DELETE", "code fence"),
-        (12, "pyhton", "python", "code fence"),  # doc-test runners now run the block
-        (20, "chek", "check", "inline code"),
-        (26, "DELET", "DELETE", "indented"),
-        (32, "tru", "true", "doctest"),
-        (40, "DELET", "DELETE", "literal block"),
+        ("rules.md", 13, "DELET", "DELETE", "code fence"),
+        ("rules.md", 12, "pyhton", "python", "code fence"),  # doc-test runners now run it
+        ("rules.md", 20, "chek", "check", "inline code"),
+        ("rules.md", 26, "DELET", "DELETE", "code block"),
+        ("rules.md", 32, "tru", "true", "doctest"),
+        ("rules.rst", 13, "DELET", "DELETE", "code fence"),
+        ("rules.rst", 26, "DELET", "DELETE", "indented"),
+        ("rules.rst", 40, "DELET", "DELETE", "literal block"),
+        ("rules.txt", 32, "tru", "true", "doctest"),
     ],
 )
-def test_code_inside_a_prose_file_is_no_typo(at: int, old: str, new: str, why: str) -> None:
-    """In a Markdown or reStructuredText file, a "typo" inside a code fence, an inline code
-    span, an indented block, a doctest or an rst literal block is code: critical."""
-    critical, reasons = _doc_edit("docs/concepts/rules.md", DOC, at, old, new)
+def test_code_inside_a_prose_file_is_no_typo(
+    path: str, at: int, old: str, new: str, why: str
+) -> None:
+    """In a Markdown, reStructuredText or plain-text file, a "typo" inside a code fence, an
+    inline code span, an indented block, a doctest or an rst literal block is code."""
+    critical, reasons = _doc_edit(f"docs/concepts/{path}", DOC, at, old, new)
     assert critical and why in reasons, reasons
+
+
+def test_markdown_blocks_are_found_where_commonmark_puts_them() -> None:
+    """A fence inside a block quote or a list, and an HTML block, are code to markdown-it's
+    CommonMark parser: a typo there is refused; a list item's indented paragraph is prose."""
+    lines = [
+        "# Rules",
+        "",
+        "> ```sql",
+        "> DELET FROM jobs;",
+        "> ```",
+        "",
+        "<script>",
+        "enabled = tru",
+        "</script>",
+        "",
+        "- Item",
+        "",
+        "    The classifer decides.",
+        "",
+    ]
+    for at, old, new in ((3, "DELET", "DELETE"), (7, "tru", "true")):
+        critical, reasons = _doc_edit("docs/concepts/rules.md", lines, at, old, new)
+        assert critical and "code fence, code block or HTML block" in reasons, reasons
+    critical, reasons = _doc_edit("docs/concepts/rules.md", lines, 12, "classifer", "classifier")
+    assert not critical, reasons
 
 
 def test_prose_around_code_keeps_the_typo_carve_out() -> None:
@@ -396,3 +429,50 @@ def test_an_asciidoc_listing_block_is_code() -> None:
     md = ["# Rules", "", "----", "", "The classifer decides.", ""]
     critical, reasons = _doc_edit("docs/concepts/rules.md", md, 4, "classifer", "classifier")
     assert not critical, reasons
+
+
+_MD_LINES = st.sampled_from(
+    [
+        "",
+        "The classifer decides.",
+        "- Item one",
+        "> Quoted prose",
+        "> ```",
+        "```",
+        "```sql",
+        "~~~",
+        "````",
+        "    indented",
+        "  two spaces",
+        "<div>",
+        "</div>",
+        "<script>",
+        "</script>",
+        "DELET FROM jobs;",
+        "# Heading",
+        "---",
+    ]
+)
+
+
+@given(lines=st.lists(_MD_LINES, min_size=1, max_size=30), data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_every_commonmark_code_line_is_refused(lines: list[str], data: st.DataObject) -> None:
+    """markdown-it-py as the oracle: in any generated Markdown file, an edit to a line it
+    puts in a fenced or indented code block or an HTML block is never prose."""
+    doc = "\n".join(lines) + "\n"
+    code = {
+        n
+        for tok in MarkdownIt("commonmark").parse(doc)
+        if tok.type in ("fence", "code_block", "html_block") and tok.map
+        for n in range(tok.map[0], tok.map[1])
+    }
+    code &= {i for i, ln in enumerate(lines) if ln.strip()}
+    if not code:
+        return
+    at = data.draw(st.sampled_from(sorted(code)))
+    head = list(lines)
+    head[at] = head[at] + " x"
+    hunks = parse_patch(make_patch(lines, head))
+    why = code_in_prose("docs/concepts/r.md", hunks, (doc, "\n".join(head) + "\n"))
+    assert why, (lines, at)
