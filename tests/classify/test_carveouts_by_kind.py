@@ -7,7 +7,6 @@ still pass."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,17 +27,7 @@ from capdaemon.config import ClassifierConfig
 from capdaemon.languages import is_prose
 from capdaemon.model import FileChange, FileStatus
 
-from .classify_builders import make_patch
-
-
-def _tool(name: str) -> str:
-    """The tool's path; in CI a missing tool fails the test (.ci/run installs it)."""
-    path = shutil.which(name)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is required in CI (.ci/run installs it)")
-        pytest.skip(f"{name} not installed")
-    return path
+from .classify_builders import make_patch, need_tool
 
 
 def _run(argv: list[str], cwd: Path, **env: str) -> str:
@@ -69,8 +58,8 @@ func main() { fmt.Println(C.answer()) }
 
 
 def _go_run(tmp: Path, source: str) -> str:
-    go = _tool("go")
-    _tool("gcc")
+    go = need_tool("go")
+    need_tool("gcc")
     (tmp / "go.mod").write_text("module m\n\ngo 1.19\n")
     (tmp / "main.go").write_text(source)
     return _run(
@@ -167,7 +156,7 @@ def _critical(fc: FileChange) -> tuple[bool, str]:
 
 
 def _sqlite(tmp: Path, statement: str) -> str:
-    sqlite3 = _tool("sqlite3")
+    sqlite3 = need_tool("sqlite3")
     db = tmp / "t.db"
     db.unlink(missing_ok=True)
     script = (
@@ -252,7 +241,7 @@ int main(void) {
 
 
 def _gcc_run(tmp: Path, source: str) -> str:
-    gcc = _tool("gcc")
+    gcc = need_tool("gcc")
     (tmp / "f.c").write_text(source)
     build = subprocess.run(
         [gcc, "-o", "f", "f.c"], cwd=tmp, capture_output=True, text=True, timeout=60, check=False
