@@ -64,6 +64,8 @@ def _doc_change(old_line: str, new_line: str) -> tuple[FileChange, ...]:
             patch=_patch(old, new),
             additions=1,
             deletions=1,
+            base_content="\n".join(old) + "\n",  # a Markdown typo fix is judged whole
+            head_content="\n".join(new) + "\n",
         ),
     )
 

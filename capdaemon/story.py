@@ -80,15 +80,22 @@ def _same_as(rec: dict[str, Any]) -> str:
     return repr(sorted(keep.items(), key=lambda kv: kv[0]))
 
 
+# What a re-check writes again when a check run or a label changes at the same head (the
+# verdict and the violation it implies): only these fold. Everything else is an event of its
+# own (a tap, a vote, a command, a merge) and is told each time, with its time and reason.
+_REDERIVED = frozenset({"classified", "scope_violation"})
+
+
 def tell(records: list[dict[str, Any]]) -> list[str]:
-    """The lines of a PR's story: a record that repeats the last one of its kind at the same
-    head (a PR re-checked because a check run or a label changed, with the same verdict) is
-    folded into it, which then says how often and when it was last seen."""
+    """The lines of a PR's story: a classification or a scope violation that repeats the last
+    one of its kind at the same head (a PR re-checked because a check run or a label changed,
+    with the same verdict) is folded into it, which then says how often and when it was last
+    seen; any other record (a refused tap, a vote) is told on its own line, however often."""
     groups: list[tuple[dict[str, Any], list[str]]] = []
     last: dict[str, tuple[str, int]] = {}  # record kind → (its last record's key, its group)
     for rec in records:
         kind, key = str(rec.get("action", "classified")), _same_as(rec)
-        if kind in last and last[kind][0] == key:  # the same as the last one of its kind
+        if kind in _REDERIVED and kind in last and last[kind][0] == key:
             groups[last[kind][1]][1].append(str(rec.get("ts", "?")))
             continue
         last[kind] = (key, len(groups))

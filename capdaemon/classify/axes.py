@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capdaemon.classify.carveouts import additions_only, typo_fix
+from capdaemon.classify.carveouts import additions_only, prose_typo_fix
 from capdaemon.classify.commentonly import WHAT_PASSES, comment_only_files
 from capdaemon.classify.compiled import CompiledClassifier
 from capdaemon.classify.hunks import ADDED, Hunk, try_parse_patch
 from capdaemon.classify.structure import added_line_no, config_change, self_logic_hits
 from capdaemon.config.types import PROSE_SUFFIXES
 from capdaemon.globs import PathError, fold_path, is_plain_ascii, normalize_path
+from capdaemon.languages import TYPO_FIX_DIRS
 from capdaemon.model import (
     MODE_SUBMODULE,
     MODE_SYMLINK,
@@ -20,8 +21,8 @@ from capdaemon.model import (
     Quadrant,
 )
 
-# Carve-out locations that are not config fields (SPEC 2.3 names them exactly).
-TYPO_FIX_DIRS: tuple[str, ...] = ("docs/concepts/",)
+# Carve-out locations that are not config fields (SPEC 2.3 names them exactly; the typo-fix
+# folders live with the prose file types in `languages`).
 TEST_DIRS: tuple[str, ...] = ("tests/",)
 
 
@@ -256,7 +257,7 @@ def _criticality(
     if always_d:
         pass
     elif critical_hits:
-        noncritical_why, typo_why_not = _doctrine_typo(path, old, status, hunks, cc)
+        noncritical_why, typo_why_not = _doctrine_typo(fc, path, old, hunks, cc)
         if noncritical_why is None:
             cr.extend(critical_hits)
             if typo_why_not:
@@ -326,17 +327,19 @@ def _symlink_target_hits(
 
 
 def _doctrine_typo(
+    fc: FileChange,
     path: str,
     old: str | None,
-    status: FileStatus,
     hunks: tuple[Hunk, ...] | None,
     cc: CompiledClassifier,
 ) -> tuple[str | None, str]:
-    """The docs/concepts typo carve-out, the only one that beats the critical list.
+    """The docs/concepts typo carve-out, the only one that beats the critical list (prose
+    files only: `languages.is_prose`).
 
     Returns (why non-critical, "") when it applies, else (None, why not — "" when the
     file is not a doctrine document at all).
     """
+    status = fc.status
     if _name_refusal(path, TYPO_FIX_DIRS) or _under(path, TYPO_FIX_DIRS) is None:
         return None, ""
     if status is not FileStatus.MODIFIED or old is not None:
@@ -345,7 +348,8 @@ def _doctrine_typo(
     other = [pat for pat in cc.critical.hits(path) if not pat.casefold().startswith(folded_dirs)]
     if other or cc.schemas.match(path) or cc.self_paths.match(path) or cc.config_files.match(path):
         return None, "also on another critical list"
-    carve = typo_fix(hunks, extra_words=cc.config.typo_words)
+    texts = (fc.base_content, fc.head_content)
+    carve = prose_typo_fix(path, hunks, texts, extra_words=cc.config.typo_words)
     if carve:
         return f"{carve.why} in {_under(path, TYPO_FIX_DIRS)}", ""
     return None, carve.why

@@ -1,7 +1,8 @@
 """Conservative content carve-outs of SPEC 2.4: typo fix and additions-only.
 
-A typo fix turns a misspelling (a word not in the dictionary) into a dictionary word; the
-comment-only carve-out is proven on whole files in `commentonly`.
+A typo fix turns a misspelling (a word not in the dictionary) into a dictionary word, in a
+prose file only (`languages.is_prose`); the comment-only carve-out is proven on whole files
+in `commentonly`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from capdaemon.classify.hunks import Hunk
+from capdaemon.classify.prose import code_in_prose
 from capdaemon.classify.wordlist import Dictionary, DictionaryError, load, negation_change
+from capdaemon.languages import is_prose, prose_kinds
 
 MAX_LINE_EDITS = 3
 MAX_FILE_EDITS = 10
@@ -225,6 +228,28 @@ def typo_fix(
                 if total > file_limit:
                     return Carve(False, f"more than {file_limit} character edits in the file")
     return Carve(True, "typo fix only")
+
+
+def prose_typo_fix(
+    path: str,
+    hunks: Sequence[Hunk] | None,
+    texts: tuple[str | None, str | None] = (None, None),
+    *,
+    extra_words: Sequence[str] = (),
+) -> Carve:
+    """`typo_fix` for a file by its path: only a prose file can hold a typo fix (in code,
+    SQL or data a corrected word is a changed instruction or value), and only outside its
+    code (`prose.code_in_prose`, on the whole base and head `texts` where it has blocks)."""
+    if not is_prose(path):
+        return Carve(
+            False,
+            f"{path} is not {prose_kinds()}: a typo fix is carved out in prose only, since in "
+            "code, SQL or data a corrected word changes what runs or what is read",
+        )
+    why = code_in_prose(path, hunks, texts) if hunks else ""
+    if why:
+        return Carve(False, f"{why}: a typo fix is carved out in prose only")
+    return typo_fix(hunks, extra_words=extra_words)
 
 
 # ----------------------------------------------------------------------------- additions

@@ -4,7 +4,9 @@ The base and head files are tokenized whole; with comments removed their token s
 be identical, and no changed comment may be one its language (or its tools) reads as code:
 coding declarations, shebangs, directives, a `\\` line continuation inside a `//` comment,
 a `\\u` escape inside a Java comment, an HTML comment closed the way HTML5 allows (`--!>`),
-IE conditional comments, a Go cgo preamble. Anything the tokenizer cannot read fails closed.
+IE conditional comments, any comment of a Go file that imports "C" (cgo compiles its preamble).
+In C and C++ the edit must also keep every code token on its line (`__LINE__`, `assert`).
+Anything the tokenizer cannot read fails closed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import tokenize
 from collections import Counter
 
 from capdaemon.classify.carveouts import Carve
+from capdaemon.classify.cgo import imports_c
 from capdaemon.classify.htmlwindow import lex_html_pair
 from capdaemon.classify.pywindow import lex_python_pair
 from capdaemon.classify.tokens import (
@@ -54,6 +57,8 @@ _C_SPLICE = re.compile(r"[/*]\\[ \t\f\v]*\r?\n|\\[ \t\f\v]*\r?\n[/*]")
 _NON_UTF8_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*(?!utf-?8\b)[\w-]", re.IGNORECASE)
 _LONE_CR = re.compile(r"\r(?!\n)")
 _NOSCRIPT = re.compile(r"<noscript", re.IGNORECASE)
+# Languages whose preprocessor compiles line numbers into the program (`__LINE__`, assert).
+LINE_NUMBER_LANGUAGES = frozenset({"c", "cpp"})
 _C_FAMILY = frozenset({"c", "cpp", "java", "javascript", "typescript", "tsx", "go", "rust"})
 
 
@@ -70,7 +75,11 @@ def comment_only_files(path: str, base: str | None, head: str | None) -> Carve:
         old, new = _lex_both(language, base, head)
     except LexError as exc:
         return Carve(False, f"{language} tokenizer: {exc}")
-    why = _code_difference(old, new) or _trap(language, base, head, old, new)
+    why = (
+        _code_difference(old, new)
+        or _trap(language, base, head, old, new)
+        or _lines_moved(language, base, head, old, new)
+    )
     if why:
         return Carve(False, why)
     return Carve(True, f"comments only ({language} tokens identical)")
@@ -110,6 +119,41 @@ def _code_difference(old: Lexed, new: Lexed) -> str:
     if i < len(new.tokens):
         return f"{_at(new.lines, i)}code changed at {_short(new.tokens[i][1])}: not comment-only"
     return f"{_at(old.lines, i)}code {_short(old.tokens[i][1])} removed: not comment-only"
+
+
+def _lines_moved(language: str, base: str, head: str, old: Lexed, new: Lexed) -> str:
+    """In C and C++, why the edit moves code to other lines ("" when every code token keeps
+    its line): `__LINE__` and `assert` messages are compiled from line numbers."""
+    if language not in LINE_NUMBER_LANGUAGES:
+        return ""
+    pairs = zip(old.lines, new.lines, strict=False)
+    moved = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
+    if (
+        moved is None
+        and len(old.lines) == len(new.lines)
+        and (old.tokens or base.count("\n") == head.count("\n") or _last_thing(head, new))
+    ):
+        return ""
+    where = f"line {old.lines[moved]}: " if moved is not None else ""
+    return (
+        f"{where}the comment edit adds or removes lines, so code after it moves to other "
+        "lines (__LINE__ and assert messages compile line numbers in): not comment-only"
+    )
+
+
+def _last_thing(head: str, new: Lexed) -> bool:
+    """Whether a file read as one swapped comment (no tokens: `tswindow`) has nothing but
+    space after that comment, so a line it gains or loses moves no code."""
+    if len(new.comments) != 1:
+        return False
+    c = new.comments[0]
+    start = 0
+    for _ in range(c.line - 1):
+        start = head.find("\n", start) + 1
+        if not start:
+            return False
+    at = head.find(c.text, start)
+    return at >= 0 and not head[at + len(c.text) :].strip()
 
 
 def _at(lines: tuple[int, ...], i: int) -> str:
@@ -186,8 +230,8 @@ def _file_trap(language: str, base: str, head: str) -> str:
             "a Python file declaring an encoding other than UTF-8 (PEP 263): its comments "
             "cannot be read as the interpreter decodes them"
         )
-    if language == "go" and re.search(r'^\s*import\s+(?:\(\s*)?"C"', head, re.MULTILINE):
-        return 'a Go file with a cgo preamble (import "C"): its comments are C code'
+    if language == "go" and (imports_c(base) or imports_c(head)):
+        return 'a Go file that imports "C": cgo compiles its preamble comment as C code'
     return ""
 
 

@@ -168,11 +168,10 @@ def _pending(model: ReadModel, facts: Mapping[str, PRFacts], safety: Mapping[str
         model.pending.append(Ballot(ref, f.ballot_issue, f.ballot_opened_at, kind, title=f.title))
     one_tap = safety.get("one_tap")
     for ref, ot in sorted(one_tap.items() if isinstance(one_tap, dict) else ()):
-        state = facts[ref].state if ref in facts else ""
-        if isinstance(ot, dict) and ot.get("state") == "pending" and state == "open":
-            model.pending.append(
-                Ballot(ref, str(ot.get("issue", "")), str(ot.get("opened_at", "")), "one-tap")
-            )
+        pr = facts.get(ref)
+        if isinstance(ot, dict) and ot.get("state") == "pending" and pr and pr.state == "open":
+            issue, opened = str(ot.get("issue", "")), str(ot.get("opened_at", ""))
+            model.pending.append(Ballot(ref, issue, opened, "one-tap", title=pr.title))
     model.pending.sort(key=lambda b: b.at)
 
 

@@ -51,9 +51,10 @@ class PolicyBinding:
 
 
 def bind_unlinked(bindings: Iterable[Binding], store_error: str | None = None) -> PolicyBinding:
-    """The policy of a PR naming no (usable) task: the strictest of the active tasks bound to
-    it (by `agents`/`branches`, or the author's own tasks); `tiered` with none; `manual` when
-    the capability store could not be read (fail closed: an owner merges)."""
+    """The policy of a PR naming no (usable) task: at least `tiered` (SPEC 4.1), made
+    stricter, never laxer, by the active tasks bound to it (by `agents`/`branches`, or the
+    author's own tasks); `manual` when the capability store could not be read (fail closed:
+    an owner merges)."""
     if store_error is not None:
         return PolicyBinding(
             "manual",
@@ -62,17 +63,17 @@ def bind_unlinked(bindings: Iterable[Binding], store_error: str | None = None) -
             "judged as manual, an owner merges",
         )
     found = sorted(set(bindings), key=lambda b: b.task_id)
-    policy = strictest(b.merge_policy for b in found)
-    if policy is None:
+    if not found:
         return PolicyBinding(
             NO_TASK_POLICY, (), "no task linked and no active task bound to its author or branch"
         )
+    policy = strictest([NO_TASK_POLICY, *(b.merge_policy for b in found)]) or NO_TASK_POLICY
     why = "; ".join(f"{b.task_id} ({b.merge_policy}, {b.why})" for b in found)
     return PolicyBinding(
         policy,
         tuple(b.task_id for b in found),
-        f"no task linked: bound to the active tasks of its author or branch, the strictest "
-        f"policy applies: {why}",
+        f"no task linked: at least {NO_TASK_POLICY}, stricter where an active task of its "
+        f"author or branch is; judged as {policy}: {why}",
     )
 
 

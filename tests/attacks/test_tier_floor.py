@@ -186,14 +186,16 @@ def _bound_task(safe: SafetyHarness, task_id: str, policy: str, agent: str) -> N
 def test_leaving_the_trailer_out_keeps_the_authors_policy(safe: SafetyHarness, policy: str) -> None:
     """agent-1 holds an active task and opens a one-file tier-1 PR without `Task-Id`: under a
     `manual` task it does not merge and L1.C3 names the task that bound it; under an `auto`
-    task it merges. agent-2's `manual` task is there in both runs and binds only agent-2."""
+    task it is judged `tiered` (the floor for a PR naming no task) and merges as tier 1.
+    agent-2's `manual` task is there in both runs and binds only agent-2."""
     _real_time(safe)
     _bound_task(safe, "t-mine", policy, "agent-1")
     _bound_task(safe, "t-theirs", "manual", "agent-2")
     n = safe.open_pr({"examples/m.py": "print('m')\n"}, title="no trailer", user="agent-1")
     _tick(safe)
     tier = safe.safety()["tiers"][f"{safe.sb.repo}#{n}"]
-    assert tier["tier"] == 1 and tier["merge_policy"] == policy, tier
+    judged = "tiered" if policy == "auto" else policy
+    assert tier["tier"] == 1 and tier["merge_policy"] == judged, tier
     assert "t-theirs" not in tier["policy_reason"]
     if policy == "auto":
         assert safe.pull(n).merged
@@ -202,6 +204,30 @@ def test_leaving_the_trailer_out_keeps_the_authors_policy(safe: SafetyHarness, p
     summary = safe.check(n).output.summary
     assert "merge_policy manual" in summary and "t-mine" in summary, summary
     assert "no task linked" in summary, summary
+
+
+def test_a_pr_naming_no_task_is_at_least_tiered_under_an_auto_task(safe: SafetyHarness) -> None:
+    """agent-1's only active task is `auto`; a two-file PR without `Task-Id` (tier 2) waits
+    for an owner's one-tap: naming no task never makes a PR laxer than `tiered`, and L1.C3
+    says why. A one-tap 👍 merges it."""
+    _real_time(safe)
+    _bound_task(safe, "t-auto", "auto", "agent-1")
+    n = safe.open_pr(
+        {"examples/a.py": "print(1)\n", "examples/b.py": "print(2)\n"},
+        title="two files, no trailer",
+        user="agent-1",
+    )
+    _tick(safe)
+    tier = safe.safety()["tiers"][f"{safe.sb.repo}#{n}"]
+    assert tier["tier"] == 2 and tier["merge_policy"] == "tiered", tier
+    assert "at least tiered" in tier["policy_reason"] and "t-auto" in tier["policy_reason"]
+    assert not safe.pull(n).merged
+    one_tap = safe.issue_for(n, "one-tap")
+    assert one_tap.state == "open"
+    time.sleep(1.1)
+    safe.gh("alice").get_repo(safe.sb.bot_repo).get_issue(one_tap.number).create_reaction("+1")
+    _tick(safe)
+    assert safe.pull(n).merged
 
 
 def test_an_unreadable_capability_store_holds_a_pr_without_a_task(safe: SafetyHarness) -> None:

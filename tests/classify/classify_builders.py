@@ -6,8 +6,12 @@ Imported by the test modules as `classify_builders` (tests/classify/conftest.py 
 from __future__ import annotations
 
 import difflib
+import os
+import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from capdaemon.config import Config
 from capdaemon.model import (
@@ -115,3 +119,13 @@ def base_config(**kw: object) -> Config:
     }
     defaults.update(kw)
     return Config(**defaults)  # type: ignore[arg-type]
+
+
+def need_tool(name: str) -> str:
+    """A tool's path; in CI a missing tool fails the test (.ci/run installs it), else skips."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is required in CI (.ci/run installs it)")
+        pytest.skip(f"{name} not installed")
+    return path

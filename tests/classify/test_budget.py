@@ -73,7 +73,13 @@ def test_real_typos_still_pass() -> None:
 
 def _doctrine_change(n: int):  # type: ignore[no-untyped-def]
     old, new = "x" + "a" * n + "y", "y" + "a" * n + "x"
-    return modified("docs/concepts/four-quadrants.md", ["intro " + old], ["intro " + new])
+    return modified(
+        "docs/concepts/four-quadrants.md",
+        ["intro " + old],
+        ["intro " + new],
+        base_content=f"intro {old}\n",
+        head_content=f"intro {new}\n",
+    )
 
 
 def test_the_quadratic_pair_in_a_doctrine_file_is_critical() -> None:

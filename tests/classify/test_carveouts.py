@@ -192,12 +192,18 @@ def test_comment_only_needs_the_whole_files() -> None:
         ("app/main.py", ["x = 1"], ["x = 2"], False),
         ("conf/a.yml", ["# a"], ["# b"], False),  # no exact tokenizer: never read whole
         ("site/a.html", ["<p>a</p>"], ["<p>b</p>"], True),  # only the parser can tell
+        # a typo fix in doctrine prose with blocks is judged on the whole file
+        ("docs/concepts/a.md", ["teh"], ["the"], True),
+        ("docs/concepts/a.rst", ["teh"], ["the"], True),
+        ("docs/concepts/a.txt", ["teh"], ["the"], False),  # no blocks: the patch is enough
+        ("docs/concepts/a.sql", ["DELET"], ["DELETE"], False),  # not prose: no carve-out
+        ("docs/guide/a.md", ["teh"], ["the"], False),  # no typo carve-out there
     ],
 )
 def test_whole_files_are_read_only_for_candidates(
     path: str, old: list[str], new: list[str], wanted: bool
 ) -> None:
-    """Whole files are fetched only where the comment-only carve-out can apply."""
+    """Whole files are fetched only where the comment-only or the typo carve-out can apply."""
     assert wants_whole_files(path, make_patch(old, new)) is wanted
 
 

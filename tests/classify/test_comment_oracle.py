@@ -6,9 +6,7 @@ attacker would write them; hypothesis generates comment edits and code edits per
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import types
 from collections.abc import Callable
@@ -20,15 +18,7 @@ from hypothesis import strategies as st
 
 from capdaemon.classify.commentonly import comment_only_files
 
-
-def _tool(name: str) -> str:
-    """The tool's path; in CI a missing tool fails the test (.ci/run installs it)."""
-    path = shutil.which(name)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is required in CI (.ci/run installs it)")
-        pytest.skip(f"{name} not installed")
-    return path
+from .classify_builders import need_tool
 
 
 # ----------------------------------------------------------------------------- the oracles
@@ -50,7 +40,7 @@ def python_artifact(tmp: Path, source: str) -> object:
 
 def c_artifact(tmp: Path, source: str) -> object:
     """gcc's assembly for the file (no debug info, no file name)."""
-    gcc = _tool("gcc")
+    gcc = need_tool("gcc")
     (tmp / "f.c").write_text(source)
     run = subprocess.run(
         [gcc, "-std=gnu11", "-S", "-O0", "-g0", "-w", "-o", "-", "f.c"],
@@ -66,7 +56,7 @@ def c_artifact(tmp: Path, source: str) -> object:
 
 def js_artifact(tmp: Path, source: str) -> object:
     """What node prints running the file as a script."""
-    node = _tool("node")
+    node = need_tool("node")
     (tmp / "f.js").write_text(source)
     run = subprocess.run([node, "f.js"], cwd=tmp, capture_output=True, text=True, timeout=60)
     return (run.returncode, run.stdout)
@@ -74,7 +64,7 @@ def js_artifact(tmp: Path, source: str) -> object:
 
 def java_artifact(tmp: Path, source: str) -> object:
     """javac's class file bytes (no debug info: line numbers do not count)."""
-    javac = _tool("javac")
+    javac = need_tool("javac")
     for old in tmp.glob("*.class"):
         old.unlink()
     (tmp / "T.java").write_text(source)
@@ -88,7 +78,7 @@ def java_artifact(tmp: Path, source: str) -> object:
 
 def html_artifact(tmp: Path, source: str) -> object:
     """The DOM Chromium builds (scripts run), serialised, with its comments removed."""
-    chromium = _tool("chromium")
+    chromium = need_tool("chromium")
     (tmp / "f.html").write_text(source)
     uri = (tmp / "f.html").as_uri()
     dom = subprocess.run(
@@ -158,6 +148,12 @@ TRAPS = [
         "int f(void) {\n  int a = 1;\n  a = a + 1;\n  return a;\n}\n",
         "int f(void) {\n  int a = 1;\n  /*\n  a = a + 1;\n  */\n  return a;\n}\n",
         id="c-block-comment-around-unchanged-code",
+    ),
+    pytest.param(
+        "c",
+        "int f(void) {\n  /* note */\n  return __LINE__;\n}\n",
+        "int f(void) {\n  /* note\n     more */\n  return __LINE__;\n}\n",
+        id="c-comment-gains-a-line-and-moves-__LINE__",
     ),
     pytest.param(
         "java",
@@ -266,8 +262,8 @@ BENIGN = [
     pytest.param("python", "x = 1\n# a\nprint(x)\n", "x = 1\n# b\n\n# c\nprint(x)\n", id="py"),
     pytest.param(
         "c",
-        "int f(void) { /* a */ return 1; }\n",
-        "// lead\nint f(void) { /* b\n   more */ return 1; }\n",
+        "int f(void) { /* a */ return 1; }\n/* tail */\n",
+        "int f(void) { /* b, more */ return 1; } // end\n/* tail\n   more */\n",
         id="c",
     ),
     pytest.param(

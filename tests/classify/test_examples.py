@@ -67,6 +67,8 @@ EXAMPLES = [
                 "docs/concepts/four-quadrants.md",
                 ["# Four quadrants", "", "The classifer decides.", ""],
                 ["# Four quadrants", "", "The classifier decides.", ""],
+                base_content="# Four quadrants\n\nThe classifer decides.\n\n",
+                head_content="# Four quadrants\n\nThe classifier decides.\n\n",
             )
         ],
         "A",

@@ -1,5 +1,6 @@
-"""A PR that links no task is bound to its author's and branch's active tasks (SPEC 4.1): the
-strictest policy among them applies, `tiered` with none, `manual` when the store is unreadable."""
+"""A PR that links no task is at least `tiered` (SPEC 4.1), made stricter by its author's and
+branch's active tasks (the strictest applies, never laxer than `tiered`), `manual` when the
+store is unreadable."""
 
 from __future__ import annotations
 
@@ -63,6 +64,15 @@ def bound(state: Path, snap: PRSnapshot, own: tuple[str, ...] = (), now: datetim
 
 
 @given(st.lists(st.sampled_from(MERGE_POLICIES), max_size=6))
+def test_no_binding_makes_an_unlinked_pr_laxer_than_tiered(policies: list[str]) -> None:
+    """Whatever active tasks bind it, a PR naming no task is `tiered` or stricter, and the
+    strictest of its tasks when that is stricter."""
+    got = bind_unlinked([Binding(f"t-{i}", p, "x") for i, p in enumerate(policies)]).policy
+    assert MERGE_POLICIES.index(got) >= MERGE_POLICIES.index("tiered")
+    assert got == ("manual" if "manual" in policies else "tiered")
+
+
+@given(st.lists(st.sampled_from(MERGE_POLICIES), max_size=6))
 def test_strictest_is_never_looser_than_any_policy(policies: list[str]) -> None:
     """manual > tiered > auto, whatever the order; none → None (the caller says `tiered`)."""
     got = strictest(policies)
@@ -75,11 +85,14 @@ def test_strictest_is_never_looser_than_any_policy(policies: list[str]) -> None:
 
 
 def test_bind_unlinked_table() -> None:
-    """No binding → tiered; the strictest binding wins and is named; unreadable store → manual."""
+    """No binding → tiered; the strictest binding wins and is named, but an `auto` one never
+    lowers the floor of `tiered`; unreadable store → manual."""
     assert bind_unlinked([]).policy == "tiered"
     b = bind_unlinked([Binding("t-a", "auto", "x"), Binding("t-m", "manual", "agents include a")])
     assert b.policy == "manual" and b.tasks == ("t-a", "t-m") and "t-m (manual" in b.reason
-    assert bind_unlinked([Binding("t-a", "auto", "x")]).policy == "auto"
+    only_auto = bind_unlinked([Binding("t-a", "auto", "x")])
+    assert only_auto.policy == "tiered" and "at least tiered" in only_auto.reason
+    assert only_auto.tasks == ("t-a",) and "t-a (auto" in only_auto.reason
     assert bind_unlinked([Binding("t-x", "bogus", "x")]).policy == "manual"
     bad = bind_unlinked([Binding("t-a", "auto", "x")], "permission denied")
     assert bad.policy == "manual" and "capability store could not be read" in bad.reason
@@ -97,21 +110,22 @@ def test_a_manual_task_of_the_author_binds_a_tier1_pr(tmp_path: Path) -> None:
 
 def test_branch_binding_and_other_agents(tmp_path: Path) -> None:
     """`branches` binds by head branch; another agent's manual task binds nobody else; an
-    expired task binds nothing; the author's tasks linked in other PRs bind too."""
+    expired task binds nothing; the author's tasks linked in other PRs bind too; an `auto`
+    task binds but never below `tiered`."""
     put(tmp_path, "t-other", "manual", agents=("agent-2",))
     assert bound(tmp_path, pr()) == "tiered"
     put(tmp_path, "t-auto", "auto", agents=("agent-1",))
-    assert bound(tmp_path, pr()) == "auto"
+    assert bound(tmp_path, pr()) == "tiered"
     put(tmp_path, "t-br", "manual", branches=("release/**",))
     assert bound(tmp_path, pr(branch="release/1.0")) == "manual"
-    assert bound(tmp_path, pr(author="AGENT-1", branch="x")) == "auto"
+    assert bound(tmp_path, pr(author="AGENT-1", branch="x")) == "tiered"
     put(tmp_path, "t-old", "manual", ttl=1, agents=("agent-1",))
-    assert bound(tmp_path, pr(), now=T0 + timedelta(hours=2)) == "auto"
+    assert bound(tmp_path, pr(), now=T0 + timedelta(hours=2)) == "tiered"
     assert bound(tmp_path, pr(), now=T0) == "manual"
     put(tmp_path, "t-unbound", "manual")
-    assert bound(tmp_path, pr(), now=T0 + timedelta(hours=2)) == "auto"
+    assert bound(tmp_path, pr(), now=T0 + timedelta(hours=2)) == "tiered"
     assert bound(tmp_path, pr(), ("t-unbound",), now=T0 + timedelta(hours=2)) == "manual"
-    assert bound(tmp_path, pr(), ("never-dispatched",), now=T0 + timedelta(hours=2)) == "auto"
+    assert bound(tmp_path, pr(), ("never-dispatched",), now=T0 + timedelta(hours=2)) == "tiered"
 
 
 def test_a_tampered_snapshot_fails_closed(tmp_path: Path) -> None:

@@ -167,10 +167,10 @@ def bind_policy(
     load: Loader,
     now: datetime,
 ) -> PolicyBinding:
-    """The merge policy of a PR that links no usable task: the strictest of every active
-    capability whose `agents`/`branches` take in its author/head branch, and of the active
-    tasks its author linked elsewhere (`own_tasks`); `tiered` with none; `manual` when the
-    store, or one of those tasks, cannot be read (capdaemon.decide.tiers.bind_unlinked)."""
+    """The merge policy of a PR that links no usable task: `tiered`, or stricter where an
+    active capability whose `agents`/`branches` take in its author/head branch, or an active
+    task its author linked elsewhere (`own_tasks`), is stricter; `manual` when the store, or
+    one of those tasks, cannot be read (capdaemon.decide.tiers.bind_unlinked)."""
     author, ref = snapshot.author or "", snapshot.head_ref or ""
     found: list[Binding] = []
     for snap in caps:
