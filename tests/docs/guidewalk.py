@@ -53,11 +53,16 @@ def parse(line: str) -> argparse.Namespace | None:
     argv = shlex.split(line)
     if argv == ["--version"]:
         return None
-    if argv[0] not in cli.COMMANDS:
+    if argv[0] == cli.COMPLETION[0]:  # answered by cli.py itself, not a command module
+        parser = argparse.ArgumentParser(prog=f"capdaemon {argv[0]}")
+        cli._configure_completion(parser)
+        rest = argv[1:]
+    elif argv[0] not in cli.COMMANDS:
         raise ValueError(f"{line}: unknown command {argv[0]!r}")
-    module, name, rest, help_ = cli._command(argv[0], argv[1:])
-    parser = argparse.ArgumentParser(prog=f"capdaemon {name}", description=help_)
-    module.configure(parser)
+    else:
+        module, name, rest, help_ = cli._command(argv[0], argv[1:])
+        parser = argparse.ArgumentParser(prog=f"capdaemon {name}", description=help_)
+        module.configure(parser)
     try:
         return parser.parse_args(rest)
     except SystemExit as exc:

@@ -72,7 +72,8 @@ def _free_port() -> int:
 def _script(port: int) -> str:
     """The guide's walkable blocks as one bash script: shell blocks as written, a YAML block
     merged into the file it names (as an editor would: its keys set, the rest kept)."""
-    out = ["set -euo pipefail"]
+    # the sandbox started in the background ends with the script, whatever line fails
+    out = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
     for target, lang, body in walk_blocks(GUIDE.read_text(encoding="utf-8")):
         body = body.replace("8765", str(port))
         if lang == "sh":
@@ -121,6 +122,7 @@ def test_the_rehearsal_walks_from_a_fresh_folder(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     assert "acme/widgets:main: protected as required" in out
+    assert "doctor: 0 failed" in out  # the sandbox's default world passes every check
     assert re.search(r"acme/widgets#1: \d+ record", out), out[-2000:]
     assert re.search(r"classified [ABCD] at [0-9a-f]+", out), out[-2000:]
     assert "classifier_audit.jsonl: ok" in out and "actions.jsonl: ok" in out
