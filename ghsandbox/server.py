@@ -367,8 +367,15 @@ class Sandbox:
         return self.app.recorder if self.app.recorder is not None else []
 
     def reset_counters(self) -> None:
-        """Zero all counters."""
+        """Zero all counters (the secondary-limit figures too)."""
         self.app.counters.reset()
+        self.backend.secondary.reset_figures()
+
+    def secondary_stats(self) -> dict[str, dict[str, Any]]:
+        """GitHub's secondary limits as each identity met them since the last reset: the most
+        requests in flight at once, the most REST and GraphQL points in any minute, and the
+        refusals by reason: ``{"installation:5001": {"peak_inflight": 1, ...}}``."""
+        return self.backend.secondary.stats()
 
     def reset_rate_limits(self) -> None:
         """Start fresh rate-limit windows for everyone."""
