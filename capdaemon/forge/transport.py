@@ -22,6 +22,7 @@ from requests.structures import CaseInsensitiveDict
 from capdaemon.forge.appclock import JwtMinter, observed_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, CacheKey, EtagCache, content_addressed
+from capdaemon.forge.governor import Governor
 from capdaemon.forge.pacing import ContentPacer, creates_content
 from capdaemon.forge.ratelimit import (
     ONE_BUDGET,
@@ -49,6 +50,7 @@ _MINT = re.compile(r"/app/installations/\d+/access_tokens$")
 # GraphQL queries (the forge sends no mutations): safe to repeat, not paced like writes, with
 # a budget of their own (X-RateLimit-Resource: graphql) that an exhausted REST budget does not stop.
 _GRAPHQL = re.compile(r"/graphql$")
+_APP_JWT = "app"  # the governor's key for requests made as the App itself (its JWT)
 
 
 def utc_now() -> datetime:
@@ -144,6 +146,8 @@ class Transport(HTTPAdapter):
         self._last_write = 0.0
         self._lock = threading.Lock()
         self.pacer = ContentPacer()
+        # every attempt of every request waits here for its budget key's points and one slot
+        self.governor = Governor(sleep=self._governed_sleep)
 
     # ------------------------------------------------------------------ send
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
@@ -300,11 +304,13 @@ class Transport(HTTPAdapter):
         if not graphql and not conditional and budget is not None:
             self._respect_exhausted(method, path, budget)
         retry_ok = method in _IDEMPOTENT or graphql or bool(_SAFE_POST.search(path))
+        key = budget if budget is not None else _APP_JWT
         try:
-            with self._lock:  # requests may come from several gather threads at once
-                self.stats.sent += 1
-                self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
-            resp = super().send(request, **kwargs)
+            with self.governor.slot(key, method, path, graphql=graphql):
+                with self._lock:  # requests may come from several gather threads at once
+                    self.stats.sent += 1
+                    self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
+                resp = super().send(request, **kwargs)
         except (requests.ConnectionError, requests.Timeout) as exc:
             reason = self.scrubber.scrub(f"{type(exc).__name__}")
             if retry_ok or isinstance(exc, requests.ConnectTimeout):
@@ -390,6 +396,14 @@ class Transport(HTTPAdapter):
             )
         if isinstance(exc, _Retry) and exc.response is not None:
             exc.response.close()
+
+    def _governed_sleep(self, seconds: float) -> None:
+        """The governor's wait for room in a minute's points (this transport's sleeper, not
+        spent from the tick's wait budget: it is never longer than a minute)."""
+        with self._lock:
+            self.stats.waited += seconds
+            self.stats.paced += 1
+        self.sleep(seconds)
 
     def _do_sleep(self, seconds: float) -> None:
         self.budget.spend(seconds)

@@ -179,10 +179,10 @@ class GraphqlEndpoint:
             now = self.b.clock.window_time()
             refusal = self.b.secondary.charge_graphql(ident.rate_key, mutation, now, cfg)
             if refusal is not None:
-                headers: dict[str, str] = {}
-                err = secondary_refusal(refusal, headers, cfg, rid)
-                body = error_body(err.status, err.message, doc=err.extra.get("doc"))
-                return json_response(err.status, body, headers)
+                refused: dict[str, str] = {}
+                over = secondary_refusal(refusal, refused, cfg, rid)
+                body = error_body(over.status, over.message, doc=over.extra.get("doc"))
+                return json_response(over.status, body, refused)
         bucket = self.b.limiter.bucket(f"{ident.rate_key}:graphql", GRAPHQL_LIMIT)
         headers = rate_headers(bucket, "graphql")
         if bucket.used + plan.cost > bucket.limit:
