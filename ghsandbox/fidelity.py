@@ -121,6 +121,8 @@ class SecondaryLimits:
         self._peak: dict[str, int] = {}
         self._refused: dict[str, dict[str, int]] = {}
         self._best: dict[tuple[str, str], int] = {}  # (identity, "rest"|"graphql") → max/minute
+        # identity → REST points in each whole minute since its first request (a series)
+        self._minutes: dict[str, tuple[float, dict[int, int]]] = {}
 
     def enter(self, key: str, cfg: dict[str, float]) -> Refusal | None:
         """Start a request of ``key``; a Refusal when too many are in flight (then no exit)."""
@@ -155,6 +157,10 @@ class SecondaryLimits:
         if scope in ("rest", "graphql"):
             best = (key, scope)
             self._best[best] = max(self._best.get(best, 0), sum(c for _, c in hist))
+        if scope == "rest":
+            first, series = self._minutes.setdefault(key, (now, {}))
+            minute = int((now - first) // 60)
+            series[minute] = series.get(minute, 0) + cost
 
     def charge_graphql(
         self, key: str, mutation: bool, now: float, cfg: dict[str, float]
@@ -170,7 +176,8 @@ class SecondaryLimits:
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per identity: ``peak_inflight``, ``rest_points_max_minute``,
-        ``graphql_points_max_minute`` and ``refused`` (reason → count), since the last reset."""
+        ``graphql_points_max_minute``, ``rest_points_by_minute`` (each whole minute from the
+        first request, idle ones 0) and ``refused`` (reason → count), since the last reset."""
         with self._lock:
             keys = set(self._peak) | set(self._refused) | {k for k, _ in self._best}
             return {
@@ -178,6 +185,7 @@ class SecondaryLimits:
                     "peak_inflight": self._peak.get(key, 0),
                     "rest_points_max_minute": self._best.get((key, "rest"), 0),
                     "graphql_points_max_minute": self._best.get((key, "graphql"), 0),
+                    "rest_points_by_minute": _series(self._minutes.get(key)),
                     "refused": dict(self._refused.get(key, {})),
                 }
                 for key in keys
@@ -232,6 +240,15 @@ class SecondaryLimits:
             self._peak.clear()
             self._refused.clear()
             self._best.clear()
+            self._minutes.clear()
+
+
+def _series(kept: tuple[float, dict[int, int]] | None) -> list[int]:
+    """Points in each whole minute, idle minutes 0."""
+    if not kept:
+        return []
+    series = kept[1]
+    return [series.get(m, 0) for m in range(max(series) + 1)] if series else []
 
 
 def _wait(seconds: float) -> int:

@@ -31,6 +31,7 @@ from typing import Any
 
 from capdaemon.config import GitHubConfig
 from capdaemon.filenames import BUDGET_FILE
+from capdaemon.forge.governor import MARGIN, REST_POINTS_PER_MINUTE
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import atomic_write_json, set_aside
@@ -49,9 +50,10 @@ WRITES_PER_NEW_PR = 3
 RESERVE_WRITES_PER_HOUR = 50
 RESERVE_WRITES_PER_MINUTE = 10
 RESERVE_READS = 200
-# GitHub's secondary limit: 900 points a minute for REST (a GET is one point); new PRs are read
-# within it, less a reserve for known PRs, unless this tick can publish more of them
-READS_PER_MINUTE = 900
+# GitHub's secondary limit: 900 points a minute for REST (a GET is one point), of which the
+# forge's governor spends 80 %; new PRs are read within that, less a reserve for known PRs,
+# unless this tick can publish more of them (the governor then spreads the reads over minutes)
+READS_PER_MINUTE = int(REST_POINTS_PER_MINUTE * MARGIN)
 RESERVE_READS_PER_MINUTE = 200
 # the order new PRs are published in: those waiting for an owner first (a D ballot, a scope
 # issue), then A (a merge), then B and C (a passive review issue and a merge)
