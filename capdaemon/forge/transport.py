@@ -304,13 +304,8 @@ class Transport(HTTPAdapter):
         if not graphql and not conditional and budget is not None:
             self._respect_exhausted(method, path, budget)
         retry_ok = method in _IDEMPOTENT or graphql or bool(_SAFE_POST.search(path))
-        key = budget if budget is not None else _APP_JWT
         try:
-            with self.governor.slot(key, method, path, graphql=graphql):
-                with self._lock:  # requests may come from several gather threads at once
-                    self.stats.sent += 1
-                    self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
-                resp = super().send(request, **kwargs)
+            resp = self._governed_send(method, path, request, kwargs, budget, graphql=graphql)
         except (requests.ConnectionError, requests.Timeout) as exc:
             reason = self.scrubber.scrub(f"{type(exc).__name__}")
             if retry_ok or isinstance(exc, requests.ConnectTimeout):
@@ -328,6 +323,25 @@ class Transport(HTTPAdapter):
         if status >= 500 and retry_ok:
             raise _Retry(f"HTTP {status}", response=resp)
         return resp
+
+    def _governed_send(
+        self,
+        method: str,
+        path: str,
+        request: requests.PreparedRequest,
+        kwargs: dict[str, Any],
+        budget: str | None,
+        *,
+        graphql: bool,
+    ) -> requests.Response:
+        """One attempt on the wire, once the governor has room for it in its budget key's
+        minute and the key's one slot (held while the request is in flight)."""
+        key = budget if budget is not None else _APP_JWT
+        with self.governor.slot(key, method, path, graphql=graphql):
+            with self._lock:  # requests may come from several gather threads at once
+                self.stats.sent += 1
+                self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
+            return super().send(request, **kwargs)
 
     def _on_rate_limit(
         self, resp: requests.Response, method: str, path: str, budget: str | None
