@@ -381,6 +381,14 @@ class Sandbox:
         """Start fresh rate-limit windows for everyone."""
         self.app.limiter.reset_all()
 
+    def spend_rate_limit(self, key: str, requests: int) -> None:
+        """Another client of the identity ``key`` (``installation:5001``, ``user:alice``)
+        spends ``requests`` of its hourly budget (the default ``core`` limit): its next
+        answers show that much less remaining."""
+        limit = int(self.backend.data["rate_limit"].get("core", 5000))
+        for _ in range(requests):
+            self.app.limiter.consume(key, limit)
+
     def set_rate_limit(self, core: int) -> None:
         """Change the default hourly budget (takes effect on the next request)."""
         with self.backend.lock:
