@@ -11,12 +11,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import yaml
 
 from capdaemon.filenames import BUDGET_FILE
 from ghsandbox import Sandbox
 
 from .conftest import Harness
+from .test_budget import _budgeted
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +41,6 @@ class SharedClock:
             self.slept.append(seconds)
             self.t += seconds
         self.sb.advance_clock(seconds)
-
-
-def _configure(daemon: Harness, **github: Any) -> None:
-    """The standard config with `github` keys added (writes the installation may spend)."""
-    daemon.configure()
-    path = daemon.config_dir / "capdaemon.yml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data["github"].update(github)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 def _governed(daemon: Harness) -> SharedClock:
@@ -85,7 +76,7 @@ def test_a_cold_start_over_60_new_prs_stays_within_720_points_a_minute(
 ) -> None:
     """60 new docs PRs, 200 writes a minute allowed: the first tick reads, classifies,
     publishes and merges them in one burst, and the sandbox never refuses a request."""
-    _configure(daemon, writes_per_minute=200)
+    _budgeted(daemon, writes_per_minute=200)
     _open_many(daemon, 60)
     _governed(daemon)
     daemon.sb.reset_counters()
@@ -99,7 +90,7 @@ def test_the_hourly_window_rolling_over_on_a_backlog_stays_within_720(daemon: Ha
     """50 new PRs read and classified while the hour's writes were spent (they wait): when
     the hour rolls over the tick publishes and merges all of them at once, and that burst is
     paced."""
-    _configure(daemon, writes_per_minute=200, writes_per_hour=300)
+    _budgeted(daemon, writes_per_minute=200, writes_per_hour=300)
     daemon.state_dir.mkdir(parents=True, exist_ok=True)
     spent = {"at": (daemon.sb.now() - timedelta(minutes=59)).isoformat(), "writes": 300}
     (daemon.state_dir / BUDGET_FILE).write_text(
