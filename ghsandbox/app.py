@@ -18,10 +18,11 @@ from .auth import ANONYMOUS, Identity, identify
 from .clock import parse_iso
 from .core import Backend
 from .errors import SandboxApiError
-from .fidelity import Refusal, oversized, settings
+from .fidelity import Refusal, oversized, secondary_refusal, settings
 from .gql import GRAPHQL_PATHS, GraphqlEndpoint, fault_path
 from .gql.schema import warm_in_background
 from .http import (
+    SECONDARY_DOC,
     SECONDARY_MESSAGE,
     Bucket,
     Counters,
@@ -45,9 +46,6 @@ UNCOUNTED = {"GET /rate_limit"}
 REPO_BY_ID = re.compile(r"^/repositories/(\d+)(/.*)?$")
 REPO_PATH = re.compile(r"^/repos/([^/]+)/([^/]+)(/.*)?$")
 PRIMARY_DOC = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limits"
-SECONDARY_DOC = (
-    "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
-)
 
 
 class DroppedConnection(ConnectionAbortedError):
@@ -95,7 +93,10 @@ class SandboxApp:
         graphql = path in GRAPHQL_PATHS
         query = req.query_string.decode("latin-1")
         fault = self.faults.take(req.method, fault_path(req, path) if graphql else path, query)
-        if fault is not None:
+        git = githttp.is_git_request(path)
+        # a delay is slowness while serving: the request is in flight meanwhile (concurrency)
+        served_delay = fault.delay if fault is not None and fault.kind == "delay" else 0.0
+        if fault is not None and (fault.kind != "delay" or git):
             early = self.apply_fault(fault)
             if early is not None:
                 self.counters.record(
@@ -107,13 +108,13 @@ class SandboxApp:
                 )
                 return early
         if graphql:
-            return self.graphql(req)
-        if githttp.is_git_request(path):
+            return self.graphql(req, served_delay)
+        if git:
             resp, ident, label = githttp.handle(self.b, req, path)
             self.counters.record(label, ident.rate_key, counted=False, status=resp.status_code)
             resp.headers["X-GitHub-Request-Id"] = request_id()
             return resp
-        return self.rest(req, path, urls, link_path)
+        return self.rest(req, path, urls, link_path, served_delay)
 
     def repo_by_id(self, repo_id: int) -> str | None:
         """``owner/name`` of the repository with this id (None when there is none)."""
@@ -190,8 +191,16 @@ class SandboxApp:
             doc=PRIMARY_DOC,
         )
 
-    def rest(self, req: Request, path: str, urls: Urls, link_path: str | None = None) -> Response:
-        """Authenticate, rate-limit, run a handler and add GitHub's headers."""
+    def rest(
+        self,
+        req: Request,
+        path: str,
+        urls: Urls,
+        link_path: str | None = None,
+        delay: float = 0.0,
+    ) -> Response:
+        """Authenticate, rate-limit, run a handler and add GitHub's headers (after `delay` s
+        of scripted slowness, the request in flight)."""
         rid = request_id()
         adapter = self.url_map.bind("sandbox", path_info=path)
         endpoint = f"{req.method} {path}"
@@ -204,8 +213,10 @@ class SandboxApp:
             ident = identify(self.b, req.headers.get("Authorization"))
             refusal = self.b.secondary.enter(ident.rate_key, cfg)
             if refusal is not None:
-                self.refuse(refusal, extra_headers)
+                self.refuse(refusal, extra_headers, cfg, rid)
             entered = ident.rate_key
+            if delay > 0:
+                time.sleep(delay)
             try:
                 endpoint, params = adapter.match(path, method=req.method)
             except (NotFound, MethodNotAllowed) as exc:
@@ -226,7 +237,7 @@ class SandboxApp:
                 now = self.b.clock.window_time()
                 refusal = self.b.secondary.charge(ident.rate_key, endpoint, req.method, now, cfg)
                 if refusal is not None:
-                    self.refuse(refusal, extra_headers)
+                    self.refuse(refusal, extra_headers, cfg, rid)
             ctx = Ctx(req, self.b, ident, urls)
             if req.method in ("POST", "PATCH", "PUT"):
                 errors = oversized(endpoint, ctx.json())
@@ -287,10 +298,12 @@ class SandboxApp:
             self.recorder.append((endpoint, resp.status_code, body, dict(resp.headers)))
         return resp
 
-    def refuse(self, refusal: Refusal, headers: dict[str, str]) -> None:
-        """Raise GitHub's secondary-rate-limit 403 with its ``Retry-After``."""
-        headers["Retry-After"] = str(refusal.retry_after)
-        raise SandboxApiError(403, SECONDARY_MESSAGE, doc=SECONDARY_DOC)
+    def refuse(
+        self, refusal: Refusal, headers: dict[str, str], cfg: dict[str, float], rid: str
+    ) -> None:
+        """Raise GitHub's secondary-rate-limit refusal (403, or 429 when the world says so)
+        with its ``Retry-After``."""
+        raise secondary_refusal(refusal, headers, cfg, rid)
 
     def materialise(
         self, req: Request, urls: Urls, result: Any, link_path: str | None = None

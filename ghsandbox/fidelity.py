@@ -7,12 +7,20 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import SandboxApiError
+from .http import SECONDARY_DOC, SECONDARY_MESSAGE
+
 # Seed key ``fidelity``: each value 0 turns that behaviour off.
 FIDELITY_DEFAULTS: dict[str, int | float] = {
     "mergeable_reads": 1,  # PR reads answering mergeable: null after it opens or its base moves
     "mergeable_seconds": 0.0,  # ... or for this long, whichever lasts longer
     "max_concurrent": 100,  # requests in flight per identity
     "points_per_minute": 900,  # per identity and REST endpoint (GET 1 point, writes 5)
+    # GitHub's secondary limit as one budget: REST points a minute per identity across every
+    # REST endpoint (GET/HEAD/OPTIONS 1 point, other methods 5; conditional GETs counted)
+    "rest_points_per_minute": 900,
+    "graphql_points_per_minute": 2000,  # per identity: a query 1 point, a mutation 5
+    "secondary_status": 403,  # the status of a secondary-limit refusal: 403 or 429
     "content_per_minute": 80,  # content-creating requests per identity
     "content_per_hour": 500,
     # 1: a conditional GET still answered 304 once the primary budget is spent (GitHub does not
@@ -90,11 +98,19 @@ class Refusal:
     retry_after: int
 
 
+def points_of(method: str) -> int:
+    """A REST request's points for the secondary limit: GET/HEAD/OPTIONS 1, other methods 5."""
+    return 1 if method in ("GET", "HEAD", "OPTIONS") else 5
+
+
 class SecondaryLimits:
-    """GitHub's secondary rate limits per identity: concurrency, endpoint points, content writes.
+    """GitHub's secondary rate limits per identity: concurrency, points (per REST endpoint, and
+    one budget across all REST endpoints; GraphQL's apart), content writes.
 
     Windows slide over ``Clock.window_time`` (supplied by the caller): real time, so a frozen
     sandbox clock does not freeze them, plus ``advance_clock`` calls, so a test can skip ahead.
+    What a test checks is kept too (:meth:`stats`): the most requests in flight at once, the
+    most points in any minute, and the refusals, per identity.
     """
 
     def __init__(self) -> None:
@@ -102,15 +118,78 @@ class SecondaryLimits:
         self._inflight: dict[str, int] = {}
         self._points: dict[tuple[str, str], deque[tuple[float, int]]] = {}
         self._content: dict[str, deque[float]] = {}
+        self._peak: dict[str, int] = {}
+        self._refused: dict[str, dict[str, int]] = {}
+        self._best: dict[tuple[str, str], int] = {}  # (identity, "rest"|"graphql") → max/minute
+        # identity → REST points in each whole minute since its first request (a series)
+        self._minutes: dict[str, tuple[float, dict[int, int]]] = {}
 
     def enter(self, key: str, cfg: dict[str, float]) -> Refusal | None:
         """Start a request of ``key``; a Refusal when too many are in flight (then no exit)."""
         with self._lock:
             n = self._inflight.get(key, 0) + 1
             if cfg["max_concurrent"] > 0 and n > cfg["max_concurrent"]:
-                return Refusal("concurrent", 1)
+                return self._refuse(key, Refusal("concurrent", 1))
             self._inflight[key] = n
+            self._peak[key] = max(self._peak.get(key, 0), n)
             return None
+
+    def _refuse(self, key: str, refusal: Refusal) -> Refusal:
+        """Count a refusal (under the lock) and return it."""
+        mine = self._refused.setdefault(key, {})
+        mine[refusal.reason] = mine.get(refusal.reason, 0) + 1
+        return refusal
+
+    def _over(self, key: str, scope: str, cost: int, per_minute: float, now: float) -> int | None:
+        """Seconds until ``cost`` more points fit the one-minute window ``(key, scope)``, or
+        None when they fit now (under the lock; old entries are dropped)."""
+        hist = self._points.setdefault((key, scope), deque())
+        while hist and now - hist[0][0] >= 60:
+            hist.popleft()
+        if per_minute > 0 and sum(c for _, c in hist) + cost > per_minute:
+            return _wait(hist[0][0] + 60 - now)
+        return None
+
+    def _add(self, key: str, scope: str, cost: int, now: float) -> None:
+        """Charge ``cost`` points to the window ``(key, scope)`` (under the lock, after _over)."""
+        hist = self._points[(key, scope)]
+        hist.append((now, cost))
+        if scope in ("rest", "graphql"):
+            best = (key, scope)
+            self._best[best] = max(self._best.get(best, 0), sum(c for _, c in hist))
+        if scope == "rest":
+            first, series = self._minutes.setdefault(key, (now, {}))
+            minute = int((now - first) // 60)
+            series[minute] = series.get(minute, 0) + cost
+
+    def charge_graphql(
+        self, key: str, mutation: bool, now: float, cfg: dict[str, float]
+    ) -> Refusal | None:
+        """Charge one GraphQL request's secondary points (a query 1, a mutation 5)."""
+        with self._lock:
+            cost = 5 if mutation else 1
+            wait = self._over(key, "graphql", cost, cfg["graphql_points_per_minute"], now)
+            if wait is not None:
+                return self._refuse(key, Refusal("points", wait))
+            self._add(key, "graphql", cost, now)
+            return None
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per identity: ``peak_inflight``, ``rest_points_max_minute``,
+        ``graphql_points_max_minute``, ``rest_points_by_minute`` (each whole minute from the
+        first request, idle ones 0) and ``refused`` (reason → count), since the last reset."""
+        with self._lock:
+            keys = set(self._peak) | set(self._refused) | {k for k, _ in self._best}
+            return {
+                key: {
+                    "peak_inflight": self._peak.get(key, 0),
+                    "rest_points_max_minute": self._best.get((key, "rest"), 0),
+                    "graphql_points_max_minute": self._best.get((key, "graphql"), 0),
+                    "rest_points_by_minute": _series(self._minutes.get(key)),
+                    "refused": dict(self._refused.get(key, {})),
+                }
+                for key in keys
+            }
 
     def exit(self, key: str) -> None:
         """A request started with :meth:`enter` has finished."""
@@ -125,38 +204,69 @@ class SecondaryLimits:
         self, key: str, endpoint: str, method: str, now: float, cfg: dict[str, float]
     ) -> Refusal | None:
         """Charge one request's points (and a content creation); a Refusal when over a limit."""
-        cost = 1 if method in ("GET", "HEAD", "OPTIONS") else 5
+        cost = points_of(method)
         with self._lock:
-            per_minute = cfg["points_per_minute"]
-            if per_minute > 0:
-                hist = self._points.setdefault((key, endpoint), deque())
-                while hist and now - hist[0][0] >= 60:
-                    hist.popleft()
-                spent = sum(c for _, c in hist)
-                if spent + cost > per_minute:
-                    return Refusal("points", _wait(hist[0][0] + 60 - now))
-                hist.append((now, cost))
+            scopes = [("rest", cfg["rest_points_per_minute"])]
+            if cfg["points_per_minute"] > 0:
+                scopes.append((f"endpoint {endpoint}", cfg["points_per_minute"]))
+            waits = [w for s, n in scopes if (w := self._over(key, s, cost, n, now)) is not None]
+            if waits:
+                return self._refuse(key, Refusal("points", max(waits)))
+            for scope, _ in scopes:
+                self._add(key, scope, cost, now)
             if endpoint in CONTENT_CREATING:
                 made = self._content.setdefault(key, deque())
                 while made and now - made[0] >= 3600:
                     made.popleft()
                 last_minute = [t for t in made if now - t < 60]
                 if cfg["content_per_minute"] > 0 and len(last_minute) >= cfg["content_per_minute"]:
-                    return Refusal("content", _wait(last_minute[0] + 60 - now))
+                    return self._refuse(key, Refusal("content", _wait(last_minute[0] + 60 - now)))
                 if cfg["content_per_hour"] > 0 and len(made) >= cfg["content_per_hour"]:
-                    return Refusal("content", _wait(made[0] + 3600 - now))
+                    return self._refuse(key, Refusal("content", _wait(made[0] + 3600 - now)))
                 made.append(now)
             return None
 
     def reset(self) -> None:
-        """Forget all windows (in-flight counts stay: those requests are still running)."""
+        """Forget all windows and figures (in-flight counts stay: those requests are still
+        running)."""
         with self._lock:
             self._points.clear()
             self._content.clear()
+        self.reset_figures()
+
+    def reset_figures(self) -> None:
+        """Forget what :meth:`stats` says (the windows stay)."""
+        with self._lock:
+            self._peak.clear()
+            self._refused.clear()
+            self._best.clear()
+            self._minutes.clear()
+
+
+def _series(kept: tuple[float, dict[int, int]] | None) -> list[int]:
+    """Points in each whole minute, idle minutes 0."""
+    if not kept:
+        return []
+    series = kept[1]
+    return [series.get(m, 0) for m in range(max(series) + 1)] if series else []
 
 
 def _wait(seconds: float) -> int:
     return max(1, int(seconds + 0.999))
+
+
+def secondary_refusal(
+    refusal: Refusal, headers: dict[str, str], cfg: dict[str, float], rid: str
+) -> SandboxApiError:
+    """GitHub's answer to a request over a secondary limit: 403 (or 429, ``secondary_status``),
+    ``Retry-After`` in seconds, the documented message naming the request id."""
+    headers["Retry-After"] = str(refusal.retry_after)
+    status = 429 if int(cfg.get("secondary_status", 403)) == 429 else 403
+    message = (
+        f"{SECONDARY_MESSAGE} If you reach out to GitHub Support for help, please include "
+        f"the request ID {rid}."
+    )
+    return SandboxApiError(status, message, doc=SECONDARY_DOC)
 
 
 class MergeabilityClock:

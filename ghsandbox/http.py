@@ -17,6 +17,9 @@ from urllib.parse import urlencode
 from werkzeug.wrappers import Request, Response
 
 DOCS = "https://docs.github.com/rest"
+SECONDARY_DOC = (
+    "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+)
 SECONDARY_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
 )

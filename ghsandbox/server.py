@@ -367,12 +367,27 @@ class Sandbox:
         return self.app.recorder if self.app.recorder is not None else []
 
     def reset_counters(self) -> None:
-        """Zero all counters."""
+        """Zero all counters (the secondary-limit figures too)."""
         self.app.counters.reset()
+        self.backend.secondary.reset_figures()
+
+    def secondary_stats(self) -> dict[str, dict[str, Any]]:
+        """GitHub's secondary limits as each identity met them since the last reset: the most
+        requests in flight at once, the most REST and GraphQL points in any minute, and the
+        refusals by reason: ``{"installation:5001": {"peak_inflight": 1, ...}}``."""
+        return self.backend.secondary.stats()
 
     def reset_rate_limits(self) -> None:
         """Start fresh rate-limit windows for everyone."""
         self.app.limiter.reset_all()
+
+    def spend_rate_limit(self, key: str, requests: int) -> None:
+        """Another client of the identity ``key`` (``installation:5001``, ``user:alice``)
+        spends ``requests`` of its hourly budget (the default ``core`` limit): its next
+        answers show that much less remaining."""
+        limit = int(self.backend.data["rate_limit"].get("core", 5000))
+        for _ in range(requests):
+            self.app.limiter.consume(key, limit)
 
     def set_rate_limit(self, core: int) -> None:
         """Change the default hourly budget (takes effect on the next request)."""

@@ -22,6 +22,7 @@ from requests.structures import CaseInsensitiveDict
 from capdaemon.forge.appclock import JwtMinter, observed_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
 from capdaemon.forge.etagcache import CacheEntry, CacheKey, EtagCache, content_addressed
+from capdaemon.forge.governor import Governor
 from capdaemon.forge.pacing import ContentPacer, creates_content
 from capdaemon.forge.ratelimit import (
     ONE_BUDGET,
@@ -49,6 +50,7 @@ _MINT = re.compile(r"/app/installations/\d+/access_tokens$")
 # GraphQL queries (the forge sends no mutations): safe to repeat, not paced like writes, with
 # a budget of their own (X-RateLimit-Resource: graphql) that an exhausted REST budget does not stop.
 _GRAPHQL = re.compile(r"/graphql$")
+_APP_JWT = "app"  # the governor's key for requests made as the App itself (its JWT)
 
 
 def utc_now() -> datetime:
@@ -144,6 +146,8 @@ class Transport(HTTPAdapter):
         self._last_write = 0.0
         self._lock = threading.Lock()
         self.pacer = ContentPacer()
+        # every attempt of every request waits here for its budget key's points and one slot
+        self.governor = Governor(sleep=self._governed_sleep)
 
     # ------------------------------------------------------------------ send
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
@@ -301,10 +305,7 @@ class Transport(HTTPAdapter):
             self._respect_exhausted(method, path, budget)
         retry_ok = method in _IDEMPOTENT or graphql or bool(_SAFE_POST.search(path))
         try:
-            with self._lock:  # requests may come from several gather threads at once
-                self.stats.sent += 1
-                self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
-            resp = super().send(request, **kwargs)
+            resp = self._governed_send(method, path, request, kwargs, budget, graphql=graphql)
         except (requests.ConnectionError, requests.Timeout) as exc:
             reason = self.scrubber.scrub(f"{type(exc).__name__}")
             if retry_ok or isinstance(exc, requests.ConnectTimeout):
@@ -322,6 +323,25 @@ class Transport(HTTPAdapter):
         if status >= 500 and retry_ok:
             raise _Retry(f"HTTP {status}", response=resp)
         return resp
+
+    def _governed_send(
+        self,
+        method: str,
+        path: str,
+        request: requests.PreparedRequest,
+        kwargs: dict[str, Any],
+        budget: str | None,
+        *,
+        graphql: bool,
+    ) -> requests.Response:
+        """One attempt on the wire, once the governor has room for it in its budget key's
+        minute and the key's one slot (held while the request is in flight)."""
+        key = budget if budget is not None else _APP_JWT
+        with self.governor.slot(key, method, path, graphql=graphql):
+            with self._lock:  # requests may come from several gather threads at once
+                self.stats.sent += 1
+                self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
+            return super().send(request, **kwargs)
 
     def _on_rate_limit(
         self, resp: requests.Response, method: str, path: str, budget: str | None
@@ -390,6 +410,14 @@ class Transport(HTTPAdapter):
             )
         if isinstance(exc, _Retry) and exc.response is not None:
             exc.response.close()
+
+    def _governed_sleep(self, seconds: float) -> None:
+        """The governor's wait for room in a minute's points (this transport's sleeper, not
+        spent from the tick's wait budget: it is never longer than a minute)."""
+        with self._lock:
+            self.stats.waited += seconds
+            self.stats.paced += 1
+        self.sleep(seconds)
 
     def _do_sleep(self, seconds: float) -> None:
         self.budget.spend(seconds)

@@ -28,6 +28,7 @@ class TransportStats:
     stored: int = 0
     retries: int = 0
     rate_waits: int = 0
+    paced: int = 0  # requests held back by the governor until their points fit the minute
     waited: float = 0.0
     by_method: dict[str, int] = field(default_factory=dict)
 
@@ -44,6 +45,7 @@ class TransportStats:
             "stored": self.stored,
             "retries": self.retries,
             "rate_waits": self.rate_waits,
+            "paced": self.paced,
             "waited": round(self.waited, 3),
             "by_method": dict(self.by_method),
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,7 @@ from graphql import (
     FragmentDefinitionNode,
     GraphQLError,
     OperationDefinitionNode,
+    OperationType,
     execute_sync,
     parse,
     validate,
@@ -22,6 +24,7 @@ from werkzeug.wrappers import Request, Response
 from ..auth import ANONYMOUS, Identity, identify
 from ..core import Backend
 from ..errors import SandboxApiError
+from ..fidelity import secondary_refusal, settings
 from ..http import Counters, error_body, json_response, rate_headers, request_id
 from .cost import plan_query
 from .resolvers import GqlContext, served, served_schema, type_of
@@ -93,16 +96,31 @@ class GraphqlEndpoint:
         with self._lock:
             self.points.clear()
 
-    def __call__(self, req: Request) -> Response:
-        """Serve one request (the app has applied any scripted fault already)."""
+    def __call__(self, req: Request, delay: float = 0.0) -> Response:
+        """Serve one request (the app has applied any scripted fault already, but for a
+        `delay`: slowness while the request is in flight)."""
         ident: Identity = ANONYMOUS
         rid = request_id()
         op_name: list[str] = []  # set by _serve once the operation is known
+        headers: dict[str, str] = {}
+        entered: str | None = None
+        cfg = settings(self.b.data)
         try:
             ident = identify(self.b, req.headers.get("Authorization"))
-            resp = self._serve(req, ident, rid, op_name)
+            refusal = self.b.secondary.enter(ident.rate_key, cfg)
+            if refusal is not None:
+                raise secondary_refusal(refusal, headers, cfg, rid)
+            entered = ident.rate_key
+            if delay > 0:
+                time.sleep(delay)
+            resp = self._serve(req, ident, rid, op_name, cfg)
         except SandboxApiError as err:
-            resp = json_response(err.status, error_body(err.status, err.message, err.errors))
+            doc = err.extra.get("doc")
+            body = error_body(err.status, err.message, err.errors, doc)
+            resp = json_response(err.status, body, headers)
+        finally:
+            if entered is not None:
+                self.b.secondary.exit(entered)
         resp.headers["X-GitHub-Request-Id"] = rid
         resp.headers["X-GitHub-Media-Type"] = "github.v4; format=json"
         # "counted" in the shared counters means the REST budget; GraphQL's points are apart
@@ -111,7 +129,9 @@ class GraphqlEndpoint:
         self.counters.record(label, ident.rate_key, counted=False, status=status)
         return resp
 
-    def _serve(self, req: Request, ident: Identity, rid: str, op_name: list[str]) -> Response:
+    def _serve(
+        self, req: Request, ident: Identity, rid: str, op_name: list[str], cfg: dict[str, float]
+    ) -> Response:
         if req.method != "POST":
             return json_response(404, error_body(404, "Not Found"))
         if ident.kind == "anonymous":
@@ -154,6 +174,15 @@ class GraphqlEndpoint:
         plan = plan_query(schema, op, fragments, coerced, served)
         if plan.errors:
             return self._errors(plan.errors)
+        if ident.kind != "anonymous":  # GitHub's secondary limit: points a minute, apart from REST
+            mutation = op.operation is OperationType.MUTATION
+            now = self.b.clock.window_time()
+            refusal = self.b.secondary.charge_graphql(ident.rate_key, mutation, now, cfg)
+            if refusal is not None:
+                refused: dict[str, str] = {}
+                over = secondary_refusal(refusal, refused, cfg, rid)
+                body = error_body(over.status, over.message, doc=over.extra.get("doc"))
+                return json_response(over.status, body, refused)
         bucket = self.b.limiter.bucket(f"{ident.rate_key}:graphql", GRAPHQL_LIMIT)
         headers = rate_headers(bucket, "graphql")
         if bucket.used + plan.cost > bucket.limit:

@@ -102,15 +102,16 @@ def test_allowance_follows_the_primary_budget_and_the_hour(tmp_path: Path) -> No
     later the budget is back."""
     now = datetime(2026, 5, 25, 3, 0, tzinfo=UTC)
     b = TickBudget(tmp_path, GitHubConfig())
-    # reads: (900 - 200) // 5 a minute (GitHub's secondary limit), under 4800 // 5; writes 80 - 10
-    assert b.start(now, rate_remaining=5000, rate_limit=5000) == (140, 70)
+    # reads: (720 - 200) // 5 a minute (the governor's share of GitHub's secondary limit),
+    # under 4800 // 5; writes 80 - 10
+    assert b.start(now, rate_remaining=5000, rate_limit=5000) == (104, 70)
     assert b.start(now, rate_remaining=290, rate_limit=5000) == (18, 70)  # (290 - 200) // 5
     assert b.start(now, rate_remaining=100, rate_limit=5000) == (0, 70)  # the reserve is kept
-    assert b.start(now, None) == (140, 70)  # no primary budget known yet: the minute's
+    assert b.start(now, None) == (104, 70)  # no primary budget known yet: the minute's
     b.finish(now, writes=0, counted=650)
-    # the minute's reads are spent ((900 - 650 - 200) // 5 = 10): as many as can be published
+    # the minute's reads are spent (720 - 650 - 200 < 0): as many as can be published
     assert b.start(now, None) == (35, 70)  # 70 writes // 2 (a ballot or an A PR)
-    assert b.start(now + timedelta(seconds=61), None) == (140, 70)
+    assert b.start(now + timedelta(seconds=61), None) == (104, 70)
     lifted = GitHubConfig(writes_per_hour=10**6, writes_per_minute=10**6)
     assert TickBudget(tmp_path / "x", lifted).start(now, None) == (499_975, 999_950)
     (tmp_path / BUDGET_FILE).unlink()

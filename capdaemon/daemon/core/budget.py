@@ -31,6 +31,7 @@ from typing import Any
 
 from capdaemon.config import GitHubConfig
 from capdaemon.filenames import BUDGET_FILE
+from capdaemon.forge.governor import MARGIN, REST_POINTS_PER_MINUTE
 from capdaemon.logging import get_logger
 from capdaemon.model import Quadrant
 from capdaemon.state import atomic_write_json, set_aside
@@ -49,9 +50,10 @@ WRITES_PER_NEW_PR = 3
 RESERVE_WRITES_PER_HOUR = 50
 RESERVE_WRITES_PER_MINUTE = 10
 RESERVE_READS = 200
-# GitHub's secondary limit: 900 points a minute for REST (a GET is one point); new PRs are read
-# within it, less a reserve for known PRs, unless this tick can publish more of them
-READS_PER_MINUTE = 900
+# GitHub's secondary limit: 900 points a minute for REST (a GET is one point), of which the
+# forge's governor spends 80 %; new PRs are read within that, less a reserve for known PRs,
+# unless this tick can publish more of them (the governor then spreads the reads over minutes)
+READS_PER_MINUTE = int(REST_POINTS_PER_MINUTE * MARGIN)
 RESERVE_READS_PER_MINUTE = 200
 # the order new PRs are published in: those waiting for an owner first (a D ballot, a scope
 # issue), then A (a merge), then B and C (a passive review issue and a merge)
@@ -148,6 +150,8 @@ class TickBudget:
         self.reads: int | None = None  # new PRs this tick may still read (None: no tick)
         self.writes: int | None = None  # writes left for new PRs (None: not limited)
         self.figures: dict[str, Any] = {}
+        self._told = False  # the tick's first deferred read was logged
+        self._why = ""  # why reads of new PRs are deferred this tick
 
     def _load(self) -> None:
         try:
@@ -210,6 +214,10 @@ class TickBudget:
         cap = max(by_minute // READS_PER_NEW_PR, writes // min(_COSTS))
         reads = min(cap, max(0, min(reads_left)) // READS_PER_NEW_PR) if reads_left else cap
         self.reads, self.writes = reads, writes
+        self._told = False
+        self._why = (
+            "this tick's read allowance is spent (the minute's points or the hour's requests)"
+        )
         self.figures = {
             "new_pr_reads": reads,
             "new_pr_writes": writes,
@@ -222,11 +230,30 @@ class TickBudget:
         }
         return reads, writes
 
+    def replan(self, rate_remaining: int | None, rate_limit: int | None = None) -> None:
+        """Bound the new PRs this tick may still read by what GitHub said is left just now (the
+        tick's allowance was planned on the last answer before it, and another client of the
+        installation may have spent the hour since): never into the reserve kept for merges
+        and votes."""
+        if self.reads is None or rate_remaining is None:
+            return
+        limit = rate_limit if rate_limit is not None else rate_remaining
+        room = max(0, rate_remaining - _reserve(limit, RESERVE_READS)) // READS_PER_NEW_PR
+        if room < self.reads:
+            self.reads = room
+            self._why = "the hour's requests are down to the reserve kept for merges and votes"
+            self.figures["new_pr_reads_replanned"] = room
+            self.figures["rate_remaining_replanned"] = rate_remaining
+
     def take_read(self) -> bool:
-        """May this tick read (and classify) one more new PR? False: it stays unread."""
+        """May this tick read (and classify) one more new PR? False: it stays unread (the
+        first time a tick says so, the reason is logged)."""
         if self.reads is None:
             return True
         if self.reads <= 0:
+            if not self._told:
+                self._told = True
+                log.info("budget.deferred", work="new PR reads", reason=self._why)
             return False
         self.reads -= 1
         return True

@@ -88,6 +88,8 @@ class Backlog:
         """Of one repo's new PRs (oldest first), those to read and classify now: within the
         read allowance. One left waiting at the same light fingerprint is a candidate as is."""
         self.polled.add(rc.name)
+        rate = self.t.deps.forge.rate_budget()  # as the answer to this repo's PR list said
+        self.budget.replan(rate.get("remaining"), rate.get("limit"))
         out: list[TickPR] = []
         for item in new:
             light = plan(self.t, item).light
