@@ -36,6 +36,7 @@ from capdaemon.forge.gql import Graphql
 from capdaemon.forge.http import Http
 from capdaemon.forge.installations import Installations
 from capdaemon.forge.issues import Issues
+from capdaemon.forge.mergechecks import merge_checks
 from capdaemon.forge.port import JsonObject, Marker, RateBudget
 from capdaemon.forge.protection import Protection
 from capdaemon.forge.ratelimit import WaitBudget, pro_rata_room
@@ -345,6 +346,11 @@ class Forge:
 
     def head_rollups(self, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         return head_rollups(self._graphql, heads)
+
+    def merge_checks(
+        self, commits: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[CheckRun] | None]:
+        return merge_checks(self._graphql, commits)
 
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)

@@ -138,6 +138,41 @@ def _rollups_query(slots: int) -> str:
 ROLLUPS_QUERY = _rollups_query(ROLLUP_SLOTS)
 ROLLUPS_SMALL_QUERY = _rollups_query(ROLLUP_SMALL_SLOTS)
 
+# The checks of many merge commits at once (the post-merge probe, capdaemon.forge.mergechecks):
+# each commit's rollup contexts, up to 100. GitHub's formula: one request per commit's
+# connection, divided by 100: 1 point up to 50 commits (and rounded, 1 for 50).
+PROBE_SLOTS = 50
+PROBE_SMALL_SLOTS = 10
+
+
+def _probes_query(slots: int) -> str:
+    """The merge-checks query with `slots` commits: $o<i>, $n<i> (the repo), $s<i> (the sha)."""
+    params = ", ".join(f"$o{i}: String!, $n{i}: String!, $s{i}: GitObjectID!" for i in range(slots))
+    commits = "\n".join(
+        f"  h{i}: repository(owner: $o{i}, name: $n{i}) {{ object(oid: $s{i}) {{ ...Checks }} }}"
+        for i in range(slots)
+    )
+    return (
+        f"query CapdaemonMergeChecks{slots}({params}) {{\n{commits}\n}}\n"
+        "fragment Checks on GitObject { ... on Commit { oid statusCheckRollup {\n"
+        "  contexts(first: 100) {\n"
+        "    pageInfo { hasNextPage }\n"
+        "    nodes {\n"
+        "      __typename\n"
+        "      ... on CheckRun {\n"
+        "        databaseId name status conclusion title summary startedAt completedAt\n"
+        "        checkSuite { app { databaseId slug } }\n"
+        "      }\n"
+        "      ... on StatusContext { context state createdAt }\n"
+        "    }\n"
+        "  }\n"
+        "} } }"
+    )
+
+
+PROBES_QUERY = _probes_query(PROBE_SLOTS)
+PROBES_SMALL_QUERY = _probes_query(PROBE_SMALL_SLOTS)
+
 QUERIES: dict[str, str] = {
     "comments": COMMENTS_QUERY,
     "reactions": REACTIONS_QUERY,
@@ -145,6 +180,8 @@ QUERIES: dict[str, str] = {
     "open_pulls_with_base": OPEN_PULLS_WITH_BASE_QUERY,
     "rollups": ROLLUPS_QUERY,
     "rollups_small": ROLLUPS_SMALL_QUERY,
+    "merge_checks": PROBES_QUERY,
+    "merge_checks_small": PROBES_SMALL_QUERY,
 }
 _SENDABLE = frozenset(QUERIES.values())
 
