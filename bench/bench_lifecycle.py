@@ -94,6 +94,12 @@ def family(method: str, path: str, merge_shas: set[str]) -> str:
     return "other"
 
 
+def template(path: str) -> str:
+    """A request path with its repository, numbers and shas as placeholders."""
+    path = re.sub(r"^/repos/[^/]+/[^/]+", "/repos/{o}/{r}", path)
+    return re.sub(r"/[0-9]+(?=/|$)", "/{n}", SHA.sub("{sha}", path))
+
+
 class Tally:
     """capdaemon's REST requests seen by the sandbox (a wrapper of its REST handler): by
     family, counted, and REST points a minute of the run."""
@@ -105,6 +111,7 @@ class Tally:
         self.merge_shas: set[str] = set()
         self.requests: Counter[str] = Counter()
         self.counted: Counter[str] = Counter()
+        self.endpoints: Counter[str] = Counter()  # "family: METHOD /templated/path" → counted
         self.points: Counter[int] = Counter()  # minute of the run → REST points
         self.gql_points: dict[int, int] = {}  # minute → GraphQL total at its end
         self.t0 = time.time()
@@ -125,6 +132,7 @@ class Tally:
             self.requests[fam] += 1
             if status not in (304, 401) and path != "/rate_limit":
                 self.counted[fam] += 1
+                self.endpoints[f"{fam}: {method} {template(path)}"] += 1
             minute = int((time.time() - self.t0) // 60)
             self.points[minute] += 1 if method in ("GET", "HEAD", "OPTIONS") else 5
 
@@ -133,6 +141,7 @@ class Tally:
         with self.lock:
             self.requests.clear()
             self.counted.clear()
+            self.endpoints.clear()
             self.points.clear()
             self.t0 = time.time()
         self.gql0 = self.sb.app.graphql.total_points()
@@ -343,6 +352,7 @@ def _measure(
         "quadrants": Counter(x.quadrant for x in lives),
         "requests": dict(tally.requests),
         "counted": dict(tally.counted),
+        "endpoints": dict(tally.endpoints.most_common()),
         "graphql_queries": tally.graphql_queries(gql_before),
         "graphql_points": sb.app.graphql.total_points() - tally.gql0,
         "rest_pm": rest_pm,
@@ -396,6 +406,7 @@ def main() -> int:
     ap.add_argument("--tree", help="git ref: run the daemon from `git archive REF`")
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--keep", help="a folder to copy the daemon log into")
+    ap.add_argument("--endpoints", action="store_true", help="counted per PR by endpoint")
     args = ap.parse_args()
     if args.per_hour <= 0 or args.minutes <= 0 or args.window < 1:
         ap.error("--per-hour and --minutes must be > 0, --window ≥ 1")
@@ -411,6 +422,10 @@ def main() -> int:
         f"{args.per_hour:g} an hour for {args.minutes:g} min; probe window {args.window:g} min"
     )
     print("\n".join(table(r, args)))
+    if args.endpoints:
+        prs = max(1, r["prs"])
+        for k, v in r["endpoints"].items():
+            print(f"  {v / prs:6.2f} counted per PR  {k}")
     return 0
 
 
