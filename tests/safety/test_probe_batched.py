@@ -103,3 +103,16 @@ def test_a_red_status_painted_green_is_still_read_from_its_history(safe: SafetyH
     safe.step7()
     failed = safe.actions("probe.failed", n)
     assert len(failed) == 1 and failed[0]["failed_checks"] == ["ci/build"]
+
+
+def test_a_merge_commit_is_watched_without_reading_it_again(safe: SafetyHarness) -> None:
+    """The compare that checks the merge commit is on the approved base carries its parents:
+    the probe's watch counts them (one, a squash merge) with no read of the commit."""
+    safe.configure()
+    safe.sb.reset_counters()
+    n = _merged(safe, 0)
+    safe.step7()
+    ends = safe.sb.counters()["endpoints"]
+    assert not [k for k in ends if "/git/commits/" in k]
+    (watch,) = safe.safety()["watches"]
+    assert watch["pr"] == n and watch["parents_count"] == 1
