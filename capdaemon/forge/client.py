@@ -399,6 +399,7 @@ class Forge:
         marker: Marker,
         name: str = CHECK_NAME,
         details_url: str | None = None,
+        known_runs: Sequence[CheckRun] | None = None,
     ) -> bool:
         """Publish the verdict on `head_sha`; False when already there (see forge.writes)."""
         return self._writes.publish_check(
@@ -410,6 +411,7 @@ class Forge:
             marker=marker,
             name=name,
             details_url=details_url,
+            known_runs=known_runs,
         )
 
     def ensure_issue(

@@ -242,8 +242,10 @@ class ForgePort(Protocol):
         marker: Marker,
         name: str = CHECK_NAME,
         details_url: str | None = None,
+        known_runs: Sequence[CheckRun] | None = None,
     ) -> bool:
-        """Publish the verdict as a check run (App) or a commit status (token)."""
+        """Publish the verdict as a check run (App) or a commit status (token); `known_runs`:
+        the head's check runs as this tick read them (our current run is looked up there)."""
         ...
 
     def ensure_issue(
