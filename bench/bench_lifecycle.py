@@ -74,9 +74,11 @@ SHA = re.compile(r"[0-9a-f]{40}")
 
 
 def family(method: str, path: str, merge_shas: set[str]) -> str:
-    """The endpoint family of one REST request (a path naming a merge commit: the probe)."""
-    m = SHA.search(path)
-    if m and m.group(0) in merge_shas:
+    """The endpoint family of one REST request (a path whose last sha is a merge commit: the
+    probe and the base check after a merge; a compare from a merge commit to a PR head is
+    the classification of a PR opened on it)."""
+    shas = SHA.findall(path)  # the probed commit is the last sha named (compare: the head)
+    if shas and shas[-1] in merge_shas:
         return "post-merge probe"
     write = method not in ("GET", "HEAD", "OPTIONS")
     if path.endswith("/merge") and "/pulls/" in path:
