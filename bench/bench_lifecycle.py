@@ -51,7 +51,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 import cron_world  # noqa: E402
 from bench_event_stream import count, peak_rss_mib, wait_for  # noqa: E402
 from bench_tick import BASE, pr_files, write_config  # noqa: E402
-from event_world import AGENT, TRAILER, ballot_issues, ci_run, complete_ci  # noqa: E402
+from event_world import (  # noqa: E402
+    AGENT,
+    TRAILER,
+    ballot_issues,
+    ci_run,
+    complete_ci,
+    stream_sandbox,
+)
 
 from capdaemon.decide.reaction import percentile  # noqa: E402
 from capdaemon.logging import configure_logging  # noqa: E402
@@ -275,12 +282,7 @@ def run(args: argparse.Namespace, tree: Path) -> dict[str, Any]:
     keys = std.generate_keys()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        key, _ = std.write_keys(keys, tmp / "keys")
-        seed_data = std.standard_seed(keys, rate_limit=10_000_000)
-        sb = Sandbox.start(tmp / "sb", seed_data)
-        sb.set_fidelity(points_per_minute=0, content_per_minute=0, content_per_hour=0)
-        token = next(u["token"] for u in seed_data["users"] if u["login"] == std.OWNER)
-        try:
+        with stream_sandbox(keys, tmp) as (sb, key, token):
             names = [
                 sb.create_repo(std.ORG, f"life{r}", files={"README.md": "# life\n", **BASE})
                 for r in range(args.repos)
@@ -314,8 +316,6 @@ def run(args: argparse.Namespace, tree: Path) -> dict[str, Any]:
                     Path(args.keep).mkdir(parents=True, exist_ok=True)
                     (Path(args.keep) / f"lifecycle-{args.label}.log").write_bytes(log.read_bytes())
             return out
-        finally:
-            sb.stop()
 
 
 def _measure(

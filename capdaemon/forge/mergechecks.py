@@ -29,6 +29,7 @@ from capdaemon.forge.gql import (
     PROBES_SMALL_QUERY,
     Graphql,
     GraphqlUnavailable,
+    commit_variables,
 )
 from capdaemon.model import CheckRun
 
@@ -56,12 +57,9 @@ def merge_checks(
 def _one_query(graphql: Graphql, chunk: list[Commit]) -> dict[Commit, list[CheckRun] | None]:
     small = len(chunk) <= PROBE_SMALL_SLOTS
     query, slots = (PROBES_SMALL_QUERY, PROBE_SMALL_SLOTS) if small else (PROBES_QUERY, PROBE_SLOTS)
-    padded = chunk + [chunk[-1]] * (slots - len(chunk))
-    variables: dict[str, str] = {}
-    for i, (repo, sha) in enumerate(padded):
-        owner, _, name = repo.partition("/")
-        variables |= {f"o{i}": owner, f"n{i}": name, f"s{i}": sha}
-    data = graphql.graphql(query, variables, f"checks of {len(chunk)} merge commits")
+    data = graphql.graphql(
+        query, commit_variables(chunk, slots), f"checks of {len(chunk)} merge commits"
+    )
     return {commit: _runs_of(data.get(f"h{i}"), commit) for i, commit in enumerate(chunk)}
 
 
