@@ -197,7 +197,9 @@ def start_daemon(tree: Path, cfg_dir: Path, state: Path, log: Path) -> subproces
     cmd = [sys.executable, "-m", "capdaemon.cli", "run", "--config", str(cfg_dir)]
     cmd += ["--state", str(state), "--log-format", "json", "--log-level", "info"]
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    return subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+    return subprocess.Popen(
+        cmd, cwd=str(tree), stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env
+    )
 
 
 def life_files(k: int) -> tuple[str, dict[str, str | None]]:
