@@ -55,7 +55,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_tick import write_config  # noqa: E402
-from event_world import KINDS, Stream, Watcher, figures, script, seed  # noqa: E402
+from event_world import (  # noqa: E402
+    KINDS,
+    Stream,
+    Watcher,
+    figures,
+    script,
+    seed,
+    stream_sandbox,
+)
 
 from capdaemon.commands._common import load_config_and_rules  # noqa: E402
 from capdaemon.config.types import ScheduleConfig  # noqa: E402
@@ -203,18 +211,10 @@ def run_variant(name: str, args: argparse.Namespace, keys: Any) -> dict[str, Any
     """One sandbox, the seeded PRs settled, `capdaemon run`, the stream; the measurements."""
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        key, _ = std.write_keys(keys, tmp / "keys")
-        seed_data = std.standard_seed(keys, rate_limit=10_000_000)
-        sb = Sandbox.start(tmp / "sb", seed_data)
-        # the cold start is not measured: GitHub's minute limits are lifted for it
-        sb.set_fidelity(
-            points_per_minute=0, rest_points_per_minute=0, content_per_minute=0, content_per_hour=0
-        )
-        token = next(u["token"] for u in seed_data["users"] if u["login"] == std.OWNER)
         try:
-            return _scenario(sb, key, token, tmp, args, variant=name)
+            with stream_sandbox(keys, tmp) as (sb, key, token):
+                return _scenario(sb, key, token, tmp, args, variant=name)
         finally:
-            sb.stop()
             if args.keep:  # the daemon's log (its ticks' per-step figures) for reading later
                 keep = Path(args.keep)
                 keep.mkdir(parents=True, exist_ok=True)

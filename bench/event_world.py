@@ -3,12 +3,15 @@ sandbox, and a watcher timing capdaemon's action on each event with the bench's 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -60,6 +63,24 @@ class Pools:
     push: list[tuple[str, int]] = field(default_factory=list)
     check: list[tuple[str, int]] = field(default_factory=list)
     vote: list[tuple[str, int]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def stream_sandbox(keys: Any, tmp: Path) -> Iterator[tuple[Sandbox, Path, str]]:
+    """A sandbox in this process for a stream under `capdaemon run`, GitHub's points and
+    content limits off (the benches count them instead): (sandbox, App key file, the owner's
+    token); stopped on exit."""
+    key, _ = std.write_keys(keys, tmp / "keys")
+    seed_data = std.standard_seed(keys, rate_limit=10_000_000)
+    sb = Sandbox.start(tmp / "sb", seed_data)
+    sb.set_fidelity(
+        points_per_minute=0, rest_points_per_minute=0, content_per_minute=0, content_per_hour=0
+    )
+    token = next(u["token"] for u in seed_data["users"] if u["login"] == std.OWNER)
+    try:
+        yield sb, key, token
+    finally:
+        sb.stop()
 
 
 def script(rates: dict[str, float], minutes: float, seed: int) -> list[tuple[float, str]]:

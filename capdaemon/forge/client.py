@@ -36,6 +36,7 @@ from capdaemon.forge.gql import Graphql
 from capdaemon.forge.http import Http
 from capdaemon.forge.installations import Installations
 from capdaemon.forge.issues import Issues
+from capdaemon.forge.mergechecks import merge_checks
 from capdaemon.forge.port import JsonObject, Marker, RateBudget
 from capdaemon.forge.protection import Protection
 from capdaemon.forge.ratelimit import WaitBudget, pro_rata_room
@@ -346,6 +347,11 @@ class Forge:
     def head_rollups(self, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         return head_rollups(self._graphql, heads)
 
+    def merge_checks(
+        self, commits: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[CheckRun] | None]:
+        return merge_checks(self._graphql, commits)
+
     def permission(self, repo: str, login: str) -> str:
         return self._reads.permission(repo, login)
 
@@ -393,6 +399,7 @@ class Forge:
         marker: Marker,
         name: str = CHECK_NAME,
         details_url: str | None = None,
+        known_runs: Sequence[CheckRun] | None = None,
     ) -> bool:
         """Publish the verdict on `head_sha`; False when already there (see forge.writes)."""
         return self._writes.publish_check(
@@ -404,6 +411,7 @@ class Forge:
             marker=marker,
             name=name,
             details_url=details_url,
+            known_runs=known_runs,
         )
 
     def ensure_issue(

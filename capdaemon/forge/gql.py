@@ -122,21 +122,70 @@ ROLLUP_SMALL_SLOTS = 25
 ROLLUP_STATES = frozenset({"ERROR", "EXPECTED", "FAILURE", "PENDING", "SUCCESS"})
 
 
-def _rollups_query(slots: int) -> str:
-    """The rollup query with `slots` heads: variables $o<i>, $n<i> (the repo), $s<i> (the sha)."""
+def _commits_query(operation: str, fragment: str, slots: int) -> str:
+    """A query of `slots` commits, each under alias h<i> by repository and sha (variables
+    $o<i>, $n<i>: the repo; $s<i>: the sha), answered by `fragment` (on GitObject)."""
+    spread = fragment.split()[1]
     params = ", ".join(f"$o{i}: String!, $n{i}: String!, $s{i}: GitObjectID!" for i in range(slots))
-    heads = "\n".join(
-        f"  h{i}: repository(owner: $o{i}, name: $n{i}) {{ object(oid: $s{i}) {{ ...Rollup }} }}"
+    commits = "\n".join(
+        f"  h{i}: repository(owner: $o{i}, name: $n{i}) {{ object(oid: $s{i}) {{ ...{spread} }} }}"
         for i in range(slots)
     )
-    return (
-        f"query CapdaemonRollups{slots}({params}) {{\n{heads}\n}}\n"
-        "fragment Rollup on GitObject { ... on Commit { oid statusCheckRollup { state } } }"
-    )
+    return f"query {operation}{slots}({params}) {{\n{commits}\n}}\n{fragment}"
+
+
+def commit_variables(chunk: list[tuple[str, str]], slots: int) -> dict[str, str]:
+    """The variables of a `_commits_query` for (repo, sha) pairs; unused slots repeat the last."""
+    padded = chunk + [chunk[-1]] * (slots - len(chunk))
+    variables: dict[str, str] = {}
+    for i, (repo, sha) in enumerate(padded):
+        owner, _, name = repo.partition("/")
+        variables |= {f"o{i}": owner, f"n{i}": name, f"s{i}": sha}
+    return variables
+
+
+_ROLLUP = "fragment Rollup on GitObject { ... on Commit { oid statusCheckRollup { state } } }"
+
+
+def _rollups_query(slots: int) -> str:
+    """The rollup query with `slots` heads."""
+    return _commits_query("CapdaemonRollups", _ROLLUP, slots)
 
 
 ROLLUPS_QUERY = _rollups_query(ROLLUP_SLOTS)
 ROLLUPS_SMALL_QUERY = _rollups_query(ROLLUP_SMALL_SLOTS)
+
+# The checks of many merge commits at once (the post-merge probe, capdaemon.forge.mergechecks):
+# each commit's rollup contexts, up to 100. GitHub's formula: one request per commit's
+# connection, divided by 100: 1 point up to 50 commits (and rounded, 1 for 50).
+PROBE_SLOTS = 50
+PROBE_SMALL_SLOTS = 10
+
+
+_CHECKS = (
+    "fragment Checks on GitObject { ... on Commit { oid statusCheckRollup {\n"
+    "  contexts(first: 100) {\n"
+    "    pageInfo { hasNextPage }\n"
+    "    nodes {\n"
+    "      __typename\n"
+    "      ... on CheckRun {\n"
+    "        databaseId name status conclusion title summary startedAt completedAt\n"
+    "        checkSuite { app { databaseId slug } }\n"
+    "      }\n"
+    "      ... on StatusContext { context state createdAt }\n"
+    "    }\n"
+    "  }\n"
+    "} } }"
+)
+
+
+def _probes_query(slots: int) -> str:
+    """The merge-checks query with `slots` commits."""
+    return _commits_query("CapdaemonMergeChecks", _CHECKS, slots)
+
+
+PROBES_QUERY = _probes_query(PROBE_SLOTS)
+PROBES_SMALL_QUERY = _probes_query(PROBE_SMALL_SLOTS)
 
 QUERIES: dict[str, str] = {
     "comments": COMMENTS_QUERY,
@@ -145,6 +194,8 @@ QUERIES: dict[str, str] = {
     "open_pulls_with_base": OPEN_PULLS_WITH_BASE_QUERY,
     "rollups": ROLLUPS_QUERY,
     "rollups_small": ROLLUPS_SMALL_QUERY,
+    "merge_checks": PROBES_QUERY,
+    "merge_checks_small": PROBES_SMALL_QUERY,
 }
 _SENDABLE = frozenset(QUERIES.values())
 

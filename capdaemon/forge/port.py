@@ -194,6 +194,13 @@ class ForgePort(Protocol):
         """Marks that move when a check run (or, `feed` "checks", a commit status) changes."""
         ...
 
+    def merge_checks(
+        self, commits: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[CheckRun] | None]:
+        """The check runs on each (repo, merge sha) in GraphQL queries of many commits each
+        (capdaemon.forge.mergechecks); None for one REST must read; raises on any failure."""
+        ...
+
     def head_rollups(self, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """The check rollup state of each (repo, sha) known to GitHub, in GraphQL queries of
         many heads each (capdaemon.forge.rollups); raises on any failure."""
@@ -235,8 +242,10 @@ class ForgePort(Protocol):
         marker: Marker,
         name: str = CHECK_NAME,
         details_url: str | None = None,
+        known_runs: Sequence[CheckRun] | None = None,
     ) -> bool:
-        """Publish the verdict as a check run (App) or a commit status (token)."""
+        """Publish the verdict as a check run (App) or a commit status (token); `known_runs`:
+        the head's check runs as this tick read them (our current run is looked up there)."""
         ...
 
     def ensure_issue(

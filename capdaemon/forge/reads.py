@@ -75,9 +75,23 @@ class Reads:
         )
 
     def branch_contains(self, repo: str, branch: str, sha: str) -> bool:
-        """True when commit `sha` is on `branch` (its head or an ancestor of it): one compare."""
+        """True when commit `sha` is on `branch` (its head or an ancestor of it): one compare.
+
+        Then `sha` is the merge base, whose parents the answer carries: kept in the sha cache
+        (``commit_parents`` of a merge commit just checked costs no read)."""
         cmp = self._http.get(f"/repos/{repo}/compare/{quote(branch, safe='/')}...{sha}")
-        return cmp.get("status") in ("identical", "behind")
+        contained = cmp.get("status") in ("identical", "behind")
+        base = cmp.get("merge_base_commit")
+        if contained and isinstance(base, dict) and base.get("sha") == sha:
+            parents = base.get("parents")
+            shas = (
+                [p.get("sha") for p in parents if isinstance(p, dict)]
+                if isinstance(parents, list)
+                else []
+            )
+            if parents and len(shas) == len(parents) and all(isinstance(x, str) for x in shas):
+                self._caches.parents.put((repo, sha), tuple(str(x) for x in shas))
+        return contained
 
     def comments(self, repo: str, issue_no: int) -> list[Comment]:
         """All comments of an issue or PR, oldest first, with GitHub's edit record (GraphQL);

@@ -21,6 +21,7 @@ from capdaemon.forge.gql import (
     ROLLUPS_SMALL_QUERY,
     Graphql,
     GraphqlUnavailable,
+    commit_variables,
 )
 
 Head = tuple[str, str]  # (repo "owner/name", head sha)
@@ -49,12 +50,7 @@ def _one_query(graphql: Graphql, chunk: list[Head]) -> dict[Head, str]:
     query, slots = (
         (ROLLUPS_SMALL_QUERY, ROLLUP_SMALL_SLOTS) if small else (ROLLUPS_QUERY, ROLLUP_SLOTS)
     )
-    padded = chunk + [chunk[-1]] * (slots - len(chunk))
-    variables: dict[str, str] = {}
-    for i, (repo, sha) in enumerate(padded):
-        owner, _, name = repo.partition("/")
-        variables |= {f"o{i}": owner, f"n{i}": name, f"s{i}": sha}
-    data = graphql.graphql(query, variables, f"rollups of {len(chunk)} heads")
+    data = graphql.graphql(query, commit_variables(chunk, slots), f"rollups of {len(chunk)} heads")
     out: dict[Head, str] = {}
     for i, head in enumerate(chunk):
         state = _state_of(data.get(f"h{i}"), head)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -51,19 +52,21 @@ class Writes:
         marker: dict[str, Any],
         name: str = CHECK_NAME,
         details_url: str | None = None,
+        known_runs: Sequence[CheckRun] | None = None,
     ) -> bool:
         """Publish L1.C3 on `head_sha` (a check run as an App, a commit status with a token).
 
         Returns False when the same conclusion and text are already there (no write). Our
         current run is looked up in this tick's batch rollup of `head_sha` when it carried
-        one (no read), else read through REST; the run written is noted in that rollup.
+        one, else in `known_runs` (the head's check runs this tick already read), else read
+        through REST; the run written is noted in that rollup.
         """
         conclusion = "success" if success else "failure"
         if not self._identity.as_app:
             return self._publish_status(repo, head_sha, conclusion, title, name, details_url)
         text = fit_body(summary, marker, self._overflow.path, limit=CHECK_SUMMARY_LIMIT)
         out = {"title": title[:1000], "summary": text}
-        cur = self._my_latest_run(repo, head_sha, name)
+        cur = self._my_latest_run(repo, head_sha, name, known_runs)
         if cur is not None and _same_run(cur, conclusion, out):
             log.info("forge.write", op="publish_check", repo=repo, sha=head_sha[:12], noop=True)
             return False
@@ -89,12 +92,16 @@ class Writes:
         )
         return True
 
-    def _my_latest_run(self, repo: str, head_sha: str, name: str) -> CheckRun | None:
+    def _my_latest_run(
+        self, repo: str, head_sha: str, name: str, known: Sequence[CheckRun] | None
+    ) -> CheckRun | None:
         """Our App's newest check run called `name` on `head_sha`, if any (from this tick's
-        batch rollup when it carried `head_sha`, else one REST read)."""
+        batch rollup when it carried `head_sha`, else `known`, else one REST read)."""
         kept = self._batch.kept_runs(repo, head_sha)
         if kept is not None:
             runs = list(kept)
+        elif known is not None:
+            runs = list(known)
         else:
             items = self._http.pages(
                 f"/repos/{repo}/commits/{head_sha}/check-runs",

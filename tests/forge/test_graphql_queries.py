@@ -28,6 +28,8 @@ COST = {
     "open_pulls_with_base": 3,
     "rollups": 1,
     "rollups_small": 1,
+    "merge_checks": 1,
+    "merge_checks_small": 1,
 }
 
 

@@ -358,6 +358,7 @@ def publish(t: Tick, item: TickPR) -> None:
         title=check.title,
         summary=check.summary,
         marker={"kind": "l1c3", "pr": rec.ref, "head": snap.head_sha},
+        known_runs=t.ctx.tick_runs.get((rec.repo, snap.head_sha)),  # read this tick: no re-read
     )
     t.ctx.tick_runs.pop((rec.repo, snap.head_sha), None)  # our L1.C3 changed: read again
     deps.prs.change(item.rec, durable=False, check_success=check.success)

@@ -35,6 +35,7 @@ from capdaemon.decide.probe import (
 )
 from capdaemon.forge.errors import ForgeError, RevertConflict
 from capdaemon.jsonl import read_records
+from capdaemon.model import CheckRun
 from capdaemon.stores.botstate import PRStore
 from capdaemon.stores.safety_state import SafetyStore
 from capdaemon.timefmt import parse_utc, utc_iso
@@ -146,13 +147,18 @@ class Probes:
         s = self.store
         cfg = self.config.post_merge
         keep: list[dict[str, Any]] = []
+        batched = self._batched(s["watches"], now)
         for raw in s["watches"]:
             watch = ProbeWatch.from_json(raw)
             if _quiet(raw, now):  # all checks done and green: next read at the window's end
                 keep.append(raw)
                 continue
             with per_item(report, "probe.failed", watch.ref, log=log, pr=watch.ref) as item:
-                checks = self.forge.commit_checks(watch.repo, watch.merge_sha, status_history=True)
+                checks = batched.get((watch.repo, watch.merge_sha))
+                if checks is None:  # commit statuses (their history), or no batched answer
+                    checks = self.forge.commit_checks(
+                        watch.repo, watch.merge_sha, status_history=True
+                    )
                 trusted, untrusted = probe_sources.split_checks(
                     self.config, reads, self.bot_login(), watch, checks
                 )
@@ -182,6 +188,20 @@ class Probes:
                 keep.append(raw)  # a transient error opening the revert: retried next tick
         s["watches"] = keep
         s.save()
+
+    def _batched(
+        self, watches: Sequence[Mapping[str, Any]], now: datetime
+    ) -> dict[tuple[str, str], list[CheckRun] | None]:
+        """The check runs of every merge commit due a read, in one GraphQL query per
+        PROBE_SLOTS ({} when none is due or the query fails: each is read through REST)."""
+        due = [(str(w.get("repo")), str(w.get("merge_sha"))) for w in watches if not _quiet(w, now)]
+        if not due:
+            return {}
+        try:
+            return self.forge.merge_checks(due)
+        except ForgeError as exc:
+            log.info("probe.batch_unavailable", commits=len(due), error=str(exc)[:200])
+            return {}
 
     def failed(
         self,
