@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from capdaemon.daemon.service.digest_job import gather
+from capdaemon.daemon.service.digest_facts import gather
 from capdaemon.decide.digest import digest_day, render_digest
 from capdaemon.decide.targeted import TargetedCounts
 

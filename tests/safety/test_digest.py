@@ -10,7 +10,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from capdaemon.audit import AuditLog, log_paths, read_records
 from capdaemon.cli import main as cli
 from capdaemon.config import Config, ScheduleConfig
-from capdaemon.daemon.service import digest_job
+from capdaemon.daemon.service import digest_facts, digest_job
 
 from .conftest import SafetyHarness
 
@@ -169,11 +169,11 @@ def test_broken_or_empty_logs_are_not_anchored(tmp_path) -> None:
     clog, _ = log_paths(tmp_path)
     AuditLog(clog).append({"pr": "o/r#1", "quadrant": "D"}, now=SEOUL_9)
     errors: list[str] = []
-    anchors, notes = digest_job.audit_anchors(tmp_path, errors)
+    anchors, notes = digest_facts.audit_anchors(tmp_path, errors)
     assert [a.log for a in anchors] == ["classifier_audit.jsonl"] and errors == []
     assert notes == ("actions.jsonl: no entries yet",)
     clog.write_text(clog.read_text().replace('"D"', '"A"'))
-    anchors, notes = digest_job.audit_anchors(tmp_path, errors)
+    anchors, notes = digest_facts.audit_anchors(tmp_path, errors)
     assert anchors == ()
     assert notes[0] == "classifier_audit.jsonl: not anchored, its chain check failed (see Errors)"
     assert errors == [

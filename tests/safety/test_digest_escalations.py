@@ -10,7 +10,7 @@ import pytest
 from capdaemon.capability.taskfile import parse_task
 from capdaemon.cli import main as cli
 from capdaemon.commands._common import load_config_and_rules
-from capdaemon.daemon.service import digest_job
+from capdaemon.daemon.service import digest_facts
 from capdaemon.decide.digest import digest_period, render_digest
 from capdaemon.stores.registry import dispatch
 
@@ -43,7 +43,7 @@ def test_a_scope_guard_escalation_is_listed_by_task_and_escalation(
         for d in (now.date() + timedelta(days=k) for k in (-1, 0, 1, 2))
         if digest_period(d, at, tz)[0] <= now < digest_period(d, at, tz)[1]
     )
-    facts = digest_job.gather(config, safe.state_dir, day, now)
+    facts = digest_facts.gather(config, safe.state_dir, day, now)
     (item,) = facts.scope_violations
     text = render_digest(facts, now + timedelta(minutes=1))
     assert "- : " not in text
