@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 # GETs whose body is fixed by the shas in the URL: the forge keeps them in its own
@@ -106,3 +109,9 @@ class EtagCache:
     def nbytes(self) -> int:
         """Bytes of bodies held."""
         return self._bytes
+
+
+def auth_identity(headers: Mapping[str, Any]) -> str:
+    """A short hash of the Authorization header: ETags are per token; a new token starts afresh."""
+    value = headers.get("Authorization") or ""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16] if value else "anonymous"

@@ -7,6 +7,16 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Protocol
+
+import structlog
+
+from capdaemon.forge.errors import RateLimited
+
+if TYPE_CHECKING:
+    import requests
+
+log = structlog.get_logger("capdaemon.forge.transport")
 
 RATE_HEADERS = (
     "x-ratelimit-limit",
@@ -17,6 +27,19 @@ RATE_HEADERS = (
 )
 SECONDARY_MIN_WAIT = 60.0
 ONE_BUDGET = ""  # the budget key of every request when there is no Router (a token)
+
+
+class Router(Protocol):
+    """Chooses each request's credentials and rate-limit budget (an App's installations)."""
+
+    def route(self, request: requests.PreparedRequest) -> str | None:
+        """Authorize `request`; its budget key, or None to send it as it is (the App's JWT)."""
+
+    def rejected(self, key: str) -> None:
+        """GitHub answered 401 to the credentials of budget `key`."""
+
+    def learn(self, key: str, headers: Mapping[str, str]) -> None:
+        """An answer's headers for a request of budget `key` (page links name repo ids)."""
 
 
 class WaitBudget:
@@ -165,3 +188,33 @@ def pro_rata_room(rate: RateState | None, now: float, points: int, own_per_hour:
         return True
     left = min(max(rate.reset - now, 0.0), 3600.0) / 3600.0
     return rate.remaining - points >= max(rate.limit - own_per_hour, 0) * left
+
+
+def over_wait_budget(
+    seconds: float,
+    kind: str,
+    method: str,
+    path: str,
+    *,
+    why: str,
+    reset_at: datetime | None,
+    budget_left: float,
+) -> RateLimited:
+    """The error that ends a tick whose wait budget cannot cover a rate-limit wait (logged as
+    `forge.rate_limited`)."""
+    log.warning(
+        "forge.rate_limited",
+        kind=kind,
+        method=method,
+        path=path,
+        wait=round(seconds, 3),
+        budget_left=round(budget_left, 3),
+        why=why,
+        reset_at=reset_at.isoformat() if reset_at else None,
+    )
+    return RateLimited(
+        f"GitHub {kind} rate limit: waiting {seconds:.0f}s would exceed this tick's "
+        f"wait budget ({budget_left:.0f}s left); {why}",
+        wait_seconds=seconds,
+        reset_at=reset_at,
+    )

@@ -36,9 +36,8 @@ import structlog
 
 from capdaemon.filenames import FORGE_CACHE_FILE
 from capdaemon.forge import remembered
-from capdaemon.forge.etagcache import CacheEntry, CacheKey
+from capdaemon.forge.etagcache import CacheEntry, CacheKey, auth_identity
 from capdaemon.forge.shapersist import ShaCacheError
-from capdaemon.forge.transport import auth_identity
 from capdaemon.state import atomic_write_text, set_aside
 from capdaemon.timefmt import TimestampError, parse_utc
 

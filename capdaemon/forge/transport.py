@@ -3,14 +3,13 @@ limits themselves are read in forge.ratelimit)."""
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -21,7 +20,13 @@ from requests.structures import CaseInsensitiveDict
 
 from capdaemon.forge.appclock import JwtMinter, observed_offset, skew_retry_auth
 from capdaemon.forge.errors import RateLimited, Transient
-from capdaemon.forge.etagcache import CacheEntry, CacheKey, EtagCache, content_addressed
+from capdaemon.forge.etagcache import (
+    CacheEntry,
+    CacheKey,
+    EtagCache,
+    auth_identity,
+    content_addressed,
+)
 from capdaemon.forge.governor import Governor
 from capdaemon.forge.pacing import ContentPacer, creates_content
 from capdaemon.forge.ratelimit import (
@@ -30,7 +35,9 @@ from capdaemon.forge.ratelimit import (
     SECONDARY_MIN_WAIT,
     RateBook,
     RateState,
+    Router,
     WaitBudget,
+    over_wait_budget,
     refusal_wait,
 )
 from capdaemon.forge.scrub import Scrubber
@@ -58,19 +65,6 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class Router(Protocol):
-    """Chooses each request's credentials and rate-limit budget (an App's installations)."""
-
-    def route(self, request: requests.PreparedRequest) -> str | None:
-        """Authorize `request`; its budget key, or None to send it as it is (the App's JWT)."""
-
-    def rejected(self, key: str) -> None:
-        """GitHub answered 401 to the credentials of budget `key`."""
-
-    def learn(self, key: str, headers: Mapping[str, str]) -> None:
-        """An answer's headers for a request of budget `key` (page links name repo ids)."""
-
-
 class _Retry(Exception):
     """Internal: this attempt failed in a way worth another try."""
 
@@ -89,12 +83,6 @@ class _Retry(Exception):
         self.wait = wait  # fixed wait (rate limits); None = exponential backoff
         self.rate = rate  # "primary" | "secondary" | None
         self.response = response
-
-
-def auth_identity(headers: Any) -> str:
-    """A short hash of the Authorization header: ETags are per token; a new token starts afresh."""
-    value = headers.get("Authorization") or ""
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16] if value else "anonymous"
 
 
 class Transport(HTTPAdapter):
@@ -477,22 +465,9 @@ class Transport(HTTPAdapter):
         why: str,
         budget: str | None = ONE_BUDGET,
     ) -> RateLimited:
-        reset_at = self.book.reset_at(budget)
-        log.warning(
-            "forge.rate_limited",
-            kind=kind,
-            method=method,
-            path=path,
-            wait=round(seconds, 3),
-            budget_left=round(self.budget.remaining, 3),
-            why=why,
-            reset_at=reset_at.isoformat() if reset_at else None,
-        )
-        return RateLimited(
-            f"GitHub {kind} rate limit: waiting {seconds:.0f}s would exceed this tick's "
-            f"wait budget ({self.budget.remaining:.0f}s left); {why}",
-            wait_seconds=seconds,
-            reset_at=reset_at,
+        reset_at, left = self.book.reset_at(budget), self.budget.remaining
+        return over_wait_budget(
+            seconds, kind, method, path, why=why, reset_at=reset_at, budget_left=left
         )
 
     def _pace_content(self, method: str, path: str) -> None:
