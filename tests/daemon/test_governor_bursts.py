@@ -6,14 +6,13 @@ with no secondary refusal. Without the governor each of them was refused."""
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from capdaemon.filenames import BUDGET_FILE
-from ghsandbox import Sandbox
+from tests.forge.sharedclock import SharedClock
 
 from .conftest import Harness
 from .test_budget import _budgeted
@@ -21,26 +20,6 @@ from .test_budget import _budgeted
 pytestmark = pytest.mark.slow
 
 LIMIT = 720  # 80 % of GitHub's 900 points a minute
-
-
-class SharedClock:
-    """The daemon's forge clock and sleeper: a wait moves GitHub's windows on by as much."""
-
-    def __init__(self, sb: Sandbox) -> None:
-        self.t = 1000.0
-        self.sb = sb
-        self.slept: list[float] = []
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.t
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.slept.append(seconds)
-            self.t += seconds
-        self.sb.advance_clock(seconds)
 
 
 def _governed(daemon: Harness) -> SharedClock:

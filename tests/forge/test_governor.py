@@ -11,28 +11,10 @@ from capdaemon.forge.client import Forge
 from capdaemon.forge.governor import Governor, Window, rest_points
 from ghsandbox import Sandbox
 
+from .sharedclock import SharedClock
+
 REPO = "acme/widgets"
 QUERY = 'query Repo { repository(owner: "acme", name: "widgets") { name } }'
-
-
-class SharedClock:
-    """The forge's clock and sleeper: a wait moves GitHub's windows on by as much."""
-
-    def __init__(self, sb: Sandbox) -> None:
-        self.t = 1000.0
-        self.sb = sb
-        self.slept: list[float] = []
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.t
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.slept.append(seconds)
-            self.t += seconds
-        self.sb.advance_clock(seconds)
 
 
 def _paced(sandbox: Sandbox, forge: Forge) -> SharedClock:
