@@ -3,7 +3,7 @@
 post-merge window, by endpoint family.
 
 Run: .venv/bin/python bench/bench_lifecycle.py [--per-hour 300] [--minutes 10] [--window 5]
-     [--repos 3] [--tick 60] [--latency 0.1] [--tree REF] [--keep DIR]
+     [--repos 3] [--tick 60] [--latency 0.1] [--tree REF] [--keep DIR] [--trace FILE]
 Full: --minutes 60 --window 30 (an hour of stream, GitHub's 30-minute probe window).
 Smoke: .venv/bin/python bench/bench_lifecycle.py --minutes 2 --window 2 --per-hour 120
 
@@ -123,13 +123,20 @@ class Tally:
         self.endpoints: Counter[str] = Counter()  # "family: METHOD /templated/path" → counted
         self.points: Counter[int] = Counter()  # minute of the run → REST points
         self.gql_points: dict[int, int] = {}  # minute → GraphQL total at its end
+        self.trace: list[str] = []  # "seconds METHOD path?query status" (--trace)
         self.t0 = time.time()
         real = sb.app.rest
 
-        def rest(req: Any, path: str, urls: Any, link_path: str | None = None) -> Any:
-            resp = real(req, path, urls, link_path)
+        def rest(req: Any, path: str, urls: Any, *more: Any) -> Any:
+            resp = real(req, path, urls, *more)
             if self.owner not in (req.headers.get("Authorization") or ""):
                 self.add(req.method, path, resp.status_code)
+                query = req.query_string.decode()
+                with self.lock:
+                    self.trace.append(
+                        f"{time.time() - self.t0:8.1f} {req.method} {path}"
+                        f"{'?' + query if query else ''} {resp.status_code}"
+                    )
             return resp
 
         sb.app.rest = rest  # type: ignore[method-assign]
@@ -152,6 +159,7 @@ class Tally:
             self.counted.clear()
             self.endpoints.clear()
             self.points.clear()
+            self.trace.clear()
             self.t0 = time.time()
         self.gql0 = self.sb.app.graphql.total_points()
 
@@ -306,6 +314,8 @@ def run(args: argparse.Namespace, tree: Path) -> dict[str, Any]:
                     raise RuntimeError(f"capdaemon run exited: {log.read_text()[-2000:]}")
                 out = _measure(sb, names, token, tally, args)
                 out["rss"] = peak_rss_mib(proc.pid)
+                if args.trace:
+                    Path(args.trace).write_text("\n".join(tally.trace) + "\n")
                 out["errors"] = count(log, "tick.failed") + count(log, "detect.failed")
             finally:
                 proc.send_signal(signal.SIGTERM)
@@ -411,6 +421,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--keep", help="a folder to copy the daemon log into")
     ap.add_argument("--endpoints", action="store_true", help="counted per PR by endpoint")
+    ap.add_argument("--trace", help="a file to write each of capdaemon's REST requests to")
     args = ap.parse_args()
     if args.per_hour <= 0 or args.minutes <= 0 or args.window < 1:
         ap.error("--per-hour and --minutes must be > 0, --window ≥ 1")

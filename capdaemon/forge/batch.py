@@ -217,6 +217,8 @@ class Batch:
             return
         self._memo.heads[(repo, base)] = got.sha
         self._memo.effective[(repo, base)] = got.protection
+        if got.policy_blob is not None:
+            self._memo.policy_blobs[(repo, base)] = got.policy_blob
 
     def _page(
         self, repo: str, base: str | None, after: str | None

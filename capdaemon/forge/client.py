@@ -132,7 +132,7 @@ class Forge:
             session, self._files, self._checks, self._protection, self._batch.pull_facts
         )
         self._issues = Issues(session)
-        self._writes = Writes(session, self._issues, self._protection, self._batch)
+        self._writes = Writes(session, self._issues, self._protection, self._batch, self._graphql)
         self._reverts = Reverts(session, self._files, self._issues)
         self._task_pulls = TaskPulls(session)
 

@@ -187,6 +187,16 @@ def _probes_query(slots: int) -> str:
 PROBES_QUERY = _probes_query(PROBE_SLOTS)
 PROBES_SMALL_QUERY = _probes_query(PROBE_SMALL_SLOTS)
 
+# A PR as it is right before its merge call: the base it targets (GitHub's merge call guards
+# the head sha only), its head and whether it merged already (a retried merge). No connection:
+# 1 point, from GraphQL's own budget.
+PULL_BEFORE_MERGE_QUERY = """
+query CapdaemonPullBeforeMerge($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) { state merged baseRefName headRefOid mergeCommit { oid } }
+  }
+}"""
+
 QUERIES: dict[str, str] = {
     "comments": COMMENTS_QUERY,
     "reactions": REACTIONS_QUERY,
@@ -196,6 +206,7 @@ QUERIES: dict[str, str] = {
     "rollups_small": ROLLUPS_SMALL_QUERY,
     "merge_checks": PROBES_QUERY,
     "merge_checks_small": PROBES_SMALL_QUERY,
+    "pull_before_merge": PULL_BEFORE_MERGE_QUERY,
 }
 _SENDABLE = frozenset(QUERIES.values())
 

@@ -133,9 +133,13 @@ class Protection:
         """`.capdaemon.yml` at the head of `branch` (None when absent), remembered per commit.
 
         The branch read is a free 304 while the branch does not move; the file (or its absence)
-        at a given commit never changes, so it is read once per commit.
+        at a given commit never changes, so it is read once per commit. When this tick's page
+        of open PRs carried the head, it also carried the file's blob sha in that commit's tree
+        (``refrules``): no file is then known without a read, and a blob sha already read (the
+        file did not change since the last base commit) is its text without one.
         """
         sha = self._memo.heads.get((repo, branch))
+        blob = self._memo.policy_blobs.get((repo, branch)) if sha is not None else None
         if sha is None:
             info = self._branch(repo, branch)
             sha = ((info or {}).get("commit") or {}).get("sha")
@@ -145,6 +149,9 @@ class Protection:
         cached = self._caches.policy.get_(key)
         if cached is not None:
             return cached[0]
-        text = self._files.read_file(repo, REPO_POLICY_FILE, sha)
+        if blob is None:
+            text = self._files.read_file(repo, REPO_POLICY_FILE, sha)
+        else:
+            text = self._files.blob(repo, blob) if blob else None
         self._caches.policy.put(key, (text,))
         return text

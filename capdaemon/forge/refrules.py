@@ -1,10 +1,12 @@
 """A base branch's head and protection from GraphQL's ``Ref`` (carried by the open-PR page).
 
-The first page of a repo's open PRs also asks for the supervised base branch: its head commit,
-its classic protection rule (``branchProtectionRule``) and the rules of every active ruleset
+The first page of a repo's open PRs also asks for the supervised base branch: its head commit
+and the entry of `.capdaemon.yml` in that commit's tree (its blob sha, or none), its classic
+protection rule (``branchProtectionRule``) and the rules of every active ruleset
 on it (``rules``). ``branch_facts`` turns that into what the REST reads give (the head sha and
 the classic protection document with the rulesets folded in, see ``protection.fold_rules``),
-so a steady tick needs no branch, protection or rules request.
+so a steady tick needs no branch, protection or rules request, and a new base commit needs no
+read of `.capdaemon.yml` unless the file itself changed (a blob sha names its content).
 
 It fails closed: whenever the answer could say less than REST would, it says nothing (None)
 and the caller reads through REST as before. That is the case for a ref that is missing, a
@@ -15,15 +17,17 @@ kind capdaemon folds whose parameters did not come, or any value of an unexpecte
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from capdaemon.filenames import REPO_POLICY_FILE
 from capdaemon.forge.protection import fold_rules
 
 # The part of the open-PR query that reads the base branch (GitHub's Ref, variable $base).
 BASE_REF_FIELDS = """
     ref(qualifiedName: $base) {
-      target { oid }
+      target { oid ... on Commit { file(path: POLICY_PATH) { oid mode type } } }
       refUpdateRule { pattern }
       branchProtectionRule {
         pattern isAdminEnforced allowsForcePushes allowsDeletions
@@ -45,7 +49,7 @@ BASE_REF_FIELDS = """
           }
         }
       }
-    }"""
+    }""".replace("POLICY_PATH", json.dumps(REPO_POLICY_FILE))
 
 # Rule kinds whose parameters fold into the protection document, with their GraphQL type.
 FOLDED_PARAMETERS = {
@@ -54,12 +58,19 @@ FOLDED_PARAMETERS = {
 }
 
 
+# git's modes of a plain file (GraphQL gives them as integers): a link, a directory or a
+# submodule named `.capdaemon.yml` is read through REST, as before
+_FILE_MODES = frozenset({0o100644, 0o100755})
+
+
 @dataclass(frozen=True)
 class BranchFacts:
-    """A branch's head sha and its effective protection (None: nothing protects it)."""
+    """A branch's head sha and its effective protection (None: nothing protects it), and the
+    blob sha of `.capdaemon.yml` at that head ("": no such file; None: the page did not say)."""
 
     sha: str
     protection: dict[str, Any] | None
+    policy_blob: str | None = None
 
 
 class _Unsure(Exception):
@@ -157,6 +168,23 @@ def branch_facts(ref: Any) -> BranchFacts | None:
         if rule is not None and not isinstance(rule, dict):
             raise _Unsure("classic rule")
         classic = None if rule is None else _classic(rule)
-        return BranchFacts(sha, fold_rules(classic, _rules(ref.get("rules"))))
+        blob = policy_blob(ref["target"])
+        return BranchFacts(sha, fold_rules(classic, _rules(ref.get("rules"))), blob)
     except (_Unsure, KeyError, AttributeError):
         return None
+
+
+def policy_blob(target: dict[str, Any]) -> str | None:
+    """The blob sha of `.capdaemon.yml` in the head commit's tree, "" when it has none, None
+    when the answer does not say (no `file` field, or an entry that is not a plain file)."""
+    if "file" not in target:
+        return None
+    entry = target["file"]
+    if entry is None:
+        return ""
+    if not isinstance(entry, dict) or entry.get("type") != "blob":
+        return None
+    oid, mode = entry.get("oid"), entry.get("mode")
+    if not isinstance(oid, str) or len(oid) not in (40, 64) or mode not in _FILE_MODES:
+        return None
+    return oid

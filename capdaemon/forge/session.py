@@ -140,6 +140,8 @@ class TickMemo:
     effective: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
     # (repo, branch) → its head sha as this tick's page of open PRs carried it (forge.refrules)
     heads: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (repo, branch) → the blob sha of `.capdaemon.yml` at that head ("": none), same page
+    policy_blobs: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def clear(self) -> None:
         """Forget everything (a new tick)."""
@@ -147,7 +149,7 @@ class TickMemo:
 
     def forget_branch(self, key: tuple[str, str] | None = None) -> None:
         """Forget one branch's reads (after the daemon changed its protection) or all."""
-        for memo in (self.branches, self.effective, self.heads):
+        for memo in (self.branches, self.effective, self.heads, self.policy_blobs):
             if key is None:
                 memo.clear()
             else:

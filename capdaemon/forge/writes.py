@@ -15,7 +15,8 @@ from capdaemon.forge.convert import (
     protection_ok,
     review_count,
 )
-from capdaemon.forge.errors import BaseMoved, HeadMoved, NotMergeable
+from capdaemon.forge.errors import BaseMoved, HeadMoved, Invalid, NotFound, NotMergeable
+from capdaemon.forge.gql import PULL_BEFORE_MERGE_QUERY, Graphql, GraphqlUnavailable
 from capdaemon.forge.overflow import CHECK_SUMMARY_LIMIT, fit_body
 from capdaemon.model import CheckRun
 
@@ -30,9 +31,15 @@ class Writes:
     """Writes that compare desired with current first (never a duplicate, never a no-op write)."""
 
     def __init__(
-        self, session: ForgeSession, issues: Issues, protection: Protection, batch: Batch
+        self,
+        session: ForgeSession,
+        issues: Issues,
+        protection: Protection,
+        batch: Batch,
+        graphql: Graphql,
     ) -> None:
         self._http = session.http
+        self._graphql = graphql
         self._batch = batch
         self._identity = session.identity
         self._clock = session.clock
@@ -155,7 +162,7 @@ class Writes:
 
         Idempotent: a PR already merged at `sha` returns its merge commit without a second merge.
         """
-        pr = self._http.get(f"/repos/{repo}/pulls/{number}")
+        pr = self._pull_before_merge(repo, number)
         found = str((pr.get("base") or {}).get("ref") or "")
         if base is not None and found != base:
             raise BaseMoved(
@@ -189,6 +196,22 @@ class Writes:
             raise
         log.info("forge.write", op="merge", repo=repo, number=number, sha=sha[:12], method=method)
         return str(data["sha"])
+
+    def _pull_before_merge(self, repo: str, number: int) -> dict[str, Any]:
+        """The PR right before its merge call, in REST's shape (the fields `merge` reads): one
+        GraphQL point (``PULL_BEFORE_MERGE_QUERY``), else the REST PR (GraphQL not there)."""
+        if self._graphql.available:
+            owner, name = repo.split("/", 1)
+            variables = {"owner": owner, "name": name, "number": number}
+            try:
+                data = self._graphql.graphql(
+                    PULL_BEFORE_MERGE_QUERY, variables, f"{repo}#{number} before its merge"
+                )
+            except GraphqlUnavailable:
+                self._graphql.fall_back()
+            else:
+                return rest_shaped_pull(repo, number, data)
+        return dict(self._http.get(f"/repos/{repo}/pulls/{number}"))
 
     def set_protection(
         self,
@@ -269,3 +292,27 @@ def _same_run(cur: CheckRun, conclusion: str, out: dict[str, str]) -> bool:
         and cur.output_title == out["title"]
         and cur.output_summary == out["summary"]
     )
+
+
+def rest_shaped_pull(repo: str, number: int, data: dict[str, Any]) -> dict[str, Any]:
+    """`PULL_BEFORE_MERGE_QUERY`'s answer as the REST PR's fields `merge` reads; NotFound when
+    GitHub has no such PR, Invalid when a field is missing or of another type."""
+    pr = (data.get("repository") or {}).get("pullRequest")
+    if pr is None:
+        raise NotFound(f"GitHub GraphQL: {repo}#{number} not found")
+    base, head, merged = pr.get("baseRefName"), pr.get("headRefOid"), pr.get("merged")
+    state = pr.get("state")
+    commit = pr.get("mergeCommit")
+    merge_sha = commit.get("oid") if isinstance(commit, dict) else None
+    if not (isinstance(base, str) and isinstance(head, str) and isinstance(merged, bool)):
+        raise Invalid(f"GitHub GraphQL: {repo}#{number}: base, head or merged state missing")
+    if not isinstance(state, str) or (merged and not isinstance(merge_sha, str)):
+        raise Invalid(f"GitHub GraphQL: {repo}#{number}: state or merge commit missing")
+    return {
+        "number": number,
+        "state": "open" if state == "OPEN" else "closed",
+        "merged": merged,
+        "merge_commit_sha": merge_sha,
+        "base": {"ref": base},
+        "head": {"sha": head},
+    }

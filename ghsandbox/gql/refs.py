@@ -1,6 +1,9 @@
 """GraphQL ``Repository.ref``: a branch's head, its classic protection rule and its ruleset rules.
 
-``Repository.object`` serves a commit by its sha (null when the repository has none).
+``Repository.object`` serves a commit by its sha (null when the repository has none);
+``Commit.file(path:)`` the tree entry at a path of a commit (null when there is none), with its
+``oid``, ``mode`` (an integer, as GitHub gives it: 33188 for a plain file), ``type``, ``name``
+and ``path``.
 
 GitHub serves on ``Ref``:
 
@@ -47,6 +50,14 @@ class RefN:
 
 
 @dataclass
+class TreeEntryN:
+    """One entry of a commit's tree (``git ls-tree``'s mode, type, sha and path)."""
+
+    e: dict[str, Any]
+    typename: str = "TreeEntry"
+
+
+@dataclass
 class RuleN:
     """One rule of an active ruleset (the REST rule object: ``type``, ``parameters``)."""
 
@@ -90,6 +101,16 @@ def repo_object(
     if typ != "commit":
         raise GraphQLError(f"the sandbox serves only commits from Repository.object, not a {typ}")
     return CommitN(repo.full, sha)
+
+
+def commit_file(c: CommitN, info: GraphQLResolveInfo, path: str) -> TreeEntryN | None:
+    """``Commit.file``: the entry at `path` (a file, a directory, a link or a submodule)."""
+    path = path.strip("/")
+    if not path:
+        return None
+    g = info.context.b.git(c.full)
+    found = next((e for e in g.ls_tree(c.sha, path=path) if e["path"] == path), None)
+    return None if found is None else TreeEntryN(found)
 
 
 def _classic(ref: RefN, info: GraphQLResolveInfo) -> dict[str, Any] | None:
@@ -183,6 +204,13 @@ REF_FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "rules": ref_rules,
     },
     "GitObject": {"oid": _get(lambda c: c.sha)},
+    "TreeEntry": {
+        "oid": _get(lambda t: t.e["sha"]),
+        "mode": _get(lambda t: int(t.e["mode"], 8)),
+        "type": _get(lambda t: t.e["type"]),
+        "path": _get(lambda t: t.e["path"]),
+        "name": _get(lambda t: t.e["path"].rsplit("/", 1)[-1]),
+    },
     "BranchProtectionRule": {
         **_PUSH_RULE,
         "isAdminEnforced": _get(lambda r: bool(r["enforce_admins"])),

@@ -37,7 +37,7 @@ from .nodes import (
     cursor,
     page,
 )
-from .refs import REF_FIELDS, repo_object, repo_ref
+from .refs import REF_FIELDS, commit_file, repo_object, repo_ref
 from .schema import github_schema
 
 REST_TO_REACTION = {
@@ -379,6 +379,13 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
         "headRefName": _get(lambda p: p.rec["pull"]["head_ref"]),
         "baseRefName": _get(lambda p: p.rec["pull"]["base_ref"]),
         "merged": _get(lambda p: bool(p.rec["pull"].get("merged"))),
+        "mergeCommit": _get(
+            lambda p: (
+                CommitN(p.full, p.rec["pull"]["merge_commit_sha"])
+                if p.rec["pull"].get("merge_commit_sha")
+                else None
+            )
+        ),
         "mergeable": pull_mergeable,
         "changedFiles": pull_changed_files,
         "commits": pull_commits,
@@ -405,7 +412,11 @@ FIELDS: dict[str, dict[str, Callable[..., Any]]] = {
     "User": dict(_ACCOUNT),
     "Bot": dict(_ACCOUNT),
     "PullRequestCommit": {"commit": _get(lambda pc: pc.commit)},
-    "Commit": {"oid": _get(lambda c: c.sha), "statusCheckRollup": commit_rollup},
+    "Commit": {
+        "oid": _get(lambda c: c.sha),
+        "statusCheckRollup": commit_rollup,
+        "file": commit_file,
+    },
     "StatusCheckRollup": {"state": rollup_state, "contexts": rollup_contexts},
     "CheckRun": {
         "databaseId": _get(lambda r: int(r.r["id"])),

@@ -221,10 +221,13 @@ def test_retarget_after_the_decision_before_the_merge_is_refused(daemon: Harness
     daemon.advance(minutes=1)
     daemon.ballot(n, "bob").create_comment("/approve A")
     # the gather phase, the republish after the approval and the merge gate take the PR and
-    # its checks from the page of open PRs; the one REST read of the PR is the merge's own,
-    # right before the merge call: the retarget lands just before it
+    # its checks from the page of open PRs; the one read of the PR alone is the merge's own
+    # (GraphQL), right before the merge call: the retarget lands just before it
     daemon.sb.faults(
-        "GET", rf"/pulls/{n}$", kind="call", action=lambda: _retarget(daemon, n, "release")
+        "POST",
+        "graphql#CapdaemonPullBeforeMerge$",
+        kind="call",
+        action=lambda: _retarget(daemon, n, "release"),
     )
     report = daemon.tick()
     daemon.sb.clear_faults()

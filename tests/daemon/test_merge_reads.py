@@ -10,14 +10,16 @@ PULL = "GET /repos/{owner}/{repo}/pulls/{number}"
 
 def test_a_merge_on_its_base_reads_the_pr_once(daemon: Harness) -> None:
     """An A PR merges in one tick: the PR is read three times (its mergeability, computed
-    asynchronously, and the base and head check right before the merge call), none of them
-    after the merge; the base check after it is one compare; no wrong-base incident."""
+    asynchronously, twice through REST; the base and head check right before the merge call in
+    GraphQL), none of them after the merge; the base check after it is one compare; no
+    wrong-base incident."""
     daemon.configure()
     n = daemon.open_pr({"docs/guide/merge.md": "# m\n"})
     daemon.sb.reset_counters()
     daemon.tick()
     assert daemon.pull(n).merged
     ends = daemon.sb.counters()["endpoints"]
-    assert ends[PULL]["requests"] == 3
+    assert ends[PULL]["requests"] == 2
+    assert ends["POST /graphql CapdaemonPullBeforeMerge"]["requests"] == 1
     assert sum(v["requests"] for k, v in ends.items() if "/compare/" in k) >= 1
     assert not daemon.actions("merge_wrong_base") and not daemon.actions("merge_base_check")

@@ -30,6 +30,7 @@ COST = {
     "rollups_small": 1,
     "merge_checks": 1,
     "merge_checks_small": 1,
+    "pull_before_merge": 1,
 }
 
 

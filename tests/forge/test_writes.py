@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import github
 import pytest
+from github import Auth
 
 from capdaemon.forge.client import Forge
-from capdaemon.forge.errors import HeadMoved, RevertConflict
+from capdaemon.forge.errors import BaseMoved, HeadMoved, RevertConflict
 from capdaemon.forge.markers import parse_marker
 from capdaemon.forge.types import IssueList
 from ghsandbox import Sandbox
@@ -140,6 +142,42 @@ def test_merge_at_sha_is_idempotent_and_stale_sha_raises(
     sandbox.reset_counters()
     assert forge.merge(sandbox.repo, n, new, "squash") == merged
     assert writes() == {}
+
+
+def test_merge_refuses_a_pr_retargeted_right_before_it(
+    sandbox: Sandbox, forge: Forge, open_pr: Callable[..., int], writes: Writes
+) -> None:
+    """Attack: the agent moves an approved PR to another base after the tick listed it. The
+    read right before the merge call (one GraphQL point, no REST PR read) sees the new base:
+    BaseMoved, and no merge call is sent."""
+    n = open_pr({"README.md": "# e\n"})
+    head = forge.snapshot(sandbox.repo, n).head_sha
+    sandbox.commit_files(sandbox.repo, "release", {"R": "1\n"}, "release", parent_branch="main")
+    agent = github.Github(base_url=sandbox.base_url, auth=Auth.Token(sandbox.tokens["agent-1"]))
+    agent.get_repo(sandbox.repo).get_pull(n).edit(base="release")
+    sandbox.reset_counters()
+    with pytest.raises(BaseMoved):
+        forge.merge(sandbox.repo, n, head, "squash", base="main")
+    seen = {k: v["requests"] for k, v in sandbox.counters()["endpoints"].items() if v["requests"]}
+    assert writes() == {}
+    assert seen.get("POST /graphql CapdaemonPullBeforeMerge") == 1
+    assert "GET /repos/{owner}/{repo}/pulls/{number}" not in seen
+    assert not sandbox.backend.issue(sandbox.repo, n)["pull"]["merged"]
+
+
+def test_merge_without_graphql_reads_the_pr_through_rest(
+    sandbox: Sandbox, forge: Forge, open_pr: Callable[..., int]
+) -> None:
+    """Where GraphQL is not there (404), the PR is read through REST before the merge call,
+    and the merge goes through."""
+    n = open_pr({"README.md": "# e\n"})
+    head = forge.snapshot(sandbox.repo, n).head_sha
+    sandbox.faults("POST", "^/graphql", status=404, count=10**6)
+    sandbox.reset_counters()
+    merged = forge.merge(sandbox.repo, n, head, "squash", base="main")
+    seen = sandbox.counters()["endpoints"]
+    assert seen["GET /repos/{owner}/{repo}/pulls/{number}"]["requests"] == 1
+    assert sandbox.backend.issue(sandbox.repo, n)["pull"]["merge_commit_sha"] == merged
 
 
 def test_protection_set_once(sandbox: Sandbox, forge: Forge, writes: Writes) -> None:
