@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from capdaemon.forge.basemove import carried_compare
 from capdaemon.forge.checks import Checks
 from capdaemon.forge.convert import (
     COMMITS_CAP,
@@ -207,8 +208,15 @@ class Snapshots:
 
     def _compare(self, repo: str, base: str, head: str) -> Compared | None:
         key = (repo, base, head)
-        hit = self._caches.compare.get_(key)
+        caches = self._caches
+        hit = caches.compare.get_(key) or carried_compare(
+            base,
+            head,
+            lambda sha: caches.parents.get_((repo, sha)),
+            lambda older, h: caches.compare.get_((repo, older, h)),
+        )
         if hit is not None:
+            caches.compare.put(key, hit)
             return hit
         try:
             data = self._http.get(f"/repos/{repo}/compare/{base}...{head}")
