@@ -25,6 +25,7 @@ class Issues:
         self._http = session.http
         self._identity = session.identity
         self._overflow = session.overflow
+        self._memo = session.memo
         # marker index: (repo, marker_key) → issue number, built by one full scan per repo
         self._index: dict[tuple[str, str], int] = {}
         self._indexed: set[str] = set()
@@ -85,6 +86,7 @@ class Issues:
         except NotFound:
             self._index.pop((repo, key), None)
             return None
+        self._saw(repo, it)
         mi = self._marked(repo, it)
         return mi if mi is not None and marker_key(mi.marker) == key else None
 
@@ -158,6 +160,7 @@ class Issues:
             self._indexed.discard(repo)
             self._unsure.add(key)
             raise
+        self._saw(repo, it)
         mi = self._marked(repo, it)
         assert mi is not None
         self._unsure.discard(key)
@@ -182,6 +185,7 @@ class Issues:
         result = cur
         if patch:
             _, it = self._http.req("PATCH", f"/repos/{repo}/issues/{cur.number}", body=patch)
+            self._saw(repo, it)
             result = self._marked(repo, it) or cur
             log.info(
                 "forge.write", op="update_issue", repo=repo, number=cur.number, fields=sorted(patch)
@@ -205,31 +209,55 @@ class Issues:
             wrote = self.comment_once(
                 repo, number, {"kind": "close", "issue": f"{repo}#{number}"}, comment
             )
-        it = self._http.get(f"/repos/{repo}/issues/{number}")
-        if it.get("state") != "closed":
-            self._http.req(
+        state = self._memo.issue_states.get((repo, number))
+        if state is None:  # not read or written this tick
+            state = str(self._http.get(f"/repos/{repo}/issues/{number}").get("state"))
+        if state != "closed":
+            _, it = self._http.req(
                 "PATCH",
                 f"/repos/{repo}/issues/{number}",
                 body={"state": "closed", "state_reason": "completed"},
             )
+            self._saw(repo, it)
             log.info("forge.write", op="close_issue", repo=repo, number=number)
             wrote = True
         return wrote
 
+    def _saw(self, repo: str, it: Any) -> None:
+        """Keep an issue's state as GitHub just answered it, for the rest of this tick."""
+        if isinstance(it, dict) and isinstance(it.get("number"), int):
+            self._memo.issue_states[(repo, it["number"])] = str(it.get("state"))
+
     def comment_once(self, repo: str, number: int, marker: dict[str, Any], body: str) -> bool:
-        """Post `body` unless one of our comments carries an equal marker; True when posted."""
+        """Post `body` unless one of our comments carries an equal marker; True when posted.
+
+        Our comments' markers are read once a tick per issue; what we post is added to them
+        (one writer under the tick lock), so a second comment in the same tick reads nothing.
+        A post whose answer was lost forgets them: the next one reads the comments again."""
         want = canonical_json(dict(marker))
-        for c in self._http.pages(f"/repos/{repo}/issues/{number}/comments"):
-            if self._identity.ours(_login(c.get("user"))):
-                m = parse_marker(c.get("body"))
-                if m is not None and canonical_json(m) == want:
-                    log.info("forge.write", op="comment", repo=repo, number=number, noop=True)
-                    return False
-        self._http.req(
-            "POST",
-            f"/repos/{repo}/issues/{number}/comments",
-            body={"body": fit_body(body, marker, self._overflow.path)},
-        )
+        key = (repo, number)
+        mine = self._memo.our_comments.get(key)
+        if mine is None:
+            mine = set()
+            for c in self._http.pages(f"/repos/{repo}/issues/{number}/comments"):
+                if self._identity.ours(_login(c.get("user"))):
+                    m = parse_marker(c.get("body"))
+                    if m is not None:
+                        mine.add(canonical_json(m))
+            self._memo.our_comments[key] = mine
+        if want in mine:
+            log.info("forge.write", op="comment", repo=repo, number=number, noop=True)
+            return False
+        try:
+            self._http.req(
+                "POST",
+                f"/repos/{repo}/issues/{number}/comments",
+                body={"body": fit_body(body, marker, self._overflow.path)},
+            )
+        except BaseException:
+            self._memo.our_comments.pop(key, None)
+            raise
+        mine.add(want)
         log.info("forge.write", op="comment", repo=repo, number=number, kind=marker.get("kind"))
         return True
 

@@ -142,10 +142,16 @@ class TickMemo:
     heads: dict[tuple[str, str], str] = field(default_factory=dict)
     # (repo, branch) → the blob sha of `.capdaemon.yml` at that head ("": none), same page
     policy_blobs: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (repo, issue) → its state as read or written this tick, and the markers of our comments
+    # on it (read once, then our own posts added: one writer under the tick lock)
+    issue_states: dict[tuple[str, int], str] = field(default_factory=dict)
+    our_comments: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
     def clear(self) -> None:
         """Forget everything (a new tick)."""
         self.forget_branch()
+        self.issue_states.clear()
+        self.our_comments.clear()
 
     def forget_branch(self, key: tuple[str, str] | None = None) -> None:
         """Forget one branch's reads (after the daemon changed its protection) or all."""

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 WORKFLOW = {".github/workflows/ci.yml": "name: ci\non: [pull_request]\njobs: {}\n"}
 ROUTER = {"src/multiagent_protocol/router.py": "def route(msg, hs):\n    return hs[msg]\n"}
 LIST = "GET /repos/{owner}/{repo}/issues"
+ONE_ISSUE = "GET /repos/{owner}/{repo}/issues/{number}"
 
 
 def _pad(daemon: Harness, n: int, title: str = "older") -> None:
@@ -217,3 +218,46 @@ def test_a_corrupt_watch_file_lists_everything_and_is_kept(daemon: Harness) -> N
     assert any("issue_watch.json" in e and "since" in e for e in report.errors), report.errors
     assert daemon.pull(n).merged
     assert json.loads(path.read_text())["since"] == "soon"
+
+
+def _judged_bases(daemon: Harness, n: int) -> list[str]:
+    path = daemon.state_dir / "classifier_audit.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [r["base_sha"] for r in rows if r.get("pr") == f"{daemon.sb.repo}#{n}"]
+
+
+def _judge_again(daemon: Harness, n: int, label: str) -> None:
+    """The base moves and the PR gets a label: the next tick judges it again at the new base."""
+    daemon.sb.commit_files(daemon.sb.repo, "main", {f"docs/{label}.md": "x\n"}, "base moves")
+    daemon.gh("alice").get_repo(daemon.sb.repo).get_issue(n).add_to_labels(label)
+
+
+def test_a_review_judged_again_unchanged_is_not_read_and_an_edit_is_still_restored(
+    daemon: Harness,
+) -> None:
+    """A B PR waits (a blocking label) while it is judged again at new bases: its passive
+    review, unchanged, costs no request. An agent's edit of that review meanwhile is still
+    restored by the next full tick, and judging the PR again does not undo the restore."""
+    n = daemon.open_pr(ROUTER)
+    daemon.gh("alice").get_repo(daemon.sb.repo).get_issue(n).add_to_labels("do-not-merge")
+    daemon.tick()
+    review = daemon.issue_for(n, "review")
+    original = review.body
+    _judge_again(daemon, n, "triage")
+    daemon.sb.reset_counters()
+    daemon.tick()
+    ends = daemon.sb.counters()["endpoints"]
+    assert _judged_bases(daemon, n)[-1] == daemon.sb.branch_sha(daemon.sb.repo, "main")
+    assert len(_judged_bases(daemon, n)) == 2
+    assert not ends.get(ONE_ISSUE, {}).get("requests"), ends.get(ONE_ISSUE)
+    assert not ends.get("PATCH" + ONE_ISSUE[3:], {}).get("requests")
+    agent = daemon.gh("agent-2").get_repo(daemon.sb.bot_repo)
+    agent.get_issue(review.number).edit(body="nothing to see")
+    _judge_again(daemon, n, "later")
+    daemon.tick()
+    assert daemon.issue_for(n, "review").body == original
+    assert [r["what"] for r in daemon.actions("issue_restored", n)] == ["edited"]
+    assert len(_judged_bases(daemon, n)) == 3
+    _judge_again(daemon, n, "again")
+    daemon.tick()
+    assert daemon.issue_for(n, "review").body == original

@@ -9,7 +9,7 @@ import pytest
 from github import Auth
 
 from capdaemon.forge.client import Forge
-from capdaemon.forge.errors import BaseMoved, HeadMoved, RevertConflict
+from capdaemon.forge.errors import BaseMoved, ForgeError, HeadMoved, RevertConflict
 from capdaemon.forge.markers import parse_marker
 from capdaemon.forge.types import IssueList
 from ghsandbox import Sandbox
@@ -108,6 +108,62 @@ def test_comment_once_and_labels_are_idempotent(
     assert forge.add_labels(sandbox.repo, n, ["brand-new-label"])
     assert not forge.add_labels(sandbox.repo, n, ["brand-new-label"])
     assert writes() == {"POST /repos/{owner}/{repo}/issues/{number}/labels": 1}
+
+
+def _requests(sandbox: Sandbox, name: str) -> int:
+    return int(sandbox.counters()["endpoints"].get(name, {}).get("requests", 0))
+
+
+COMMENTS = "GET /repos/{owner}/{repo}/issues/{number}/comments"
+ISSUE = "GET /repos/{owner}/{repo}/issues/{number}"
+
+
+def test_a_ballot_closed_after_its_outcome_reads_comments_and_state_once_a_tick(
+    sandbox: Sandbox, forge: Forge
+) -> None:
+    """The outcome comment, then the closing comment and the close, in one tick (what a D
+    ballot's merge does): our comments are read once and the issue's state comes from the
+    read that found it; a marker posted earlier in the tick is not posted again; the next
+    tick reads the comments afresh and still posts nothing twice."""
+    marker = {"kind": "ballot", "pr": "acme/widgets#1"}
+    iss = forge.ensure_issue(sandbox.bot_repo, marker, "Ballot", "b", [])
+    forge.new_tick()
+    sandbox.reset_counters()
+    forge.ensure_issue(sandbox.bot_repo, marker, "Ballot", "b", [])
+    outcome = {"kind": "ballot-outcome", "key": "acme/widgets#1:1:approved:x"}
+    assert forge.comment_once(sandbox.bot_repo, iss.number, outcome, "Approved.")
+    assert forge.close_issue(sandbox.bot_repo, iss.number, "Merged.")
+    assert not forge.comment_once(sandbox.bot_repo, iss.number, outcome, "Approved.")
+    assert _requests(sandbox, COMMENTS) == 1
+    assert _requests(sandbox, ISSUE) == 1  # the ensure's; the close sends no read of its own
+    assert _requests(sandbox, "POST /repos/{owner}/{repo}/issues/{number}/comments") == 2
+    assert sandbox.backend.issue(sandbox.bot_repo, iss.number)["state"] == "closed"
+    forge.new_tick()
+    sandbox.reset_counters()
+    assert not forge.comment_once(sandbox.bot_repo, iss.number, outcome, "Approved.")
+    assert not forge.close_issue(sandbox.bot_repo, iss.number, "Merged.")
+    assert _requests(sandbox, COMMENTS) == 1
+    assert _requests(sandbox, "POST /repos/{owner}/{repo}/issues/{number}/comments") == 0
+
+
+def test_a_refused_comment_is_read_for_again_and_posted_once(
+    sandbox: Sandbox, forge: Forge
+) -> None:
+    """A post GitHub refused: what the tick knew of our comments is dropped, the next post of
+    the same marker reads them again, and exactly one such comment ends up on the issue."""
+    iss = forge.ensure_issue(sandbox.bot_repo, {"kind": "review", "pr": "acme/w#2"}, "R", "b", [])
+    forge.new_tick()
+    mk = {"kind": "close", "issue": f"{sandbox.bot_repo}#{iss.number}"}
+    sandbox.faults("POST", r"/comments$", status=422, count=1)
+    with pytest.raises(ForgeError):
+        forge.comment_once(sandbox.bot_repo, iss.number, mk, "Closing.")
+    sandbox.reset_counters()
+    assert forge.comment_once(sandbox.bot_repo, iss.number, mk, "Closing.")
+    assert not forge.comment_once(sandbox.bot_repo, iss.number, mk, "Closing.")
+    assert _requests(sandbox, COMMENTS) == 1
+    rec = sandbox.backend.issue(sandbox.bot_repo, iss.number)
+    bodies = [sandbox.backend.comment(sandbox.bot_repo, i)["body"] for i in rec["comment_ids"]]
+    assert sum("Closing." in b for b in bodies) == 1
 
 
 def test_close_issue_and_pr_twice(

@@ -103,6 +103,10 @@ def ensure_issue(t: Tick, rec: PRRecord, want: WantedIssue) -> int | None:
     tampered = ctx.tampered.get(rec.ref, {}).get(kind)
     if known and not known.open and kind != BALLOT:
         return known.number  # a closed passive review / scope issue stays closed
+    if kind == REVIEW and known and not tampered and known.text == _text(want):
+        # as capdaemon last wrote it: an edit since is found by the full tick's watch
+        # (find_tampered) and restored from this text (restore_reviews); nothing to send
+        return known.number
     issue = deps.forge.ensure_issue(
         repo,
         dict(want.marker),
@@ -121,11 +125,14 @@ def ensure_issue(t: Tick, rec: PRRecord, want: WantedIssue) -> int | None:
     if kind in WATCHED_KINDS:
         known = replace(known, body_sha=issue_text_hash(issue.title, issue.body))
     if kind == REVIEW:  # kept while open: a merged PR's review is restored from it (R5)
-        known = replace(
-            known, text=IssueText(want.title, want.body, dict(want.marker), want.labels)
-        )
+        known = replace(known, text=_text(want))
     with_issue(t, rec, kind, known)
     return issue.number
+
+
+def _text(want: WantedIssue) -> IssueText:
+    """What `want` writes on GitHub, as a record keeps it."""
+    return IssueText(want.title, want.body, dict(want.marker), want.labels)
 
 
 def with_issue(t: Tick, rec: PRRecord, kind: str, info: IssueRef) -> PRRecord:
