@@ -6,6 +6,7 @@ the daemon as this tree configures it by default, side by side in one run.
 Run: .venv/bin/python bench/bench_event_stream.py [--repos 10] [--prs 100] [--minutes 10]
      [--quiet 2] [--tick 60] [--latency 0.1] [--computing 3] [--rates push=6,new_pr=2,...]
      [--keep DIR]  (each variant's daemon log copied there: its ticks' per-step figures)
+     [--first-tick-minutes 10]  (how long `run`'s first tick may take before the stream)
 Smoke: .venv/bin/python bench/bench_event_stream.py --minutes 1 --repos 2 --prs 20
 
 Per variant, a fresh sandbox in this process holds `repos` × `prs` open PRs (a quarter each of
@@ -236,7 +237,8 @@ def _scenario(
         sb.faults("*", ".", kind="delay", delay=args.latency, count=10**9)
     proc = start_daemon(cfg_dir, state, log)
     try:
-        if not wait_for(lambda: count(log, "tick.done") >= 1 or proc.poll() is not None, 600):
+        first = args.first_tick_minutes * 60
+        if not wait_for(lambda: count(log, "tick.done") >= 1 or proc.poll() is not None, first):
             raise RuntimeError(f"capdaemon run did not finish a tick; see {log}")
         if proc.poll() is not None:
             raise RuntimeError(f"capdaemon run exited {proc.returncode}: {log.read_text()[-2000:]}")
@@ -390,6 +392,12 @@ def main() -> int:
         "--only", choices=VARIANTS, action="append", help="run this variant (repeatable)"
     )
     ap.add_argument("--keep", help="a folder to copy each variant's daemon log into")
+    ap.add_argument(
+        "--first-tick-minutes",
+        type=float,
+        default=10.0,
+        help="wait this long for `run`'s first tick",
+    )
     args = ap.parse_args()
     args.quiet = min(2.0, args.minutes) if args.quiet is None else args.quiet
     args.drain = 2 * args.tick + 30 if args.drain is None else args.drain
