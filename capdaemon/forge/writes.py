@@ -15,7 +15,14 @@ from capdaemon.forge.convert import (
     protection_ok,
     review_count,
 )
-from capdaemon.forge.errors import BaseMoved, HeadMoved, Invalid, NotFound, NotMergeable
+from capdaemon.forge.errors import (
+    BaseMoved,
+    ForgeError,
+    HeadMoved,
+    Invalid,
+    NotFound,
+    NotMergeable,
+)
 from capdaemon.forge.gql import PULL_BEFORE_MERGE_QUERY, Graphql, GraphqlUnavailable
 from capdaemon.forge.overflow import CHECK_SUMMARY_LIMIT, fit_body
 from capdaemon.model import CheckRun
@@ -199,7 +206,8 @@ class Writes:
 
     def _pull_before_merge(self, repo: str, number: int) -> dict[str, Any]:
         """The PR right before its merge call, in REST's shape (the fields `merge` reads): one
-        GraphQL point (``PULL_BEFORE_MERGE_QUERY``), else the REST PR (GraphQL not there)."""
+        GraphQL point (``PULL_BEFORE_MERGE_QUERY``), else the REST PR (GraphQL not there, or
+        its answer failed or could not be read)."""
         if self._graphql.available:
             owner, name = repo.split("/", 1)
             variables = {"owner": owner, "name": name, "number": number}
@@ -207,10 +215,11 @@ class Writes:
                 data = self._graphql.graphql(
                     PULL_BEFORE_MERGE_QUERY, variables, f"{repo}#{number} before its merge"
                 )
+                return rest_shaped_pull(repo, number, data)
             except GraphqlUnavailable:
                 self._graphql.fall_back()
-            else:
-                return rest_shaped_pull(repo, number, data)
+            except ForgeError as exc:
+                log.warning("forge.pull_via_rest", pr=f"{repo}#{number}", error=str(exc)[:200])
         return dict(self._http.get(f"/repos/{repo}/pulls/{number}"))
 
     def set_protection(

@@ -156,9 +156,9 @@ def test_tampered_body_is_set_aside(daemon: Harness) -> None:
 
 
 def test_cron_tick_does_not_ask_again_for_a_missing_repo_policy(daemon: Harness) -> None:
-    """The base branch has no `.capdaemon.yml`: on GitHub each ask is a counted 404. The first
-    `tick --once` process asks; later processes remember it per base commit (the cache file) and
-    ask again only when the base moves."""
+    """The base branch has no `.capdaemon.yml`: on GitHub each ask is a counted 404. Later
+    `tick --once` processes remember it per base commit (the cache file); when the base moves,
+    the page of open PRs says the new base commit has no such file either: nothing is asked."""
     daemon.configure(mode="shadow")
     daemon.open_pr(DOCS)
     assert _tick_once(daemon).returncode == 0
@@ -175,7 +175,7 @@ def test_cron_tick_does_not_ask_again_for_a_missing_repo_policy(daemon: Harness)
     daemon.sb.commit_files(daemon.sb.repo, "main", {"README.md": "moved\n"}, "base moves")
     daemon.sb.reset_counters()
     assert _tick_once(daemon).returncode == 0
-    assert policy_reads() == 1  # a new base commit: asked once more
+    assert policy_reads() == 0  # a new base commit, and the page's tree entry: still none
 
 
 def test_a_malformed_policy_entry_sets_the_cache_aside(daemon: Harness) -> None:
