@@ -170,8 +170,16 @@ class Tally:
 
     def graphql_queries(self, before: dict[str, int]) -> int:
         """GraphQL requests capdaemon sent since `before` (the owner sends none)."""
+        return sum(self.graphql_by_operation(before).values())
+
+    def graphql_by_operation(self, before: dict[str, int]) -> dict[str, int]:
+        """GraphQL requests since `before`, by operation name."""
         now = {k: v["requests"] for k, v in self.sb.counters()["endpoints"].items()}
-        return sum(n - before.get(k, 0) for k, n in now.items() if k.startswith("POST /graphql"))
+        return {
+            k.removeprefix("POST /graphql").strip() or "(unnamed)": n - before.get(k, 0)
+            for k, n in now.items()
+            if k.startswith("POST /graphql") and n > before.get(k, 0)
+        }
 
 
 class Life:
@@ -368,6 +376,7 @@ def _measure(
         "counted": dict(tally.counted),
         "endpoints": dict(tally.endpoints.most_common()),
         "graphql_queries": tally.graphql_queries(gql_before),
+        "graphql_ops": tally.graphql_by_operation(gql_before),
         "graphql_points": sb.app.graphql.total_points() - tally.gql0,
         "rest_pm": rest_pm,
         "gql_pm": gql_pm,
@@ -441,6 +450,8 @@ def main() -> int:
         prs = max(1, r["prs"])
         for k, v in r["endpoints"].items():
             print(f"  {v / prs:6.2f} counted per PR  {k}")
+        for k, v in sorted(r["graphql_ops"].items(), key=lambda kv: -kv[1]):
+            print(f"  {v / prs:6.2f} GraphQL queries per PR  {k}")
     return 0
 
 

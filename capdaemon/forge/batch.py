@@ -29,6 +29,8 @@ from capdaemon.forge.errors import ForgeError
 from capdaemon.forge.gql import (
     OPEN_PULLS_QUERY,
     OPEN_PULLS_WITH_BASE_QUERY,
+    PULLS_PAGE,
+    SMALL_PULLS_PAGE,
     Graphql,
     GraphqlUnavailable,
     _author,
@@ -40,6 +42,7 @@ from capdaemon.forge.types import PRSummary
 from capdaemon.model import CheckRun
 
 MAX_PR_PAGES = 100  # 10,000 open PRs in one repo
+SMALL_PAGE_ROOM = 10  # new PRs a small first page has room for before a second page is needed
 
 Kept = tuple[tuple[CheckRun, ...], tuple[CheckRun, ...]]  # (check runs, statuses)
 OpenPrLister = Callable[[str], list[PRSummary]]  # the REST list of a repo's open PRs
@@ -177,6 +180,14 @@ class Batch:
         self._memo = memo
         self._kept: dict[tuple[str, str], Kept] = {}
         self._facts: dict[tuple[str, int], PullFacts] = {}
+        self._open: dict[str, int] = {}  # repo → open PRs at its last listing (this process)
+
+    def page_size(self, repo: str, after: str | None) -> int:
+        """PRs a page asks for: a repo that had few open PRs at its last listing in this process
+        is read in pages of SMALL_PULLS_PAGE (1 point instead of 3, GitHub's formula), with
+        room for a few new ones; any other page, or a repo not listed yet, 100."""
+        few = self._open.get(repo, PULLS_PAGE) <= SMALL_PULLS_PAGE - SMALL_PAGE_ROOM
+        return SMALL_PULLS_PAGE if after is None and few else PULLS_PAGE
 
     def forget(self) -> None:
         """Drop the kept checks and PR facts (at the start of each tick)."""
@@ -226,7 +237,12 @@ class Batch:
         """One page: (its pullRequests connection, the PR indexes errors are confined to, the
         base branch's ref when this page asked for it and no error touched it)."""
         owner, name = repo.split("/", 1)
-        variables: dict[str, Any] = {"owner": owner, "name": name, "after": after}
+        variables: dict[str, Any] = {
+            "owner": owner,
+            "name": name,
+            "after": after,
+            "first": self.page_size(repo, after),
+        }
         with_base = base is not None and after is None
         if with_base:
             variables["base"] = f"refs/heads/{base}"
@@ -267,6 +283,7 @@ class Batch:
             if not info.get("hasNextPage"):
                 if base is not None:
                     self._carry(repo, base, ref)
+                self._open[repo] = len(prs)
                 return prs, checks, facts
             after = info.get("endCursor")
             if not after:

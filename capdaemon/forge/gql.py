@@ -73,11 +73,12 @@ query CapdaemonReactions($owner: String!, $name: String!, $number: Int!, $after:
 
 # One page of a repo's open PRs with each head's check rollup (Tide-style batch gathering),
 # and every fact a snapshot needs from the PR itself (base, counts, title, body, mergeable).
-# Priced by GitHub's formula: 1 + 100 (labels) + 100 (commits) + 100 (contexts) → 3 points.
+# Priced by GitHub's formula: 1 + 100 (labels) + 100 (commits) + 100 (contexts) → 3 points for
+# a page of 100 (`$first`), divided by 100 and rounded: 1 point for a page of SMALL_PULLS_PAGE.
 OPEN_PULLS_QUERY = """
-query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String) {
+query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String, $first: Int!) {
   repository(owner: $owner, name: $name) {
-    pullRequests(states: [OPEN], first: 100, after: $after,
+    pullRequests(states: [OPEN], first: $first, after: $after,
                  orderBy: {field: CREATED_AT, direction: ASC}) {
       pageInfo { hasNextPage endCursor }
       nodes {
@@ -103,12 +104,15 @@ query CapdaemonOpenPulls($owner: String!, $name: String!, $after: String) {
   }
 }"""
 
+PULLS_PAGE = 100  # GitHub's most
+SMALL_PULLS_PAGE = 49  # the most a 1-point page holds: 1 + 3 × 49 (+ 1, the base ref) = 149 → 1
+
 # The first page of the same, with the supervised base branch's head, classic protection rule
 # and ruleset rules (``refrules``): no branch, protection or rules request in a steady tick.
 # The ref adds one connection of 100: still 3 points.
 _REPOSITORY = "  repository(owner: $owner, name: $name) {"
 OPEN_PULLS_WITH_BASE_QUERY = OPEN_PULLS_QUERY.replace(
-    "$after: String) {", "$after: String, $base: String!) {", 1
+    "$first: Int!) {", "$first: Int!, $base: String!) {", 1
 ).replace(_REPOSITORY, _REPOSITORY + BASE_REF_FIELDS, 1)
 
 # The check rollup state of many commits at once, each by repository and sha (the rollup

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import github
 
 from capdaemon.forge.batch import _commits_error, _kept, _summary
 from capdaemon.forge.client import CHECK_NAME, Forge
-from ghsandbox import Sandbox
+from ghsandbox import CommitSpec, Person, Sandbox
 
 CHECK_RUNS = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
 STATUS = "GET /repos/{owner}/{repo}/commits/{ref}/status"
@@ -333,3 +334,38 @@ def test_a_write_we_cannot_read_back_drops_the_kept_rollup(
     sandbox.reset_counters()
     assert forge.check_runs(sandbox.repo, pr.head_sha) == []
     assert _seen(sandbox) == {CHECK_RUNS: 1}
+
+
+def _open_many(sandbox: Sandbox, first: int, count: int) -> None:
+    main = sandbox.branch_sha(sandbox.repo, "main")
+    who = Person("agent-1", "agent-1@agents.example.com")
+    when = datetime.now(UTC)
+    specs = [
+        CommitSpec(f"agent-1/many{i}", {f"docs/m{i}.md": f"{i}\n"}, f"M{i}", who, when, main)
+        for i in range(first, first + count)
+    ]
+    sandbox.bulk_commits(sandbox.repo, specs)
+    sandbox.bulk_open_prs(
+        sandbox.repo,
+        [{"head": s.branch, "base": "main", "title": s.message, "user": "agent-1"} for s in specs],
+    )
+
+
+def _listed(forge: Forge, sandbox: Sandbox) -> tuple[int, int]:
+    """One tick's listing: (open PRs listed, GraphQL points it cost)."""
+    before = sandbox.app.graphql.total_points()
+    forge.new_tick()
+    prs = forge.list_open_prs(sandbox.repo, "main")
+    return len(prs), sandbox.app.graphql.total_points() - before
+
+
+def test_a_repo_with_few_open_prs_is_listed_for_one_point(forge: Forge, sandbox: Sandbox) -> None:
+    """The first listing asks for 100 (3 points); while a repo has few open PRs the next ask
+    for 49 (1 point). When it grows past a page, every PR is still listed (a second page) and
+    the next listing asks for 100 again."""
+    _open_many(sandbox, 0, 5)
+    assert _listed(forge, sandbox) == (5, 3)
+    assert _listed(forge, sandbox) == (5, 1)
+    _open_many(sandbox, 5, 60)
+    assert _listed(forge, sandbox) == (65, 1 + 3)
+    assert _listed(forge, sandbox) == (65, 3)

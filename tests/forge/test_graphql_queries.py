@@ -7,12 +7,19 @@ from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse, vali
 
 from capdaemon.forge.client import Forge
 from capdaemon.forge.errors import ForgeError
-from capdaemon.forge.gql import QUERIES, REACTION_CONTENT
+from capdaemon.forge.gql import PULLS_PAGE, QUERIES, REACTION_CONTENT, SMALL_PULLS_PAGE
 from ghsandbox.gql import github_schema
 from ghsandbox.gql.cost import plan_query
 from ghsandbox.gql.resolvers import REST_TO_REACTION, served
 
-VARIABLES = {"owner": "acme", "name": "widgets", "number": 1, "after": None, "base": "main"}
+VARIABLES = {
+    "owner": "acme",
+    "name": "widgets",
+    "number": 1,
+    "after": None,
+    "base": "main",
+    "first": PULLS_PAGE,
+}
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -45,6 +52,17 @@ def test_query_cost_and_is_served_by_the_sandbox(name: str) -> None:
     plan = plan_query(github_schema(), op, frags, VARIABLES, served)
     assert plan.errors == []
     assert plan.cost == COST[name]
+
+
+@pytest.mark.parametrize("name", ["open_pulls", "open_pulls_with_base"])
+def test_a_small_page_of_open_prs_costs_one_point(name: str) -> None:
+    """A page of SMALL_PULLS_PAGE open PRs, with or without the base branch, is 1 point by
+    GitHub's formula (a page of 100 is 3; one PR more is 2)."""
+    doc = parse(QUERIES[name])
+    (op,) = [d for d in doc.definitions if isinstance(d, OperationDefinitionNode)]
+    for first, cost in ((SMALL_PULLS_PAGE, 1), (SMALL_PULLS_PAGE + 1, 2)):
+        plan = plan_query(github_schema(), op, {}, {**VARIABLES, "first": first}, served)
+        assert plan.errors == [] and plan.cost == cost, (first, plan.cost)
 
 
 def test_reaction_contents_map_both_ways() -> None:
