@@ -116,3 +116,31 @@ def test_a_merge_commit_is_watched_without_reading_it_again(safe: SafetyHarness)
     assert not [k for k in ends if "/git/commits/" in k]
     (watch,) = safe.safety()["watches"]
     assert watch["pr"] == n and watch["parents_count"] == 1
+
+
+def test_a_probe_read_through_rest_waits_while_the_hour_is_down_to_the_reserve(
+    safe: SafetyHarness,
+) -> None:
+    """A merge commit with a red commit status (read through REST, for its history) while
+    another client of the installation has left only 150 of the hour's requests: the probe
+    does not spend the reserve kept for merges and votes (no REST read, the watch kept, no
+    verdict). Once GitHub's hour has room again, the next step reads it and fails it."""
+    safe.configure(post_merge={"window_minutes": 120})
+    n = _merged(safe, 0)
+    safe.ci(safe.merge_sha(n), "failure")
+    sb = safe.sb
+    key = f"installation:{sb.installation_id}"
+    bucket = sb.app.limiter.bucket(key, 5000)
+    sb.spend_rate_limit(key, 5000 - bucket.used - 150)
+    safe.ticker.forge.rate_limit_core()  # what is left, as a tick's first answer says
+    sb.reset_counters()
+    safe.step7()
+    assert _reads(safe)[0] == 0
+    assert [w["pr"] for w in safe.safety()["watches"]] == [n]
+    assert not safe.actions("probe.failed", n)
+    sb.app.limiter.reset_all()  # GitHub's hour rolls over (its windows are on the real clock)
+    safe.advance(minutes=1)
+    safe.ticker.forge.rate_limit_core()
+    safe.step7()
+    assert _reads(safe)[0] >= 1
+    assert [r["pr"] for r in safe.actions("probe.failed")] == [f"{sb.repo}#{n}"]

@@ -132,6 +132,15 @@ def writes_for(quadrant: Quadrant, *, blocked: bool) -> int:
 _COSTS = tuple(writes_for(q, blocked=b) for q in Quadrant for b in (False, True))
 
 
+def down_to_reserve(rate: Mapping[str, Any]) -> bool:
+    """Has the hour's primary budget, as GitHub last said (`remaining`, `limit`), come down to
+    the reserve kept for merges and votes? False when GitHub has not said."""
+    remaining, limit = rate.get("remaining"), rate.get("limit")
+    if not isinstance(remaining, int):
+        return False
+    return remaining <= _reserve(limit if isinstance(limit, int) else remaining, RESERVE_READS)
+
+
 def _reserve(limit: int, reserve: int) -> int:
     """The reserve, never more than a quarter of a small configured limit."""
     return min(reserve, limit // 4)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from capdaemon.audit import AuditLog, log_paths
 from capdaemon.config import Config
+from capdaemon.daemon.core.budget import down_to_reserve
 from capdaemon.daemon.core.failure import per_item, report_error
 from capdaemon.daemon.merging.intent import Intent, no_crash
 from capdaemon.daemon.safety import probe_sources
@@ -148,13 +149,19 @@ class Probes:
         cfg = self.config.post_merge
         keep: list[dict[str, Any]] = []
         batched = self._batched(s["watches"], now)
+        spare = not down_to_reserve(self.forge.rate_budget())
+        deferred = 0
         for raw in s["watches"]:
             watch = ProbeWatch.from_json(raw)
             if _quiet(raw, now):  # all checks done and green: next read at the window's end
                 keep.append(raw)
                 continue
+            checks = batched.get((watch.repo, watch.merge_sha))
+            if checks is None and not spare:  # a REST read: the hour's reserve is not for it
+                deferred += 1
+                keep.append(raw)
+                continue
             with per_item(report, "probe.failed", watch.ref, log=log, pr=watch.ref) as item:
-                checks = batched.get((watch.repo, watch.merge_sha))
                 if checks is None:  # commit statuses (their history), or no batched answer
                     checks = self.forge.commit_checks(
                         watch.repo, watch.merge_sha, status_history=True
@@ -186,6 +193,13 @@ class Probes:
                 continue
             if not self.failed(watch, res.reason + note, list(res.failed_checks), now, report):
                 keep.append(raw)  # a transient error opening the revert: retried next tick
+        if deferred:
+            log.info(
+                "budget.deferred",
+                work="post-merge probe reads",
+                commits=deferred,
+                reason="the hour's requests are down to the reserve kept for merges and votes",
+            )
         s["watches"] = keep
         s.save()
 
