@@ -16,6 +16,7 @@ import structlog
 from capdaemon.config import DEFAULT_SOURCE_ROOT
 from capdaemon.forge.types import (
     Comment,
+    PRStatus,
 )
 from capdaemon.globs import GlobSet
 from capdaemon.model import (
@@ -236,4 +237,19 @@ def _comment(c: dict[str, Any]) -> Comment:
         created_at=created,
         updated_at=updated,
         edited=True if updated > created else None,  # whole seconds: a quick edit is unseen
+    )
+
+
+def pr_status(repo: str, p: Mapping[str, Any]) -> PRStatus:
+    """A REST PR as where it stands: open, merged (and at which merge commit) or closed."""
+    merged = bool(p.get("merged"))
+    return PRStatus(
+        repo=repo,
+        number=int(p["number"]),
+        state=str(p.get("state", "open")),
+        merged=merged,
+        merge_sha=p.get("merge_commit_sha") if merged else None,
+        head_sha=p["head"]["sha"],
+        mergeable=p.get("mergeable"),
+        base_ref=str((p.get("base") or {}).get("ref") or ""),
     )

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from capdaemon.forge.convert import _comment, _dt, _login
+from capdaemon.forge.convert import _comment, _dt, _login, pr_status
 from capdaemon.forge.errors import Forbidden, NotFound
 from capdaemon.forge.gql import (
     COMMENTS_QUERY,
@@ -61,18 +61,7 @@ class Reads:
 
     def pull_status(self, repo: str, number: int) -> PRStatus:
         """Open, merged (and at which merge commit) or closed: one ETag-cached GET of the PR."""
-        p = self._http.get(f"/repos/{repo}/pulls/{number}")
-        merged = bool(p.get("merged"))
-        return PRStatus(
-            repo=repo,
-            number=int(p["number"]),
-            state=str(p.get("state", "open")),
-            merged=merged,
-            merge_sha=p.get("merge_commit_sha") if merged else None,
-            head_sha=p["head"]["sha"],
-            mergeable=p.get("mergeable"),
-            base_ref=str((p.get("base") or {}).get("ref") or ""),
-        )
+        return pr_status(repo, self._http.get(f"/repos/{repo}/pulls/{number}"))
 
     def branch_contains(self, repo: str, branch: str, sha: str) -> bool:
         """True when commit `sha` is on `branch` (its head or an ancestor of it): one compare.

@@ -12,6 +12,7 @@ from capdaemon.forge.convert import (
     _iso,
     _login,
     log,
+    pr_status,
     protection_ok,
     review_count,
 )
@@ -25,6 +26,7 @@ from capdaemon.forge.errors import (
 )
 from capdaemon.forge.gql import PULL_BEFORE_MERGE_QUERY, Graphql, GraphqlUnavailable
 from capdaemon.forge.overflow import CHECK_SUMMARY_LIMIT, fit_body
+from capdaemon.forge.types import PRStatus
 from capdaemon.model import CheckRun
 
 if TYPE_CHECKING:
@@ -170,23 +172,22 @@ class Writes:
         Idempotent: a PR already merged at `sha` returns its merge commit without a second merge.
         """
         pr = self._pull_before_merge(repo, number)
-        found = str((pr.get("base") or {}).get("ref") or "")
-        if base is not None and found != base:
+        if base is not None and pr.base_ref != base:
             raise BaseMoved(
-                f"{repo}#{number} targets {found or '?'}, not the approved base {base}",
-                found=found,
+                f"{repo}#{number} targets {pr.base_ref or '?'}, not the approved base {base}",
+                found=pr.base_ref,
                 status=409,
             )
-        if pr.get("merged"):
-            if pr["head"]["sha"] != sha:
+        if pr.merged:
+            if pr.head_sha != sha:
                 raise HeadMoved(
-                    f"{repo}#{number} was merged at {pr['head']['sha'][:12]}, not {sha[:12]}",
+                    f"{repo}#{number} was merged at {pr.head_sha[:12]}, not {sha[:12]}",
                     status=409,
                 )
-            return str(pr.get("merge_commit_sha"))
-        if pr["head"]["sha"] != sha:
+            return str(pr.merge_sha)
+        if pr.head_sha != sha:
             raise HeadMoved(
-                f"{repo}#{number} head is {pr['head']['sha'][:12]}, expected {sha[:12]}", status=409
+                f"{repo}#{number} head is {pr.head_sha[:12]}, expected {sha[:12]}", status=409
             )
         try:
             _, data = self._http.req(
@@ -194,20 +195,17 @@ class Writes:
                 f"/repos/{repo}/pulls/{number}/merge",
                 body={"sha": sha, "merge_method": method},
             )
-        except NotMergeable:
-            again = self._http.get(
-                f"/repos/{repo}/pulls/{number}"
-            )  # a retried PUT after a lost reply
-            if again.get("merged") and again["head"]["sha"] == sha:
-                return str(again.get("merge_commit_sha"))
+        except NotMergeable:  # a retried PUT after a lost reply: merged by the first one?
+            again = pr_status(repo, self._http.get(f"/repos/{repo}/pulls/{number}"))
+            if again.merged and again.head_sha == sha:
+                return str(again.merge_sha)
             raise
         log.info("forge.write", op="merge", repo=repo, number=number, sha=sha[:12], method=method)
         return str(data["sha"])
 
-    def _pull_before_merge(self, repo: str, number: int) -> dict[str, Any]:
-        """The PR right before its merge call, in REST's shape (the fields `merge` reads): one
-        GraphQL point (``PULL_BEFORE_MERGE_QUERY``), else the REST PR (GraphQL not there, or
-        its answer failed or could not be read)."""
+    def _pull_before_merge(self, repo: str, number: int) -> PRStatus:
+        """The PR right before its merge call: one GraphQL point (``PULL_BEFORE_MERGE_QUERY``),
+        else the REST PR (GraphQL not there, or its answer failed or could not be read)."""
         if self._graphql.available:
             owner, name = repo.split("/", 1)
             variables = {"owner": owner, "name": name, "number": number}
@@ -215,12 +213,12 @@ class Writes:
                 data = self._graphql.graphql(
                     PULL_BEFORE_MERGE_QUERY, variables, f"{repo}#{number} before its merge"
                 )
-                return rest_shaped_pull(repo, number, data)
+                return status_from_graphql(repo, number, data)
             except GraphqlUnavailable:
                 self._graphql.fall_back()
             except ForgeError as exc:
                 log.warning("forge.pull_via_rest", pr=f"{repo}#{number}", error=str(exc)[:200])
-        return dict(self._http.get(f"/repos/{repo}/pulls/{number}"))
+        return pr_status(repo, self._http.get(f"/repos/{repo}/pulls/{number}"))
 
     def set_protection(
         self,
@@ -303,9 +301,10 @@ def _same_run(cur: CheckRun, conclusion: str, out: dict[str, str]) -> bool:
     )
 
 
-def rest_shaped_pull(repo: str, number: int, data: dict[str, Any]) -> dict[str, Any]:
-    """`PULL_BEFORE_MERGE_QUERY`'s answer as the REST PR's fields `merge` reads; NotFound when
-    GitHub has no such PR, Invalid when a field is missing or of another type."""
+def status_from_graphql(repo: str, number: int, data: dict[str, Any]) -> PRStatus:
+    """`PULL_BEFORE_MERGE_QUERY`'s answer as where the PR stands (its mergeability is not
+    asked: None); NotFound when GitHub has no such PR, Invalid when a field is missing or of
+    another type."""
     pr = (data.get("repository") or {}).get("pullRequest")
     if pr is None:
         raise NotFound(f"GitHub GraphQL: {repo}#{number} not found")
@@ -317,11 +316,13 @@ def rest_shaped_pull(repo: str, number: int, data: dict[str, Any]) -> dict[str, 
         raise Invalid(f"GitHub GraphQL: {repo}#{number}: base, head or merged state missing")
     if not isinstance(state, str) or (merged and not isinstance(merge_sha, str)):
         raise Invalid(f"GitHub GraphQL: {repo}#{number}: state or merge commit missing")
-    return {
-        "number": number,
-        "state": "open" if state == "OPEN" else "closed",
-        "merged": merged,
-        "merge_commit_sha": merge_sha,
-        "base": {"ref": base},
-        "head": {"sha": head},
-    }
+    return PRStatus(
+        repo=repo,
+        number=number,
+        state="open" if state == "OPEN" else "closed",
+        merged=merged,
+        merge_sha=merge_sha if merged else None,
+        head_sha=head,
+        mergeable=None,
+        base_ref=base,
+    )
